@@ -1,0 +1,109 @@
+"""The one module that knows which ArviZ generation is installed.
+
+ArviZ 0.x (Python < 3.12 here) builds ``arviz.InferenceData``; ArviZ 1.x builds the
+``xarray.DataTree`` that replaced it, and moved the array-level diagnostics to
+``arviz_stats``. Everything else in dawrap goes through the functions below.
+"""
+from __future__ import annotations
+
+import warnings
+
+import arviz as az
+import numpy as np
+
+__all__ = ["ARVIZ_1", "to_arviz", "group", "group_names", "ess", "mcse", "rhat", "summary"]
+
+ARVIZ_1 = int(az.__version__.split(".")[0]) >= 1
+_STANDARD_0X = ("posterior", "sample_stats", "observed_data", "constant_data")
+
+
+def to_arviz(groups: dict, attrs: dict):
+    """Build the ArviZ object from ``{group: {variable: array}}``.
+
+    Arrays in groups whose name contains ``data`` have no chain/draw dimensions; all others
+    lead with ``(chain, draw)``.
+    """
+    attrs = {k: v for k, v in attrs.items() if v is not None}
+    if ARVIZ_1:
+        return az.from_dict(groups, attrs={"/": attrs, **{g: attrs for g in groups}})
+    with warnings.catch_warnings():
+        # ArviZ 0.x warns about group names outside its schema; ours are deliberate.
+        warnings.simplefilter("ignore", UserWarning)
+        standard = {g: v for g, v in groups.items() if g in _STANDARD_0X}
+        idata = az.from_dict(**standard, attrs=attrs)
+        extra = {g: az.dict_to_dataset(v, attrs=attrs) for g, v in groups.items()
+                 if g not in _STANDARD_0X}
+        if extra:
+            idata.add_groups(extra)
+    for name in idata.groups():
+        idata[name].attrs.update(attrs)
+    return idata
+
+
+def group(data, name: str):
+    """One group of a result as an ``xarray.Dataset``."""
+    if ARVIZ_1:
+        return data[name].to_dataset()
+    return getattr(data, name)
+
+
+def group_names(data) -> list:
+    """Names of the groups present in a result."""
+    if ARVIZ_1:
+        return list(data.children)
+    return list(data.groups())
+
+
+def attrs(data) -> dict:
+    """The result's global attributes (method, model, mechanism, seed, ...)."""
+    if ARVIZ_1:
+        return dict(data.attrs)
+    return dict(data.posterior.attrs)
+
+
+def _array_stats():
+    from arviz_stats.base import array_stats
+    return array_stats
+
+
+def ess(draws: np.ndarray, method: str = "bulk") -> float:
+    """Effective sample size of a ``(chain, draw)`` array."""
+    draws = np.asarray(draws, dtype=float)
+    if ARVIZ_1:
+        # arviz_stats' array layer has no default tail probabilities; these are ArviZ's.
+        kwargs = {"prob": (0.05, 0.95)} if method == "tail" else {}
+        return float(_array_stats().ess(draws, chain_axis=0, draw_axis=1, method=method,
+                                        **kwargs))
+    return float(az.ess(draws, method=method))
+
+
+def mcse(draws: np.ndarray, method: str = "mean", prob: float | None = None) -> float:
+    """Monte Carlo standard error of the mean, sd, or a quantile (``prob``) of the draws."""
+    draws = np.asarray(draws, dtype=float)
+    if ARVIZ_1:
+        kwargs = {"prob": prob} if method == "quantile" else {}
+        return float(_array_stats().mcse(draws, chain_axis=0, draw_axis=1, method=method,
+                                         **kwargs))
+    if method == "sd":
+        # ArviZ 0.x's own mcse(method="sd") fails under NumPy 2 (float() of a 1-element
+        # array); this is the same estimator (delta method on the variance, ESS of the
+        # squared deviations).
+        sq = (draws - draws.mean()) ** 2
+        var = sq.mean()
+        var_of_var = ((sq ** 2).mean() - var ** 2) / float(az.ess(sq, method="mean"))
+        return float(np.sqrt(var_of_var / var / 4.0))
+    kwargs = {"prob": prob} if method == "quantile" else {}
+    return float(np.asarray(az.mcse(draws, method=method, **kwargs)).squeeze())
+
+
+def rhat(draws: np.ndarray) -> float:
+    """Rank-normalised split R-hat of a ``(chain, draw)`` array."""
+    draws = np.asarray(draws, dtype=float)
+    if ARVIZ_1:
+        return float(_array_stats().rhat(draws, chain_axis=0, draw_axis=1))
+    return float(az.rhat(draws))
+
+
+def summary(data, **kwargs):
+    """``arviz.summary`` of the posterior."""
+    return az.summary(data, **kwargs)

@@ -1,0 +1,75 @@
+"""Argument checks shared by the public entry points.
+
+Every check raises ``ValueError`` or ``TypeError`` with a message that names the argument and
+says what was expected, so a bad input never reaches compiled code.
+"""
+from __future__ import annotations
+
+import inspect
+import numbers
+
+import numpy as np
+from numba.core.registry import CPUDispatcher
+
+__all__ = [
+    "as_count",
+    "as_positive_float",
+    "as_float_vector",
+    "require_njit",
+    "n_positional",
+]
+
+
+def as_count(value, name: str, minimum: int = 1) -> int:
+    """Return ``value`` as an ``int`` >= ``minimum`` or raise naming ``name``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer >= {minimum}, got {value!r} "
+                        f"of type {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value}")
+    return int(value)
+
+
+def as_positive_float(value, name: str) -> float:
+    """Return ``value`` as a finite float > 0 or raise naming ``name``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a positive real number, got {value!r} "
+                        f"of type {type(value).__name__}")
+    value = float(value)
+    if not np.isfinite(value) or value <= 0.0:
+        raise ValueError(f"{name} must be a finite number > 0, got {value}")
+    return value
+
+
+def as_float_vector(value, name: str, size: int | None = None) -> np.ndarray:
+    """Return ``value`` as a finite 1-d float64 array (scalars become length 1).
+
+    Integer input is valid and converted exactly; booleans, strings and objects are not.
+    """
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be a real number or an array of real numbers, "
+                        f"got dtype {arr.dtype}")
+    arr = np.atleast_1d(arr.astype(np.float64))
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a scalar or a 1-d array, got shape {arr.shape}")
+    if size is not None and arr.shape[0] != size:
+        raise ValueError(f"{name} must have {size} value(s), got {arr.shape[0]}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite, got {arr}")
+    return np.ascontiguousarray(arr)
+
+
+def require_njit(func, name: str, signature: str) -> CPUDispatcher:
+    """Check that ``func`` is a ``numba.njit`` function, naming ``name`` otherwise."""
+    if not isinstance(func, CPUDispatcher):
+        raise TypeError(f"{name} must be a numba.njit-compiled function {signature}, "
+                        f"got {type(func).__name__}; decorate it with @numba.njit")
+    return func
+
+
+def n_positional(func) -> int:
+    """Number of positional parameters of a Python or numba function."""
+    py = getattr(func, "py_func", func)
+    params = inspect.signature(py).parameters.values()
+    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)

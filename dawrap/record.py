@@ -1,0 +1,231 @@
+r"""The record-level data-augmentation sampler (Ju, Awan, Gong & Rao 2022), compiled.
+
+One iteration (Algorithm 1; supplement Algorithm 2 with a user proposal):
+
+1. :math:`\theta \leftarrow K(\theta, \cdot \mid x)`, the user's kernel for
+   :math:`p(\theta \mid x)`;
+2. for :math:`i = 1..n`: propose :math:`x_i^\star \sim f(\cdot\mid\theta)` (or
+   :math:`q(\cdot \mid x_i, \theta)`), update the running total
+   :math:`T^\star = T - t(x_i) + t(x_i^\star)` in O(1) and accept with probability
+   :math:`\min\{1, g(s_{dp}, T^\star)/g(s_{dp}, T)\}` (times the Hastings ratio of ``q``).
+
+Written in the BlackJAX style: ``init`` builds a :class:`RecordState`, ``step`` advances it and
+returns a :class:`StepInfo`. The database ``x`` and the running sums live in arrays that ``step``
+updates in place, so memory stays at one ``(n, record_size)`` array per chain whatever the
+number of draws. Everything here is ``numba.njit`` with ``cache=True``; the user's functions are
+passed in as first-class arguments (:class:`RecordFunctions`), so a model's functions compile
+into one fused loop.
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+__all__ = ["RecordFunctions", "RecordState", "StepInfo", "Trace", "init", "sweep", "step",
+           "run", "record_draw", "draw_records", "STATUS_MESSAGES", "REFRESH_EVERY"]
+
+#: Running totals are recomputed from ``x`` every this many iterations, so that floating-point
+#: drift of the O(1) updates (continuous statistics) cannot accumulate over a long run.
+REFRESH_EVERY = 1000
+
+OK, BAD_THETA, BAD_THETA_SIZE, BAD_RATIO, BAD_RECORD, BAD_STATS = 0, 1, 2, 3, 4, 5
+STATUS_MESSAGES = {
+    BAD_THETA: "draw_theta returned a non-finite theta",
+    BAD_THETA_SIZE: "draw_theta returned a theta of the wrong size",
+    BAD_RATIO: "the acceptance ratio is NaN: the mechanism's statistic or log_density (or the "
+               "propose_record log ratio) produced NaN",
+    BAD_RECORD: "draw_record (or propose_record) wrote a non-finite value into a record",
+    BAD_STATS: "model_stat produced a non-finite running statistic",
+}
+
+
+class RecordFunctions(NamedTuple):
+    """The compiled pieces a chain is made of (all ``numba.njit``)."""
+    draw_record: object     # (rng, theta, out)
+    propose_record: object  # (rng, theta, x_i, out) -> log Hastings ratio
+    model_stat: object      # (x_i, out)
+    mech_stat: object       # (x_i, s_dp, out)
+    log_density: object     # (s_dp, t, params) -> log g
+
+
+class RecordState(NamedTuple):
+    """State of one chain. ``x``, ``stats`` and ``total`` are updated in place."""
+    theta: np.ndarray   # (theta_size,)
+    x: np.ndarray       # (n, record_size) imputed confidential database
+    stats: np.ndarray   # (stat_size,) sum_i model_stat(x_i)
+    total: np.ndarray   # (size,) T = sum_i t(x_i, s_dp), the mechanism's statistic
+    log_g: float        # log g(s_dp, T), cached so no record update recomputes it
+
+
+class StepInfo(NamedTuple):
+    """What one sweep saw."""
+    accept_rate: float      # fraction of record proposals accepted
+    min_accept_prob: float  # smallest acceptance probability met in the sweep
+    status: int             # OK, or the code of what went wrong (see STATUS_MESSAGES)
+
+
+class Trace(NamedTuple):
+    """Preallocated per-chain output, one row per kept draw."""
+    theta: np.ndarray            # (draws, theta_size)
+    accept_rate: np.ndarray      # (draws,)
+    min_accept_prob: np.ndarray  # (draws,)
+    theta_accept: np.ndarray     # (draws,) NaN when the kernel reports none
+    total: np.ndarray            # (draws, size), or (0, size) when not kept
+
+
+@numba.njit(nogil=True, cache=True)
+def draw_records(rng, theta, n, record_size, draw_record):
+    """``n`` records from ``f(. | theta)``: the default initial database."""
+    x = np.empty((n, record_size))
+    for i in range(n):
+        draw_record(rng, theta, x[i])
+    return x
+
+
+@numba.njit(nogil=True, cache=True)
+def init(theta, x, s_dp, params, fns, stat_size):
+    """A :class:`RecordState` with the running sums computed from scratch."""
+    stats = np.zeros(stat_size)
+    total = np.zeros(s_dp.shape[0])
+    buf_s = np.empty(stat_size)
+    buf_t = np.empty(s_dp.shape[0])
+    for i in range(x.shape[0]):
+        fns.model_stat(x[i], buf_s)
+        fns.mech_stat(x[i], s_dp, buf_t)
+        stats += buf_s
+        total += buf_t
+    return RecordState(theta, x, stats, total, fns.log_density(s_dp, total, params))
+
+
+@numba.njit(nogil=True, cache=True)
+def sweep(rng, state, s_dp, params, fns, general, shared):
+    """Update every record once, in order (step 2 of Algorithm 1).
+
+    ``general`` selects ``propose_record`` over ``draw_record``; ``shared`` says the model
+    statistic is the mechanism's statistic, so its running sum moves by the same difference.
+    """
+    theta, x, stats, total = state.theta, state.x, state.stats, state.total
+    n, record_size = x.shape
+    m, k = total.shape[0], stats.shape[0]
+    proposal = np.empty(record_size)
+    t_old, t_new, total_new = np.empty(m), np.empty(m), np.empty(m)
+    s_old, s_new = np.empty(k), np.empty(k)
+    log_g = state.log_g
+    accepted = 0
+    min_log_alpha = 0.0
+    for i in range(n):
+        x_i = x[i]
+        if general:
+            log_alpha = fns.propose_record(rng, theta, x_i, proposal)
+        else:
+            fns.draw_record(rng, theta, proposal)
+            log_alpha = 0.0
+        for j in range(record_size):
+            if not np.isfinite(proposal[j]):
+                return RecordState(theta, x, stats, total, log_g), StepInfo(0.0, 0.0, BAD_RECORD)
+        fns.mech_stat(x_i, s_dp, t_old)
+        fns.mech_stat(proposal, s_dp, t_new)
+        unchanged = True
+        for j in range(m):
+            total_new[j] = total[j] + (t_new[j] - t_old[j])
+            unchanged = unchanged and t_new[j] == t_old[j]
+        # An unchanged total leaves g unchanged: skip the density (most proposals of a
+        # discrete record land here).
+        log_g_new = log_g if unchanged else fns.log_density(s_dp, total_new, params)
+        log_alpha += log_g_new - log_g
+        if log_alpha != log_alpha:
+            return RecordState(theta, x, stats, total, log_g), StepInfo(0.0, 0.0, BAD_RATIO)
+        if log_alpha < min_log_alpha:
+            min_log_alpha = log_alpha
+        # A ratio >= 1 is accepted without drawing a uniform.
+        if log_alpha >= 0.0 or rng.random() < math.exp(log_alpha):
+            if shared:
+                for j in range(k):
+                    stats[j] += t_new[j] - t_old[j]
+            elif k > 0:
+                fns.model_stat(x_i, s_old)
+                fns.model_stat(proposal, s_new)
+                for j in range(k):
+                    stats[j] += s_new[j] - s_old[j]
+            for j in range(m):
+                total[j] = total_new[j]
+            for j in range(record_size):
+                x_i[j] = proposal[j]
+            log_g = log_g_new
+            accepted += 1
+    status = OK
+    for j in range(k):
+        if not np.isfinite(stats[j]):
+            status = BAD_STATS
+    info = StepInfo(accepted / n, math.exp(min_log_alpha), status)
+    return RecordState(theta, x, stats, total, log_g), info
+
+
+@numba.njit(nogil=True, cache=True)
+def set_theta(state, theta_new):
+    """Copy a kernel's output into the state's theta buffer, checking size and finiteness."""
+    theta = state.theta
+    if theta_new.size != theta.shape[0]:
+        return BAD_THETA_SIZE
+    flat = theta_new.ravel()
+    for j in range(theta.shape[0]):
+        if not np.isfinite(flat[j]):
+            return BAD_THETA
+        theta[j] = flat[j]
+    return OK
+
+
+@numba.njit(nogil=True, cache=True)
+def step(rng, state, s_dp, params, fns, theta_kernel, general, shared):
+    """One full iteration: theta from ``theta_kernel``, then a record sweep.
+
+    ``theta_kernel(rng, theta, x, stats) -> (theta, accept_prob)``.
+    """
+    theta_new, theta_accept = theta_kernel(rng, state.theta, state.x, state.stats)
+    status = set_theta(state, theta_new)
+    if status != OK:
+        return state, StepInfo(0.0, 0.0, status), theta_accept
+    state, info = sweep(rng, state, s_dp, params, fns, general, shared)
+    return state, info, theta_accept
+
+
+@numba.njit(nogil=True, cache=True)
+def record_draw(trace, row, state, info, theta_accept):
+    """Write one kept draw (the state after the iteration's updates) into ``trace``."""
+    trace.theta[row, :] = state.theta
+    trace.accept_rate[row] = info.accept_rate
+    trace.min_accept_prob[row] = info.min_accept_prob
+    trace.theta_accept[row] = theta_accept
+    if trace.total.shape[0] > 0:
+        trace.total[row, :] = state.total
+
+
+@numba.njit(nogil=True, cache=True)
+def refresh(state, s_dp, params, fns):
+    """Recompute the running sums from ``x`` (guards against floating-point drift)."""
+    fresh = init(state.theta, state.x, s_dp, params, fns, state.stats.shape[0])
+    state.stats[:] = fresh.stats
+    state.total[:] = fresh.total
+    return RecordState(state.theta, state.x, state.stats, state.total, fresh.log_g)
+
+
+@numba.njit(nogil=True, cache=True)
+def run(rng, state, s_dp, params, fns, theta_kernel, general, shared, start, stop, tune, trace):
+    """Iterations ``start..stop-1`` of a chain whose theta kernel is compiled.
+
+    Iteration ``it`` is kept in row ``it - tune`` of ``trace`` when ``it >= tune``. Returns the
+    final state, the number of iterations done and a status code.
+    """
+    for it in range(start, stop):
+        state, info, theta_accept = step(rng, state, s_dp, params, fns, theta_kernel,
+                                         general, shared)
+        if info.status != OK:
+            return state, it, info.status
+        if (it + 1) % REFRESH_EVERY == 0:
+            state = refresh(state, s_dp, params, fns)
+        if it >= tune:
+            record_draw(trace, it - tune, state, info, theta_accept)
+    return state, stop, OK

@@ -1,0 +1,68 @@
+r"""Bernoulli records with a Beta prior; the count is released.
+
+.. math:: p \sim \mathrm{Beta}(a, b), \quad x_i \mid p \sim \mathrm{Bernoulli}(p), \quad
+          s_{dp} = \textstyle\sum_i x_i + \text{noise}\ (\text{sensitivity } 1).
+
+Examples
+--------
+>>> import dawrap as dw
+>>> from dawrap.models import beta_binomial
+>>> model = beta_binomial.model(a=1, b=1)
+>>> mech = beta_binomial.laplace(epsilon=0.5)
+>>> x = model.simulate({"p": 0.3}, n=1000, seed=1)
+>>> idata = dw.sample(model, mech, mech.release(x, seed=2), n=1000, seed=3)  # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import functools
+
+import numba
+import numpy as np
+
+import dawrap as dw
+
+__all__ = ["model", "count", "draw_record", "laplace", "geometric"]
+
+
+@numba.njit(nogil=True, cache=True)
+def draw_record(rng, theta, out):
+    """One Bernoulli(p) record."""
+    out[0] = 1.0 if rng.random() < theta[0] else 0.0
+
+
+@numba.njit(nogil=True, cache=True)
+def count(x_i, out):
+    """The record's contribution to the released count (and the model's sufficient statistic)."""
+    out[0] = x_i[0]
+
+
+@functools.lru_cache(maxsize=64)
+def _conjugate_kernel(a: float, b: float):
+    @numba.njit(nogil=True)
+    def draw_theta(rng, theta, x, stats):
+        # p | x ~ Beta(a + sum x, b + n - sum x): an exact draw, a Gibbs step.
+        return np.array([rng.beta(a + stats[0], b + x.shape[0] - stats[0])])
+
+    return draw_theta
+
+
+def model(a: float = 1.0, b: float = 1.0) -> dw.Model:
+    """The beta-binomial model with prior ``Beta(a, b)`` on the parameter ``p``."""
+    for name, value in (("a", a), ("b", b)):
+        if not isinstance(value, (int, float, np.integer, np.floating)) or not value > 0:
+            raise ValueError(f"{name} must be a number > 0, got {value!r}")
+    a, b = float(a), float(b)
+    return dw.Model(params={"p": ()}, record_size=1, draw_record=draw_record,
+                    draw_theta=_conjugate_kernel(a, b), model_stat=count, stat_size=1,
+                    draw_prior=lambda rng: np.array([rng.beta(a, b)]),
+                    name=f"beta_binomial(a={a:g}, b={b:g})")
+
+
+def laplace(epsilon: float) -> dw.Laplace:
+    """The count with Laplace noise of scale ``1 / epsilon`` (epsilon-DP)."""
+    return dw.Laplace(count, epsilon=epsilon, sensitivity=1.0)
+
+
+def geometric(epsilon: float) -> dw.Geometric:
+    """The count with two-sided geometric noise (epsilon-DP, integer release)."""
+    return dw.Geometric(count, epsilon=epsilon, sensitivity=1.0)

@@ -1,0 +1,99 @@
+r"""Normal records with known standard deviation and a Normal prior on the mean.
+
+.. math:: \mu \sim N(\mu_0, s_0^2), \quad x_i \mid \mu \sim N(\mu, \sigma^2), \quad
+          s_{dp} = \textstyle\sum_i \mathrm{clamp}(x_i, l, u) + \text{noise}.
+
+A DP release clamps each record to ``[lower, upper]`` (sensitivity ``upper - lower``);
+``gaussian(sigma=...)`` releases the unclamped sum with Gaussian noise, whose posterior has a
+closed form (useful for testing and for the fraction-of-missing-information studies).
+
+Examples
+--------
+>>> model = normal_mean.model(mu0=0, sd0=10, sigma=1)
+>>> mech = normal_mean.laplace(epsilon=1.0, lower=-5, upper=5)
+"""
+from __future__ import annotations
+
+import functools
+
+import numba
+import numpy as np
+
+import dawrap as dw
+
+__all__ = ["model", "total", "clamped_total", "draw_record_factory", "laplace", "gaussian"]
+
+
+@numba.njit(nogil=True, cache=True)
+def total(x_i, out):
+    """The record itself: the unclamped sum's contribution (and the model statistic)."""
+    out[0] = x_i[0]
+
+
+@functools.lru_cache(maxsize=64)
+def clamped_total(lower: float, upper: float):
+    """The released statistic ``clamp(x_i, lower, upper)`` (compiled, cached per bounds)."""
+    lower, upper = _check_bounds(lower, upper)
+
+    @numba.njit(nogil=True)
+    def clamped(x_i, out):
+        out[0] = min(max(x_i[0], lower), upper)
+
+    return clamped
+
+
+def _check_bounds(lower, upper):
+    lower, upper = float(lower), float(upper)
+    if not (np.isfinite(lower) and np.isfinite(upper) and lower < upper):
+        raise ValueError(f"lower and upper must be finite with lower < upper, "
+                         f"got {lower}, {upper}")
+    return lower, upper
+
+
+@functools.lru_cache(maxsize=64)
+def draw_record_factory(sigma: float):
+    """The record sampler ``x_i ~ N(mu, sigma^2)`` for a known ``sigma`` (cached)."""
+
+    @numba.njit(nogil=True)
+    def draw_record(rng, theta, out):
+        out[0] = theta[0] + sigma * rng.standard_normal()
+
+    return draw_record
+
+
+@functools.lru_cache(maxsize=64)
+def _conjugate_kernel(mu0: float, sd0: float, sigma: float):
+    @numba.njit(nogil=True)
+    def draw_theta(rng, theta, x, stats):
+        precision = 1.0 / sd0 ** 2 + x.shape[0] / sigma ** 2
+        mean = (mu0 / sd0 ** 2 + stats[0] / sigma ** 2) / precision
+        return np.array([mean + rng.standard_normal() / np.sqrt(precision)])
+
+    return draw_theta
+
+
+def model(mu0: float = 0.0, sd0: float = 1.0, sigma: float = 1.0) -> dw.Model:
+    """Normal records with known ``sigma``; prior ``N(mu0, sd0^2)`` on the parameter ``mu``."""
+    mu0 = float(mu0)
+    if not np.isfinite(mu0):
+        raise ValueError(f"mu0 must be finite, got {mu0}")
+    for name, value in (("sd0", sd0), ("sigma", sigma)):
+        if not isinstance(value, (int, float, np.integer, np.floating)) or not 0 < value < np.inf:
+            raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    sd0, sigma = float(sd0), float(sigma)
+    return dw.Model(params={"mu": ()}, record_size=1, draw_record=draw_record_factory(sigma),
+                    draw_theta=_conjugate_kernel(mu0, sd0, sigma), model_stat=total,
+                    stat_size=1, draw_prior=lambda rng: np.array([rng.normal(mu0, sd0)]),
+                    name=f"normal_mean(mu0={mu0:g}, sd0={sd0:g}, sigma={sigma:g})")
+
+
+def laplace(epsilon: float, lower: float, upper: float) -> dw.Laplace:
+    """The sum of records clamped to ``[lower, upper]`` with Laplace noise (epsilon-DP)."""
+    lower, upper = _check_bounds(lower, upper)
+    return dw.Laplace(clamped_total(lower, upper), epsilon=epsilon, sensitivity=upper - lower)
+
+
+def gaussian(sigma: float) -> dw.Gaussian:
+    """The unclamped sum with Gaussian noise of standard deviation ``sigma`` (not DP: the
+    unclamped sum has unbounded sensitivity; for testing and method studies)."""
+    return dw.Gaussian(total, sigma=sigma)
