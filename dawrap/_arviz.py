@@ -14,7 +14,7 @@ import numpy as np
 __all__ = ["ARVIZ_1", "to_arviz", "group", "group_names", "ess", "mcse", "rhat", "summary"]
 
 ARVIZ_1 = int(az.__version__.split(".")[0]) >= 1
-_STANDARD_0X = ("posterior", "sample_stats", "observed_data", "constant_data")
+_SAMPLED_0X = ("posterior", "sample_stats")
 
 
 def to_arviz(groups: dict, attrs: dict):
@@ -29,15 +29,23 @@ def to_arviz(groups: dict, attrs: dict):
     with warnings.catch_warnings():
         # ArviZ 0.x warns about group names outside its schema; ours are deliberate.
         warnings.simplefilter("ignore", UserWarning)
-        standard = {g: v for g, v in groups.items() if g in _STANDARD_0X}
-        idata = az.from_dict(**standard, attrs=attrs)
-        extra = {g: az.dict_to_dataset(v, attrs=attrs) for g, v in groups.items()
-                 if g not in _STANDARD_0X}
+        sampled = {g: v for g, v in groups.items() if g in _SAMPLED_0X}
+        idata = az.from_dict(**sampled, attrs=attrs)
+        extra = {g: (_data_dataset(v) if "data" in g else az.dict_to_dataset(v, attrs=attrs))
+                 for g, v in groups.items() if g not in _SAMPLED_0X}
         if extra:
             idata.add_groups(extra)
     for name in idata.groups():
         idata[name].attrs.update(attrs)
     return idata
+
+
+def _data_dataset(variables: dict):
+    # ArviZ 0.x would turn scalars into length-1 vectors; keep them 0-d as ArviZ 1.x does.
+    import xarray as xr
+
+    return xr.Dataset({k: (tuple(f"{k}_dim_{i}" for i in range(np.ndim(v))), np.asarray(v))
+                       for k, v in variables.items()})
 
 
 def group(data, name: str):

@@ -21,7 +21,7 @@ import numpy as np
 
 import dawrap as dw
 
-__all__ = ["model", "count", "draw_record", "laplace", "geometric"]
+__all__ = ["model", "count", "draw_record", "laplace", "geometric", "exact_posterior"]
 
 
 @numba.njit(nogil=True, cache=True)
@@ -66,3 +66,23 @@ def laplace(epsilon: float) -> dw.Laplace:
 def geometric(epsilon: float) -> dw.Geometric:
     """The count with two-sided geometric noise (epsilon-DP, integer release)."""
     return dw.Geometric(count, epsilon=epsilon, sensitivity=1.0)
+
+
+def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, a: float = 1.0, b: float = 1.0):
+    r"""The exact private posterior of ``p`` when ``mechanism`` releases the count.
+
+    Summing out the count :math:`T \sim \mathrm{BetaBinomial}(n, a, b)`,
+
+    .. math:: p(p \mid s_{dp}) = \sum_{k=0}^n w_k\, \mathrm{Beta}(p; a + k, b + n - k),\quad
+              w_k \propto \mathrm{BetaBinomial}(k; n, a, b)\, g(s_{dp}, k),
+
+    a mixture of Betas with no grid error (:class:`dawrap.exact.Mixture`).
+    """
+    from scipy import stats
+
+    from dawrap.exact import Mixture, normalise_log_weights
+
+    k = np.arange(n + 1)
+    log_w = stats.betabinom.logpmf(k, n, a, b) + np.array(
+        [mechanism.log_g(s_dp, [kk]) for kk in k])
+    return Mixture(normalise_log_weights(log_w), [stats.beta(a + kk, b + n - kk) for kk in k])

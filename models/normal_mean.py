@@ -21,7 +21,8 @@ import numpy as np
 
 import dawrap as dw
 
-__all__ = ["model", "total", "clamped_total", "draw_record_factory", "laplace", "gaussian"]
+__all__ = ["model", "total", "clamped_total", "draw_record_factory", "laplace", "gaussian",
+           "exact_posterior_gaussian"]
 
 
 @numba.njit(nogil=True, cache=True)
@@ -97,3 +98,19 @@ def gaussian(sigma: float) -> dw.Gaussian:
     """The unclamped sum with Gaussian noise of standard deviation ``sigma`` (not DP: the
     unclamped sum has unbounded sensitivity; for testing and method studies)."""
     return dw.Gaussian(total, sigma=sigma)
+
+
+def exact_posterior_gaussian(s_dp, n: int, noise_sigma: float, mu0: float = 0.0,
+                             sd0: float = 1.0, sigma: float = 1.0):
+    r"""Closed-form posterior of ``mu`` given the unclamped sum with Gaussian noise.
+
+    :math:`s_{dp} \mid \mu \sim N(n\mu,\ n\sigma^2 + \tau^2)`, so the posterior is normal with
+    precision :math:`1/s_0^2 + n^2/(n\sigma^2+\tau^2)`.
+    """
+    from scipy import stats
+
+    s = float(np.asarray(s_dp).ravel()[0])
+    v = n * sigma ** 2 + noise_sigma ** 2
+    precision = 1.0 / sd0 ** 2 + n ** 2 / v
+    mean = (mu0 / sd0 ** 2 + n * s / v) / precision
+    return stats.norm(mean, 1.0 / np.sqrt(precision))

@@ -21,7 +21,8 @@ import numpy as np
 
 import dawrap as dw
 
-__all__ = ["model", "count", "clamped_count", "draw_record", "laplace", "geometric"]
+__all__ = ["model", "count", "clamped_count", "draw_record", "laplace", "geometric",
+           "exact_posterior"]
 
 
 @numba.njit(nogil=True, cache=True)
@@ -86,3 +87,39 @@ def geometric(epsilon: float, c: float) -> dw.Geometric:
     """The clamped total with two-sided geometric noise (integer release, epsilon-DP)."""
     c = _check_clamp(c)
     return dw.Geometric(clamped_count(c), epsilon=epsilon, sensitivity=c)
+
+
+def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, c: float, alpha: float = 1.0,
+                    beta: float = 1.0, grid_size: int = 4000):
+    r"""The exact private posterior of ``lam`` when ``mechanism`` releases the total clamped
+    at ``c``, on a grid (:class:`dawrap.exact.Grid`).
+
+    For each grid value of :math:`\lambda` the distribution of
+    :math:`S = \sum_i \min(x_i, c)` is the ``n``-fold convolution of the clamped Poisson pmf
+    (by FFT), and :math:`p(s_{dp} \mid \lambda) = \sum_S P(S \mid \lambda)\, g(s_{dp}, S)`.
+    """
+    from scipy import stats
+
+    from dawrap.exact import Grid
+
+    c = int(_check_clamp(c))
+    support = np.arange(n * c + 1)
+    log_g = np.array([mechanism.log_g(s_dp, [s]) for s in support])
+    g = np.exp(log_g - log_g.max())
+    size = 1 << int(np.ceil(np.log2(n * c + 1)))
+
+    def log_post(lam):
+        pmf = stats.poisson.pmf(np.arange(c)[None, :], lam[:, None])
+        pmf = np.concatenate([pmf, 1.0 - pmf.sum(axis=1, keepdims=True)], axis=1)
+        dist = np.fft.irfft(np.fft.rfft(pmf, size, axis=1) ** n, size, axis=1)[:, :n * c + 1]
+        like = np.clip(dist, 0.0, None) @ g
+        return stats.gamma.logpdf(lam, alpha, scale=1.0 / beta) + np.log(like)
+
+    # A coarse pass finds where the mass is, a fine grid integrates it.
+    hi = stats.gamma.ppf(1 - 1e-12, alpha, scale=1.0 / beta) + 5.0 * c
+    coarse = np.linspace(1e-9, hi, 2000)
+    lp = log_post(coarse)
+    inside = coarse[lp > lp.max() - 40.0]
+    step = coarse[1] - coarse[0]
+    fine = np.linspace(max(inside[0] - step, 1e-9), inside[-1] + step, grid_size)
+    return Grid(fine, log_post(fine))

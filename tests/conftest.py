@@ -1,0 +1,50 @@
+"""Shared test helpers: compare MCMC draws with an exact posterior within Monte Carlo error."""
+import numpy as np
+import pytest
+
+from dawrap import _arviz
+
+#: Tolerance in Monte Carlo standard errors. Under a correct sampler each comparison fails with
+#: probability about 6e-5; seeds are fixed, so a run is deterministic either way.
+Z = 4.0
+PROBS = (0.05, 0.5, 0.95)
+
+
+def discrepancies(draws: np.ndarray, exact, z: float = Z, probs=PROBS, min_ess: float = 400.0):
+    """Rows (what, estimate, exact value, mcse) where ``draws`` (chain, draw) disagree with
+    ``exact`` (mean/std/ppf) by more than ``z`` Monte Carlo standard errors."""
+    draws = np.asarray(draws, dtype=float)
+    ess = _arviz.ess(draws, "bulk")
+    assert ess >= min_ess, f"ESS {ess:.0f} is too small for a meaningful comparison"
+    rows = [("mean", draws.mean(), exact.mean(), _arviz.mcse(draws, "mean")),
+            ("sd", draws.std(ddof=1), exact.std(), _arviz.mcse(draws, "sd"))]
+    rows += [(f"q{p:g}", np.quantile(draws, p), exact.ppf(p), _arviz.mcse(draws, "quantile", p))
+             for p in probs]
+    return [r for r in rows if abs(r[1] - r[2]) > z * r[3]]
+
+
+@pytest.fixture
+def check_posterior():
+    """Assert that draws agree with an exact posterior within ``Z`` Monte Carlo errors."""
+
+    def check(draws, exact, **kwargs):
+        bad = discrepancies(draws, exact, **kwargs)
+        assert not bad, "disagreement with the exact posterior (what, draws, exact, mcse): " + \
+            "; ".join(f"{w}: {e:.6g} vs {x:.6g} (mcse {m:.2g})" for w, e, x, m in bad)
+
+    return check
+
+
+@pytest.fixture
+def find_discrepancies():
+    return discrepancies
+
+
+def posterior_draws(idata, name: str) -> np.ndarray:
+    return _arviz.group(idata, "posterior")[name].values
+
+
+@pytest.fixture
+def draws_of():
+    """``draws_of(idata, name)``: the posterior draws of one scalar parameter, (chain, draw)."""
+    return posterior_draws
