@@ -50,6 +50,9 @@ def _probe_writer(func, name: str, size: int, *args):
     """Call ``func(*args, out)`` on a guarded buffer: it must fill exactly ``size`` finite values."""
     buf = np.full(size + 4, np.nan)
     _call(func, name, *args, buf[:size])
+    if not np.all(np.isnan(buf[size:])):
+        raise ValueError(f"{name} writes past the end of out: out has {size} value(s) "
+                         f"(record_size / stat_size / size), but it wrote more")
     if not np.all(np.isfinite(buf[:size])):
         raise ValueError(f"{name} must write {size} finite value(s) into out; it wrote "
                          f"{buf[:size]}")
