@@ -83,15 +83,15 @@ class _Setup:
                        and model.stat_size == mechanism.size)
         self.theta_kernel = None
 
-    def probe(self, theta: np.ndarray, x: np.ndarray) -> None:
-        """Check every user function once on a throwaway generator."""
+    def probe_records(self, theta: np.ndarray) -> None:
+        """Check the record-level functions once, on a throwaway generator."""
         model, mech = self.model, self.mechanism
         rng = np.random.default_rng(0)
         record_ = _probe_writer(model.draw_record, "draw_record", model.record_size,
                                 rng, theta.copy())
         if model.general_proposal:
             log_ratio = _call(model.propose_record, "propose_record", rng, theta.copy(),
-                              x[0].copy(), np.empty(model.record_size))
+                              record_.copy(), np.empty(model.record_size))
             if not isinstance(log_ratio, (float, int, np.floating, np.integer)):
                 raise TypeError(f"propose_record must return a float log ratio, got "
                                 f"{type(log_ratio).__name__}")
@@ -103,7 +103,12 @@ class _Setup:
                       np.zeros(mech.size), self.params)
         if not isinstance(log_g, (float, int, np.floating, np.integer)):
             raise TypeError(f"log_density must return a float, got {type(log_g).__name__}")
-        state = record.init(theta.copy(), x.copy(), self.s_dp, self.params, self.fns,
+
+    def probe_theta(self, theta: np.ndarray, x: np.ndarray) -> None:
+        """Check draw_theta once and pick the compiled kernel form, if it is compiled."""
+        model = self.model
+        rng = np.random.default_rng(0)
+        state = record.init(theta.copy(), x, self.s_dp, self.params, self.fns,
                             model.stat_size)
         out = _call(model.draw_theta, "draw_theta", rng, state.theta, state.x, state.stats)
         _theta_output(out, model, "draw_theta")
@@ -111,16 +116,22 @@ class _Setup:
             self.theta_kernel = (model.draw_theta if isinstance(out, tuple)
                                  else _reporting_no_accept(model.draw_theta))
 
-    def initial_state(self, rng, init_theta, init_x):
+    def initial_state(self, rng, init_theta, init_x, probe: bool):
+        """Theta (a prior draw by default) and x (from f(. | theta) by default) for one chain;
+        with ``probe``, the user's functions are checked along the way."""
         model = self.model
         if init_theta is None:
             theta = model.pack(model.draw_prior(rng), "the theta returned by draw_prior")
         else:
             theta = init_theta.copy()
+        if probe:
+            self.probe_records(theta)
         if init_x is None:
             x = record.draw_records(rng, theta, self.n, model.record_size, model.draw_record)
         else:
             x = init_x.copy()
+        if probe:
+            self.probe_theta(theta, x)
         return theta, x
 
 
@@ -246,9 +257,7 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, draws: int = 100
     setup = _Setup(model, mechanism, s_dp, n)
     starts = []
     for c, rng in enumerate(rngs):
-        starts.append(setup.initial_state(rng, thetas and thetas[c], xs and xs[c]))
-        if c == 0:
-            setup.probe(*starts[0])
+        starts.append(setup.initial_state(rng, thetas and thetas[c], xs and xs[c], c == 0))
 
     began = time.perf_counter()
     if cores == 1 or chains == 1:
