@@ -57,7 +57,7 @@ def _geometric_log_density(s_dp, t, log_alpha):
     return out
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True)  # takes a function argument: not cacheable, see record.py
 def sum_statistic(x, s_dp, statistic, size):
     """``sum_i t(x_i, s_dp)`` over the rows of ``x`` (compiled)."""
     total = np.zeros(size)

@@ -15,6 +15,12 @@ updates in place, so memory stays at one ``(n, record_size)`` array per chain wh
 number of draws. Everything here is ``numba.njit`` with ``cache=True``; the user's functions are
 passed in as first-class arguments (:class:`RecordFunctions`), so a model's functions compile
 into one fused loop.
+
+The functions here are not cached on disk (``cache=True``): numba's cache index keys a
+function-typed argument by a weak reference to its dispatcher, and once a user's function
+(a closure, or one defined in a test) is garbage collected, loading or saving that index fails
+with ``ReferenceError: underlying object has vanished``. The leaf functions (mechanism
+densities, the built-in models' record samplers) are cached.
 """
 from __future__ import annotations
 
@@ -76,7 +82,7 @@ class Trace(NamedTuple):
     total: np.ndarray            # (draws, size), or (0, size) when not kept
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True)
 def draw_records(rng, theta, n, record_size, draw_record):
     """``n`` records from ``f(. | theta)``: the default initial database."""
     x = np.empty((n, record_size))
@@ -85,7 +91,7 @@ def draw_records(rng, theta, n, record_size, draw_record):
     return x
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True)
 def init(theta, x, s_dp, params, fns, stat_size):
     """A :class:`RecordState` with the running sums computed from scratch."""
     stats = np.zeros(stat_size)
@@ -100,7 +106,7 @@ def init(theta, x, s_dp, params, fns, stat_size):
     return RecordState(theta, x, stats, total, fns.log_density(s_dp, total, params))
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True)
 def sweep(rng, state, s_dp, params, fns, general, shared):
     """Update every record once, in order (step 2 of Algorithm 1).
 
@@ -164,7 +170,7 @@ def sweep(rng, state, s_dp, params, fns, general, shared):
     return RecordState(theta, x, stats, total, log_g), info
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True)
 def set_theta(state, theta_new):
     """Copy a kernel's output into the state's theta buffer, checking size and finiteness."""
     theta = state.theta
@@ -178,7 +184,7 @@ def set_theta(state, theta_new):
     return OK
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True)
 def step(rng, state, s_dp, params, fns, theta_kernel, general, shared):
     """One full iteration: theta from ``theta_kernel``, then a record sweep.
 
@@ -192,7 +198,7 @@ def step(rng, state, s_dp, params, fns, theta_kernel, general, shared):
     return state, info, theta_accept
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True)
 def record_draw(trace, row, state, info, theta_accept):
     """Write one kept draw (the state after the iteration's updates) into ``trace``."""
     trace.theta[row, :] = state.theta
@@ -203,7 +209,7 @@ def record_draw(trace, row, state, info, theta_accept):
         trace.total[row, :] = state.total
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True)
 def refresh(state, s_dp, params, fns):
     """Recompute the running sums from ``x`` (guards against floating-point drift)."""
     fresh = init(state.theta, state.x, s_dp, params, fns, state.stats.shape[0])
@@ -212,7 +218,7 @@ def refresh(state, s_dp, params, fns):
     return RecordState(state.theta, state.x, state.stats, state.total, fresh.log_g)
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True)
 def run(rng, state, s_dp, params, fns, theta_kernel, general, shared, start, stop, tune, trace):
     """Iterations ``start..stop-1`` of a chain whose theta kernel is compiled.
 
