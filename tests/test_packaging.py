@@ -1,0 +1,87 @@
+"""models/ installs as dawrap.models (wheel and editable), never as a top-level `models`."""
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+CHECK = """
+import importlib.util, sys
+import models                      # the user's own models.py, next to their script
+assert models.MINE == 1, "a user's models.py was shadowed"
+import dawrap, dawrap.models
+from dawrap.models import beta_binomial, poisson_gamma, normal_mean
+print(dawrap.__file__)
+print(dawrap.models.__file__)
+"""
+
+
+def _source_copy(tmp_path: Path) -> Path:
+    """A copy of the tracked sources, so the install cannot see build leftovers."""
+    src = tmp_path / "src"
+    files = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True)
+    names = files.stdout.split() if files.returncode == 0 and files.stdout else None
+    if names is None:  # not a git checkout: copy the package folders
+        names = [str(p.relative_to(REPO)) for d in ("dawrap", "models") for p in
+                 (REPO / d).rglob("*.py")] + ["pyproject.toml", "README.md"]
+    for name in names:
+        if (REPO / name).is_file():
+            (src / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, src / name)
+    return src
+
+
+def _venv(tmp_path: Path) -> Path:
+    # System site-packages provide numpy/numba/arviz; dawrap itself comes from the install.
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
+                   check=True)
+    return venv / "bin" / "python"
+
+
+def _check_imports(python: Path, workdir: Path) -> list[str]:
+    workdir.mkdir()
+    (workdir / "models.py").write_text("MINE = 1\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run([str(python), "-c", CHECK], cwd=workdir, capture_output=True,
+                         text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.split()
+
+
+# Build isolation on purpose: the build uses the setuptools pyproject.toml asks for, as a
+# user's pip would.
+PIP = ["-m", "pip", "install", "-q", "--no-deps", "--disable-pip-version-check"]
+
+
+@pytest.mark.slow
+def test_wheel_install_provides_dawrap_models(tmp_path):
+    src = _source_copy(tmp_path)
+    wheels = tmp_path / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
+                    "--disable-pip-version-check", "-w", str(wheels), str(src)], check=True)
+    wheel = next(wheels.glob("dawrap-*.whl"))
+    import zipfile
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "dawrap/models/beta_binomial.py" in names
+    assert not any(n.startswith("models/") for n in names), "a top-level models package"
+    python = _venv(tmp_path)
+    subprocess.run([str(python), *PIP, str(wheel)], check=True)
+    dawrap_file, models_file = _check_imports(python, tmp_path / "user")
+    site = str(tmp_path / "venv")
+    assert dawrap_file.startswith(site) and models_file.startswith(site)
+    assert models_file.endswith(os.path.join("dawrap", "models", "__init__.py"))
+
+
+@pytest.mark.slow
+def test_editable_install_provides_dawrap_models(tmp_path):
+    src = _source_copy(tmp_path)
+    python = _venv(tmp_path)
+    subprocess.run([str(python), *PIP, "-e", str(src)], check=True)
+    dawrap_file, models_file = _check_imports(python, tmp_path / "user")
+    assert dawrap_file == str(src / "dawrap" / "__init__.py")
+    assert models_file == str(src / "models" / "__init__.py")
