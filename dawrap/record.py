@@ -43,7 +43,8 @@ STATUS_MESSAGES = {
     BAD_THETA_SIZE: "draw_theta returned a theta of the wrong size",
     BAD_RATIO: "the acceptance ratio is NaN: the mechanism's statistic or log_density (or the "
                "propose_record log ratio) produced NaN",
-    BAD_RECORD: "draw_record (or propose_record) wrote a non-finite value into a record",
+    BAD_RECORD: "draw_record (or propose_record) wrote a non-finite value into a record "
+                "during the sweep",
     BAD_STATS: "model_stat produced a non-finite running statistic",
 }
 
@@ -107,6 +108,17 @@ def init(theta, x, s_dp, params, fns, stat_size):
 
 
 @numba.njit(nogil=True)
+def _move_model_stat(model_stat, x_old, x_new, stats, s_old, s_new):
+    """``stats += model_stat(x_new) - model_stat(x_old)``."""
+    k = stats.shape[0]
+    if k > 0:
+        model_stat(x_old, s_old)
+        model_stat(x_new, s_new)
+        for j in range(k):
+            stats[j] += s_new[j] - s_old[j]
+
+
+@numba.njit(nogil=True)
 def sweep(rng, state, s_dp, params, fns, general, shared):
     """Update every record once, in order (step 2 of Algorithm 1).
 
@@ -122,6 +134,7 @@ def sweep(rng, state, s_dp, params, fns, general, shared):
     log_g = state.log_g
     accepted = 0
     min_log_alpha = 0.0
+    nan_seen = False
     for i in range(n):
         x_i = x[i]
         if general:
@@ -129,21 +142,29 @@ def sweep(rng, state, s_dp, params, fns, general, shared):
         else:
             fns.draw_record(rng, theta, proposal)
             log_alpha = 0.0
-        for j in range(record_size):
-            if not np.isfinite(proposal[j]):
-                return RecordState(theta, x, stats, total, log_g), StepInfo(0.0, 0.0, BAD_RECORD)
         fns.mech_stat(x_i, s_dp, t_old)
         fns.mech_stat(proposal, s_dp, t_new)
         unchanged = True
         for j in range(m):
             total_new[j] = total[j] + (t_new[j] - t_old[j])
             unchanged = unchanged and t_new[j] == t_old[j]
-        # An unchanged total leaves g unchanged: skip the density (most proposals of a
-        # discrete record land here).
-        log_g_new = log_g if unchanged else fns.log_density(s_dp, total_new, params)
+        if unchanged:
+            # g is unchanged, so the mechanism ratio is 1 and (for proposals from f) the
+            # record is accepted outright; discrete records land here most of the time.
+            log_g_new = log_g
+            if not general:
+                if not shared:
+                    _move_model_stat(fns.model_stat, x_i, proposal, stats, s_old, s_new)
+                for j in range(record_size):
+                    x_i[j] = proposal[j]
+                accepted += 1
+                continue
+        else:
+            log_g_new = fns.log_density(s_dp, total_new, params)
         log_alpha += log_g_new - log_g
-        if log_alpha != log_alpha:
-            return RecordState(theta, x, stats, total, log_g), StepInfo(0.0, 0.0, BAD_RATIO)
+        # NaN fails every comparison below, so it is rejected; it is flagged without a branch
+        # and reported after the sweep.
+        nan_seen |= log_alpha != log_alpha
         if log_alpha < min_log_alpha:
             min_log_alpha = log_alpha
         # A ratio >= 1 is accepted without drawing a uniform.
@@ -151,21 +172,23 @@ def sweep(rng, state, s_dp, params, fns, general, shared):
             if shared:
                 for j in range(k):
                     stats[j] += t_new[j] - t_old[j]
-            elif k > 0:
-                fns.model_stat(x_i, s_old)
-                fns.model_stat(proposal, s_new)
-                for j in range(k):
-                    stats[j] += s_new[j] - s_old[j]
+            else:
+                _move_model_stat(fns.model_stat, x_i, proposal, stats, s_old, s_new)
             for j in range(m):
                 total[j] = total_new[j]
             for j in range(record_size):
                 x_i[j] = proposal[j]
             log_g = log_g_new
             accepted += 1
+    # Checked once per sweep rather than per record: a vectorised scan is cheaper than a
+    # branch in the hot loop, and the error is raised all the same.
     status = OK
-    for j in range(k):
-        if not np.isfinite(stats[j]):
-            status = BAD_STATS
+    if nan_seen:
+        status = BAD_RATIO
+    elif not np.all(np.isfinite(x)):
+        status = BAD_RECORD
+    elif not np.all(np.isfinite(stats)):
+        status = BAD_STATS
     info = StepInfo(accepted / n, math.exp(min_log_alpha), status)
     return RecordState(theta, x, stats, total, log_g), info
 

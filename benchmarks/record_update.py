@@ -1,0 +1,142 @@
+"""Cost of one record update: the generic engine against a hand-fused numba loop.
+
+Both run the same sampler (Ju et al. Algorithm 1, Laplace mechanism, conjugate theta step)
+on the same data, in the same process; the fused loop is written out by hand for one model
+with everything inlined. The ratio generic / fused is the price of the engine's generality.
+
+Run: python benchmarks/record_update.py [--n 1000000] [--sweeps 20]
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import time
+
+import numba
+import numpy as np
+
+import dawrap as dw
+from dawrap import record
+from dawrap.models import beta_binomial, poisson_gamma
+
+
+# The fused loops compute what the engine reports too (acceptance rate and the smallest
+# acceptance probability of each sweep), as a user's own sampler would have to.
+
+
+@numba.njit(nogil=True)
+def fused_beta_binomial(rng, x, total, s_dp, scale, a, b, sweeps):
+    n = x.shape[0]
+    accept_rate, min_prob = np.empty(sweeps), np.empty(sweeps)
+    for it in range(sweeps):
+        p = rng.beta(a + total, b + n - total)
+        log_g = -abs(s_dp - total) / scale
+        accepted, min_log_alpha = 0, 0.0
+        for i in range(n):
+            new = 1.0 if rng.random() < p else 0.0
+            if new == x[i]:
+                accepted += 1
+                continue
+            t_new = total + new - x[i]
+            log_g_new = -abs(s_dp - t_new) / scale
+            log_alpha = log_g_new - log_g
+            min_log_alpha = min(min_log_alpha, log_alpha)
+            if log_alpha >= 0.0 or rng.random() < math.exp(log_alpha):
+                x[i], total, log_g = new, t_new, log_g_new
+                accepted += 1
+        accept_rate[it], min_prob[it] = accepted / n, math.exp(min_log_alpha)
+    return total, accept_rate, min_prob
+
+
+@numba.njit(nogil=True)
+def fused_poisson_gamma(rng, x, total, clamped, s_dp, scale, c, alpha, beta, sweeps):
+    n = x.shape[0]
+    accept_rate, min_prob = np.empty(sweeps), np.empty(sweeps)
+    for it in range(sweeps):
+        lam = rng.gamma(alpha + total, 1.0 / (beta + n))
+        log_g = -abs(s_dp - clamped) / scale
+        accepted, min_log_alpha = 0, 0.0
+        for i in range(n):
+            new = float(rng.poisson(lam))
+            d_clamped = min(new, c) - min(x[i], c)
+            if d_clamped == 0.0:
+                total += new - x[i]
+                x[i] = new
+                accepted += 1
+                continue
+            log_g_new = -abs(s_dp - (clamped + d_clamped)) / scale
+            log_alpha = log_g_new - log_g
+            min_log_alpha = min(min_log_alpha, log_alpha)
+            if log_alpha >= 0.0 or rng.random() < math.exp(log_alpha):
+                total += new - x[i]
+                clamped += d_clamped
+                x[i], log_g = new, log_g_new
+                accepted += 1
+        accept_rate[it], min_prob[it] = accepted / n, math.exp(min_log_alpha)
+    return total, accept_rate, min_prob
+
+
+def time_engine(model, mech, theta, n, sweeps, seed):
+    x = model.simulate(theta, n, seed=seed)
+    s_dp = mech.release(x, seed=seed + 1)
+    fns = record.RecordFunctions(model.draw_record, model.propose_record, model.model_stat,
+                                 mech.engine_statistic, mech.log_density)
+    shared = model.user_model_stat is mech.statistic
+    kernel = __import__("dawrap.sampling", fromlist=["x"])._reporting_no_accept(model.draw_theta)
+    trace = record.Trace(np.empty((sweeps, 1)), np.empty(sweeps), np.empty(sweeps),
+                         np.empty(sweeps), np.empty((0, 1)))
+
+    def go(k):
+        state = record.init(model.pack(theta), x.copy(), s_dp, mech.params, fns, model.stat_size)
+        rng = np.random.default_rng(seed)
+        t = time.perf_counter()
+        record.run(rng, state, s_dp, mech.params, fns, kernel, False, shared, 0, k, 0, trace)
+        return time.perf_counter() - t
+
+    go(1)  # compile
+    return min(go(sweeps) for _ in range(3)), x, s_dp
+
+
+def time_fused(fn, args, sweeps):
+    fn(*args(1))  # compile
+    best = math.inf
+    for _ in range(3):
+        a = args(sweeps)
+        t = time.perf_counter()
+        fn(*a)
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=1_000_000)
+    ap.add_argument("--sweeps", type=int, default=20)
+    args = ap.parse_args()
+    n, sweeps = args.n, args.sweeps
+    print(f"n = {n:,} records, {sweeps} sweeps, best of 3; ns per record update\n")
+    print(f"{'model':34s}{'engine':>10s}{'fused':>10s}{'ratio':>8s}{'updates/s':>14s}")
+
+    model, mech = beta_binomial.model(1.0, 1.0), beta_binomial.laplace(0.5)
+    t_engine, x, s_dp = time_engine(model, mech, {"p": 0.3}, n, sweeps, 1)
+    t_fused = time_fused(fused_beta_binomial, lambda k: (
+        np.random.default_rng(1), x[:, 0].copy(), float(x.sum()), float(s_dp[0]), 2.0, 1.0,
+        1.0, k), sweeps)
+    report("beta_binomial, Laplace(eps=0.5)", t_engine, t_fused, n * sweeps)
+
+    c = 5.0
+    model, mech = poisson_gamma.model(2.0, 1.0), poisson_gamma.laplace(1.0, c=c)
+    t_engine, x, s_dp = time_engine(model, mech, {"lam": 3.0}, n, sweeps, 2)
+    t_fused = time_fused(fused_poisson_gamma, lambda k: (
+        np.random.default_rng(2), x[:, 0].copy(), float(x.sum()),
+        float(np.minimum(x, c).sum()), float(s_dp[0]), c / 1.0, c, 2.0, 1.0, k), sweeps)
+    report("poisson_gamma, clamped c=5, eps=1", t_engine, t_fused, n * sweeps)
+
+
+def report(label, t_engine, t_fused, updates):
+    ns_e, ns_f = 1e9 * t_engine / updates, 1e9 * t_fused / updates
+    print(f"{label:34s}{ns_e:10.2f}{ns_f:10.2f}{ns_e / ns_f:8.2f}{updates / t_engine:14.3g}")
+
+
+if __name__ == "__main__":
+    main()
