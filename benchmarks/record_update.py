@@ -82,6 +82,7 @@ def time_engine(model, mech, theta, n, sweeps, seed):
     fns = record.RecordFunctions(model.draw_record, model.propose_record, model.model_stat,
                                  mech.engine_statistic, mech.log_density)
     shared = model.user_model_stat is mech.statistic
+    sweep = record.make_sweep(model.record_size, mech.size, model.stat_size, False, shared)
     kernel = __import__("dawrap.sampling", fromlist=["x"])._reporting_no_accept(model.draw_theta)
     trace = record.Trace(np.empty((sweeps, 1)), np.empty(sweeps), np.empty(sweeps),
                          np.empty(sweeps), np.empty((0, 1)))
@@ -90,7 +91,7 @@ def time_engine(model, mech, theta, n, sweeps, seed):
         state = record.init(model.pack(theta), x.copy(), s_dp, mech.params, fns, model.stat_size)
         rng = np.random.default_rng(seed)
         t = time.perf_counter()
-        record.run(rng, state, s_dp, mech.params, fns, kernel, False, shared, 0, k, 0, trace)
+        record.run(rng, state, s_dp, mech.params, fns, kernel, sweep, 0, k, 0, trace)
         return time.perf_counter() - t
 
     go(1)  # compile

@@ -82,6 +82,8 @@ class _Setup:
                        and not mechanism.depends_on_release
                        and model.stat_size == mechanism.size)
         self.theta_kernel = None
+        self.sweep = record.make_sweep(model.record_size, mechanism.size, model.stat_size,
+                                       model.general_proposal, self.shared)
 
     def probe_records(self, theta: np.ndarray) -> None:
         """Check the record-level functions once, on a throwaway generator."""
@@ -148,16 +150,15 @@ def _run_chain(setup: _Setup, rng, theta, x, tune: int, draws: int, keep_stats: 
                          np.empty((draws if keep_stats else 0, mech.size)))
     args = (setup.s_dp, setup.params, setup.fns)
     if setup.theta_kernel is not None:
-        state, done, status = record.run(rng, state, *args, setup.theta_kernel,
-                                         model.general_proposal, setup.shared, 0,
-                                         tune + draws, tune, trace)
+        state, done, status = record.run(rng, state, *args, setup.theta_kernel, setup.sweep,
+                                         0, tune + draws, tune, trace)
     else:
         done, status = tune + draws, record.OK
         for it in range(tune + draws):
             out = model.draw_theta(rng, state.theta, state.x, state.stats)
             theta_new, theta_accept = _theta_output(out, model, "draw_theta")
             state.theta[:] = theta_new
-            state, info = record.sweep(rng, state, *args, model.general_proposal, setup.shared)
+            state, info = setup.sweep(rng, state, *args)
             if info.status != record.OK:
                 done, status = it, info.status
                 break

@@ -52,8 +52,8 @@ def test_compiled_sweep_matches_numpy_reference(model, mech, theta, n):
     state = record.init(theta, x.copy(), s_dp, mech.params, fns, model.stat_size)
     expected = reference_sweep(np.random.default_rng(9), theta, x, state.stats, state.total,
                                state.log_g, s_dp, model, mech)
-    new, info = record.sweep(np.random.default_rng(9), state, s_dp, mech.params, fns,
-                             False, False)
+    sweep = record.make_sweep(model.record_size, mech.size, model.stat_size, False, False)
+    new, info = sweep(np.random.default_rng(9), state, s_dp, mech.params, fns)
     assert np.array_equal(new.x, expected[0])
     assert np.allclose(new.stats, expected[1], rtol=1e-12)
     assert np.allclose(new.total, expected[2], rtol=1e-12)
