@@ -96,6 +96,20 @@ def draw_records(rng, theta, n, record_size, draw_record):
     return x
 
 
+# Element loops rather than slice assignment or ``+=`` on arrays: those compile numba's
+# shape-mismatch error path with its string formatting, seconds of compile time for nothing.
+@numba.njit(nogil=True, cache=True)
+def _copy_into(dst, src):
+    for j in range(dst.shape[0]):
+        dst[j] = src[j]
+
+
+@numba.njit(nogil=True, cache=True)
+def _add_into(dst, src):
+    for j in range(dst.shape[0]):
+        dst[j] += src[j]
+
+
 @numba.njit(nogil=True)
 def init(theta, x, s_dp, params, fns, stat_size):
     """A :class:`RecordState` with the running sums computed from scratch."""
@@ -106,8 +120,8 @@ def init(theta, x, s_dp, params, fns, stat_size):
     for i in range(x.shape[0]):
         fns.model_stat(x[i], buf_s)
         fns.mech_stat(x[i], s_dp, buf_t)
-        stats += buf_s
-        total += buf_t
+        _add_into(stats, buf_s)
+        _add_into(total, buf_t)
     return RecordState(theta, x, stats, total, fns.log_density(s_dp, total, params))
 
 
@@ -120,6 +134,15 @@ def _move_model_stat(model_stat, x_old, x_new, stats, s_old, s_new):
         model_stat(x_new, s_new)
         for j in range(k):
             stats[j] += s_new[j] - s_old[j]
+
+
+@numba.njit(nogil=True, cache=True)
+def _all_finite(a):
+    """``np.all(np.isfinite(a))`` without allocating an array the size of ``a``."""
+    for v in a.ravel():
+        if not np.isfinite(v):
+            return False
+    return True
 
 
 #: Per-record buffers of at most this many floats live on the stack (see make_sweep).
@@ -228,9 +251,9 @@ def make_sweep(record_size: int, size: int, stat_size: int, general: bool, share
         status = OK
         if nan_seen:
             status = BAD_RATIO
-        elif not np.all(np.isfinite(x)):
+        elif not _all_finite(x):
             status = BAD_RECORD
-        elif not np.all(np.isfinite(stats)):
+        elif not _all_finite(stats):
             status = BAD_STATS
         info = StepInfo(accepted / n, math.exp(min_log_alpha), status)
         return RecordState(theta, x, stats, total, log_g), info
@@ -270,20 +293,20 @@ def step(rng, state, s_dp, params, fns, theta_kernel, sweep):
 @numba.njit(nogil=True)
 def record_draw(trace, row, state, info, theta_accept):
     """Write one kept draw (the state after the iteration's updates) into ``trace``."""
-    trace.theta[row, :] = state.theta
+    _copy_into(trace.theta[row], state.theta)
     trace.accept_rate[row] = info.accept_rate
     trace.min_accept_prob[row] = info.min_accept_prob
     trace.theta_accept[row] = theta_accept
     if trace.total.shape[0] > 0:
-        trace.total[row, :] = state.total
+        _copy_into(trace.total[row], state.total)
 
 
 @numba.njit(nogil=True)
 def refresh(state, s_dp, params, fns):
     """Recompute the running sums from ``x`` (guards against floating-point drift)."""
     fresh = init(state.theta, state.x, s_dp, params, fns, state.stats.shape[0])
-    state.stats[:] = fresh.stats
-    state.total[:] = fresh.total
+    _copy_into(state.stats, fresh.stats)
+    _copy_into(state.total, fresh.total)
     return RecordState(state.theta, state.x, state.stats, state.total, fresh.log_g)
 
 

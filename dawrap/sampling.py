@@ -265,9 +265,10 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, draws: int = 100
         traces = [_run_chain(setup, rng, th, x, tune, draws, keep_stats)
                   for rng, (th, x) in zip(rngs, starts)]
     else:
-        # Compile in this thread first (a zero-draw run), then run chains side by side.
-        _run_chain(setup, np.random.default_rng(0), starts[0][0].copy(), starts[0][1].copy(),
-                   0, 1, keep_stats)
+        # Compile in this thread first (one iteration on a few records: same types, no copy
+        # of a large database), then run the chains side by side.
+        _run_chain(setup, np.random.default_rng(0), starts[0][0].copy(),
+                   starts[0][1][:8].copy(), 0, 1, keep_stats)
         with ThreadPoolExecutor(max_workers=cores) as pool:
             futures = [pool.submit(_run_chain, setup, rng, th, x, tune, draws, keep_stats)
                        for rng, (th, x) in zip(rngs, starts)]

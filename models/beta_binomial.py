@@ -36,12 +36,19 @@ def count(x_i, out):
     out[0] = x_i[0]
 
 
+@numba.njit(nogil=True, cache=True)
+def conjugate_draw(rng, a, b, count, n):
+    """p | x ~ Beta(a + count, b + n - count): an exact draw, i.e. a Gibbs step."""
+    return np.array([rng.beta(a + count, b + n - count)])
+
+
 @functools.lru_cache(maxsize=64)
 def _conjugate_kernel(a: float, b: float):
+    # The closure only binds the hyperparameters; the work is in the disk-cached
+    # conjugate_draw, so a new (a, b) compiles in a fraction of a second.
     @numba.njit(nogil=True)
     def draw_theta(rng, theta, x, stats):
-        # p | x ~ Beta(a + sum x, b + n - sum x): an exact draw, a Gibbs step.
-        return np.array([rng.beta(a + stats[0], b + x.shape[0] - stats[0])])
+        return conjugate_draw(rng, a, b, stats[0], x.shape[0])
 
     return draw_theta
 

@@ -62,13 +62,20 @@ def draw_record_factory(sigma: float):
     return draw_record
 
 
+@numba.njit(nogil=True, cache=True)
+def conjugate_draw(rng, mu0, sd0, sigma, total, n):
+    """mu | x ~ N(mean, 1 / precision), precision = 1/sd0^2 + n/sigma^2: an exact draw."""
+    precision = 1.0 / sd0 ** 2 + n / sigma ** 2
+    mean = (mu0 / sd0 ** 2 + total / sigma ** 2) / precision
+    return np.array([mean + rng.standard_normal() / np.sqrt(precision)])
+
+
 @functools.lru_cache(maxsize=64)
 def _conjugate_kernel(mu0: float, sd0: float, sigma: float):
+    # The closure binds the hyperparameters; the disk-cached conjugate_draw does the work.
     @numba.njit(nogil=True)
     def draw_theta(rng, theta, x, stats):
-        precision = 1.0 / sd0 ** 2 + x.shape[0] / sigma ** 2
-        mean = (mu0 / sd0 ** 2 + stats[0] / sigma ** 2) / precision
-        return np.array([mean + rng.standard_normal() / np.sqrt(precision)])
+        return conjugate_draw(rng, mu0, sd0, sigma, stats[0], x.shape[0])
 
     return draw_theta
 

@@ -55,12 +55,18 @@ def _check_clamp(c) -> float:
     return float(c)
 
 
+@numba.njit(nogil=True, cache=True)
+def conjugate_draw(rng, alpha, beta, total, n):
+    """lam | x ~ Gamma(alpha + sum x, rate beta + n): an exact draw."""
+    return np.array([rng.gamma(alpha + total, 1.0 / (beta + n))])
+
+
 @functools.lru_cache(maxsize=64)
 def _conjugate_kernel(alpha: float, beta: float):
+    # The closure binds the hyperparameters; the disk-cached conjugate_draw does the work.
     @numba.njit(nogil=True)
     def draw_theta(rng, theta, x, stats):
-        # lam | x ~ Gamma(alpha + sum x, rate beta + n).
-        return np.array([rng.gamma(alpha + stats[0], 1.0 / (beta + x.shape[0]))])
+        return conjugate_draw(rng, alpha, beta, stats[0], x.shape[0])
 
     return draw_theta
 
