@@ -171,6 +171,21 @@ def _run_chain(setup: _Setup, rng, theta, x, tune: int, draws: int, keep_stats: 
     return trace
 
 
+def _compile(setup: _Setup, theta, x, keep_stats: bool) -> None:
+    """Compile the chain in this thread before chains start in others: one iteration on a
+    copy of a few records (same types; no copy of a large database). Its outcome is unused."""
+    state = record.init(theta.copy(), x[:8].copy(), setup.s_dp, setup.params, setup.fns,
+                        setup.model.stat_size)
+    rng = np.random.default_rng(0)
+    if setup.theta_kernel is not None:
+        trace = record.Trace(np.empty((1, theta.shape[0])), np.empty(1), np.empty(1),
+                             np.empty(1), np.empty((1 if keep_stats else 0, setup.s_dp.shape[0])))
+        record.run(rng, state, setup.s_dp, setup.params, setup.fns, setup.theta_kernel,
+                   setup.sweep, 0, 1, 0, trace)
+    else:
+        setup.sweep(rng, state, setup.s_dp, setup.params, setup.fns)
+
+
 def _initial_values(model: Model, chains: int, n: int, init_theta, init_x):
     thetas = None
     if init_theta is not None:
@@ -265,10 +280,7 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, draws: int = 100
         traces = [_run_chain(setup, rng, th, x, tune, draws, keep_stats)
                   for rng, (th, x) in zip(rngs, starts)]
     else:
-        # Compile in this thread first (one iteration on a few records: same types, no copy
-        # of a large database), then run the chains side by side.
-        _run_chain(setup, np.random.default_rng(0), starts[0][0].copy(),
-                   starts[0][1][:8].copy(), 0, 1, keep_stats)
+        _compile(setup, *starts[0], keep_stats)
         with ThreadPoolExecutor(max_workers=cores) as pool:
             futures = [pool.submit(_run_chain, setup, rng, th, x, tune, draws, keep_stats)
                        for rng, (th, x) in zip(rngs, starts)]
