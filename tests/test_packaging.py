@@ -3,6 +3,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -36,11 +37,20 @@ def _source_copy(tmp_path: Path) -> Path:
 
 
 def _venv(tmp_path: Path) -> Path:
-    # System site-packages provide numpy/numba/arviz; dawrap itself comes from the install.
+    """A new venv that sees this environment's packages (numpy, numba, arviz) through a .pth
+    file but not its dawrap: a plain path line adds the folder without running the .pth
+    files in it, so this environment's own (editable) dawrap install stays invisible.
+    `--system-site-packages` would not do: inside a venv it exposes the base interpreter's
+    packages, not this environment's."""
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
-                   check=True)
-    return venv / "bin" / "python"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    child_site = subprocess.run([str(python), "-c", "import sysconfig; "
+                                 "print(sysconfig.get_paths()['purelib'])"],
+                                capture_output=True, text=True, check=True).stdout.strip()
+    parents = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    Path(child_site, "_parent_env.pth").write_text("\n".join(sorted(parents)) + "\n")
+    return python
 
 
 def _check_imports(python: Path, workdir: Path) -> list[str]:
