@@ -1,13 +1,17 @@
-"""dawrap: exact Bayesian inference from differentially private releases.
+"""dawrap: Bayesian inference from differentially private releases.
 
-Register the pieces of an ordinary Bayesian model (:class:`Model`) and the record-additive
-mechanism that produced the release (:class:`Laplace`, :class:`Gaussian`, :class:`Geometric`
-or any :class:`Mechanism`); :func:`sample` returns the private posterior as an ArviZ object.
+Register the pieces of an ordinary Bayesian model (:class:`Model`, optionally with an
+:class:`ExponentialFamily` description) and the record-additive mechanism that produced the
+release (:class:`Laplace`, :class:`Gaussian`, :class:`Geometric` or any :class:`Mechanism`);
+:func:`sample` returns the private posterior as an ArviZ object, by the exact record-level
+sampler (default), the sufficient-statistic sampler, or a baseline.
 """
+from .family import ExponentialFamily
 from .mechanisms import Gaussian, Geometric, Laplace, Mechanism
 from .model import Model
-from .sampling import sample
+from .sampling import METHODS, sample
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
-__all__ = ["Model", "Mechanism", "Laplace", "Gaussian", "Geometric", "sample", "__version__"]
+__all__ = ["Model", "ExponentialFamily", "Mechanism", "Laplace", "Gaussian", "Geometric",
+           "sample", "METHODS", "__version__"]

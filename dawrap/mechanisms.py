@@ -79,6 +79,18 @@ def _with_release_argument(statistic):
     return statistic_given_release
 
 
+def _as_truncation(truncation):
+    if truncation is None:
+        return None
+    try:
+        lower, upper = (float(v) for v in truncation)
+    except (TypeError, ValueError):
+        raise TypeError(f"truncation must be a pair (lower, upper), got {truncation!r}") from None
+    if not (np.isfinite(lower) and np.isfinite(upper) and lower < upper):
+        raise ValueError(f"truncation must be finite with lower < upper, got {truncation!r}")
+    return lower, upper
+
+
 def as_records(x, name: str = "x") -> np.ndarray:
     """Records as a C-contiguous float64 array of shape ``(n, record_size)``."""
     arr = np.asarray(x)
@@ -118,6 +130,9 @@ class Mechanism:
         probability of the record sampler is at least ``exp(-epsilon)``).
     name : str
         A label stored with the results.
+    truncation : (float, float), optional
+        Bounds ``(a, b)`` when the statistic is a truncated one, :math:`1_{[a,b]}(x)\,t(x)`
+        (records outside contribute zero), as the sufficient-statistic sampler needs to know.
 
     Examples
     --------
@@ -130,7 +145,8 @@ class Mechanism:
     """
 
     def __init__(self, statistic, log_density, *, size: int = 1, params=(),
-                 draw_release=None, epsilon: float | None = None, name: str = "Mechanism"):
+                 draw_release=None, epsilon: float | None = None, name: str = "Mechanism",
+                 truncation: tuple | None = None):
         require_njit(statistic, "statistic", "(x_i, out) or (x_i, s_dp, out)")
         require_njit(log_density, "log_density", "(s_dp, t, params) -> float")
         arity = n_positional(statistic)
@@ -148,6 +164,7 @@ class Mechanism:
         self._draw_release = draw_release
         self.epsilon = None if epsilon is None else as_positive_float(epsilon, "epsilon")
         self.name = name
+        self.truncation = _as_truncation(truncation)
 
     # -- description -------------------------------------------------------------------------
     @property
@@ -208,14 +225,15 @@ class Laplace(Mechanism):
     >>> s_dp = mech.release(x, seed=1)  # doctest: +SKIP
     """
 
-    def __init__(self, statistic, epsilon: float, sensitivity: float = 1.0, *, size: int = 1):
+    def __init__(self, statistic, epsilon: float, sensitivity: float = 1.0, *, size: int = 1,
+                 truncation: tuple | None = None):
         epsilon = as_positive_float(epsilon, "epsilon")
         self.sensitivity = as_positive_float(sensitivity, "sensitivity")
         self.scale = self.sensitivity / epsilon
         size = as_count(size, "size")
         super().__init__(statistic, _laplace_log_density, size=size,
                          params=_params(1.0 / self.scale, size, -math.log(2.0 * self.scale)),
-                         epsilon=epsilon, name="Laplace",
+                         epsilon=epsilon, name="Laplace", truncation=truncation,
                          draw_release=lambda rng, t: t + rng.laplace(0.0, self.scale, t.shape))
 
     @property
@@ -231,7 +249,8 @@ class Geometric(Mechanism):
     Releases and confidential totals must be integers.
     """
 
-    def __init__(self, statistic, epsilon: float, sensitivity: float = 1.0, *, size: int = 1):
+    def __init__(self, statistic, epsilon: float, sensitivity: float = 1.0, *, size: int = 1,
+                 truncation: tuple | None = None):
         epsilon = as_positive_float(epsilon, "epsilon")
         self.sensitivity = as_positive_float(sensitivity, "sensitivity")
         self.alpha = math.exp(-epsilon / self.sensitivity)
@@ -241,7 +260,8 @@ class Geometric(Mechanism):
         super().__init__(statistic, _laplace_log_density, size=size,
                          params=_params(-log_alpha, size, math.log(-math.expm1(log_alpha))
                                         - math.log1p(self.alpha)),
-                         epsilon=epsilon, name="Geometric", draw_release=self._draw)
+                         epsilon=epsilon, name="Geometric", draw_release=self._draw,
+                         truncation=truncation)
 
     def _draw(self, rng, t):
         if not np.all(t == np.round(t)):
@@ -269,14 +289,15 @@ class Gaussian(Mechanism):
     or :meth:`from_gdp` (:math:`\mu`-GDP, :math:`\sigma = \Delta_2/\mu`).
     """
 
-    def __init__(self, statistic, sigma: float, *, size: int = 1):
+    def __init__(self, statistic, sigma: float, *, size: int = 1,
+                 truncation: tuple | None = None):
         self.sigma = as_positive_float(sigma, "sigma")
         self._guarantee: dict = {}
         size = as_count(size, "size")
         super().__init__(statistic, _gaussian_log_density, size=size,
                          params=_params(1.0 / self.sigma, size,
                                         -math.log(self.sigma) - 0.5 * math.log(2.0 * math.pi)),
-                         name="Gaussian",
+                         name="Gaussian", truncation=truncation,
                          draw_release=lambda rng, t: t + rng.normal(0.0, self.sigma, t.shape))
 
     @classmethod

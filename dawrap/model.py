@@ -75,6 +75,9 @@ class Model:
         {f(x_i\mid\theta)\, q(x_i^\star \mid x_i, \theta)}`; the engine multiplies in the
         mechanism ratio. By default records are proposed from ``draw_record`` (Algorithm 1),
         for which that log ratio is zero.
+    family : dawrap.ExponentialFamily, optional
+        The model's exponential-family description, which enables the sufficient-statistic
+        sampler (``method="suffstat"``) and the baselines on the same registration.
     name : str, optional
         A label stored with results.
 
@@ -96,7 +99,8 @@ class Model:
 
     def __init__(self, params: Mapping[str, tuple], record_size: int, draw_record,
                  draw_theta: Callable, draw_prior: Callable, *, model_stat=None,
-                 stat_size: int | None = None, propose_record=None, name: str | None = None):
+                 stat_size: int | None = None, propose_record=None, family=None,
+                 name: str | None = None):
         if not isinstance(params, Mapping) or not params:
             raise TypeError(f"params must be a non-empty dict of name -> shape, got {params!r}")
         self.params = {}
@@ -140,6 +144,12 @@ class Model:
             self.propose_record = require_njit(propose_record, "propose_record",
                                                "(rng, theta, x_i, out) -> log_ratio")
         self.general_proposal = propose_record is not None
+        from .family import ExponentialFamily
+
+        if family is not None and not isinstance(family, ExponentialFamily):
+            raise TypeError(f"family must be a dawrap.ExponentialFamily, got "
+                            f"{type(family).__name__}")
+        self.family = family
         self.name = name or getattr(draw_record, "__module__", "model")
 
     def __repr__(self) -> str:

@@ -1,212 +1,46 @@
-"""``dw.sample``: run the record-level sampler and return an ArviZ object.
+"""``dw.sample``: one entry point for every method, one labelled ArviZ output.
 
-This layer validates input, spawns one ``numpy.random.Generator`` per chain from one
-``SeedSequence``, probes the user's functions once (so a function that does not compile or
-writes the wrong shape fails here with its name, not deep inside compiled code), runs the chains
-in parallel threads (the compiled loop releases the GIL) and labels the output.
+This layer validates what all methods share, spawns one ``numpy.random.Generator`` per chain
+from one ``SeedSequence`` (so a chain's draws depend only on the seed and its index), hands
+over to the method's driver and labels the result.
 """
 from __future__ import annotations
 
-import functools
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 
-import numba
 import numpy as np
-from numba.core.errors import NumbaError
 
-from . import _arviz, record
+from . import _arviz
 from ._checks import as_count
-from .mechanisms import Mechanism, as_records
+from .baselines import run_naive, run_nonprivate, run_ops
+from .mechanisms import Mechanism
 from .model import Model
+from .run_record import run_record
+from .run_suffstat import run_suffstat
 
-__all__ = ["sample"]
+__all__ = ["sample", "METHODS"]
 
-
-@functools.lru_cache(maxsize=None)
-def _reporting_no_accept(draw_theta):
-    """Adapt a kernel returning ``theta`` to the engine's ``(theta, accept_prob)`` form."""
-
-    @numba.njit(nogil=True)
-    def theta_kernel(rng, theta, x, stats):
-        return draw_theta(rng, theta, x, stats), np.nan
-
-    return theta_kernel
+#: ``method`` values: the exact record-level sampler, the Bernstein-Sheldon sampler, and the
+#: baselines of Foulds et al.
+METHODS = ("record", "suffstat", "naive", "nonprivate", "ops")
 
 
-def _call(func, name: str, *args):
-    """Call a user function once, turning a numba compile failure into a TypeError naming it."""
-    try:
-        return func(*args)
-    except NumbaError as err:
-        first = str(err).strip().splitlines()
-        raise TypeError(f"{name} could not be compiled by numba for arguments "
-                        f"({', '.join(type(a).__name__ for a in args)}): "
-                        f"{first[0] if first else err}") from err
+def _generators(seed, chains: int):
+    if seed is not None and not isinstance(seed, (int, np.integer, np.random.SeedSequence)):
+        raise TypeError(f"seed must be an int, a numpy.random.SeedSequence or None, got "
+                        f"{type(seed).__name__}")
+    if isinstance(seed, (int, np.integer)) and seed < 0:
+        raise ValueError(f"seed must be >= 0, got {seed}")
+    root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    return root, [np.random.Generator(np.random.PCG64(c)) for c in root.spawn(chains)]
 
 
-def _probe_writer(func, name: str, size: int, *args):
-    """Call ``func(*args, out)`` on a guarded buffer: it must fill exactly ``size`` finite values."""
-    buf = np.full(size + 4, np.nan)
-    _call(func, name, *args, buf[:size])
-    if not np.all(np.isnan(buf[size:])):
-        raise ValueError(f"{name} writes past the end of out: out has {size} value(s) "
-                         f"(record_size / stat_size / size), but it wrote more")
-    if not np.all(np.isfinite(buf[:size])):
-        raise ValueError(f"{name} must write {size} finite value(s) into out; it wrote "
-                         f"{buf[:size]}")
-    return buf[:size].copy()
-
-
-def _theta_output(out, model: Model, name: str):
-    """Normalise a kernel's return value to ``(theta, accept_prob)``, validating theta."""
-    theta, accept = (out if isinstance(out, tuple) else (out, np.nan))
-    if isinstance(out, tuple) and len(out) != 2:
-        raise ValueError(f"{name} must return theta or (theta, accept_prob), got a tuple of "
-                         f"{len(out)}")
-    return model.pack(theta, f"the theta returned by {name}"), float(accept)
-
-
-class _Setup:
-    """Everything a chain needs that is shared by all chains."""
-
-    def __init__(self, model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int):
-        self.model, self.mechanism, self.s_dp, self.n = model, mechanism, s_dp, n
-        self.params = mechanism.params
-        self.fns = record.RecordFunctions(model.draw_record, model.propose_record,
-                                          model.model_stat, mechanism.engine_statistic,
-                                          mechanism.log_density)
-        # The model statistic rides on the mechanism's when they are the same function.
-        self.shared = (model.user_model_stat is mechanism.statistic
-                       and not mechanism.depends_on_release
-                       and model.stat_size == mechanism.size)
-        self.theta_kernel = None
-        self.sweep = record.make_sweep(model.record_size, mechanism.size, model.stat_size,
-                                       model.general_proposal, self.shared)
-
-    def probe_records(self, theta: np.ndarray) -> None:
-        """Check the record-level functions once, on a throwaway generator."""
-        model, mech = self.model, self.mechanism
-        rng = np.random.default_rng(0)
-        record_ = _probe_writer(model.draw_record, "draw_record", model.record_size,
-                                rng, theta.copy())
-        if model.general_proposal:
-            log_ratio = _call(model.propose_record, "propose_record", rng, theta.copy(),
-                              record_.copy(), np.empty(model.record_size))
-            if not isinstance(log_ratio, (float, int, np.floating, np.integer)):
-                raise TypeError(f"propose_record must return a float log ratio, got "
-                                f"{type(log_ratio).__name__}")
-        if model.stat_size:
-            _probe_writer(model.model_stat, "model_stat", model.stat_size, record_)
-        _probe_writer(mech.engine_statistic, "the mechanism's statistic", mech.size,
-                      record_, self.s_dp)
-        log_g = _call(mech.log_density, "the mechanism's log_density", self.s_dp,
-                      np.zeros(mech.size), self.params)
-        if not isinstance(log_g, (float, int, np.floating, np.integer)):
-            raise TypeError(f"log_density must return a float, got {type(log_g).__name__}")
-
-    def probe_theta(self, theta: np.ndarray, x: np.ndarray) -> None:
-        """Check draw_theta once and pick the compiled kernel form, if it is compiled."""
-        model = self.model
-        rng = np.random.default_rng(0)
-        state = record.init(theta.copy(), x, self.s_dp, self.params, self.fns,
-                            model.stat_size)
-        out = _call(model.draw_theta, "draw_theta", rng, state.theta, state.x, state.stats)
-        _theta_output(out, model, "draw_theta")
-        if model.theta_compiled:
-            self.theta_kernel = (model.draw_theta if isinstance(out, tuple)
-                                 else _reporting_no_accept(model.draw_theta))
-
-    def initial_state(self, rng, init_theta, init_x, probe: bool):
-        """Theta (a prior draw by default) and x (from f(. | theta) by default) for one chain;
-        with ``probe``, the user's functions are checked along the way."""
-        model = self.model
-        if init_theta is None:
-            theta = model.pack(model.draw_prior(rng), "the theta returned by draw_prior")
-        else:
-            theta = init_theta.copy()
-        if probe:
-            self.probe_records(theta)
-        if init_x is None:
-            x = record.draw_records(rng, theta, self.n, model.record_size, model.draw_record)
-        else:
-            x = init_x.copy()
-        if probe:
-            self.probe_theta(theta, x)
-        return theta, x
-
-
-def _run_chain(setup: _Setup, rng, theta, x, tune: int, draws: int, keep_stats: bool):
-    model, mech = setup.model, setup.mechanism
-    state = record.init(theta, x, setup.s_dp, setup.params, setup.fns, model.stat_size)
-    if not np.isfinite(state.log_g):
-        raise ValueError(
-            f"the initial database has zero mechanism density: log g(s_dp, T) = {state.log_g} "
-            f"at T = {state.total} (Ju et al. condition A3 fails); pass init_x with a "
-            f"confidential total the mechanism could have released s_dp from")
-    trace = record.Trace(np.empty((draws, model.theta_size)), np.empty(draws),
-                         np.empty(draws), np.empty(draws),
-                         np.empty((draws if keep_stats else 0, mech.size)))
-    args = (setup.s_dp, setup.params, setup.fns)
-    if setup.theta_kernel is not None:
-        state, done, status = record.run(rng, state, *args, setup.theta_kernel, setup.sweep,
-                                         0, tune + draws, tune, trace)
-    else:
-        done, status = tune + draws, record.OK
-        for it in range(tune + draws):
-            out = model.draw_theta(rng, state.theta, state.x, state.stats)
-            theta_new, theta_accept = _theta_output(out, model, "draw_theta")
-            state.theta[:] = theta_new
-            state, info = setup.sweep(rng, state, *args)
-            if info.status != record.OK:
-                done, status = it, info.status
-                break
-            if (it + 1) % record.REFRESH_EVERY == 0:
-                state = record.refresh(state, *args)
-            if it >= tune:
-                record.record_draw(trace, it - tune, state, info, theta_accept)
-    if status != record.OK:
-        raise ValueError(f"{record.STATUS_MESSAGES[status]} at iteration {done}")
-    return trace
-
-
-def _compile(setup: _Setup, theta, x, keep_stats: bool) -> None:
-    """Compile the chain in this thread before chains start in others: one iteration on a
-    copy of a few records (same types; no copy of a large database). Its outcome is unused."""
-    state = record.init(theta.copy(), x[:8].copy(), setup.s_dp, setup.params, setup.fns,
-                        setup.model.stat_size)
-    rng = np.random.default_rng(0)
-    if setup.theta_kernel is not None:
-        trace = record.Trace(np.empty((1, theta.shape[0])), np.empty(1), np.empty(1),
-                             np.empty(1), np.empty((1 if keep_stats else 0, setup.s_dp.shape[0])))
-        record.run(rng, state, setup.s_dp, setup.params, setup.fns, setup.theta_kernel,
-                   setup.sweep, 0, 1, 0, trace)
-    else:
-        setup.sweep(rng, state, setup.s_dp, setup.params, setup.fns)
-
-
-def _initial_values(model: Model, chains: int, n: int, init_theta, init_x):
-    thetas = None
-    if init_theta is not None:
-        if isinstance(init_theta, (list, tuple)) and len(init_theta) == chains and chains > 1:
-            thetas = [model.pack(t, f"init_theta[{c}]") for c, t in enumerate(init_theta)]
-        else:
-            thetas = [model.pack(init_theta, "init_theta")] * chains
-    xs = None
-    if init_x is not None:
-        x = as_records(init_x, "init_x")
-        if x.shape != (n, model.record_size):
-            raise ValueError(f"init_x must have shape (n, record_size) = "
-                             f"({n}, {model.record_size}), got {x.shape}")
-        xs = [x] * chains
-    return thetas, xs
-
-
-def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, draws: int = 1000,
-           tune: int = 1000, chains: int = 4, seed=None, init_theta=None, init_x=None,
-           keep_stats: bool = False, cores: int | None = None):
-    r"""Sample :math:`p(\theta \mid s_{dp})` exactly with record-level data augmentation.
+def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method: str = "record",
+           draws: int = 1000, tune: int = 1000, chains: int = 4, seed=None, init_theta=None,
+           init_x=None, keep_stats: bool = False, cores: int | None = None,
+           confidential=None, variant: str = "gibbs"):
+    r"""Sample :math:`p(\theta \mid s_{dp})` for a release of a confidential database.
 
     Parameters
     ----------
@@ -215,32 +49,51 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, draws: int = 100
     mechanism : dawrap.Mechanism
         The record-additive mechanism that produced ``s_dp``.
     s_dp : float or array_like
-        The privatized release (integer or float, length ``mechanism.size``).
+        The privatized release (integer or float, length ``mechanism.size``). May be ``None``
+        for ``method="nonprivate"`` and ``"ops"``, which use ``confidential`` instead.
     n : int
         Number of records in the confidential database.
+    method : str
+        ``"record"`` (default): record-level data augmentation (Ju et al. 2022), exact.
+        ``"suffstat"``: sufficient-statistic Gibbs (Bernstein & Sheldon 2018), a CLT
+        approximation whose cost does not grow with ``n``; needs ``model.family``.
+        ``"naive"``: conjugate update on the projected noisy release (ignores the noise).
+        ``"nonprivate"``: conjugate posterior from ``confidential`` (studies only).
+        ``"ops"``: one-posterior-sample via the exponential mechanism, ``chains * draws``
+        samples at ``mechanism.epsilon / (chains * draws)`` each, from ``confidential``.
     draws, tune : int
-        Kept iterations, and discarded warm-up iterations before them, per chain.
+        Kept iterations, and discarded warm-up iterations before them, per chain (the
+        baselines draw independently and ignore ``tune``).
     chains : int
         Independent chains, each with its own ``numpy.random.Generator`` spawned from ``seed``.
     seed : int, numpy.random.SeedSequence or None
         Root of all randomness: the same seed gives bit-identical draws.
     init_theta : array_like or dict, optional
-        Initial theta for every chain (or a list, one per chain). Default: a prior draw.
+        ``"record"``: initial theta for every chain (or a list, one per chain); default a
+        prior draw.
     init_x : array_like, optional
-        Initial ``(n, record_size)`` database. Default: ``n`` draws from ``f(. | theta)``.
+        ``"record"``: initial ``(n, record_size)`` database; default ``n`` draws from
+        ``f(. | theta)``.
     keep_stats : bool
-        Also return the per-draw imputed confidential statistic :math:`\sum_i t(x_i)` (the
-        noise-free release) in the group ``imputed_statistic``.
+        Also return the per-draw imputed confidential statistic (the noise-free release) in
+        the group ``imputed_statistic`` (``"record"`` and ``"suffstat"``).
     cores : int, optional
         Threads running chains at once (default: all cores, at most ``chains``). Results do
         not depend on it.
+    confidential : array_like, optional
+        The confidential records, for ``"nonprivate"`` and ``"ops"``.
+    variant : {"gibbs", "printed"}
+        ``"suffstat"`` with a truncated release: the proper Gibbs update of the centre
+        statistic (default) or Algorithm 2 line 10 as printed (see :mod:`dawrap.suffstat`).
 
     Returns
     -------
     arviz.InferenceData or xarray.DataTree
-        Groups ``posterior``, ``sample_stats`` (``accept_rate``, ``min_accept_prob``,
-        ``theta_accept``), ``observed_data``, ``constant_data``, and ``imputed_statistic`` with
-        ``keep_stats``.
+        Groups ``posterior``, ``sample_stats`` (``"record"``: ``accept_rate``,
+        ``min_accept_prob``, ``theta_accept``; ``"suffstat"``: ``rejections``),
+        ``observed_data`` (``s_dp``), ``constant_data`` (``n`` and the mechanism's
+        parameters), and ``imputed_statistic`` with ``keep_stats``. Attributes: method,
+        model, mechanism, seed, dawrap version, sampling time.
 
     Examples
     --------
@@ -253,7 +106,11 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, draws: int = 100
         raise TypeError(f"model must be a dawrap.Model, got {type(model).__name__}")
     if not isinstance(mechanism, Mechanism):
         raise TypeError(f"mechanism must be a dawrap.Mechanism, got {type(mechanism).__name__}")
-    s_dp = mechanism.check_release(s_dp)
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    uses_release = method in ("record", "suffstat", "naive")
+    if s_dp is not None or uses_release:
+        s_dp = mechanism.check_release(s_dp)
     n = as_count(n, "n")
     draws = as_count(draws, "draws")
     tune = as_count(tune, "tune", minimum=0)
@@ -261,54 +118,43 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, draws: int = 100
     cores = min(chains, os.cpu_count() or 1) if cores is None else as_count(cores, "cores")
     if not isinstance(keep_stats, (bool, np.bool_)):
         raise TypeError(f"keep_stats must be True or False, got {keep_stats!r}")
-    if seed is not None and not isinstance(seed, (int, np.integer, np.random.SeedSequence)):
-        raise TypeError(f"seed must be an int, a numpy.random.SeedSequence or None, got "
-                        f"{type(seed).__name__}")
-    if isinstance(seed, (int, np.integer)) and seed < 0:
-        raise ValueError(f"seed must be >= 0, got {seed}")
-    root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
-    rngs = [np.random.Generator(np.random.PCG64(child)) for child in root.spawn(chains)]
-    thetas, xs = _initial_values(model, chains, n, init_theta, init_x)
-
-    setup = _Setup(model, mechanism, s_dp, n)
-    starts = []
-    for c, rng in enumerate(rngs):
-        starts.append(setup.initial_state(rng, thetas and thetas[c], xs and xs[c], c == 0))
+    if method in ("nonprivate", "ops") and confidential is None:
+        raise ValueError(f"method={method!r} needs confidential= (the confidential records)")
+    if method != "record" and (init_theta is not None or init_x is not None):
+        raise ValueError("init_theta and init_x apply to method='record' only")
+    root, rngs = _generators(seed, chains)
 
     began = time.perf_counter()
-    if cores == 1 or chains == 1:
-        traces = [_run_chain(setup, rng, th, x, tune, draws, keep_stats)
-                  for rng, (th, x) in zip(rngs, starts)]
+    if method == "record":
+        out = run_record(model, mechanism, s_dp, n, rngs, draws=draws, tune=tune,
+                         keep_stats=keep_stats, cores=cores, init_theta=init_theta,
+                         init_x=init_x)
+    elif method == "suffstat":
+        out = run_suffstat(model, mechanism, s_dp, n, rngs, draws=draws, tune=tune,
+                           keep_stats=keep_stats, cores=cores, variant=variant)
+    elif method == "naive":
+        out = run_naive(model, mechanism, s_dp, n, rngs, draws=draws)
+    elif method == "nonprivate":
+        out = run_nonprivate(model, confidential, n, rngs, draws=draws)
     else:
-        _compile(setup, *starts[0], keep_stats)
-        with ThreadPoolExecutor(max_workers=cores) as pool:
-            futures = [pool.submit(_run_chain, setup, rng, th, x, tune, draws, keep_stats)
-                       for rng, (th, x) in zip(rngs, starts)]
-            traces = [f.result() for f in futures]
+        out = run_ops(model, mechanism, confidential, n, rngs, draws=draws)
     elapsed = time.perf_counter() - began
-    return _label(setup, traces, root, elapsed, tune, draws)
+    return _label(model, mechanism, s_dp, n, out, method, root, elapsed, tune, draws)
 
 
-def _label(setup: _Setup, traces, root, elapsed: float, tune: int, draws: int):
+def _label(model, mech, s_dp, n, out, method, root, elapsed, tune, draws):
     from . import __version__
 
-    model, mech = setup.model, setup.mechanism
-    stack = lambda field: np.stack([getattr(t, field) for t in traces])  # noqa: E731
-    sample_stats = {"accept_rate": stack("accept_rate"),
-                    "min_accept_prob": stack("min_accept_prob")}
-    theta_accept = stack("theta_accept")
-    if not np.all(np.isnan(theta_accept)):
-        sample_stats["theta_accept"] = theta_accept
-    groups = {
-        "posterior": model.unpack(stack("theta")),
-        "sample_stats": sample_stats,
-        "observed_data": {"s_dp": setup.s_dp},
-        "constant_data": {"n": np.asarray(setup.n),
-                          **{k: np.asarray(v) for k, v in mech.privacy.items()}},
-    }
-    if traces[0].total.shape[0]:
-        groups["imputed_statistic"] = {"t": stack("total")}
-    attrs = {"method": "record", "model": model.name, "mechanism": repr(mech),
+    groups = {"posterior": model.unpack(out.theta)}
+    if out.sample_stats:
+        groups["sample_stats"] = out.sample_stats
+    if s_dp is not None:
+        groups["observed_data"] = {"s_dp": s_dp}
+    groups["constant_data"] = {"n": np.asarray(n),
+                               **{k: np.asarray(v) for k, v in mech.privacy.items()}}
+    if out.imputed is not None:
+        groups["imputed_statistic"] = {"t": out.imputed}
+    attrs = {"method": method, "model": model.name, "mechanism": repr(mech),
              "seed": str(root.entropy), "dawrap_version": __version__,
              "sampling_time": elapsed, "tune": tune, "draws": draws}
     return _arviz.to_arviz(groups, attrs)

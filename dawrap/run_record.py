@@ -1,0 +1,223 @@
+"""Driver of the record-level sampler: probe the user's functions, start and run the chains.
+
+The compiled kernel is in :mod:`dawrap.record`; this module prepares its inputs once (probing
+each user function, so one that does not compile or writes the wrong shape fails here with its
+name, not deep inside compiled code), starts each chain from the prior (or ``init_theta`` /
+``init_x``) and runs the chains in parallel threads (the compiled loop releases the GIL).
+"""
+from __future__ import annotations
+
+import functools
+
+import numba
+import numpy as np
+from numba.core.errors import NumbaError
+
+from . import record
+from ._parallel import Output, run_parallel
+from .mechanisms import Mechanism, as_records
+from .model import Model
+
+__all__ = ["run_record", "call_user"]
+
+
+@functools.lru_cache(maxsize=None)
+def _reporting_no_accept(draw_theta):
+    """Adapt a kernel returning ``theta`` to the engine's ``(theta, accept_prob)`` form."""
+
+    @numba.njit(nogil=True)
+    def theta_kernel(rng, theta, x, stats):
+        return draw_theta(rng, theta, x, stats), np.nan
+
+    return theta_kernel
+
+
+def call_user(func, name: str, *args):
+    """Call a user function once, turning a numba compile failure into a TypeError naming it."""
+    try:
+        return func(*args)
+    except NumbaError as err:
+        first = str(err).strip().splitlines()
+        raise TypeError(f"{name} could not be compiled by numba for arguments "
+                        f"({', '.join(type(a).__name__ for a in args)}): "
+                        f"{first[0] if first else err}") from err
+
+
+def _probe_writer(func, name: str, size: int, *args):
+    """Call ``func(*args, out)`` on a guarded buffer: it must fill exactly ``size`` finite values."""
+    buf = np.full(size + 4, np.nan)
+    call_user(func, name, *args, buf[:size])
+    if not np.all(np.isnan(buf[size:])):
+        raise ValueError(f"{name} writes past the end of out: out has {size} value(s) "
+                         f"(record_size / stat_size / size), but it wrote more")
+    if not np.all(np.isfinite(buf[:size])):
+        raise ValueError(f"{name} must write {size} finite value(s) into out; it wrote "
+                         f"{buf[:size]}")
+    return buf[:size].copy()
+
+
+def _theta_output(out, model: Model, name: str):
+    """Normalise a kernel's return value to ``(theta, accept_prob)``, validating theta."""
+    theta, accept = (out if isinstance(out, tuple) else (out, np.nan))
+    if isinstance(out, tuple) and len(out) != 2:
+        raise ValueError(f"{name} must return theta or (theta, accept_prob), got a tuple of "
+                         f"{len(out)}")
+    return model.pack(theta, f"the theta returned by {name}"), float(accept)
+
+
+class _Setup:
+    """Everything a chain needs that is shared by all chains."""
+
+    def __init__(self, model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int):
+        self.model, self.mechanism, self.s_dp, self.n = model, mechanism, s_dp, n
+        self.params = mechanism.params
+        self.fns = record.RecordFunctions(model.draw_record, model.propose_record,
+                                          model.model_stat, mechanism.engine_statistic,
+                                          mechanism.log_density)
+        # The model statistic rides on the mechanism's when they are the same function.
+        self.shared = (model.user_model_stat is mechanism.statistic
+                       and not mechanism.depends_on_release
+                       and model.stat_size == mechanism.size)
+        self.theta_kernel = None
+        self.sweep = record.make_sweep(model.record_size, mechanism.size, model.stat_size,
+                                       model.general_proposal, self.shared)
+
+    def probe_records(self, theta: np.ndarray) -> None:
+        """Check the record-level functions once, on a throwaway generator."""
+        model, mech = self.model, self.mechanism
+        rng = np.random.default_rng(0)
+        record_ = _probe_writer(model.draw_record, "draw_record", model.record_size,
+                                rng, theta.copy())
+        if model.general_proposal:
+            log_ratio = call_user(model.propose_record, "propose_record", rng, theta.copy(),
+                              record_.copy(), np.empty(model.record_size))
+            if not isinstance(log_ratio, (float, int, np.floating, np.integer)):
+                raise TypeError(f"propose_record must return a float log ratio, got "
+                                f"{type(log_ratio).__name__}")
+        if model.stat_size:
+            _probe_writer(model.model_stat, "model_stat", model.stat_size, record_)
+        _probe_writer(mech.engine_statistic, "the mechanism's statistic", mech.size,
+                      record_, self.s_dp)
+        log_g = call_user(mech.log_density, "the mechanism's log_density", self.s_dp,
+                      np.zeros(mech.size), self.params)
+        if not isinstance(log_g, (float, int, np.floating, np.integer)):
+            raise TypeError(f"log_density must return a float, got {type(log_g).__name__}")
+
+    def probe_theta(self, theta: np.ndarray, x: np.ndarray) -> None:
+        """Check draw_theta once and pick the compiled kernel form, if it is compiled."""
+        model = self.model
+        rng = np.random.default_rng(0)
+        state = record.init(theta.copy(), x, self.s_dp, self.params, self.fns,
+                            model.stat_size)
+        out = call_user(model.draw_theta, "draw_theta", rng, state.theta, state.x, state.stats)
+        _theta_output(out, model, "draw_theta")
+        if model.theta_compiled:
+            self.theta_kernel = (model.draw_theta if isinstance(out, tuple)
+                                 else _reporting_no_accept(model.draw_theta))
+
+    def initial_state(self, rng, init_theta, init_x, probe: bool):
+        """Theta (a prior draw by default) and x (from f(. | theta) by default) for one chain;
+        with ``probe``, the user's functions are checked along the way."""
+        model = self.model
+        if init_theta is None:
+            theta = model.pack(model.draw_prior(rng), "the theta returned by draw_prior")
+        else:
+            theta = init_theta.copy()
+        if probe:
+            self.probe_records(theta)
+        if init_x is None:
+            x = record.draw_records(rng, theta, self.n, model.record_size, model.draw_record)
+        else:
+            x = init_x.copy()
+        if probe:
+            self.probe_theta(theta, x)
+        return theta, x
+
+
+def _run_chain(setup: _Setup, rng, theta, x, tune: int, draws: int, keep_stats: bool):
+    model, mech = setup.model, setup.mechanism
+    state = record.init(theta, x, setup.s_dp, setup.params, setup.fns, model.stat_size)
+    if not np.isfinite(state.log_g):
+        raise ValueError(
+            f"the initial database has zero mechanism density: log g(s_dp, T) = {state.log_g} "
+            f"at T = {state.total} (Ju et al. condition A3 fails); pass init_x with a "
+            f"confidential total the mechanism could have released s_dp from")
+    trace = record.Trace(np.empty((draws, model.theta_size)), np.empty(draws),
+                         np.empty(draws), np.empty(draws),
+                         np.empty((draws if keep_stats else 0, mech.size)))
+    args = (setup.s_dp, setup.params, setup.fns)
+    if setup.theta_kernel is not None:
+        state, done, status = record.run(rng, state, *args, setup.theta_kernel, setup.sweep,
+                                         0, tune + draws, tune, trace)
+    else:
+        done, status = tune + draws, record.OK
+        for it in range(tune + draws):
+            out = model.draw_theta(rng, state.theta, state.x, state.stats)
+            theta_new, theta_accept = _theta_output(out, model, "draw_theta")
+            state.theta[:] = theta_new
+            state, info = setup.sweep(rng, state, *args)
+            if info.status != record.OK:
+                done, status = it, info.status
+                break
+            if (it + 1) % record.REFRESH_EVERY == 0:
+                state = record.refresh(state, *args)
+            if it >= tune:
+                record.record_draw(trace, it - tune, state, info, theta_accept)
+    if status != record.OK:
+        raise ValueError(f"{record.STATUS_MESSAGES[status]} at iteration {done}")
+    return trace
+
+
+def _compile(setup: _Setup, theta, x, keep_stats: bool) -> None:
+    """Compile the chain in this thread before chains start in others: one iteration on a
+    copy of a few records (same types; no copy of a large database). Its outcome is unused."""
+    state = record.init(theta.copy(), x[:8].copy(), setup.s_dp, setup.params, setup.fns,
+                        setup.model.stat_size)
+    rng = np.random.default_rng(0)
+    if setup.theta_kernel is not None:
+        trace = record.Trace(np.empty((1, theta.shape[0])), np.empty(1), np.empty(1),
+                             np.empty(1), np.empty((1 if keep_stats else 0, setup.s_dp.shape[0])))
+        record.run(rng, state, setup.s_dp, setup.params, setup.fns, setup.theta_kernel,
+                   setup.sweep, 0, 1, 0, trace)
+    else:
+        setup.sweep(rng, state, setup.s_dp, setup.params, setup.fns)
+
+
+def _initial_values(model: Model, chains: int, n: int, init_theta, init_x):
+    thetas = None
+    if init_theta is not None:
+        if isinstance(init_theta, (list, tuple)) and len(init_theta) == chains and chains > 1:
+            thetas = [model.pack(t, f"init_theta[{c}]") for c, t in enumerate(init_theta)]
+        else:
+            thetas = [model.pack(init_theta, "init_theta")] * chains
+    xs = None
+    if init_x is not None:
+        x = as_records(init_x, "init_x")
+        if x.shape != (n, model.record_size):
+            raise ValueError(f"init_x must have shape (n, record_size) = "
+                             f"({n}, {model.record_size}), got {x.shape}")
+        xs = [x] * chains
+    return thetas, xs
+
+
+def run_record(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, rngs, *,
+               draws: int, tune: int, keep_stats: bool, cores: int, init_theta=None,
+               init_x=None) -> Output:
+    """Run one record-level chain per generator in ``rngs``."""
+    chains = len(rngs)
+    thetas, xs = _initial_values(model, chains, n, init_theta, init_x)
+    setup = _Setup(model, mechanism, s_dp, n)
+    starts = [setup.initial_state(rng, thetas and thetas[c], xs and xs[c], c == 0)
+              for c, rng in enumerate(rngs)]
+    if cores > 1 and chains > 1:
+        _compile(setup, *starts[0], keep_stats)
+    traces = run_parallel(
+        [functools.partial(_run_chain, setup, rng, th, x, tune, draws, keep_stats)
+         for rng, (th, x) in zip(rngs, starts)], cores)
+    stack = lambda field: np.stack([getattr(t, field) for t in traces])  # noqa: E731
+    sample_stats = {"accept_rate": stack("accept_rate"),
+                    "min_accept_prob": stack("min_accept_prob")}
+    theta_accept = stack("theta_accept")
+    if not np.all(np.isnan(theta_accept)):
+        sample_stats["theta_accept"] = theta_accept
+    return Output(stack("theta"), sample_stats, stack("total") if keep_stats else None)

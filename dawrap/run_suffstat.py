@@ -1,0 +1,119 @@
+"""Driver of the sufficient-statistic sampler: check the release fits the family, run chains."""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from . import suffstat
+from ._parallel import Output, run_parallel
+from .family import ExponentialFamily, no_cdf, no_natural
+from .mechanisms import Gaussian, Laplace, Mechanism
+from .model import Model
+from .run_record import call_user
+
+__all__ = ["run_suffstat", "require_family"]
+
+
+def require_family(model: Model, method: str) -> ExponentialFamily:
+    family = model.family
+    if family is None:
+        raise ValueError(f"method={method!r} needs model.family: register the model with "
+                         f"family=dawrap.ExponentialFamily(...)")
+    return family
+
+
+def _check_release_statistic(family: ExponentialFamily, mech: Mechanism) -> None:
+    """The release must sum the family's statistic: whole when bounded, truncated otherwise."""
+    if mech.size != family.stat_size:
+        raise ValueError(f"the mechanism releases {mech.size} value(s) but the family's "
+                         f"statistic has stat_size {family.stat_size}")
+    if family.bounded:
+        if mech.truncation is not None or mech.statistic is not family.statistic:
+            raise ValueError("method='suffstat' needs a release of the family's sufficient "
+                             "statistic itself (mechanism statistic = family.statistic)")
+        return
+    if mech.truncation is None:
+        raise ValueError("this family's statistic is unbounded: method='suffstat' needs a "
+                         "release truncated to bounds [a, b] (a mechanism built with "
+                         "truncation=(a, b) on family.truncated_statistic(a, b))")
+    lower, upper = mech.truncation
+    expected = family.truncated_statistic(lower, upper)
+    probe = [lower - 1.0, lower, 0.5 * (lower + upper), upper, upper + 1.0]
+    for value in probe:
+        got, want = np.empty(1), np.empty(1)
+        mech.engine_statistic(np.array([value]), np.zeros(1), got)
+        expected(np.array([value]), want)
+        if got[0] != want[0]:
+            raise ValueError(f"the mechanism's statistic is not the family's statistic "
+                             f"truncated to {mech.truncation}: at x = {value} it gives "
+                             f"{got[0]}, expected {want[0]}")
+
+
+def _config(family, mech, s_dp, n, variant) -> suffstat.SuffstatConfig:
+    if isinstance(mech, Laplace):
+        scale = mech.scale
+    elif isinstance(mech, Gaussian):
+        scale = 0.0
+    else:
+        raise ValueError(f"method='suffstat' supports the Laplace and Gaussian mechanisms, "
+                         f"got {mech.name}")
+    if variant not in ("gibbs", "printed"):
+        raise ValueError(f"variant must be 'gibbs' or 'printed', got {variant!r}")
+    lower, upper = mech.truncation or (0.0, 0.0)
+    return suffstat.SuffstatConfig(float(n), s_dp, scale, mech.truncation is not None,
+                                   lower, upper, family.discrete, variant == "printed")
+
+
+def _initial_state(model, family, mech, config, rng):
+    theta = model.pack(model.draw_prior(rng), "the theta returned by draw_prior")
+    mu, cov = call_user(family.mean_cov, "mean_cov", theta)
+    mu, cov = np.asarray(mu, dtype=float), np.asarray(cov, dtype=float)
+    d = family.stat_size
+    if mu.shape != (d,) or cov.shape != (d, d) or not (np.all(np.isfinite(mu))
+                                                       and np.all(np.isfinite(cov))):
+        raise ValueError(f"mean_cov must return a finite mean of shape ({d},) and covariance of "
+                         f"shape ({d}, {d}); got shapes {mu.shape}, {cov.shape}")
+    s = config.n * mu
+    noise = (np.full(d, 2.0 * mech.scale ** 2) if config.laplace_scale > 0
+             else np.full(d, mech.sigma ** 2))
+    return suffstat.SuffstatState(theta, s.copy(), s.copy(), noise)
+
+
+def _run_chain(state, config, fns, rng, draws, tune, keep_stats, theta_size, d):
+    out_theta = np.empty((draws, theta_size))
+    out_rejections = np.empty(draws)
+    out_s = np.empty((draws if keep_stats else 0, d))
+    state, done, status = suffstat.run(rng, state, config, fns, tune + draws, tune, out_theta,
+                                       out_rejections, out_s)
+    if status != suffstat.OK:
+        raise ValueError(f"{suffstat.STATUS_MESSAGES[status]} (iteration {done})")
+    return out_theta, out_rejections, out_s
+
+
+def run_suffstat(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, rngs, *,
+                 draws: int, tune: int, keep_stats: bool, cores: int,
+                 variant: str = "gibbs") -> Output:
+    """Run one Bernstein-Sheldon chain per generator in ``rngs``."""
+    family = require_family(model, "suffstat")
+    _check_release_statistic(family, mechanism)
+    config = _config(family, mechanism, s_dp, n, variant)
+    fns = suffstat.SuffstatFunctions(family.mean_cov, family.conjugate_draw, family.valid,
+                                     family.natural or no_natural, family.cdf or no_cdf,
+                                     family.sf or no_cdf)
+    states = [_initial_state(model, family, mechanism, config, rng) for rng in rngs]
+    probe = call_user(family.conjugate_draw, "conjugate_draw", np.random.default_rng(0),
+                      states[0].s, config.n)
+    model.pack(probe, "the theta returned by conjugate_draw")
+    call_user(family.valid, "valid", states[0].s, config.n)
+    d = family.stat_size
+    # Compile here (zero iterations) before the chains start in threads.
+    suffstat.run(np.random.default_rng(0), states[0], config, fns, 0, 0,
+                 np.empty((0, model.theta_size)), np.empty(0), np.empty((0, d)))
+    results = run_parallel(
+        [functools.partial(_run_chain, st, config, fns, rng, draws, tune, keep_stats,
+                           model.theta_size, d) for st, rng in zip(states, rngs)], cores)
+    theta = np.stack([r[0] for r in results])
+    rejections = np.stack([r[1] for r in results])
+    imputed = np.stack([r[2] for r in results]) if keep_stats else None
+    return Output(theta, {"rejections": rejections}, imputed)
