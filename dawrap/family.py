@@ -32,39 +32,45 @@ __all__ = ["ExponentialFamily", "truncated_moments", "interval_probability"]
 
 
 @numba.njit(nogil=True, cache=True)
-def interval_probability(cdf, sf, eta, v, w):
-    """:math:`P(v \\le x \\le w)` under natural parameter ``eta``; ``v = -inf`` or ``w = inf``
-    allowed. Uses the survival function for upper tails so small tail masses keep their
-    relative accuracy."""
+def interval_probability(cdf, sf, eta, v, w, discrete):
+    """:math:`P(v \le x \le w)` under natural parameter ``eta``, with ``cdf(x) = P(X <= x)``
+    and ``sf(x) = P(X >= x)``; ``v = -inf`` or ``w = inf`` allowed. For a finite interval the
+    form is chosen so no small probability is a difference of numbers close to 1."""
     if v == -math.inf:
         return cdf(w, eta)
     if w == math.inf:
         return sf(v, eta)
-    return cdf(w, eta) - cdf(v, eta)
+    upper_tail = sf(v, eta)  # P(X >= v)
+    if upper_tail < 0.5:
+        above = sf(w + 1.0, eta) if discrete else sf(w, eta)  # P(X > w)
+        return upper_tail - above
+    below = cdf(v - 1.0, eta) if discrete else cdf(v, eta)  # P(X < v)
+    return cdf(w, eta) - below
 
 
 @numba.njit(nogil=True, cache=True)
-def _log_mass(cdf, sf, eta, v, w):
-    return math.log(interval_probability(cdf, sf, eta, v, w))
+def _log_mass(cdf, sf, eta, v, w, discrete):
+    return math.log(interval_probability(cdf, sf, eta, v, w, discrete))
 
 
 @numba.njit(nogil=True, cache=True)
-def truncated_moments(cdf, sf, eta, mean, var, v, w):
+def truncated_moments(cdf, sf, eta, eta_scale, mean, var, v, w, discrete):
     r"""``(q, mean_hat, var_hat)`` of a univariate statistic truncated to ``[v, w]`` (Lemma 1).
 
     ``q = P(x in [v, w])``; ``mean``/``var`` are the untruncated moments of ``t(x)`` at natural
     parameter ``eta``. Derivatives of ``log q`` in ``eta`` by fourth-order central differences
-    (truncation error O(h^4), rounding error about 1e-16 / h^2 relative).
+    with step ``h = 1e-3 max(|eta|, eta_scale)`` (truncation error O(h^4), rounding error about
+    1e-16 / h^2 relative); ``eta_scale`` is the family's natural scale of ``eta``.
     """
-    q = interval_probability(cdf, sf, eta, v, w)
+    q = interval_probability(cdf, sf, eta, v, w, discrete)
     if not q > 0.0:
         return 0.0, 0.0, 0.0
-    h = 1e-3 * max(1.0, abs(eta))
+    h = 1e-3 * max(abs(eta), eta_scale)
     f0 = math.log(q)
-    fp1 = _log_mass(cdf, sf, eta + h, v, w)
-    fm1 = _log_mass(cdf, sf, eta - h, v, w)
-    fp2 = _log_mass(cdf, sf, eta + 2 * h, v, w)
-    fm2 = _log_mass(cdf, sf, eta - 2 * h, v, w)
+    fp1 = _log_mass(cdf, sf, eta + h, v, w, discrete)
+    fm1 = _log_mass(cdf, sf, eta - h, v, w, discrete)
+    fp2 = _log_mass(cdf, sf, eta + 2 * h, v, w, discrete)
+    fm2 = _log_mass(cdf, sf, eta - 2 * h, v, w, discrete)
     d1 = (-fp2 + 8.0 * fp1 - 8.0 * fm1 + fm2) / (12.0 * h)
     d2 = (-fp2 + 16.0 * fp1 - 30.0 * f0 + 16.0 * fm1 - fm2) / (12.0 * h * h)
     return q, mean + d1, max(var + d2, 0.0)
@@ -99,6 +105,10 @@ class ExponentialFamily:
     discrete : bool
         Integer-valued records: truncation regions are ``{..., a-1}``, ``{a..b}``,
         ``{b+1, ...}``.
+    eta_scale : float
+        The scale on which ``eta`` varies (unbounded only): numerical derivatives in ``eta``
+        use steps of ``1e-3 * max(|eta|, eta_scale)``; ``eta`` must stay in the natural
+        parameter space within four such steps (e.g. 0 for the exponential, whose ``eta < 0``).
     project : numba.njit function, optional
         ``(s, n) -> s``: the nearest valid total (for the naive baseline, which plugs the
         noisy release into the conjugate update).
@@ -109,7 +119,7 @@ class ExponentialFamily:
 
     def __init__(self, statistic, stat_size: int, mean_cov, conjugate_draw, valid, *,
                  bounded: bool, natural=None, cdf=None, sf=None, discrete: bool = False,
-                 project=None, ops_draw=None):
+                 eta_scale: float = 1.0, project=None, ops_draw=None):
         self.statistic = require_njit(statistic, "statistic", "(x_i, out)")
         self.stat_size = as_count(stat_size, "stat_size")
         self.mean_cov = require_njit(mean_cov, "mean_cov", "(theta) -> (mu, Sigma)")
@@ -118,6 +128,9 @@ class ExponentialFamily:
         self.valid = require_njit(valid, "valid", "(s, n) -> bool")
         self.bounded = bool(bounded)
         self.discrete = bool(discrete)
+        self.eta_scale = float(eta_scale)
+        if not (np.isfinite(self.eta_scale) and self.eta_scale >= 0):
+            raise ValueError(f"eta_scale must be finite and >= 0, got {eta_scale}")
         if not self.bounded:
             if self.stat_size != 1:
                 raise ValueError("unbounded statistics are supported for univariate models "

@@ -53,15 +53,82 @@ def _conjugate_kernel(a: float, b: float):
     return draw_theta
 
 
-def model(a: float = 1.0, b: float = 1.0) -> dw.Model:
-    """The beta-binomial model with prior ``Beta(a, b)`` on the parameter ``p``."""
+@numba.njit(nogil=True, cache=True)
+def mean_cov(theta):
+    """Mean and variance of one Bernoulli record."""
+    p = theta[0]
+    return np.array([p]), np.array([[p * (1.0 - p)]])
+
+
+@numba.njit(nogil=True, cache=True)
+def valid(s, n):
+    """A count of n records lies in [0, n]."""
+    return 0.0 <= s[0] <= n
+
+
+@numba.njit(nogil=True, cache=True)
+def project(s, n):
+    """The nearest valid count."""
+    return np.array([min(max(s[0], 0.0), n)])
+
+
+@numba.njit(nogil=True, cache=True)
+def tempered_truncated_beta(rng, alpha, beta, lower, upper):
+    """A draw from Beta(alpha, beta) restricted to [lower, upper] (alpha, beta >= 1 here).
+
+    Rejection from the Beta first; when the interval holds little mass, inversion of the CDF
+    tabulated on a fine grid of the interval (log-density differences, so no underflow).
+    """
+    for _ in range(1000):
+        p = rng.beta(alpha, beta)
+        if lower <= p <= upper:
+            return p
+    grid = np.linspace(lower, upper, 4001)
+    log_d = (alpha - 1.0) * np.log(grid) + (beta - 1.0) * np.log1p(-grid)
+    d = np.exp(log_d - log_d.max())
+    cdf = np.concatenate((np.zeros(1), np.cumsum(0.5 * (d[1:] + d[:-1]))))
+    return np.interp(rng.random() * cdf[-1], cdf, grid)
+
+
+@functools.lru_cache(maxsize=64)
+def _family(a: float, b: float, a0: float):
+    # One-posterior-sample (Foulds et al. 2016): the exponential mechanism with utility the log
+    # joint density on p in [a0, 1 - a0], where one record moves the log likelihood by at most
+    # log((1 - a0) / a0). Budget epsilon: sample the posterior at temperature 2 log((1-a0)/a0)
+    # / epsilon, i.e. Beta((a - 1 + s)/T + 1, (b - 1 + n - s)/T + 1) restricted to the interval.
+    log_ratio = np.log((1.0 - a0) / a0)
+
+    @numba.njit(nogil=True)
+    def posterior_draw(rng, s, n):
+        return conjugate_draw(rng, a, b, s[0], n)
+
+    @numba.njit(nogil=True)
+    def ops_draw(rng, s, n, epsilon):
+        temperature = 2.0 * log_ratio / epsilon
+        alpha = (a - 1.0 + s[0]) / temperature + 1.0
+        beta = (b - 1.0 + n - s[0]) / temperature + 1.0
+        return np.array([tempered_truncated_beta(rng, alpha, beta, a0, 1.0 - a0)])
+
+    return dw.ExponentialFamily(count, 1, mean_cov, posterior_draw, valid, bounded=True,
+                                project=project, ops_draw=ops_draw)
+
+
+def model(a: float = 1.0, b: float = 1.0, ops_bound: float = 0.1) -> dw.Model:
+    """The beta-binomial model with prior ``Beta(a, b)`` on the parameter ``p``.
+
+    ``ops_bound`` is the truncation ``a0`` of the parameter space, ``p in [a0, 1 - a0]``,
+    used only by the one-posterior-sample baseline (``method="ops"``).
+    """
     for name, value in (("a", a), ("b", b)):
         if not isinstance(value, (int, float, np.integer, np.floating)) or not value > 0:
             raise ValueError(f"{name} must be a number > 0, got {value!r}")
+    if not 0 < ops_bound < 0.5:
+        raise ValueError(f"ops_bound must be in (0, 0.5), got {ops_bound!r}")
     a, b = float(a), float(b)
     return dw.Model(params={"p": ()}, record_size=1, draw_record=draw_record,
                     draw_theta=_conjugate_kernel(a, b), model_stat=count, stat_size=1,
                     draw_prior=lambda rng: np.array([rng.beta(a, b)]),
+                    family=_family(a, b, float(ops_bound)),
                     name=f"beta_binomial(a={a:g}, b={b:g})")
 
 

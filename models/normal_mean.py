@@ -15,6 +15,7 @@ Examples
 from __future__ import annotations
 
 import functools
+import math
 
 import numba
 import numpy as np
@@ -22,7 +23,7 @@ import numpy as np
 import dawrap as dw
 
 __all__ = ["model", "total", "clamped_total", "draw_record_factory", "laplace", "gaussian",
-           "exact_posterior_gaussian"]
+           "laplace_truncated", "family", "exact_posterior_gaussian"]
 
 
 @numba.njit(nogil=True, cache=True)
@@ -80,6 +81,46 @@ def _conjugate_kernel(mu0: float, sd0: float, sigma: float):
     return draw_theta
 
 
+@numba.njit(nogil=True, cache=True)
+def valid(s, n):
+    return True
+
+
+@numba.njit(nogil=True, cache=True)
+def project(s, n):
+    return s.copy()
+
+
+@functools.lru_cache(maxsize=64)
+def family(mu0: float = 0.0, sd0: float = 1.0, sigma: float = 1.0) -> dw.ExponentialFamily:
+    """The exponential-family description: natural parameter mu / sigma^2, t(x) = x."""
+    var = sigma * sigma
+
+    @numba.njit(nogil=True)
+    def natural(theta):
+        return theta[0] / var
+
+    @numba.njit(nogil=True)
+    def mean_cov(theta):
+        return np.array([theta[0]]), np.array([[var]])
+
+    @numba.njit(nogil=True)
+    def cdf(x, eta):
+        return 0.5 * math.erfc(-(x - eta * var) / (sigma * math.sqrt(2.0)))
+
+    @numba.njit(nogil=True)
+    def sf(x, eta):
+        return 0.5 * math.erfc((x - eta * var) / (sigma * math.sqrt(2.0)))
+
+    @numba.njit(nogil=True)
+    def posterior_draw(rng, s, n):
+        return conjugate_draw(rng, mu0, sd0, sigma, s[0], n)
+
+    return dw.ExponentialFamily(total, 1, mean_cov, posterior_draw, valid, bounded=False,
+                                natural=natural, cdf=cdf, sf=sf, eta_scale=1.0 / sigma,
+                                project=project)
+
+
 def model(mu0: float = 0.0, sd0: float = 1.0, sigma: float = 1.0) -> dw.Model:
     """Normal records with known ``sigma``; prior ``N(mu0, sd0^2)`` on the parameter ``mu``."""
     mu0 = float(mu0)
@@ -92,6 +133,7 @@ def model(mu0: float = 0.0, sd0: float = 1.0, sigma: float = 1.0) -> dw.Model:
     return dw.Model(params={"mu": ()}, record_size=1, draw_record=draw_record_factory(sigma),
                     draw_theta=_conjugate_kernel(mu0, sd0, sigma), model_stat=total,
                     stat_size=1, draw_prior=lambda rng: np.array([rng.normal(mu0, sd0)]),
+                    family=family(mu0, sd0, sigma),
                     name=f"normal_mean(mu0={mu0:g}, sd0={sd0:g}, sigma={sigma:g})")
 
 
@@ -99,6 +141,19 @@ def laplace(epsilon: float, lower: float, upper: float) -> dw.Laplace:
     """The sum of records clamped to ``[lower, upper]`` with Laplace noise (epsilon-DP)."""
     lower, upper = _check_bounds(lower, upper)
     return dw.Laplace(clamped_total(lower, upper), epsilon=epsilon, sensitivity=upper - lower)
+
+
+def laplace_truncated(epsilon: float, lower: float, upper: float) -> dw.Laplace:
+    """The total of records inside ``[lower, upper]`` (others dropped) with Laplace noise:
+    the Bernstein-Sheldon release, which both samplers accept.
+
+    Sensitivity ``max(|lower|, |upper|, upper - lower)``: a record may move from outside the
+    bounds (contributing 0) to a bound, or across the interval."""
+    lower, upper = _check_bounds(lower, upper)
+    fam = family()
+    return dw.Laplace(fam.truncated_statistic(lower, upper), epsilon=epsilon,
+                      sensitivity=fam.truncated_sensitivity(lower, upper),
+                      truncation=(lower, upper))
 
 
 def gaussian(sigma: float) -> dw.Gaussian:

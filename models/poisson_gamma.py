@@ -15,6 +15,7 @@ Examples
 from __future__ import annotations
 
 import functools
+import math
 
 import numba
 import numpy as np
@@ -22,7 +23,7 @@ import numpy as np
 import dawrap as dw
 
 __all__ = ["model", "count", "clamped_count", "draw_record", "laplace", "geometric",
-           "exact_posterior"]
+           "laplace_truncated", "family", "exact_posterior"]
 
 
 @numba.njit(nogil=True, cache=True)
@@ -71,6 +72,87 @@ def _conjugate_kernel(alpha: float, beta: float):
     return draw_theta
 
 
+@numba.njit(nogil=True, cache=True)
+def _log_pmf(k, eta):
+    return k * eta - math.exp(eta) - math.lgamma(k + 1.0)
+
+
+@numba.njit(nogil=True, cache=True)
+def _sum_below(k_max, eta):
+    """P(X <= k_max), summed term by term (accurate when k_max is below the mean)."""
+    total = 0.0
+    for k in range(int(k_max) + 1):
+        total += math.exp(_log_pmf(float(k), eta))
+    return total
+
+
+@numba.njit(nogil=True, cache=True)
+def _sum_above(k0, eta):
+    """P(X >= k0), summed until the terms (decreasing past the mean) stop counting."""
+    total, k = 0.0, float(k0)
+    while True:
+        term = math.exp(_log_pmf(k, eta))
+        total += term
+        if term <= 1e-17 * total or k > k0 + 100000:
+            return total
+        k += 1.0
+
+
+@numba.njit(nogil=True, cache=True)
+def cdf(x, eta):
+    """P(X <= x) for X ~ Poisson(exp(eta)); the smaller tail is summed directly, so tail
+    probabilities keep their relative accuracy."""
+    k_max = math.floor(x)
+    if k_max < 0:
+        return 0.0
+    if k_max >= math.exp(eta):
+        return 1.0 - _sum_above(k_max + 1.0, eta)
+    return _sum_below(k_max, eta)
+
+
+@numba.njit(nogil=True, cache=True)
+def sf(x, eta):
+    """P(X >= x) for X ~ Poisson(exp(eta))."""
+    k0 = math.ceil(x)
+    if k0 <= 0:
+        return 1.0
+    if k0 <= math.exp(eta):
+        return 1.0 - _sum_below(k0 - 1.0, eta)
+    return _sum_above(k0, eta)
+
+
+@numba.njit(nogil=True, cache=True)
+def natural(theta):
+    return math.log(theta[0])
+
+
+@numba.njit(nogil=True, cache=True)
+def mean_cov(theta):
+    return np.array([theta[0]]), np.array([[theta[0]]])
+
+
+@numba.njit(nogil=True, cache=True)
+def valid(s, n):
+    return s[0] >= 0.0
+
+
+@numba.njit(nogil=True, cache=True)
+def project(s, n):
+    return np.array([max(s[0], 0.0)])
+
+
+@functools.lru_cache(maxsize=64)
+def family(alpha: float = 1.0, beta: float = 1.0) -> dw.ExponentialFamily:
+    """The exponential-family description (natural parameter log lam, integer records)."""
+    @numba.njit(nogil=True)
+    def posterior_draw(rng, s, n):
+        return conjugate_draw(rng, alpha, beta, s[0], n)
+
+    return dw.ExponentialFamily(count, 1, mean_cov, posterior_draw, valid, bounded=False,
+                                natural=natural, cdf=cdf, sf=sf, discrete=True,
+                                project=project)
+
+
 def model(alpha: float = 1.0, beta: float = 1.0) -> dw.Model:
     """The Poisson-gamma model, prior ``Gamma(alpha, rate=beta)`` on the parameter ``lam``."""
     for name, value in (("alpha", alpha), ("beta", beta)):
@@ -80,6 +162,7 @@ def model(alpha: float = 1.0, beta: float = 1.0) -> dw.Model:
     return dw.Model(params={"lam": ()}, record_size=1, draw_record=draw_record,
                     draw_theta=_conjugate_kernel(alpha, beta), model_stat=count, stat_size=1,
                     draw_prior=lambda rng: np.array([rng.gamma(alpha, 1.0 / beta)]),
+                    family=family(alpha, beta),
                     name=f"poisson_gamma(alpha={alpha:g}, beta={beta:g})")
 
 
@@ -87,6 +170,19 @@ def laplace(epsilon: float, c: float) -> dw.Laplace:
     """The total of counts clamped at ``c`` with Laplace noise of scale ``c / epsilon``."""
     c = _check_clamp(c)
     return dw.Laplace(clamped_count(c), epsilon=epsilon, sensitivity=c)
+
+
+def laplace_truncated(epsilon: float, lower: float, upper: float) -> dw.Laplace:
+    """The total of the counts inside ``[lower, upper]`` (others dropped) with Laplace noise:
+    the Bernstein-Sheldon release, which both samplers accept. Sensitivity ``upper``."""
+    fam = family()
+    if not (float(lower) == int(lower) and float(upper) == int(upper) and 0 <= lower < upper):
+        raise ValueError(f"lower and upper must be whole numbers with 0 <= lower < upper, "
+                         f"got {lower!r}, {upper!r}")
+    lower, upper = float(lower), float(upper)
+    return dw.Laplace(fam.truncated_statistic(lower, upper), epsilon=epsilon,
+                      sensitivity=fam.truncated_sensitivity(lower, upper),
+                      truncation=(lower, upper))
 
 
 def geometric(epsilon: float, c: float) -> dw.Geometric:

@@ -1,0 +1,149 @@
+r"""Categorical records with a Dirichlet prior; the category counts are released.
+
+.. math:: p \sim \mathrm{Dirichlet}(\alpha), \quad x_i \mid p \sim \mathrm{Categorical}(p),
+          \quad s_{dp} = \textstyle\sum_i \mathrm{onehot}(x_i) + \text{noise}.
+
+A record is its category index ``0..K-1`` (one float). Replacing one record moves two counts
+by one each, so the L1 sensitivity of the count vector is 2.
+
+Examples
+--------
+>>> model = dirichlet_multinomial.model(alpha=[1, 1, 1])
+>>> mech = dirichlet_multinomial.laplace(epsilon=1.0, categories=3)
+"""
+from __future__ import annotations
+
+import functools
+import itertools
+
+import numba
+import numpy as np
+
+import dawrap as dw
+
+__all__ = ["model", "one_hot", "draw_record", "laplace", "exact_posterior"]
+
+
+@numba.njit(nogil=True, cache=True)
+def draw_record(rng, theta, out):
+    """One category index drawn with probabilities ``theta``."""
+    u = rng.random()
+    k = theta.shape[0]
+    cumulative = 0.0
+    for j in range(k - 1):
+        cumulative += theta[j]
+        if u < cumulative:
+            out[0] = j
+            return
+    out[0] = k - 1
+
+
+@numba.njit(nogil=True, cache=True)
+def one_hot(x_i, out):
+    """The record's contribution to the count vector."""
+    for j in range(out.shape[0]):
+        out[j] = 0.0
+    out[int(x_i[0])] = 1.0
+
+
+@numba.njit(nogil=True, cache=True)
+def conjugate_draw(rng, alpha, counts, n):
+    """p | counts ~ Dirichlet(alpha + counts), by normalised gamma draws."""
+    k = alpha.shape[0]
+    g = np.empty(k)
+    for j in range(k):
+        g[j] = rng.gamma(alpha[j] + counts[j], 1.0)
+    return g / g.sum()
+
+
+@numba.njit(nogil=True, cache=True)
+def mean_cov(theta):
+    """Mean and covariance of one one-hot record: p and diag(p) - p p^T (singular)."""
+    return theta.copy(), np.diag(theta) - np.outer(theta, theta)
+
+
+@numba.njit(nogil=True, cache=True)
+def valid(s, n):
+    """Counts are non-negative (they sum to n by construction of the normal approximation)."""
+    for j in range(s.shape[0]):
+        if s[j] < 0.0:
+            return False
+    return True
+
+
+@numba.njit(nogil=True, cache=True)
+def project(s, n):
+    """Non-negative counts summing to n: clip, then rescale (uniform if nothing is left)."""
+    c = np.maximum(s, 0.0)
+    total = c.sum()
+    if total <= 0.0:
+        return np.full(s.shape[0], n / s.shape[0])
+    return c * (n / total)
+
+
+@functools.lru_cache(maxsize=64)
+def _kernels(alpha: tuple):
+    alpha_arr = np.array(alpha)
+
+    @numba.njit(nogil=True)
+    def draw_theta(rng, theta, x, stats):
+        return conjugate_draw(rng, alpha_arr, stats, x.shape[0])
+
+    @numba.njit(nogil=True)
+    def posterior_draw(rng, s, n):
+        return conjugate_draw(rng, alpha_arr, s, n)
+
+    return draw_theta, posterior_draw
+
+
+def _check_alpha(alpha) -> tuple:
+    arr = np.asarray(alpha, dtype=float)
+    if arr.ndim != 1 or arr.shape[0] < 2 or not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+        raise ValueError(f"alpha must be a vector of at least 2 positive numbers, got {alpha!r}")
+    return tuple(float(a) for a in arr)
+
+
+def model(alpha) -> dw.Model:
+    """The Dirichlet-multinomial model, prior ``Dirichlet(alpha)`` on the parameter ``p``."""
+    alpha = _check_alpha(alpha)
+    k = len(alpha)
+    draw_theta, posterior_draw = _kernels(alpha)
+    family = dw.ExponentialFamily(one_hot, k, mean_cov, posterior_draw, valid, bounded=True,
+                                  project=project)
+    alpha_arr = np.array(alpha)
+    return dw.Model(params={"p": (k,)}, record_size=1, draw_record=draw_record,
+                    draw_theta=draw_theta, model_stat=one_hot, stat_size=k,
+                    draw_prior=lambda rng: rng.dirichlet(alpha_arr), family=family,
+                    name=f"dirichlet_multinomial(alpha={list(alpha)})")
+
+
+def laplace(epsilon: float, categories: int) -> dw.Laplace:
+    """The count vector with Laplace noise of scale ``2 / epsilon`` per count (epsilon-DP)."""
+    return dw.Laplace(one_hot, epsilon=epsilon, sensitivity=2.0, size=categories)
+
+
+def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, alpha):
+    r"""Exact marginal posteriors of each ``p_j``, by enumerating every count vector.
+
+    :math:`p(p \mid s_{dp}) = \sum_k w_k \mathrm{Dirichlet}(\alpha + k)`,
+    :math:`w_k \propto \mathrm{DirMult}(k; n, \alpha)\, g(s_{dp}, k)`; the marginal of ``p_j``
+    under each component is a Beta. Returns one :class:`dawrap.exact.Mixture` per category.
+    The number of count vectors is C(n + K - 1, K - 1): keep n and K small.
+    """
+    from scipy import special, stats
+
+    from dawrap.exact import Mixture, normalise_log_weights
+
+    alpha = np.array(_check_alpha(alpha))
+    k = alpha.shape[0]
+    total_alpha = alpha.sum()
+    counts = [c + (n - sum(c),) for c in itertools.product(range(n + 1), repeat=k - 1)
+              if sum(c) <= n]
+    counts = np.array(counts, dtype=float)
+    log_dm = (special.gammaln(n + 1) - special.gammaln(counts + 1).sum(1)
+              + special.gammaln(total_alpha) - special.gammaln(total_alpha + n)
+              + (special.gammaln(alpha + counts) - special.gammaln(alpha)).sum(1))
+    log_g = np.array([mechanism.log_g(s_dp, c) for c in counts])
+    w = normalise_log_weights(log_dm + log_g)
+    return [Mixture(w, [stats.beta(alpha[j] + c[j], total_alpha + n - alpha[j] - c[j])
+                        for c in counts]) for j in range(k)]
