@@ -159,6 +159,10 @@ class Mechanism:
         self.log_density = log_density
         self.size = as_count(size, "size")
         self.params = np.atleast_1d(np.asarray(params, dtype=np.float64)).copy()
+        if not np.all(np.isfinite(self.params)):
+            raise ValueError(f"params must be finite, got {self.params}")
+        #: Releases and record contributions must be integers (discrete mechanisms).
+        self.integer_statistic = False
         if draw_release is not None and not callable(draw_release):
             raise TypeError("draw_release must be callable (rng, t) -> s_dp")
         self._draw_release = draw_release
@@ -262,6 +266,7 @@ class Geometric(Mechanism):
                                         - math.log1p(self.alpha)),
                          epsilon=epsilon, name="Geometric", draw_release=self._draw,
                          truncation=truncation)
+        self.integer_statistic = True
 
     def _draw(self, rng, t):
         if not np.all(t == np.round(t)):

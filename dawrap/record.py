@@ -184,19 +184,23 @@ def make_sweep(record_size: int, size: int, stat_size: int, general: bool, share
     m, k = size, stat_size
 
     @numba.njit(nogil=True)
-    def buffer(count):
-        if on_stack:
-            return numba.carray(_stack_floats(), count)
-        return np.empty(count)
-
-    @numba.njit(nogil=True)
     def sweep(rng, state, s_dp, params, fns):
         """Update every record once, in order (step 2 of Algorithm 1)."""
         theta, x, stats, total = state.theta, state.x, state.stats, state.total
         n = x.shape[0]
-        proposal = buffer(record_size)
-        t_old, t_new, total_new = buffer(m), buffer(m), buffer(m)
-        s_old, s_new = buffer(k), buffer(k)
+        # The stack memory must belong to this function's own frame (a helper returning it
+        # would hand back a dangling pointer), hence the allocations written out here.
+        if on_stack:
+            proposal = numba.carray(_stack_floats(), record_size)
+            t_old = numba.carray(_stack_floats(), m)
+            t_new = numba.carray(_stack_floats(), m)
+            total_new = numba.carray(_stack_floats(), m)
+            s_old = numba.carray(_stack_floats(), k)
+            s_new = numba.carray(_stack_floats(), k)
+        else:
+            proposal = np.empty(record_size)
+            t_old, t_new, total_new = np.empty(m), np.empty(m), np.empty(m)
+            s_old, s_new = np.empty(k), np.empty(k)
         log_g = state.log_g
         accepted = 0
         min_log_alpha = 0.0
@@ -204,6 +208,9 @@ def make_sweep(record_size: int, size: int, stat_size: int, general: bool, share
         for i in range(n):
             x_i = x[i]
             if general:
+                # out starts as a copy of x_i, so a proposal may change only some fields.
+                for j in range(record_size):
+                    proposal[j] = x_i[j]
                 log_alpha = fns.propose_record(rng, theta, x_i, proposal)
             else:
                 fns.draw_record(rng, theta, proposal)
@@ -282,7 +289,8 @@ def step(rng, state, s_dp, params, fns, theta_kernel, sweep):
     ``theta_kernel(rng, theta, x, stats) -> (theta, accept_prob)``; ``sweep`` from
     :func:`make_sweep`.
     """
-    theta_new, theta_accept = theta_kernel(rng, state.theta, state.x, state.stats)
+    # A copy of the running statistic: a kernel that modifies its input cannot corrupt it.
+    theta_new, theta_accept = theta_kernel(rng, state.theta, state.x, state.stats.copy())
     status = set_theta(state, theta_new)
     if status != OK:
         return state, StepInfo(0.0, 0.0, status), theta_accept

@@ -43,25 +43,31 @@ def call_user(func, name: str, *args):
                         f"{first[0] if first else err}") from err
 
 
-def _probe_writer(func, name: str, size: int, *args):
-    """Call ``func(*args, out)`` on a guarded buffer: it must fill exactly ``size`` finite values."""
+def _probe_writer(func, name: str, size: int, *args, start=None):
+    """Call ``func(*args, out)`` on a guarded buffer (NaN-filled, or ``start`` then NaN
+    guards): it must leave exactly ``size`` finite values and return what it returns."""
     buf = np.full(size + 4, np.nan)
-    call_user(func, name, *args, buf[:size])
+    if start is not None:
+        buf[:size] = start
+    result = call_user(func, name, *args, buf[:size])
     if not np.all(np.isnan(buf[size:])):
         raise ValueError(f"{name} writes past the end of out: out has {size} value(s) "
                          f"(record_size / stat_size / size), but it wrote more")
     if not np.all(np.isfinite(buf[:size])):
         raise ValueError(f"{name} must write {size} finite value(s) into out; it wrote "
                          f"{buf[:size]}")
-    return buf[:size].copy()
+    return buf[:size].copy(), result
 
 
 def _theta_output(out, model: Model, name: str):
     """Normalise a kernel's return value to ``(theta, accept_prob)``, validating theta."""
-    theta, accept = (out if isinstance(out, tuple) else (out, np.nan))
     if isinstance(out, tuple) and len(out) != 2:
         raise ValueError(f"{name} must return theta or (theta, accept_prob), got a tuple of "
                          f"{len(out)}")
+    theta, accept = (out if isinstance(out, tuple) else (out, np.nan))
+    if not isinstance(accept, (float, int, np.floating, np.integer)) or isinstance(accept, bool):
+        raise TypeError(f"{name} returned (theta, accept_prob) with accept_prob of type "
+                        f"{type(accept).__name__}; expected a float")
     return model.pack(theta, f"the theta returned by {name}"), float(accept)
 
 
@@ -86,20 +92,25 @@ class _Setup:
         """Check the record-level functions once, on a throwaway generator."""
         model, mech = self.model, self.mechanism
         rng = np.random.default_rng(0)
-        record_ = _probe_writer(model.draw_record, "draw_record", model.record_size,
-                                rng, theta.copy())
+        record_, _ = _probe_writer(model.draw_record, "draw_record", model.record_size,
+                                   rng, theta.copy())
         if model.general_proposal:
-            log_ratio = call_user(model.propose_record, "propose_record", rng, theta.copy(),
-                              record_.copy(), np.empty(model.record_size))
+            # The sweep hands propose_record an out that starts as a copy of x_i.
+            _, log_ratio = _probe_writer(model.propose_record, "propose_record",
+                                         model.record_size, rng, theta.copy(), record_.copy(),
+                                         start=record_)
             if not isinstance(log_ratio, (float, int, np.floating, np.integer)):
                 raise TypeError(f"propose_record must return a float log ratio, got "
                                 f"{type(log_ratio).__name__}")
         if model.stat_size:
             _probe_writer(model.model_stat, "model_stat", model.stat_size, record_)
-        _probe_writer(mech.engine_statistic, "the mechanism's statistic", mech.size,
-                      record_, self.s_dp)
+        t, _ = _probe_writer(mech.engine_statistic, "the mechanism's statistic", mech.size,
+                             record_, self.s_dp)
+        if mech.integer_statistic and not np.all(t == np.round(t)):
+            raise ValueError(f"{mech.name} needs an integer-valued statistic, but a record "
+                             f"drawn from the model contributes {t}")
         log_g = call_user(mech.log_density, "the mechanism's log_density", self.s_dp,
-                      np.zeros(mech.size), self.params)
+                          np.zeros(mech.size), self.params)
         if not isinstance(log_g, (float, int, np.floating, np.integer)):
             raise TypeError(f"log_density must return a float, got {type(log_g).__name__}")
 
@@ -112,6 +123,10 @@ class _Setup:
         out = call_user(model.draw_theta, "draw_theta", rng, state.theta, state.x, state.stats)
         _theta_output(out, model, "draw_theta")
         if model.theta_compiled:
+            theta_part = out[0] if isinstance(out, tuple) else out
+            if not isinstance(theta_part, np.ndarray):
+                raise TypeError(f"a compiled draw_theta must return a float array (or "
+                                f"(array, accept_prob)), got {type(theta_part).__name__}")
             self.theta_kernel = (model.draw_theta if isinstance(out, tuple)
                                  else _reporting_no_accept(model.draw_theta))
 
@@ -152,7 +167,7 @@ def _run_chain(setup: _Setup, rng, theta, x, tune: int, draws: int, keep_stats: 
     else:
         done, status = tune + draws, record.OK
         for it in range(tune + draws):
-            out = model.draw_theta(rng, state.theta, state.x, state.stats)
+            out = model.draw_theta(rng, state.theta, state.x, state.stats.copy())
             theta_new, theta_accept = _theta_output(out, model, "draw_theta")
             state.theta[:] = theta_new
             state, info = setup.sweep(rng, state, *args)
@@ -186,7 +201,13 @@ def _compile(setup: _Setup, theta, x, keep_stats: bool) -> None:
 def _initial_values(model: Model, chains: int, n: int, init_theta, init_x):
     thetas = None
     if init_theta is not None:
-        if isinstance(init_theta, (list, tuple)) and len(init_theta) == chains and chains > 1:
+        # One start per chain: a list of dicts, or an array of shape (chains, theta_size).
+        per_chain = (isinstance(init_theta, (list, tuple)) and init_theta
+                     and all(isinstance(t, dict) for t in init_theta)) or \
+            (np.ndim(init_theta) == 2)
+        if per_chain:
+            if len(init_theta) != chains:
+                raise ValueError(f"init_theta has {len(init_theta)} starts for {chains} chains")
             thetas = [model.pack(t, f"init_theta[{c}]") for c, t in enumerate(init_theta)]
         else:
             thetas = [model.pack(init_theta, "init_theta")] * chains

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 
 import numpy as np
 
@@ -69,8 +70,8 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method: str = "r
     seed : int, numpy.random.SeedSequence or None
         Root of all randomness: the same seed gives bit-identical draws.
     init_theta : array_like or dict, optional
-        ``"record"``: initial theta for every chain (or a list, one per chain); default a
-        prior draw.
+        ``"record"``: initial theta for every chain, or one per chain as a list of dicts or a
+        ``(chains, theta_size)`` array; default a prior draw per chain.
     init_x : array_like, optional
         ``"record"``: initial ``(n, record_size)`` database; default ``n`` draws from
         ``f(. | theta)``.
@@ -139,7 +140,34 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method: str = "r
     else:
         out = run_ops(model, mechanism, confidential, n, rngs, draws=draws)
     elapsed = time.perf_counter() - began
+    if method in ("record", "suffstat"):
+        _warn_if_unconverged(model, out.theta)
     return _label(model, mechanism, s_dp, n, out, method, root, elapsed, tune, draws)
+
+
+#: Rank-normalised split R-hat above this draws a warning (Vehtari et al. 2021 suggest 1.01
+#: for final results; 1.05 flags chains that plainly disagree without crying wolf on short runs).
+RHAT_WARNING = 1.05
+
+
+def _warn_if_unconverged(model: Model, theta: np.ndarray) -> None:
+    """Warn when the chains disagree: a stuck or slowly mixing chain must not pass silently."""
+    if theta.shape[0] < 2 or theta.shape[1] < 4:
+        return
+    worst, where = 0.0, ""
+    for name, draws in model.unpack(theta).items():
+        flat = draws.reshape(draws.shape[0], draws.shape[1], -1)
+        for j in range(flat.shape[2]):
+            if np.ptp(flat[:, :, j]) == 0:
+                continue
+            r = _arviz.rhat(flat[:, :, j])
+            if r > worst:
+                worst, where = r, name if flat.shape[2] == 1 else f"{name}[{j}]"
+    if worst > RHAT_WARNING:
+        warnings.warn(f"R-hat = {worst:.3g} for {where}: the chains have not converged to the "
+                      f"same distribution. Run longer (tune, draws), start the chains closer "
+                      f"to the posterior (init_theta), or check the model", RuntimeWarning,
+                      stacklevel=3)
 
 
 def _label(model, mech, s_dp, n, out, method, root, elapsed, tune, draws):

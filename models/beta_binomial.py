@@ -21,6 +21,8 @@ import numpy as np
 
 import dawrap as dw
 
+from ._checks import positive
+
 __all__ = ["model", "count", "draw_record", "laplace", "geometric", "exact_posterior"]
 
 
@@ -119,12 +121,9 @@ def model(a: float = 1.0, b: float = 1.0, ops_bound: float = 0.1) -> dw.Model:
     ``ops_bound`` is the truncation ``a0`` of the parameter space, ``p in [a0, 1 - a0]``,
     used only by the one-posterior-sample baseline (``method="ops"``).
     """
-    for name, value in (("a", a), ("b", b)):
-        if not isinstance(value, (int, float, np.integer, np.floating)) or not value > 0:
-            raise ValueError(f"{name} must be a number > 0, got {value!r}")
-    if not 0 < ops_bound < 0.5:
+    a, b = positive("a", a), positive("b", b)
+    if not 0 < positive("ops_bound", ops_bound) < 0.5:
         raise ValueError(f"ops_bound must be in (0, 0.5), got {ops_bound!r}")
-    a, b = float(a), float(b)
     return dw.Model(params={"p": ()}, record_size=1, draw_record=draw_record,
                     draw_theta=_conjugate_kernel(a, b), model_stat=count, stat_size=1,
                     draw_prior=lambda rng: np.array([rng.beta(a, b)]),

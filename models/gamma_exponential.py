@@ -23,6 +23,8 @@ import numpy as np
 
 import dawrap as dw
 
+from ._checks import positive
+
 __all__ = ["model", "value", "draw_record", "laplace", "family"]
 
 
@@ -100,10 +102,7 @@ def family(alpha: float = 1.0, beta: float = 1.0) -> dw.ExponentialFamily:
 
 def model(alpha: float = 1.0, beta: float = 1.0) -> dw.Model:
     """Exponential records, prior ``Gamma(alpha, rate=beta)`` on the parameter ``lam``."""
-    for name, v in (("alpha", alpha), ("beta", beta)):
-        if not isinstance(v, (int, float, np.integer, np.floating)) or not 0 < v < np.inf:
-            raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
-    alpha, beta = float(alpha), float(beta)
+    alpha, beta = positive("alpha", alpha), positive("beta", beta)
     return dw.Model(params={"lam": ()}, record_size=1, draw_record=draw_record,
                     draw_theta=_kernels(alpha, beta)[0], model_stat=value, stat_size=1,
                     draw_prior=lambda rng: np.array([rng.gamma(alpha, 1.0 / beta)]),

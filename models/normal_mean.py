@@ -22,6 +22,8 @@ import numpy as np
 
 import dawrap as dw
 
+from ._checks import positive
+
 __all__ = ["model", "total", "clamped_total", "draw_record_factory", "laplace", "gaussian",
            "laplace_truncated", "family", "exact_posterior_gaussian"]
 
@@ -126,10 +128,7 @@ def model(mu0: float = 0.0, sd0: float = 1.0, sigma: float = 1.0) -> dw.Model:
     mu0 = float(mu0)
     if not np.isfinite(mu0):
         raise ValueError(f"mu0 must be finite, got {mu0}")
-    for name, value in (("sd0", sd0), ("sigma", sigma)):
-        if not isinstance(value, (int, float, np.integer, np.floating)) or not 0 < value < np.inf:
-            raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    sd0, sigma = float(sd0), float(sigma)
+    sd0, sigma = positive("sd0", sd0), positive("sigma", sigma)
     return dw.Model(params={"mu": ()}, record_size=1, draw_record=draw_record_factory(sigma),
                     draw_theta=_conjugate_kernel(mu0, sd0, sigma), model_stat=total,
                     stat_size=1, draw_prior=lambda rng: np.array([rng.normal(mu0, sd0)]),

@@ -22,6 +22,8 @@ import numpy as np
 
 import dawrap as dw
 
+from ._checks import positive
+
 __all__ = ["model", "count", "clamped_count", "draw_record", "laplace", "geometric",
            "laplace_truncated", "family", "exact_posterior"]
 
@@ -155,10 +157,7 @@ def family(alpha: float = 1.0, beta: float = 1.0) -> dw.ExponentialFamily:
 
 def model(alpha: float = 1.0, beta: float = 1.0) -> dw.Model:
     """The Poisson-gamma model, prior ``Gamma(alpha, rate=beta)`` on the parameter ``lam``."""
-    for name, value in (("alpha", alpha), ("beta", beta)):
-        if not isinstance(value, (int, float, np.integer, np.floating)) or not value > 0:
-            raise ValueError(f"{name} must be a number > 0, got {value!r}")
-    alpha, beta = float(alpha), float(beta)
+    alpha, beta = positive("alpha", alpha), positive("beta", beta)
     return dw.Model(params={"lam": ()}, record_size=1, draw_record=draw_record,
                     draw_theta=_conjugate_kernel(alpha, beta), model_stat=count, stat_size=1,
                     draw_prior=lambda rng: np.array([rng.gamma(alpha, 1.0 / beta)]),
