@@ -3,8 +3,8 @@ r"""Exact posteriors as small distribution objects, for checking samplers and fo
 The record sampler is exact; these objects are how that claim is tested. Two forms cover the
 built-in models:
 
-* :class:`Mixture` of Beta (or any scipy) components with weights, as arises when the
-  confidential statistic is discrete and can be summed out:
+* :class:`BetaMixture`, as arises when the confidential statistic is discrete and can be
+  summed out:
   :math:`p(\theta\mid s_{dp}) = \sum_k w_k\, p(\theta \mid T = k)`,
   :math:`w_k \propto p(T = k)\, g(s_{dp}, k)`;
 * :class:`Grid`: a density tabulated on a fine grid (trapezoid rule), for everything else.
@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import optimize, special
 
-__all__ = ["Mixture", "Grid", "normalise_log_weights"]
+__all__ = ["BetaMixture", "Grid", "normalise_log_weights"]
 
 
 def normalise_log_weights(log_w: np.ndarray) -> np.ndarray:
@@ -23,42 +23,45 @@ def normalise_log_weights(log_w: np.ndarray) -> np.ndarray:
     return np.exp(log_w - special.logsumexp(log_w))
 
 
-class Mixture:
-    """A finite mixture of frozen scipy distributions.
+class BetaMixture:
+    """A mixture of Beta(a_k, b_k) with weights w_k, vectorised (thousands of components).
 
     Parameters
     ----------
-    weights : array_like
-        Non-negative weights (normalised here).
-    components : list of frozen scipy.stats distributions
+    weights, a, b : array_like
+        Component weights (normalised here) and Beta parameters.
     """
 
-    def __init__(self, weights, components):
+    def __init__(self, weights, a, b):
         w = np.asarray(weights, dtype=float)
         keep = w > 1e-300 * w.max()
         self.weights = w[keep] / w[keep].sum()
-        self.components = [c for c, k in zip(components, keep) if k]
+        self.a = np.asarray(a, dtype=float)[keep]
+        self.b = np.asarray(b, dtype=float)[keep]
 
     def mean(self) -> float:
-        return float(sum(w * c.mean() for w, c in zip(self.weights, self.components)))
+        return float(self.weights @ (self.a / (self.a + self.b)))
 
     def var(self) -> float:
-        second = sum(w * (c.var() + c.mean() ** 2) for w, c in zip(self.weights, self.components))
-        return float(second - self.mean() ** 2)
+        a, b = self.a, self.b
+        second = (a * (a + 1)) / ((a + b) * (a + b + 1))
+        return float(self.weights @ second - self.mean() ** 2)
 
     def std(self) -> float:
         return float(np.sqrt(self.var()))
 
     def pdf(self, x):
-        return sum(w * c.pdf(x) for w, c in zip(self.weights, self.components))
+        x = np.atleast_1d(np.asarray(x, dtype=float))
+        log_pdf = ((self.a - 1)[:, None] * np.log(x) + (self.b - 1)[:, None] * np.log1p(-x)
+                   - special.betaln(self.a, self.b)[:, None])
+        return self.weights @ np.exp(log_pdf)
 
     def cdf(self, x):
-        return sum(w * c.cdf(x) for w, c in zip(self.weights, self.components))
+        x = np.atleast_1d(np.asarray(x, dtype=float))
+        return self.weights @ special.betainc(self.a[:, None], self.b[:, None], x[None, :])
 
     def ppf(self, q: float) -> float:
-        lo = min(c.ppf(1e-12) for c in self.components)
-        hi = max(c.ppf(1 - 1e-12) for c in self.components)
-        return float(optimize.brentq(lambda x: self.cdf(x) - q, lo, hi, xtol=1e-13))
+        return float(optimize.brentq(lambda x: self.cdf(x)[0] - q, 0.0, 1.0, xtol=1e-14))
 
 
 class Grid:

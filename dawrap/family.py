@@ -31,7 +31,7 @@ from ._checks import as_count, require_njit
 __all__ = ["ExponentialFamily", "truncated_moments", "interval_probability"]
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True)  # function arguments: not disk-cacheable (see record.py)
 def interval_probability(cdf, sf, eta, v, w, discrete):
     """:math:`P(v \le x \le w)` under natural parameter ``eta``, with ``cdf(x) = P(X <= x)``
     and ``sf(x) = P(X >= x)``; ``v = -inf`` or ``w = inf`` allowed. For a finite interval the
@@ -48,24 +48,25 @@ def interval_probability(cdf, sf, eta, v, w, discrete):
     return cdf(w, eta) - below
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True)  # function arguments: not disk-cacheable (see record.py)
 def _log_mass(cdf, sf, eta, v, w, discrete):
     return math.log(interval_probability(cdf, sf, eta, v, w, discrete))
 
 
-@numba.njit(nogil=True, cache=True)
-def truncated_moments(cdf, sf, eta, eta_scale, mean, var, v, w, discrete):
+@numba.njit(nogil=True)  # function arguments: not disk-cacheable (see record.py)
+def truncated_moments(cdf, sf, eta, mean, var, v, w, discrete):
     r"""``(q, mean_hat, var_hat)`` of a univariate statistic truncated to ``[v, w]`` (Lemma 1).
 
     ``q = P(x in [v, w])``; ``mean``/``var`` are the untruncated moments of ``t(x)`` at natural
     parameter ``eta``. Derivatives of ``log q`` in ``eta`` by fourth-order central differences
-    with step ``h = 1e-3 max(|eta|, eta_scale)`` (truncation error O(h^4), rounding error about
-    1e-16 / h^2 relative); ``eta_scale`` is the family's natural scale of ``eta``.
+    with step ``h = 1e-3 / sd(t)``: a change of ``eta`` by ``1/sd`` moves the mean of ``t`` by
+    one sd, so that is the scale on which ``log q`` varies (truncation error O(h^4) on that
+    scale; rounding error about 1e-16 / h^2 relative to ``var``).
     """
     q = interval_probability(cdf, sf, eta, v, w, discrete)
     if not q > 0.0:
         return 0.0, 0.0, 0.0
-    h = 1e-3 * max(abs(eta), eta_scale)
+    h = 1e-3 / math.sqrt(var) if var > 0.0 else 1e-3 * max(abs(eta), 1.0)
     f0 = math.log(q)
     fp1 = _log_mass(cdf, sf, eta + h, v, w, discrete)
     fm1 = _log_mass(cdf, sf, eta - h, v, w, discrete)
@@ -105,10 +106,6 @@ class ExponentialFamily:
     discrete : bool
         Integer-valued records: truncation regions are ``{..., a-1}``, ``{a..b}``,
         ``{b+1, ...}``.
-    eta_scale : float
-        The scale on which ``eta`` varies (unbounded only): numerical derivatives in ``eta``
-        use steps of ``1e-3 * max(|eta|, eta_scale)``; ``eta`` must stay in the natural
-        parameter space within four such steps (e.g. 0 for the exponential, whose ``eta < 0``).
     project : numba.njit function, optional
         ``(s, n) -> s``: the nearest valid total (for the naive baseline, which plugs the
         noisy release into the conjugate update).
@@ -119,7 +116,7 @@ class ExponentialFamily:
 
     def __init__(self, statistic, stat_size: int, mean_cov, conjugate_draw, valid, *,
                  bounded: bool, natural=None, cdf=None, sf=None, discrete: bool = False,
-                 eta_scale: float = 1.0, project=None, ops_draw=None):
+                 project=None, ops_draw=None):
         self.statistic = require_njit(statistic, "statistic", "(x_i, out)")
         self.stat_size = as_count(stat_size, "stat_size")
         self.mean_cov = require_njit(mean_cov, "mean_cov", "(theta) -> (mu, Sigma)")
@@ -128,9 +125,6 @@ class ExponentialFamily:
         self.valid = require_njit(valid, "valid", "(s, n) -> bool")
         self.bounded = bool(bounded)
         self.discrete = bool(discrete)
-        self.eta_scale = float(eta_scale)
-        if not (np.isfinite(self.eta_scale) and self.eta_scale >= 0):
-            raise ValueError(f"eta_scale must be finite and >= 0, got {eta_scale}")
         if not self.bounded:
             if self.stat_size != 1:
                 raise ValueError("unbounded statistics are supported for univariate models "

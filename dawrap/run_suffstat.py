@@ -62,8 +62,7 @@ def _config(family, mech, s_dp, n, variant) -> suffstat.SuffstatConfig:
         raise ValueError(f"variant must be 'gibbs' or 'printed', got {variant!r}")
     lower, upper = mech.truncation or (0.0, 0.0)
     return suffstat.SuffstatConfig(float(n), s_dp, scale, mech.truncation is not None,
-                                   lower, upper, family.discrete, variant == "printed",
-                                   family.eta_scale)
+                                   lower, upper, family.discrete, variant == "printed")
 
 
 def _initial_state(model, family, mech, config, rng):

@@ -80,7 +80,6 @@ class SuffstatConfig(NamedTuple):
     upper: float
     discrete: bool
     printed: bool          # Algorithm 2 line 10 as printed
-    eta_scale: float       # the family's scale of eta, for numerical derivatives
 
 
 @numba.njit(nogil=True, cache=True)
@@ -115,12 +114,12 @@ def draw_normal(rng, mean, cov):
 
 
 @numba.njit(nogil=True)
-def _region(fns, theta, n, eta_scale, v, w, discrete):
+def _region(fns, theta, n, v, w, discrete):
     """Random-sum CLT (Algorithm 3, with m = n q mu_hat as in Prop. 1) for one region."""
     eta = fns.natural(theta)
     mu, Sigma = fns.mean_cov(theta)
-    q, mean_hat, var_hat = truncated_moments(fns.cdf, fns.sf, eta, eta_scale, mu[0],
-                                             Sigma[0, 0], v, w, discrete)
+    q, mean_hat, var_hat = truncated_moments(fns.cdf, fns.sf, eta, mu[0], Sigma[0, 0], v, w,
+                                             discrete)
     m = np.array([n * q * mean_hat])
     V = np.array([[n * q * var_hat + n * q * (1.0 - q) * mean_hat * mean_hat]])
     return m, V
@@ -131,10 +130,10 @@ def _regions(fns, theta, config):
     a, b = config.lower, config.upper
     lo_end = a - 1.0 if config.discrete else a
     hi_start = b + 1.0 if config.discrete else b
-    n, scale, discrete = config.n, config.eta_scale, config.discrete
-    m_l, V_l = _region(fns, theta, n, scale, -math.inf, lo_end, discrete)
-    m_c, V_c = _region(fns, theta, n, scale, a, b, discrete)
-    m_u, V_u = _region(fns, theta, n, scale, hi_start, math.inf, discrete)
+    n, discrete = config.n, config.discrete
+    m_l, V_l = _region(fns, theta, n, -math.inf, lo_end, discrete)
+    m_c, V_c = _region(fns, theta, n, a, b, discrete)
+    m_u, V_u = _region(fns, theta, n, hi_start, math.inf, discrete)
     return m_l, V_l, m_c, V_c, m_u, V_u
 
 

@@ -149,13 +149,13 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, a: float = 1.0, b: fl
     .. math:: p(p \mid s_{dp}) = \sum_{k=0}^n w_k\, \mathrm{Beta}(p; a + k, b + n - k),\quad
               w_k \propto \mathrm{BetaBinomial}(k; n, a, b)\, g(s_{dp}, k),
 
-    a mixture of Betas with no grid error (:class:`dawrap.exact.Mixture`).
+    a mixture of Betas with no grid error (:class:`dawrap.exact.BetaMixture`).
     """
     from scipy import stats
 
-    from dawrap.exact import Mixture, normalise_log_weights
+    from dawrap.exact import BetaMixture, normalise_log_weights
 
     k = np.arange(n + 1)
     log_w = stats.betabinom.logpmf(k, n, a, b) + np.array(
         [mechanism.log_g(s_dp, [kk]) for kk in k])
-    return Mixture(normalise_log_weights(log_w), [stats.beta(a + kk, b + n - kk) for kk in k])
+    return BetaMixture(normalise_log_weights(log_w), a + k, b + n - k)

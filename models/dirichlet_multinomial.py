@@ -127,12 +127,12 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, alpha):
 
     :math:`p(p \mid s_{dp}) = \sum_k w_k \mathrm{Dirichlet}(\alpha + k)`,
     :math:`w_k \propto \mathrm{DirMult}(k; n, \alpha)\, g(s_{dp}, k)`; the marginal of ``p_j``
-    under each component is a Beta. Returns one :class:`dawrap.exact.Mixture` per category.
+    under each component is a Beta. Returns one :class:`dawrap.exact.BetaMixture` per category.
     The number of count vectors is C(n + K - 1, K - 1): keep n and K small.
     """
-    from scipy import special, stats
+    from scipy import special
 
-    from dawrap.exact import Mixture, normalise_log_weights
+    from dawrap.exact import BetaMixture, normalise_log_weights
 
     alpha = np.array(_check_alpha(alpha))
     k = alpha.shape[0]
@@ -145,5 +145,5 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, alpha):
               + (special.gammaln(alpha + counts) - special.gammaln(alpha)).sum(1))
     log_g = np.array([mechanism.log_g(s_dp, c) for c in counts])
     w = normalise_log_weights(log_dm + log_g)
-    return [Mixture(w, [stats.beta(alpha[j] + c[j], total_alpha + n - alpha[j] - c[j])
-                        for c in counts]) for j in range(k)]
+    return [BetaMixture(w, alpha[j] + counts[:, j], total_alpha + n - alpha[j] - counts[:, j])
+            for j in range(k)]

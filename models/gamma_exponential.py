@@ -96,7 +96,7 @@ def _kernels(alpha: float, beta: float):
 def family(alpha: float = 1.0, beta: float = 1.0) -> dw.ExponentialFamily:
     """The exponential family description (natural parameter -lam)."""
     return dw.ExponentialFamily(value, 1, mean_cov, _kernels(alpha, beta)[1], valid,
-                                bounded=False, natural=natural, cdf=cdf, sf=sf, eta_scale=0.0,
+                                bounded=False, natural=natural, cdf=cdf, sf=sf,
                                 project=project)
 
 

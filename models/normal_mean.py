@@ -119,7 +119,7 @@ def family(mu0: float = 0.0, sd0: float = 1.0, sigma: float = 1.0) -> dw.Exponen
         return conjugate_draw(rng, mu0, sd0, sigma, s[0], n)
 
     return dw.ExponentialFamily(total, 1, mean_cov, posterior_draw, valid, bounded=False,
-                                natural=natural, cdf=cdf, sf=sf, eta_scale=1.0 / sigma,
+                                natural=natural, cdf=cdf, sf=sf,
                                 project=project)
 
 
