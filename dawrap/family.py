@@ -33,7 +33,7 @@ __all__ = ["ExponentialFamily", "truncated_moments", "interval_probability"]
 
 @numba.njit(nogil=True)  # function arguments: not disk-cacheable (see record.py)
 def interval_probability(cdf, sf, eta, v, w, discrete):
-    """:math:`P(v \le x \le w)` under natural parameter ``eta``, with ``cdf(x) = P(X <= x)``
+    r""":math:`P(v \le x \le w)` under natural parameter ``eta``, with ``cdf(x) = P(X <= x)``
     and ``sf(x) = P(X >= x)``; ``v = -inf`` or ``w = inf`` allowed. For a finite interval the
     form is chosen so no small probability is a difference of numbers close to 1."""
     if v == -math.inf:

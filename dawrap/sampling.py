@@ -110,7 +110,9 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method: str = "r
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     uses_release = method in ("record", "suffstat", "naive")
-    if s_dp is not None or uses_release:
+    if s_dp is None and uses_release:
+        raise ValueError(f"s_dp (the release) is required for method={method!r}")
+    if s_dp is not None:
         s_dp = mechanism.check_release(s_dp)
     n = as_count(n, "n")
     draws = as_count(draws, "draws")

@@ -122,3 +122,56 @@ def test_nan_mechanism_density_is_reported():
     mech = dw.Mechanism(beta_binomial.count, nan_density)
     with pytest.raises(ValueError, match="acceptance ratio is NaN"):
         run(mech=mech, init_x=np.zeros(20))
+
+
+@numba.njit
+def scalar_theta(rng, theta, x, stats):
+    return 0.5
+
+
+def test_compiled_kernel_returning_a_scalar_is_named():
+    with pytest.raises(TypeError, match="a compiled draw_theta must return a float array"):
+        run(model=model_with(draw_theta=scalar_theta))
+
+
+def test_python_kernel_with_bad_accept_prob_is_named():
+    with pytest.raises(TypeError, match="accept_prob of type NoneType"):
+        run(model=model_with(draw_theta=lambda rng, th, x, st: (np.array([0.5]), None)))
+
+
+def test_geometric_needs_an_integer_statistic():
+    from dawrap.models import normal_mean
+
+    with pytest.raises(ValueError, match="Geometric needs an integer-valued statistic"):
+        dw.sample(normal_mean.model(), dw.Geometric(normal_mean.total, 1.0), 3, 20, chains=1,
+                  draws=5)
+
+
+def test_mechanism_params_must_be_finite():
+    with pytest.raises(ValueError, match="params must be finite"):
+        dw.Mechanism(beta_binomial.count, nan_density, params=[np.nan])
+
+
+def test_per_chain_starts():
+    idata = run(init_theta=[{"p": 0.2}, {"p": 0.8}], chains=2, draws=1, tune=0)
+    assert idata is not None
+    with pytest.raises(ValueError, match="init_theta has 3 starts for 2 chains"):
+        run(init_theta=np.full((3, 1), 0.5), chains=2)
+
+
+def test_model_hyperparameters_are_checked():
+    for bad in (np.inf, True, -1.0, "1"):
+        with pytest.raises(ValueError, match="a must be a finite number > 0"):
+            beta_binomial.model(a=bad)
+
+
+def test_stuck_chains_raise_a_warning():
+    """A truncated release where a chain started far out never sees the likelihood: the
+    chains disagree and the user is told (R-hat), rather than handed a wrong posterior."""
+    from dawrap.models import normal_mean
+
+    model, mech = normal_mean.model(0, 3, 2.0), normal_mean.laplace_truncated(1.0, -4, 6)
+    s_dp = mech.release(model.simulate({"mu": 1.0}, 300, seed=1), seed=2)
+    with pytest.warns(RuntimeWarning, match="R-hat"):
+        dw.sample(model, mech, s_dp, 300, init_theta=[{"mu": 1.0}, {"mu": -25.0}],
+                  chains=2, draws=300, tune=100, seed=0)
