@@ -61,6 +61,7 @@ def test_poisson_gamma_clamped_release_is_exact(check_posterior, draws_of):
     assert np.all((t >= 0) & (t <= n * c)) and np.all(t == np.round(t))
 
 
+@pytest.mark.filterwarnings("ignore:R-hat")  # 300 draws from prior starts: not the point here
 @pytest.mark.parametrize("epsilon", [0.05, 0.5, 2.0, 5.0])
 def test_acceptance_never_below_exp_minus_epsilon(epsilon):
     """Ju et al. Prop. 3.1: under epsilon-DP every acceptance probability is >= exp(-eps)."""
@@ -74,7 +75,11 @@ def test_acceptance_never_below_exp_minus_epsilon(epsilon):
         stats = _arviz.group(idata, "sample_stats")
         # 1e-12: log g differences are rounded in floating point.
         assert stats["min_accept_prob"].values.min() >= np.exp(-epsilon) * (1 - 1e-12)
-        assert np.all(stats["accept_rate"].values >= stats["min_accept_prob"].values - 1e-12)
+        # Each of the 300 proposals of a sweep is accepted with probability >= exp(-eps), so a
+        # sweep's acceptance count is stochastically above Binomial(300, exp(-eps)); 5.5 sd
+        # below its mean has probability ~2e-8 per sweep (600 sweeps here).
+        q = np.exp(-epsilon)
+        assert stats["accept_rate"].values.min() >= q - 5.5 * np.sqrt(q * (1 - q) / 300)
 
 
 def _draws(idata):
@@ -129,6 +134,7 @@ def test_draws_are_states_after_each_update():
     assert np.array_equal(_draws(idata)[0], [3.0, 4.0, 5.0, 6.0])
 
 
+@pytest.mark.filterwarnings("ignore:R-hat")
 def test_output_groups_and_metadata():
     model, mech = poisson_gamma.model(2, 1), poisson_gamma.laplace(1.0, c=5)
     idata = dw.sample(model, mech, 55, n=30, draws=50, tune=10, chains=2, seed=1,
@@ -149,6 +155,7 @@ def test_output_groups_and_metadata():
     assert "lam" in summary.index[0]
 
 
+@pytest.mark.filterwarnings("ignore:R-hat")
 def test_vector_parameters_are_unpacked():
     @numba.njit
     def draw_record(rng, theta, out):

@@ -152,6 +152,7 @@ def test_mechanism_params_must_be_finite():
         dw.Mechanism(beta_binomial.count, nan_density, params=[np.nan])
 
 
+@pytest.mark.filterwarnings("ignore:R-hat")
 def test_per_chain_starts():
     idata = run(init_theta=[{"p": 0.2}, {"p": 0.8}], chains=2, draws=1, tune=0)
     assert idata is not None
