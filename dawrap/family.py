@@ -25,10 +25,13 @@ import math
 
 import numba
 import numpy as np
+from numba import types
+from numba.extending import overload
 
 from ._checks import as_count, require_njit
 
-__all__ = ["ExponentialFamily", "truncated_moments", "interval_probability"]
+__all__ = ["ExponentialFamily", "truncated_moments", "interval_probability",
+           "moments_from_log_partition"]
 
 
 @numba.njit(nogil=True)  # function arguments: not disk-cacheable (see record.py)
@@ -77,6 +80,63 @@ def truncated_moments(cdf, sf, eta, mean, var, v, w, discrete):
     return q, mean + d1, max(var + d2, 0.0)
 
 
+def _as_vector(value):
+    """A float or an array as a 1-d float64 array (compiled-code helper)."""
+
+
+@overload(_as_vector)
+def _as_vector_impl(value):
+    if isinstance(value, (types.Float, types.Integer)):
+        return lambda value: np.array([float(value)])
+    if isinstance(value, types.Array):
+        return lambda value: np.ascontiguousarray(value.ravel()).astype(np.float64)
+    return None
+
+
+@numba.njit(nogil=True)  # function argument: not disk-cacheable (see record.py)
+def moments_from_log_partition(log_partition, eta):
+    r"""Mean and covariance of :math:`t(x)` as the gradient and Hessian of :math:`A(\eta)`
+    (Eq. 1 of Bernstein & Sheldon), by central differences with steps
+    ``h_j = 1e-3 max(1, |eta_j|)``: fourth order on the gradient and the diagonal, second order
+    off the diagonal (relative error about 1e-6 there)."""
+    d = eta.shape[0]
+    h = np.empty(d)
+    for j in range(d):
+        h[j] = 1e-3 * max(1.0, abs(eta[j]))
+    a0 = log_partition(eta)
+    grad = np.empty(d)
+    hess = np.empty((d, d))
+    e = eta.copy()
+    for j in range(d):
+        vals = np.empty(4)
+        for m, step in enumerate((2.0, 1.0, -1.0, -2.0)):
+            e[j] = eta[j] + step * h[j]
+            vals[m] = log_partition(e)
+        e[j] = eta[j]
+        grad[j] = (-vals[0] + 8.0 * vals[1] - 8.0 * vals[2] + vals[3]) / (12.0 * h[j])
+        hess[j, j] = (-vals[0] + 16.0 * vals[1] - 30.0 * a0 + 16.0 * vals[2] - vals[3]) / (
+            12.0 * h[j] * h[j])
+        for k in range(j):
+            total = 0.0
+            for sj, sk, sign in ((1.0, 1.0, 1.0), (1.0, -1.0, -1.0), (-1.0, 1.0, -1.0),
+                                 (-1.0, -1.0, 1.0)):
+                e[j] = eta[j] + sj * h[j]
+                e[k] = eta[k] + sk * h[k]
+                total += sign * log_partition(e)
+            e[j], e[k] = eta[j], eta[k]
+            hess[j, k] = hess[k, j] = total / (4.0 * h[j] * h[k])
+    return grad, hess
+
+
+@functools.lru_cache(maxsize=None)
+def _mean_cov_from(natural, log_partition):
+    @numba.njit(nogil=True)
+    def mean_cov(theta):
+        return moments_from_log_partition(log_partition, _as_vector(natural(theta)))
+
+    return mean_cov
+
+
 class ExponentialFamily:
     r"""What the sufficient-statistic sampler and the baselines need to know about a model.
 
@@ -86,8 +146,10 @@ class ExponentialFamily:
         ``(x_i, out)``: the sufficient statistic :math:`t(x_i)` (length ``stat_size``).
     stat_size : int
         Length of :math:`t`.
-    mean_cov : numba.njit function
-        ``(theta) -> (mu, Sigma)``: mean vector and covariance matrix of :math:`t(x)`.
+    mean_cov : numba.njit function or None
+        ``(theta) -> (mu, Sigma)``: mean vector and covariance matrix of :math:`t(x)`, in
+        closed form where known. ``None``: derived from ``log_partition`` (gradient and
+        Hessian in ``eta``, numerically), which then needs ``natural`` too.
     conjugate_draw : numba.njit function
         ``(rng, s, n) -> theta``: a draw from the conjugate posterior given the total ``s``
         (a float vector, possibly non-integer) of ``n`` records; the prior's hyperparameters
@@ -99,7 +161,11 @@ class ExponentialFamily:
         Whether :math:`t` is bounded, so its total can be released as is. Unbounded statistics
         must be released truncated (see :meth:`truncated_statistic`).
     natural : numba.njit function, optional
-        ``(theta) -> eta`` (float): natural parameter of a univariate model (unbounded only).
+        ``(theta) -> eta``: the natural parameter (a float for a univariate model, as the
+        truncated moments of an unbounded statistic need; else an array).
+    log_partition : numba.njit function, optional
+        ``(eta) -> A(eta)`` with ``eta`` a float64 array: the log-partition function, used when
+        ``mean_cov`` is ``None``.
     cdf, sf : numba.njit functions, optional
         ``(x, eta) -> float``: :math:`P(X \le x)` and :math:`P(X \ge x)` at natural parameter
         ``eta`` (unbounded only). For a discrete family ``sf(x) = P(X >= x)``.
@@ -116,9 +182,18 @@ class ExponentialFamily:
 
     def __init__(self, statistic, stat_size: int, mean_cov, conjugate_draw, valid, *,
                  bounded: bool, natural=None, cdf=None, sf=None, discrete: bool = False,
-                 project=None, ops_draw=None):
+                 log_partition=None, project=None, ops_draw=None):
         self.statistic = require_njit(statistic, "statistic", "(x_i, out)")
         self.stat_size = as_count(stat_size, "stat_size")
+        self.natural = None if natural is None else require_njit(natural, "natural",
+                                                                 "(theta) -> eta")
+        self.log_partition = None if log_partition is None else require_njit(
+            log_partition, "log_partition", "(eta) -> float")
+        if mean_cov is None:
+            if self.natural is None or self.log_partition is None:
+                raise ValueError("mean_cov=None needs natural and log_partition, from which "
+                                 "the mean and covariance of t(x) are derived")
+            mean_cov = _mean_cov_from(self.natural, self.log_partition)
         self.mean_cov = require_njit(mean_cov, "mean_cov", "(theta) -> (mu, Sigma)")
         self.conjugate_draw = require_njit(conjugate_draw, "conjugate_draw",
                                            "(rng, s, n) -> theta")
@@ -132,11 +207,10 @@ class ExponentialFamily:
             for name, fn in (("natural", natural), ("cdf", cdf), ("sf", sf)):
                 if fn is None:
                     raise ValueError(f"{name} is required for an unbounded statistic")
-            self.natural = require_njit(natural, "natural", "(theta) -> eta")
             self.cdf = require_njit(cdf, "cdf", "(x, eta) -> float")
             self.sf = require_njit(sf, "sf", "(x, eta) -> float")
         else:
-            self.natural = self.cdf = self.sf = None
+            self.cdf = self.sf = None
         self.project = None if project is None else require_njit(
             project, "project", "(s, n) -> s")
         self.ops_draw = None if ops_draw is None else require_njit(

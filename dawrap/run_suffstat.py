@@ -98,9 +98,11 @@ def run_suffstat(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, r
     family = require_family(model, "suffstat")
     _check_release_statistic(family, mechanism)
     config = _config(family, mechanism, s_dp, n, variant)
+    truncated = mechanism.truncation is not None
     fns = suffstat.SuffstatFunctions(family.mean_cov, family.conjugate_draw, family.valid,
-                                     family.natural or no_natural, family.cdf or no_cdf,
-                                     family.sf or no_cdf)
+                                     family.natural if truncated else no_natural,
+                                     family.cdf if truncated else no_cdf,
+                                     family.sf if truncated else no_cdf)
     states = [_initial_state(model, family, mechanism, config, rng) for rng in rngs]
     probe = call_user(family.conjugate_draw, "conjugate_draw", np.random.default_rng(0),
                       states[0].s, config.n)

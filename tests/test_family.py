@@ -1,13 +1,14 @@
 """Truncated moments (Lemma 1 by numerical derivatives) against direct numerical integration."""
 import math
 
+import numba
 import numpy as np
 import pytest
 from scipy import integrate, stats
 
 import dawrap as dw
 from dawrap.family import interval_probability, truncated_moments
-from dawrap.models import gamma_exponential, normal_mean, poisson_gamma
+from dawrap.models import beta_binomial, gamma_exponential, normal_mean, poisson_gamma
 
 INF = math.inf
 
@@ -102,3 +103,57 @@ def test_family_registration_errors():
     with pytest.raises(TypeError, match="family must be a dawrap.ExponentialFamily"):
         dw.Model(params={"p": ()}, record_size=1, draw_record=fam.statistic,
                  draw_theta=lambda rng, t, x, s: t, draw_prior=lambda rng: 0.5, family="x")
+
+
+@numba.njit
+def exponential_log_partition(eta):
+    return -math.log(-eta[0])
+
+
+@numba.njit
+def bernoulli_log_partition(eta):
+    return math.log1p(math.exp(eta[0]))
+
+
+@numba.njit
+def logit(theta):
+    return math.log(theta[0] / (1 - theta[0]))
+
+
+@numba.njit
+def categorical_log_partition(eta):
+    # K = 3 categories, eta = (log p1/p3, log p2/p3): A = log(1 + e^eta1 + e^eta2).
+    return math.log1p(math.exp(eta[0]) + math.exp(eta[1]))
+
+
+@numba.njit
+def categorical_natural(theta):
+    return np.array([math.log(theta[0] / theta[2]), math.log(theta[1] / theta[2])])
+
+
+def test_mean_and_covariance_from_the_log_partition():
+    """mean_cov=None: gradient and Hessian of A(eta), against the closed forms."""
+    ge = gamma_exponential.family()
+    derived = dw.ExponentialFamily(ge.statistic, 1, None, ge.conjugate_draw, ge.valid,
+                                   bounded=False, natural=ge.natural, cdf=ge.cdf, sf=ge.sf,
+                                   log_partition=exponential_log_partition)
+    for lam in (0.3, 1.0, 7.0):
+        mu, cov = derived.mean_cov(np.array([lam]))
+        assert mu[0] == pytest.approx(1 / lam, rel=1e-10)
+        assert cov[0, 0] == pytest.approx(1 / lam ** 2, rel=1e-7)
+    bb = beta_binomial.model().family
+    bern = dw.ExponentialFamily(bb.statistic, 1, None, bb.conjugate_draw, bb.valid,
+                                bounded=True, natural=logit,
+                                log_partition=bernoulli_log_partition)
+    mu, cov = bern.mean_cov(np.array([0.2]))
+    assert mu[0] == pytest.approx(0.2, rel=1e-10) and cov[0, 0] == pytest.approx(0.16, rel=1e-7)
+    cat = dw.ExponentialFamily(bb.statistic, 2, None, bb.conjugate_draw, bb.valid,
+                               bounded=True, natural=categorical_natural,
+                               log_partition=categorical_log_partition)
+    p = np.array([0.2, 0.5, 0.3])
+    mu, cov = cat.mean_cov(p)
+    assert np.allclose(mu, p[:2], rtol=1e-10, atol=0)
+    expected = np.diag(p[:2]) - np.outer(p[:2], p[:2])
+    assert np.allclose(cov, expected, rtol=1e-6, atol=0)
+    with pytest.raises(ValueError, match="needs natural and log_partition"):
+        dw.ExponentialFamily(bb.statistic, 1, None, bb.conjugate_draw, bb.valid, bounded=True)
