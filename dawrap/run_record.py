@@ -8,6 +8,8 @@ name, not deep inside compiled code), starts each chain from the prior (or ``ini
 from __future__ import annotations
 
 import functools
+import threading
+import warnings
 
 import numba
 import numpy as np
@@ -15,6 +17,7 @@ from numba.core.errors import NumbaError
 
 from . import record
 from ._parallel import Output, run_parallel
+from .checkpoint import load_chain, save_chain
 from .mechanisms import Mechanism, as_records
 from .model import Model
 
@@ -149,24 +152,32 @@ class _Setup:
         return theta, x
 
 
-def _run_chain(setup: _Setup, rng, theta, x, tune: int, draws: int, keep_stats: bool):
-    model, mech = setup.model, setup.mechanism
-    state = record.init(theta, x, setup.s_dp, setup.params, setup.fns, model.stat_size)
-    if not np.isfinite(state.log_g):
-        raise ValueError(
-            f"the initial database has zero mechanism density: log g(s_dp, T) = {state.log_g} "
-            f"at T = {state.total} (Ju et al. condition A3 fails); pass init_x with a "
-            f"confidential total the mechanism could have released s_dp from")
-    trace = record.Trace(np.empty((draws, model.theta_size)), np.empty(draws),
-                         np.empty(draws), np.empty(draws),
-                         np.empty((draws if keep_stats else 0, mech.size)))
+class Control:
+    """What the chains share while running: when to stop, and where to checkpoint."""
+
+    def __init__(self, n: int, checkpoint=None, every: int = 1000, settings=None):
+        self.stop = threading.Event()
+        self.checkpoint, self.every, self.settings = checkpoint, every, settings or {}
+        # Iterations per compiled call: short enough (~0.05 s) that Ctrl-C and checkpoints
+        # are honoured promptly, long enough that the Python round trip costs nothing.
+        self.chunk = max(1, min(every if checkpoint else 10_000, 2_000_000 // max(n, 1)))
+
+
+def _new_trace(draws: int, theta_size: int, size: int, keep_stats: bool) -> record.Trace:
+    return record.Trace(np.empty((draws, theta_size)), np.empty(draws), np.empty(draws),
+                        np.empty(draws), np.empty((draws if keep_stats else 0, size)))
+
+
+def _advance(setup: _Setup, rng, state, start: int, stop: int, tune: int, trace):
+    """Iterations ``start..stop-1``; returns the state (raises on a bad user function)."""
+    model = setup.model
     args = (setup.s_dp, setup.params, setup.fns)
     if setup.theta_kernel is not None:
         state, done, status = record.run(rng, state, *args, setup.theta_kernel, setup.sweep,
-                                         0, tune + draws, tune, trace)
+                                         start, stop, tune, trace)
     else:
-        done, status = tune + draws, record.OK
-        for it in range(tune + draws):
+        done, status = stop, record.OK
+        for it in range(start, stop):
             out = model.draw_theta(rng, state.theta, state.x, state.stats.copy())
             theta_new, theta_accept = _theta_output(out, model, "draw_theta")
             state.theta[:] = theta_new
@@ -180,7 +191,41 @@ def _run_chain(setup: _Setup, rng, theta, x, tune: int, draws: int, keep_stats: 
                 record.record_draw(trace, it - tune, state, info, theta_accept)
     if status != record.OK:
         raise ValueError(f"{record.STATUS_MESSAGES[status]} at iteration {done}")
-    return trace
+    return state
+
+
+def _run_chain(setup: _Setup, chain: int, rng, theta, x, tune: int, draws: int,
+               keep_stats: bool, control: Control, resumed: dict | None = None):
+    """Run one chain in chunks; returns ``(trace, iterations done)``, which is short of
+    ``tune + draws`` only when the run was interrupted."""
+    model, mech = setup.model, setup.mechanism
+    if resumed is None:
+        state = record.init(theta, x, setup.s_dp, setup.params, setup.fns, model.stat_size)
+        if not np.isfinite(state.log_g):
+            raise ValueError(
+                f"the initial database has zero mechanism density: log g(s_dp, T) = "
+                f"{state.log_g} at T = {state.total} (Ju et al. condition A3 fails); pass "
+                f"init_x with a confidential total the mechanism could have released s_dp from")
+        trace, done = _new_trace(draws, model.theta_size, mech.size, keep_stats), 0
+    else:
+        state = record.RecordState(resumed["theta"], resumed["x"], resumed["stats"],
+                                   resumed["total"], resumed["log_g"])
+        trace = record.Trace(*(resumed[f"trace_{k}"] for k in record.Trace._fields))
+        done = resumed["done"]
+    total_iterations = tune + draws
+    try:
+        while done < total_iterations and not control.stop.is_set():
+            stop = min(total_iterations, done + control.chunk)
+            state = _advance(setup, rng, state, done, stop, tune, trace)
+            saved_before = done // control.every
+            done = stop
+            if control.checkpoint is not None and (done // control.every > saved_before
+                                                   or done == total_iterations):
+                save_chain(control.checkpoint, chain, done=done, state=state, rng=rng,
+                           trace=trace, settings=control.settings)
+    except KeyboardInterrupt:
+        control.stop.set()
+    return trace, done
 
 
 def _compile(setup: _Setup, theta, x, keep_stats: bool) -> None:
@@ -190,8 +235,7 @@ def _compile(setup: _Setup, theta, x, keep_stats: bool) -> None:
                         setup.model.stat_size)
     rng = np.random.default_rng(0)
     if setup.theta_kernel is not None:
-        trace = record.Trace(np.empty((1, theta.shape[0])), np.empty(1), np.empty(1),
-                             np.empty(1), np.empty((1 if keep_stats else 0, setup.s_dp.shape[0])))
+        trace = _new_trace(1, theta.shape[0], setup.s_dp.shape[0], keep_stats)
         record.run(rng, state, setup.s_dp, setup.params, setup.fns, setup.theta_kernel,
                    setup.sweep, 0, 1, 0, trace)
     else:
@@ -223,22 +267,71 @@ def _initial_values(model: Model, chains: int, n: int, init_theta, init_x):
 
 def run_record(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, rngs, *,
                draws: int, tune: int, keep_stats: bool, cores: int, init_theta=None,
-               init_x=None) -> Output:
-    """Run one record-level chain per generator in ``rngs``."""
+               init_x=None, checkpoint=None, checkpoint_every: int = 1000, resume=None,
+               seed_entropy: str = "") -> Output:
+    """Run one record-level chain per generator in ``rngs``.
+
+    With ``checkpoint`` (a folder), each chain's complete state is saved every
+    ``checkpoint_every`` iterations; ``resume`` (a folder) continues such a run. On Ctrl-C the
+    chains stop at their next chunk boundary and the draws so far are returned, with a
+    warning.
+    """
     chains = len(rngs)
-    thetas, xs = _initial_values(model, chains, n, init_theta, init_x)
+    settings = {"model": model.name, "mechanism": repr(mechanism), "n": n, "draws": draws,
+                "tune": tune, "chains": chains, "keep_stats": bool(keep_stats),
+                "s_dp": [float(v) for v in s_dp], "seed": seed_entropy,
+                "theta_size": model.theta_size, "record_size": model.record_size}
+    control = Control(n, checkpoint if checkpoint is not None else resume, checkpoint_every,
+                      settings)
     setup = _Setup(model, mechanism, s_dp, n)
-    starts = [setup.initial_state(rng, thetas and thetas[c], xs and xs[c], c == 0)
-              for c, rng in enumerate(rngs)]
+    if resume is not None:
+        if init_theta is not None or init_x is not None:
+            raise ValueError("resume continues a saved run: do not pass init_theta or init_x")
+        resumed = [load_chain(resume, c, settings) for c in range(chains)]
+    else:
+        resumed = [None] * chains
+    thetas, xs = _initial_values(model, chains, n, init_theta, init_x)
+    starts, probed = [], False
+    for c, (rng, saved) in enumerate(zip(rngs, resumed)):
+        if saved is None:  # a fresh chain (or one that had saved nothing when stopped)
+            starts.append(setup.initial_state(rng, thetas and thetas[c], xs and xs[c],
+                                              not probed))
+        else:
+            rng.bit_generator.state = saved["rng_state"]
+            starts.append((saved["theta"], saved["x"]))
+            if not probed:
+                setup.probe_records(saved["theta"])
+                setup.probe_theta(saved["theta"], saved["x"])
+        probed = True
     if cores > 1 and chains > 1:
         _compile(setup, *starts[0], keep_stats)
-    traces = run_parallel(
-        [functools.partial(_run_chain, setup, rng, th, x, tune, draws, keep_stats)
-         for rng, (th, x) in zip(rngs, starts)], cores)
-    stack = lambda field: np.stack([getattr(t, field) for t in traces])  # noqa: E731
+    results = run_parallel(
+        [functools.partial(_run_chain, setup, c, rng, th, x, tune, draws, keep_stats, control,
+                           saved)
+         for c, (rng, (th, x), saved) in enumerate(zip(rngs, starts, resumed))], cores,
+        on_interrupt=control.stop.set)
+    traces, kept = _finished(results, tune, draws, control)
+    stack = lambda field: np.stack([getattr(t, field)[:kept] for t in traces])  # noqa: E731
     sample_stats = {"accept_rate": stack("accept_rate"),
                     "min_accept_prob": stack("min_accept_prob")}
     theta_accept = stack("theta_accept")
     if not np.all(np.isnan(theta_accept)):
         sample_stats["theta_accept"] = theta_accept
     return Output(stack("theta"), sample_stats, stack("total") if keep_stats else None)
+
+
+def _finished(results, tune: int, draws: int, control: Control):
+    """The traces to report and how many draws each: all of them, or after an interruption
+    the draws every reported chain has (chains with none are left out)."""
+    kept = [max(0, done - tune) for _, done in results]
+    if min(kept) == draws:
+        return [t for t, _ in results], draws
+    usable = [(t, k) for (t, _), k in zip(results, kept) if k > 0]
+    if not usable:
+        raise KeyboardInterrupt("sampling interrupted during warm-up: no draws to return")
+    common = min(k for _, k in usable)
+    where = f"; the checkpoint in {control.checkpoint} can be resumed" \
+        if control.checkpoint is not None else ""
+    warnings.warn(f"sampling interrupted: returning the first {common} of {draws} draws of "
+                  f"{len(usable)} of {len(results)} chains{where}", UserWarning, stacklevel=4)
+    return [t for t, _ in usable], common

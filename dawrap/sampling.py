@@ -40,7 +40,8 @@ def _generators(seed, chains: int):
 def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method: str = "record",
            draws: int = 1000, tune: int = 1000, chains: int = 4, seed=None, init_theta=None,
            init_x=None, keep_stats: bool = False, cores: int | None = None,
-           confidential=None, variant: str = "gibbs"):
+           confidential=None, variant: str = "gibbs", checkpoint=None,
+           checkpoint_every: int = 1000, resume=None):
     r"""Sample :math:`p(\theta \mid s_{dp})` for a release of a confidential database.
 
     Parameters
@@ -86,6 +87,17 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method: str = "r
     variant : {"gibbs", "printed"}
         ``"suffstat"`` with a truncated release: the proper Gibbs update of the centre
         statistic (default) or Algorithm 2 line 10 as printed (see :mod:`dawrap.suffstat`).
+    checkpoint : str or path, optional
+        ``"record"``: a folder where each chain's complete state (database, running sums,
+        generator state, draws so far) is written atomically every ``checkpoint_every``
+        iterations.
+    resume : str or path, optional
+        ``"record"``: continue the run checkpointed in this folder (same arguments and seed).
+        The draws are bit-identical to an uninterrupted run. New checkpoints go to the same
+        folder.
+
+    Ctrl-C during ``"record"`` sampling returns the draws so far (with a warning) instead of
+    losing them.
 
     Returns
     -------
@@ -125,13 +137,22 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method: str = "r
         raise ValueError(f"method={method!r} needs confidential= (the confidential records)")
     if method != "record" and (init_theta is not None or init_x is not None):
         raise ValueError("init_theta and init_x apply to method='record' only")
+    if method != "record" and (checkpoint is not None or resume is not None):
+        raise ValueError("checkpoint and resume apply to method='record' only")
+    checkpoint_every = as_count(checkpoint_every, "checkpoint_every")
+    if resume is not None and seed is None:
+        from .checkpoint import saved_seed
+
+        seed = saved_seed(resume)  # the run's own seed, so its fresh chains match too
     root, rngs = _generators(seed, chains)
 
     began = time.perf_counter()
     if method == "record":
         out = run_record(model, mechanism, s_dp, n, rngs, draws=draws, tune=tune,
                          keep_stats=keep_stats, cores=cores, init_theta=init_theta,
-                         init_x=init_x)
+                         init_x=init_x, checkpoint=checkpoint,
+                         checkpoint_every=checkpoint_every, resume=resume,
+                         seed_entropy=str(root.entropy))
     elif method == "suffstat":
         out = run_suffstat(model, mechanism, s_dp, n, rngs, draws=draws, tune=tune,
                            keep_stats=keep_stats, cores=cores, variant=variant)
