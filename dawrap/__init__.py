@@ -7,11 +7,11 @@ release (:class:`Laplace`, :class:`Gaussian`, :class:`Geometric` or any :class:`
 sampler (default), the sufficient-statistic sampler, or a baseline.
 """
 from .family import ExponentialFamily
-from .mechanisms import Gaussian, Geometric, Laplace, Mechanism
+from .mechanisms import DiscreteGaussian, Gaussian, Geometric, Laplace, Mechanism
 from .model import Model
 from .sampling import METHODS, sample
 
 __version__ = "0.2.0"
 
 __all__ = ["Model", "ExponentialFamily", "Mechanism", "Laplace", "Gaussian", "Geometric",
-           "sample", "METHODS", "__version__"]
+           "DiscreteGaussian", "sample", "METHODS", "__version__"]

@@ -27,7 +27,7 @@ import numpy as np
 
 from ._checks import as_count, as_float_vector, as_positive_float, n_positional, require_njit
 
-__all__ = ["Mechanism", "Laplace", "Gaussian", "Geometric"]
+__all__ = ["Mechanism", "Laplace", "Gaussian", "Geometric", "DiscreteGaussian"]
 
 
 # The built-in densities take ``params = [1/scale_1, ..., 1/scale_m, log normaliser]``: the
@@ -203,19 +203,39 @@ class Mechanism:
         return sum_statistic(x, s, self.engine_statistic, self.size)
 
     # -- curator side ------------------------------------------------------------------------
-    def release(self, x, seed=None) -> np.ndarray:
-        """Simulate a release ``s_dp`` of the confidential database ``x``.
+    def release(self, x, seed=None, *, secure: bool = False) -> np.ndarray:
+        """A release ``s_dp`` of the confidential database ``x``.
 
-        For simulation studies and demos only: NumPy's floating-point noise is not a safe
-        way to publish real data.
+        By default NumPy's seeded floating-point noise: reproducible, for simulation studies
+        and demos, **not** for publishing real data (floating-point noise leaks, Mironov 2012).
+        ``secure=True`` is the path for publication: exact integer noise from the operating
+        system's cryptographic source (:mod:`dawrap.discrete`); only the integer mechanisms
+        (``Geometric``, ``DiscreteGaussian``) offer it, and it takes no seed.
         """
-        if self._draw_release is None:
-            raise NotImplementedError(f"{self.name} has no draw_release, so it cannot release")
         if self.depends_on_release:
             raise NotImplementedError("a statistic that depends on s_dp has no release")
+        if secure:
+            if seed is not None:
+                raise ValueError("secure=True draws from the operating system's cryptographic "
+                                 "source; a seed would make the noise predictable")
+            t = self.total(x)
+            return np.asarray(self._secure_release(t), dtype=np.float64).reshape(self.size)
+        if self._draw_release is None:
+            raise NotImplementedError(f"{self.name} has no draw_release, so it cannot release")
         t = self.total(x)
         rng = np.random.default_rng(seed)
         return np.asarray(self._draw_release(rng, t), dtype=np.float64).reshape(self.size)
+
+    def _secure_release(self, t: np.ndarray) -> np.ndarray:
+        raise ValueError(f"{self.name} has no safe release path: floating-point noise leaks "
+                         f"(Mironov 2012). For integer statistics use dw.Geometric (discrete "
+                         f"Laplace) or dw.DiscreteGaussian with secure=True")
+
+    def _integer_total(self, t: np.ndarray) -> list:
+        if not np.all(t == np.round(t)):
+            raise ValueError(f"the {self.name} mechanism releases integer statistics; the "
+                             f"confidential total is {t}")
+        return [int(v) for v in np.round(t)]
 
 
 class Laplace(Mechanism):
@@ -268,12 +288,26 @@ class Geometric(Mechanism):
                          truncation=truncation)
         self.integer_statistic = True
 
+    @classmethod
+    def from_scale(cls, statistic, scale: float, sensitivity: float = 1.0, *,
+                   size: int = 1) -> "Geometric":
+        """The mechanism adding discrete Laplace noise of ``scale``, :math:`P(z) \\propto
+        e^{-|z|/\\text{scale}}`: epsilon = sensitivity / scale. This is how OpenDP's
+        Laplace measurement on integers is described (``make_laplace(..., scale=s)``)."""
+        scale = as_positive_float(scale, "scale")
+        sensitivity = as_positive_float(sensitivity, "sensitivity")
+        return cls(statistic, epsilon=sensitivity / scale, sensitivity=sensitivity, size=size)
+
     def _draw(self, rng, t):
-        if not np.all(t == np.round(t)):
-            raise ValueError(f"the Geometric mechanism releases integer statistics; the "
-                             f"confidential total is {t}")
+        self._integer_total(t)
         p = 1.0 - self.alpha
         return t + (rng.geometric(p, t.shape) - rng.geometric(p, t.shape))
+
+    def _secure_release(self, t):
+        from .discrete import as_fraction, discrete_laplace
+
+        scale = as_fraction(self.sensitivity) / as_fraction(self.epsilon)
+        return [v + discrete_laplace(scale) for v in self._integer_total(t)]
 
     def check_release(self, s_dp) -> np.ndarray:
         s = super().check_release(s_dp)
@@ -326,3 +360,86 @@ class Gaussian(Mechanism):
     @property
     def privacy(self) -> dict:
         return {"sigma": self.sigma, **self._guarantee}
+
+
+def discrete_gaussian_log_normaliser(sigma: float) -> float:
+    r""":math:`\log \sum_{k \in \mathbb Z} e^{-k^2/(2\sigma^2)}`, accurate at any sigma.
+
+    For sigma >= 1, by Poisson summation: :math:`\sqrt{2\pi}\sigma\,(1 + 2\sum_{k\ge1}
+    e^{-2\pi^2\sigma^2k^2})`, whose correction is below 1e-17 already; below, the direct sum,
+    whose terms vanish after a few sigma.
+    """
+    if sigma >= 1.0:
+        correction = sum(math.exp(-2 * math.pi ** 2 * sigma ** 2 * k * k) for k in range(1, 4))
+        return 0.5 * math.log(2 * math.pi) + math.log(sigma) + math.log1p(2 * correction)
+    k = np.arange(1, int(40 * sigma) + 40)
+    return math.log1p(2 * np.exp(-k * k / (2 * sigma * sigma)).sum())
+
+
+class DiscreteGaussian(Mechanism):
+    r"""The discrete Gaussian mechanism for integer statistics (Canonne, Kamath & Steinke
+    2020): :math:`P(s_{dp} = T + z) = e^{-z^2/(2\sigma^2)} / \sum_k e^{-k^2/(2\sigma^2)}`.
+
+    It satisfies :math:`\tfrac12(\Delta_2/\sigma)^2`-zCDP; :meth:`from_zcdp` picks sigma from
+    a budget. The log pmf is evaluated in log space with its exact normaliser, so it stays
+    finite and correct far in the tails. ``release(x, secure=True)`` uses the exact sampler.
+    """
+
+    def __init__(self, statistic, sigma: float, *, size: int = 1,
+                 truncation: tuple | None = None):
+        self.sigma = as_positive_float(sigma, "sigma")
+        self._guarantee: dict = {}
+        size = as_count(size, "size")
+        super().__init__(statistic, _gaussian_log_density, size=size,
+                         params=_params(1.0 / self.sigma, size,
+                                        -discrete_gaussian_log_normaliser(self.sigma)),
+                         name="DiscreteGaussian", truncation=truncation,
+                         draw_release=self._draw)
+        self.integer_statistic = True
+
+    @classmethod
+    def from_zcdp(cls, statistic, rho: float, sensitivity: float, *,
+                  size: int = 1) -> "DiscreteGaussian":
+        """The discrete Gaussian satisfying ``rho``-zCDP for L2 sensitivity ``sensitivity``:
+        sigma = sensitivity / sqrt(2 rho) (as OpenDP's Gaussian on integers)."""
+        rho = as_positive_float(rho, "rho")
+        sensitivity = as_positive_float(sensitivity, "sensitivity")
+        mech = cls(statistic, sensitivity / math.sqrt(2.0 * rho), size=size)
+        mech._guarantee = {"rho": rho, "sensitivity": sensitivity}
+        return mech
+
+    def _draw(self, rng, t):
+        """Simulation path: seeded, and exact in distribution (the same rational algorithm
+        driven by NumPy's generator), but not for publication."""
+        from .discrete import discrete_gaussian
+
+        source = _NumpyIntegers(rng)
+        return [v + discrete_gaussian(self.sigma, source) for v in self._integer_total(t)]
+
+    def _secure_release(self, t):
+        from .discrete import discrete_gaussian
+
+        return [v + discrete_gaussian(self.sigma) for v in self._integer_total(t)]
+
+    def check_release(self, s_dp) -> np.ndarray:
+        s = super().check_release(s_dp)
+        if not np.all(s == np.round(s)):
+            raise ValueError(f"s_dp must be integer-valued for the DiscreteGaussian mechanism, "
+                             f"got {s}")
+        return s
+
+    @property
+    def privacy(self) -> dict:
+        return {"sigma": self.sigma, **self._guarantee}
+
+
+class _NumpyIntegers:
+    """``randrange`` backed by a NumPy generator, for reproducible simulated releases."""
+
+    def __init__(self, rng):
+        self.rng = rng
+
+    def randrange(self, stop: int) -> int:
+        if stop < 2 ** 62:
+            return int(self.rng.integers(stop))
+        return int.from_bytes(self.rng.bytes((stop.bit_length() + 15) // 8), "big") % stop

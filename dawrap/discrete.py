@@ -1,0 +1,84 @@
+r"""Exact samplers for integer-valued noise (Canonne, Kamath & Steinke 2020).
+
+Floating-point noise leaks: the set of doubles a naive Laplace sampler can output depends on
+the value it is added to (Mironov 2012). These samplers use only integer arithmetic on exact
+rationals and uniform integers, from the operating system's cryptographic source by default,
+so a release made with them carries exactly the stated guarantee:
+
+* :func:`discrete_laplace`: :math:`P(z) \propto e^{-|z|/\text{scale}}` (the two-sided
+  geometric of ``dw.Geometric``; OpenDP's Laplace on integers);
+* :func:`discrete_gaussian`: :math:`P(z) \propto e^{-z^2/(2\sigma^2)}` (``dw.DiscreteGaussian``;
+  OpenDP's Gaussian on integers).
+
+Parameters are converted to exact fractions from their decimal representation
+(``Fraction(str(x))``), so ``0.1`` means exactly one tenth.
+"""
+from __future__ import annotations
+
+import secrets
+from fractions import Fraction
+
+__all__ = ["discrete_laplace", "discrete_gaussian", "as_fraction"]
+
+_SYSTEM = secrets.SystemRandom()
+
+
+def as_fraction(value) -> Fraction:
+    """An exact positive fraction from a number's decimal representation."""
+    fraction = Fraction(str(value)) if not isinstance(value, Fraction) else value
+    if fraction <= 0:
+        raise ValueError(f"expected a positive number, got {value!r}")
+    return fraction
+
+
+def _bernoulli(p: Fraction, rng) -> bool:
+    return rng.randrange(p.denominator) < p.numerator
+
+
+def _bernoulli_exp_small(gamma: Fraction, rng) -> bool:
+    """Bernoulli(exp(-gamma)) for 0 <= gamma <= 1 (von Neumann's method, exact)."""
+    k = 1
+    while _bernoulli(gamma / k, rng):
+        k += 1
+    return k % 2 == 1
+
+
+def _bernoulli_exp(gamma: Fraction, rng) -> bool:
+    """Bernoulli(exp(-gamma)) for any gamma >= 0."""
+    while gamma > 1:
+        if not _bernoulli_exp_small(Fraction(1), rng):
+            return False
+        gamma -= 1
+    return _bernoulli_exp_small(gamma, rng)
+
+
+def discrete_laplace(scale, rng=None) -> int:
+    """One draw with :math:`P(z) \\propto e^{-|z|/\\text{scale}}` (Algorithm 2 of Canonne et al.)."""
+    rng = rng or _SYSTEM
+    scale = as_fraction(scale)
+    # Lap_Z(t / s) in the paper's notation: scale = t / s.
+    t, s = scale.numerator, scale.denominator
+    while True:
+        u = rng.randrange(t)
+        if not _bernoulli_exp(Fraction(u, t), rng):
+            continue
+        v = 0
+        while _bernoulli_exp(Fraction(1), rng):
+            v += 1
+        y = (u + t * v) // s
+        negative = _bernoulli(Fraction(1, 2), rng)
+        if negative and y == 0:
+            continue
+        return -y if negative else y
+
+
+def discrete_gaussian(sigma, rng=None) -> int:
+    """One draw with :math:`P(z) \\propto e^{-z^2/(2\\sigma^2)}` (Algorithm 3 of Canonne et al.)."""
+    rng = rng or _SYSTEM
+    sigma2 = as_fraction(sigma) ** 2
+    t = int(sigma2 ** 0.5) + 1  # floor(sigma) + 1
+    while True:
+        y = discrete_laplace(Fraction(t), rng)
+        gamma = (abs(y) - sigma2 / t) ** 2 / (2 * sigma2)
+        if _bernoulli_exp(gamma, rng):
+            return y
