@@ -52,6 +52,7 @@ def confidential_statistic(model: Model, confidential) -> tuple[np.ndarray, int]
     if x.shape[1] != model.record_size:
         raise ValueError(f"confidential must have record_size = {model.record_size} columns, "
                          f"got shape {x.shape}")
+    model.check_records(x, "confidential")
     return sum_statistic(x, np.zeros(family.stat_size), _with_release_argument(family.statistic),
                          family.stat_size), x.shape[0]
 

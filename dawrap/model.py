@@ -75,6 +75,14 @@ class Model:
         {f(x_i\mid\theta)\, q(x_i^\star \mid x_i, \theta)}`; the engine multiplies in the
         mechanism ratio. By default records are proposed from ``draw_record`` (Algorithm 1),
         for which that log ratio is zero.
+    theta_support : numba.njit function, optional
+        ``(theta) -> bool``: whether theta is in the parameter space. Prior draws, starting
+        values and every kernel output are checked against it (a kernel leaving the space
+        stops the run with an error naming the iteration).
+    record_support : numba.njit function, optional
+        ``(x_i) -> bool``: whether a record is possible under the model. Starting databases
+        (``init_x``), confidential data given to the baselines and the record sampler's output
+        are checked against it.
     family : dawrap.ExponentialFamily, optional
         The model's exponential-family description, which enables the sufficient-statistic
         sampler (``method="suffstat"``) and the baselines on the same registration.
@@ -100,7 +108,7 @@ class Model:
     def __init__(self, params: Mapping[str, tuple], record_size: int, draw_record,
                  draw_theta: Callable, draw_prior: Callable, *, model_stat=None,
                  stat_size: int | None = None, propose_record=None, family=None,
-                 name: str | None = None):
+                 theta_support=None, record_support=None, name: str | None = None):
         if not isinstance(params, Mapping) or not params:
             raise TypeError(f"params must be a non-empty dict of name -> shape, got {params!r}")
         self.params = {}
@@ -150,6 +158,12 @@ class Model:
             raise TypeError(f"family must be a dawrap.ExponentialFamily, got "
                             f"{type(family).__name__}")
         self.family = family
+        from .record import anywhere
+
+        self.theta_support = anywhere if theta_support is None else require_njit(
+            theta_support, "theta_support", "(theta) -> bool")
+        self.record_support = anywhere if record_support is None else require_njit(
+            record_support, "record_support", "(x_i) -> bool")
         self.name = name or getattr(draw_record, "__module__", "model")
 
     def __repr__(self) -> str:
@@ -182,7 +196,19 @@ class Model:
                                  f"{dict(self.params)}), got shape {arr.shape}")
         if not np.all(np.isfinite(flat)):
             raise ValueError(f"{name} must be finite, got {flat}")
-        return np.ascontiguousarray(flat)
+        flat = np.ascontiguousarray(flat)
+        if not self.theta_support(flat):
+            raise ValueError(f"{name} is outside the model's parameter space: {flat}")
+        return flat
+
+    def check_records(self, x: np.ndarray, name: str) -> None:
+        """Raise naming ``name`` if any row of ``x`` is outside ``record_support``."""
+        from .record import first_outside
+
+        bad = first_outside(x, self.record_support)
+        if bad >= 0:
+            raise ValueError(f"{name}[{bad}] = {x[bad]} is not a possible record under the "
+                             f"model (record_support is False)")
 
     def simulate(self, theta, n: int, seed=None) -> np.ndarray:
         """``n`` records drawn from ``f(. | theta)``: a confidential database for simulations.

@@ -41,7 +41,7 @@ __all__ = ["RecordFunctions", "RecordState", "StepInfo", "Trace", "init", "make_
 #: drift of the O(1) updates (continuous statistics) cannot accumulate over a long run.
 REFRESH_EVERY = 1000
 
-OK, BAD_THETA, BAD_THETA_SIZE, BAD_RATIO, BAD_RECORD, BAD_STATS = 0, 1, 2, 3, 4, 5
+OK, BAD_THETA, BAD_THETA_SIZE, BAD_RATIO, BAD_RECORD, BAD_STATS, BAD_SUPPORT = range(7)
 STATUS_MESSAGES = {
     BAD_THETA: "draw_theta returned a non-finite theta",
     BAD_THETA_SIZE: "draw_theta returned a theta of the wrong size",
@@ -50,7 +50,15 @@ STATUS_MESSAGES = {
     BAD_RECORD: "draw_record (or propose_record) wrote a non-finite value into a record "
                 "during the sweep",
     BAD_STATS: "model_stat produced a non-finite running statistic",
+    BAD_SUPPORT: "draw_theta returned a theta outside the parameter space (the model's "
+                 "theta_support is False for it)",
 }
+
+
+@numba.njit(nogil=True, cache=True)
+def anywhere(value):
+    """Default support: everything finite is allowed."""
+    return True
 
 
 class RecordFunctions(NamedTuple):
@@ -60,6 +68,7 @@ class RecordFunctions(NamedTuple):
     model_stat: object      # (x_i, out)
     mech_stat: object       # (x_i, s_dp, out)
     log_density: object     # (s_dp, t, params) -> log g
+    theta_support: object = anywhere  # (theta) -> bool
 
 
 class RecordState(NamedTuple):
@@ -85,6 +94,15 @@ class Trace(NamedTuple):
     min_accept_prob: np.ndarray  # (draws,)
     theta_accept: np.ndarray     # (draws,) NaN when the kernel reports none
     total: np.ndarray            # (draws, size), or (0, size) when not kept
+
+
+@numba.njit(nogil=True)
+def first_outside(x, support):
+    """Index of the first row of ``x`` outside ``support``, or -1."""
+    for i in range(x.shape[0]):
+        if not support(x[i]):
+            return i
+    return -1
 
 
 @numba.njit(nogil=True)
@@ -292,6 +310,8 @@ def step(rng, state, s_dp, params, fns, theta_kernel, sweep):
     # A copy of the running statistic: a kernel that modifies its input cannot corrupt it.
     theta_new, theta_accept = theta_kernel(rng, state.theta, state.x, state.stats.copy())
     status = set_theta(state, theta_new)
+    if status == OK and not fns.theta_support(state.theta):
+        status = BAD_SUPPORT
     if status != OK:
         return state, StepInfo(0.0, 0.0, status), theta_accept
     state, info = sweep(rng, state, s_dp, params, fns)

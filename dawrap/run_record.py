@@ -82,7 +82,7 @@ class _Setup:
         self.params = mechanism.params
         self.fns = record.RecordFunctions(model.draw_record, model.propose_record,
                                           model.model_stat, mechanism.engine_statistic,
-                                          mechanism.log_density)
+                                          mechanism.log_density, model.theta_support)
         # The model statistic rides on the mechanism's when they are the same function.
         self.shared = (model.user_model_stat is mechanism.statistic
                        and not mechanism.depends_on_release
@@ -97,6 +97,8 @@ class _Setup:
         rng = np.random.default_rng(0)
         record_, _ = _probe_writer(model.draw_record, "draw_record", model.record_size,
                                    rng, theta.copy())
+        if not call_user(model.record_support, "record_support", record_):
+            raise ValueError(f"draw_record wrote {record_}, which record_support rejects")
         if model.general_proposal:
             # The sweep hands propose_record an out that starts as a copy of x_i.
             _, log_ratio = _probe_writer(model.propose_record, "propose_record",
@@ -147,6 +149,8 @@ class _Setup:
             x = record.draw_records(rng, theta, self.n, model.record_size, model.draw_record)
         else:
             x = init_x.copy()
+            if probe:
+                model.check_records(x, "init_x")
         if probe:
             self.probe_theta(theta, x)
         return theta, x

@@ -56,6 +56,18 @@ def _conjugate_kernel(a: float, b: float):
 
 
 @numba.njit(nogil=True, cache=True)
+def in_unit_interval(theta):
+    """The parameter space: 0 < p < 1."""
+    return 0.0 < theta[0] < 1.0
+
+
+@numba.njit(nogil=True, cache=True)
+def is_binary(x_i):
+    """A record is 0 or 1."""
+    return x_i[0] == 0.0 or x_i[0] == 1.0
+
+
+@numba.njit(nogil=True, cache=True)
 def mean_cov(theta):
     """Mean and variance of one Bernoulli record."""
     p = theta[0]
@@ -127,7 +139,8 @@ def model(a: float = 1.0, b: float = 1.0, ops_bound: float = 0.1) -> dw.Model:
     return dw.Model(params={"p": ()}, record_size=1, draw_record=draw_record,
                     draw_theta=_conjugate_kernel(a, b), model_stat=count, stat_size=1,
                     draw_prior=lambda rng: np.array([rng.beta(a, b)]),
-                    family=_family(a, b, float(ops_bound)),
+                    family=_family(a, b, float(ops_bound)), theta_support=in_unit_interval,
+                    record_support=is_binary,
                     name=f"beta_binomial(a={a:g}, b={b:g})")
 
 

@@ -93,7 +93,17 @@ def _kernels(alpha: tuple):
     def posterior_draw(rng, s, n):
         return conjugate_draw(rng, alpha_arr, s, n)
 
-    return draw_theta, posterior_draw
+    k = len(alpha)
+
+    @numba.njit(nogil=True)
+    def on_simplex(theta):
+        return np.all(theta >= 0.0) and abs(theta.sum() - 1.0) < 1e-9
+
+    @numba.njit(nogil=True)
+    def is_category(x_i):
+        return 0.0 <= x_i[0] < k and x_i[0] == np.floor(x_i[0])
+
+    return draw_theta, posterior_draw, on_simplex, is_category
 
 
 def _check_alpha(alpha) -> tuple:
@@ -107,13 +117,14 @@ def model(alpha) -> dw.Model:
     """The Dirichlet-multinomial model, prior ``Dirichlet(alpha)`` on the parameter ``p``."""
     alpha = _check_alpha(alpha)
     k = len(alpha)
-    draw_theta, posterior_draw = _kernels(alpha)
+    draw_theta, posterior_draw, on_simplex, is_category = _kernels(alpha)
     family = dw.ExponentialFamily(one_hot, k, mean_cov, posterior_draw, valid, bounded=True,
                                   project=project)
     alpha_arr = np.array(alpha)
     return dw.Model(params={"p": (k,)}, record_size=1, draw_record=draw_record,
                     draw_theta=draw_theta, model_stat=one_hot, stat_size=k,
                     draw_prior=lambda rng: rng.dirichlet(alpha_arr), family=family,
+                    theta_support=on_simplex, record_support=is_category,
                     name=f"dirichlet_multinomial(alpha={list(alpha)})")
 
 

@@ -47,6 +47,18 @@ def conjugate_draw(rng, alpha, beta, total, n):
 
 
 @numba.njit(nogil=True, cache=True)
+def positive_rate(theta):
+    """The parameter space: lam > 0."""
+    return theta[0] > 0.0
+
+
+@numba.njit(nogil=True, cache=True)
+def non_negative(x_i):
+    """A record is >= 0."""
+    return x_i[0] >= 0.0
+
+
+@numba.njit(nogil=True, cache=True)
 def natural(theta):
     return -theta[0]
 
@@ -106,7 +118,8 @@ def model(alpha: float = 1.0, beta: float = 1.0) -> dw.Model:
     return dw.Model(params={"lam": ()}, record_size=1, draw_record=draw_record,
                     draw_theta=_kernels(alpha, beta)[0], model_stat=value, stat_size=1,
                     draw_prior=lambda rng: np.array([rng.gamma(alpha, 1.0 / beta)]),
-                    family=family(alpha, beta),
+                    family=family(alpha, beta), theta_support=positive_rate,
+                    record_support=non_negative,
                     name=f"gamma_exponential(alpha={alpha:g}, beta={beta:g})")
 
 

@@ -124,6 +124,18 @@ def sf(x, eta):
 
 
 @numba.njit(nogil=True, cache=True)
+def positive_rate(theta):
+    """The parameter space: lam > 0."""
+    return theta[0] > 0.0
+
+
+@numba.njit(nogil=True, cache=True)
+def is_count(x_i):
+    """A record is a non-negative integer."""
+    return x_i[0] >= 0.0 and x_i[0] == math.floor(x_i[0])
+
+
+@numba.njit(nogil=True, cache=True)
 def natural(theta):
     return math.log(theta[0])
 
@@ -161,7 +173,8 @@ def model(alpha: float = 1.0, beta: float = 1.0) -> dw.Model:
     return dw.Model(params={"lam": ()}, record_size=1, draw_record=draw_record,
                     draw_theta=_conjugate_kernel(alpha, beta), model_stat=count, stat_size=1,
                     draw_prior=lambda rng: np.array([rng.gamma(alpha, 1.0 / beta)]),
-                    family=family(alpha, beta),
+                    family=family(alpha, beta), theta_support=positive_rate,
+                    record_support=is_count,
                     name=f"poisson_gamma(alpha={alpha:g}, beta={beta:g})")
 
 

@@ -49,6 +49,7 @@ def test_integer_release_is_valid():
 
 
 def model_with(**kw):
+    """The beta-binomial registered by hand, without support checks unless given."""
     base = dict(params={"p": ()}, record_size=1, draw_record=beta_binomial.draw_record,
                 draw_theta=MODEL.draw_theta, model_stat=beta_binomial.count, stat_size=1,
                 draw_prior=MODEL.draw_prior)
@@ -176,3 +177,26 @@ def test_stuck_chains_raise_a_warning():
     with pytest.warns(RuntimeWarning, match="R-hat"):
         dw.sample(model, mech, s_dp, 300, init_theta=[{"mu": 1.0}, {"mu": -25.0}],
                   chains=2, draws=300, tune=100, seed=0)
+
+
+@numba.njit
+def escape(rng, theta, x, stats):
+    return np.array([1.5 if rng.random() < 0.3 else 0.5])
+
+
+def test_theta_outside_the_parameter_space_is_caught():
+    with pytest.raises(ValueError, match="outside the parameter space"):
+        run(model=model_with(draw_theta=escape, theta_support=beta_binomial.in_unit_interval),
+            draws=50)
+    with pytest.raises(ValueError, match="init_theta is outside the model's parameter space"):
+        run(init_theta=[1.2])
+    with pytest.raises(ValueError, match="draw_prior is outside the model's parameter space"):
+        run(model=model_with(draw_prior=lambda rng: np.array([-0.1]),
+                             theta_support=beta_binomial.in_unit_interval))
+
+
+def test_records_outside_the_support_are_caught():
+    with pytest.raises(ValueError, match=r"init_x\[3\] = \[2.\] is not a possible record"):
+        run(init_x=np.array([0, 1, 1, 2] + [0] * 16))
+    with pytest.raises(ValueError, match=r"confidential\[1\] = \[0.5\] is not a possible"):
+        dw.sample(MODEL, MECH, None, 2, method="nonprivate", confidential=[1.0, 0.5])
