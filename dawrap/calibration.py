@@ -11,8 +11,11 @@ its trials are independent of the order they run in.
 """
 from __future__ import annotations
 
+import json
+import os
 import warnings
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 from scipy import stats
@@ -28,7 +31,7 @@ __all__ = ["posterior_quantiles", "ks_uniform"]
 def posterior_quantiles(model: Model, mechanism: Mechanism | Callable, n: int,
                         methods: Sequence[str], *, trials: int, seed: int,
                         parameter: str | None = None, index: int = 0,
-                        sample_kwargs: dict | None = None) -> dict:
+                        sample_kwargs: dict | None = None, store=None) -> dict:
     """Posterior quantiles of the true parameter over simulated trials, per method.
 
     Parameters
@@ -46,6 +49,10 @@ def posterior_quantiles(model: Model, mechanism: Mechanism | Callable, n: int,
         parameter, the flat index.
     sample_kwargs : dict
         Passed to every ``dw.sample`` call (draws, tune, chains, ...).
+    store : str or path, optional
+        A file (JSON lines) where each completed trial is appended and flushed to disk. A
+        study restarted with the same ``store`` and settings skips the trials already there,
+        so a stopped study loses at most the trial in progress.
 
     Returns
     -------
@@ -56,7 +63,18 @@ def posterior_quantiles(model: Model, mechanism: Mechanism | Callable, n: int,
     kwargs = {"draws": 1000, "tune": 500, "chains": 2, **(sample_kwargs or {})}
     out = {m: np.empty(trials) for m in methods}
     truth = np.empty(trials)
+    settings = {"model": model.name, "mechanism": repr(mechanism), "n": n,
+                "methods": list(methods), "seed": seed, "parameter": parameter,
+                "index": index, "sample_kwargs": {k: repr(v) for k, v in kwargs.items()}}
+    done = _load_store(store, settings) if store is not None else {}
+    for t, (theta_t, us) in done.items():
+        if t < trials:
+            truth[t] = theta_t
+            for m in methods:
+                out[m][t] = us[m]
     for t, child in enumerate(np.random.SeedSequence(seed).spawn(trials)):
+        if t in done:
+            continue
         data_seed, *method_seeds = child.spawn(1 + len(methods))
         rng = np.random.default_rng(data_seed)
         theta = model.pack(model.draw_prior(rng))
@@ -75,8 +93,44 @@ def posterior_quantiles(model: Model, mechanism: Mechanism | Callable, n: int,
             draws = _arviz.group(idata, "posterior")[parameter].values
             draws = draws.reshape(draws.shape[0] * draws.shape[1], -1)[:, index]
             out[method][t] = np.mean(draws < true_value)
+        if store is not None:
+            _append(store, {"trial": t, "theta": float(true_value),
+                            "U": {m: float(out[m][t]) for m in methods}})
     out["theta"] = truth
     return out
+
+
+def _load_store(store, settings: dict) -> dict:
+    """Completed trials in ``store`` (creating it with a settings header if new)."""
+    path = Path(store)
+    if not path.exists():
+        _append(path, {"settings": settings})
+        return {}
+    done = {}
+    with open(path) as f:
+        text = f.read()
+    if text and not text.endswith("\n"):
+        with open(path, "a") as f:  # end a line cut short, so new rows start clean
+            f.write("\n")
+    lines = text.splitlines()
+    header = json.loads(lines[0])
+    if header.get("settings") != settings:
+        raise ValueError(f"store {path} holds a study with other settings: "
+                         f"{header.get('settings')}; use a new file for this one")
+    for line in lines[1:]:
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:  # a line cut short when the study was stopped
+            continue
+        done[int(row["trial"])] = (row["theta"], row["U"])
+    return done
+
+
+def _append(path, row: dict) -> None:
+    with open(path, "a") as f:
+        f.write(json.dumps(row) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def ks_uniform(u: np.ndarray) -> tuple[float, float]:

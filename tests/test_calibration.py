@@ -51,3 +51,37 @@ def test_reproducible():
                             ["suffstat"], **kw)
     assert np.array_equal(a["suffstat"], b["suffstat"]) and np.array_equal(a["theta"],
                                                                            b["theta"])
+
+
+def test_study_keeps_completed_trials_and_skips_them_on_restart(tmp_path, monkeypatch):
+    from dawrap import calibration
+
+    store = tmp_path / "study.jsonl"
+    kw = dict(trials=6, seed=4, sample_kwargs={"draws": 50, "tune": 10, "chains": 1})
+    model, mech = beta_binomial.model(), beta_binomial.laplace(1.0)
+    whole = posterior_quantiles(model, mech, 30, ["suffstat", "naive"], **kw)
+
+    calls = {"n": 0}
+    real = calibration.sample
+
+    def dies_on_the_ninth_call(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 9:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(calibration, "sample", dies_on_the_ninth_call)
+    with pytest.raises(KeyboardInterrupt):
+        posterior_quantiles(model, mech, 30, ["suffstat", "naive"], store=store, **kw)
+    with open(store, "a") as f:
+        f.write('{"trial": 5, "the')  # a line cut short by the crash
+    monkeypatch.setattr(calibration, "sample", real)
+    assert len(store.read_text().splitlines()) == 1 + 4 + 1  # header, 4 trials, torn line
+    calls["n"] = 0
+    resumed = posterior_quantiles(model, mech, 30, ["suffstat", "naive"], store=store, **kw)
+    for key in ("suffstat", "naive", "theta"):
+        assert np.array_equal(resumed[key], whole[key])
+    again = posterior_quantiles(model, mech, 30, ["suffstat", "naive"], store=store, **kw)
+    assert np.array_equal(again["suffstat"], whole["suffstat"])  # all 6 read back, none re-run
+    with pytest.raises(ValueError, match="holds a study with other settings"):
+        posterior_quantiles(model, mech, 31, ["suffstat", "naive"], store=store, **kw)
