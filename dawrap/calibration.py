@@ -21,9 +21,10 @@ import numpy as np
 from scipy import stats
 
 from . import _arviz
+from ._checks import as_count
 from .mechanisms import Mechanism
 from .model import Model
-from .sampling import sample
+from .sampling import METHODS, sample
 
 __all__ = ["posterior_quantiles", "ks_uniform"]
 
@@ -59,7 +60,28 @@ def posterior_quantiles(model: Model, mechanism: Mechanism | Callable, n: int,
     dict of str -> ndarray
         ``U`` (length ``trials``) per method; also ``"theta"``, the true values.
     """
+    if not isinstance(model, Model):
+        raise TypeError(f"model must be a dawrap.Model, got {type(model).__name__}")
+    if not isinstance(mechanism, Mechanism):
+        raise TypeError(f"mechanism must be a dawrap.Mechanism, got {type(mechanism).__name__}")
+    n, trials = as_count(n, "n"), as_count(trials, "trials")
+    seed = as_count(seed, "seed", minimum=0)
+    if isinstance(methods, str) or not methods:
+        raise TypeError(f"methods must be a non-empty list of method names, got {methods!r}")
+    for method in methods:
+        name, _, variant = str(method).partition(":")
+        if name not in METHODS or variant not in ("", "gibbs", "printed"):
+            raise ValueError(f"methods: {method!r} is not one of {METHODS} (or "
+                             f"'suffstat:printed')")
     parameter = parameter or next(iter(model.params))
+    if parameter not in model.params:
+        raise ValueError(f"parameter must be one of {list(model.params)}, got {parameter!r}")
+    size = int(np.prod(model.params[parameter]))
+    if not isinstance(index, (int, np.integer)) or not 0 <= index < size:
+        raise ValueError(f"index must be an integer in [0, {size}) for {parameter!r}, "
+                         f"got {index!r}")
+    if sample_kwargs is not None and not isinstance(sample_kwargs, dict):
+        raise TypeError(f"sample_kwargs must be a dict, got {type(sample_kwargs).__name__}")
     kwargs = {"draws": 1000, "tune": 500, "chains": 2, **(sample_kwargs or {})}
     out = {m: np.empty(trials) for m in methods}
     truth = np.empty(trials)
