@@ -334,10 +334,15 @@ class Gaussian(Mechanism):
         self._guarantee: dict = {}
         size = as_count(size, "size")
         super().__init__(statistic, _gaussian_log_density, size=size,
-                         params=_params(1.0 / self.sigma, size,
-                                        -math.log(self.sigma) - 0.5 * math.log(2.0 * math.pi)),
-                         name="Gaussian", truncation=truncation,
-                         draw_release=lambda rng, t: t + rng.normal(0.0, self.sigma, t.shape))
+                         params=_params(1.0 / self.sigma, size, -self._log_normaliser()),
+                         name=type(self).__name__, truncation=truncation,
+                         draw_release=self._draw)
+
+    def _log_normaliser(self) -> float:
+        return math.log(self.sigma) + 0.5 * math.log(2.0 * math.pi)
+
+    def _draw(self, rng, t):
+        return t + rng.normal(0.0, self.sigma, t.shape)
 
     @classmethod
     def from_zcdp(cls, statistic, rho: float, sensitivity: float, *, size: int = 1) -> "Gaussian":
@@ -376,37 +381,28 @@ def discrete_gaussian_log_normaliser(sigma: float) -> float:
     return math.log1p(2 * np.exp(-k * k / (2 * sigma * sigma)).sum())
 
 
-class DiscreteGaussian(Mechanism):
+class DiscreteGaussian(Gaussian):
     r"""The discrete Gaussian mechanism for integer statistics (Canonne, Kamath & Steinke
     2020): :math:`P(s_{dp} = T + z) = e^{-z^2/(2\sigma^2)} / \sum_k e^{-k^2/(2\sigma^2)}`.
 
     It satisfies :math:`\tfrac12(\Delta_2/\sigma)^2`-zCDP; :meth:`from_zcdp` picks sigma from
-    a budget. The log pmf is evaluated in log space with its exact normaliser, so it stays
-    finite and correct far in the tails. ``release(x, secure=True)`` uses the exact sampler.
+    a budget (sigma = sensitivity / sqrt(2 rho), as OpenDP's Gaussian on integers). The log
+    pmf is evaluated in log space with its exact normaliser, so it stays finite and correct
+    far in the tails. ``release(x, secure=True)`` uses the exact sampler.
     """
 
     def __init__(self, statistic, sigma: float, *, size: int = 1,
                  truncation: tuple | None = None):
-        self.sigma = as_positive_float(sigma, "sigma")
-        self._guarantee: dict = {}
-        size = as_count(size, "size")
-        super().__init__(statistic, _gaussian_log_density, size=size,
-                         params=_params(1.0 / self.sigma, size,
-                                        -discrete_gaussian_log_normaliser(self.sigma)),
-                         name="DiscreteGaussian", truncation=truncation,
-                         draw_release=self._draw)
+        super().__init__(statistic, sigma, size=size, truncation=truncation)
         self.integer_statistic = True
 
+    def _log_normaliser(self) -> float:
+        return discrete_gaussian_log_normaliser(self.sigma)
+
     @classmethod
-    def from_zcdp(cls, statistic, rho: float, sensitivity: float, *,
-                  size: int = 1) -> "DiscreteGaussian":
-        """The discrete Gaussian satisfying ``rho``-zCDP for L2 sensitivity ``sensitivity``:
-        sigma = sensitivity / sqrt(2 rho) (as OpenDP's Gaussian on integers)."""
-        rho = as_positive_float(rho, "rho")
-        sensitivity = as_positive_float(sensitivity, "sensitivity")
-        mech = cls(statistic, sensitivity / math.sqrt(2.0 * rho), size=size)
-        mech._guarantee = {"rho": rho, "sensitivity": sensitivity}
-        return mech
+    def from_gdp(cls, statistic, mu, sensitivity, *, size=1):
+        raise TypeError("DiscreteGaussian.from_gdp is not offered: build it from_zcdp, the "
+                        "guarantee Canonne, Kamath & Steinke prove for it")
 
     def _draw(self, rng, t):
         """Simulation path: seeded, and exact in distribution (the same rational algorithm
@@ -427,10 +423,6 @@ class DiscreteGaussian(Mechanism):
             raise ValueError(f"s_dp must be integer-valued for the DiscreteGaussian mechanism, "
                              f"got {s}")
         return s
-
-    @property
-    def privacy(self) -> dict:
-        return {"sigma": self.sigma, **self._guarantee}
 
 
 class _NumpyIntegers:

@@ -8,7 +8,7 @@ import numpy as np
 from . import suffstat
 from ._parallel import Output, run_parallel
 from .family import ExponentialFamily, no_cdf, no_natural
-from .mechanisms import Gaussian, Laplace, Mechanism
+from .mechanisms import DiscreteGaussian, Gaussian, Laplace, Mechanism
 from .model import Model
 from .run_record import call_user
 
@@ -54,6 +54,11 @@ def _config(family, mech, s_dp, n, variant) -> suffstat.SuffstatConfig:
     if isinstance(mech, Laplace):
         scale = mech.scale
     elif isinstance(mech, Gaussian):
+        # A DiscreteGaussian counts as Gaussian noise of the same sigma: for sigma >= 1 its
+        # variance is sigma^2 to within 1e-16 relative (Poisson summation); below, it is not.
+        if isinstance(mech, DiscreteGaussian) and mech.sigma < 1.0:
+            raise ValueError("method='suffstat' treats discrete Gaussian noise as Gaussian, "
+                             f"which needs sigma >= 1; got sigma = {mech.sigma}")
         scale = 0.0
     else:
         raise ValueError(f"method='suffstat' supports the Laplace and Gaussian mechanisms, "
