@@ -10,7 +10,7 @@ from ._parallel import Output, run_parallel
 from .family import ExponentialFamily, no_cdf, no_natural
 from .mechanisms import DiscreteGaussian, Gaussian, Laplace, Mechanism
 from .model import Model
-from .run_record import call_user
+from .run_record import _initial_values, call_user
 
 __all__ = ["run_suffstat", "require_family"]
 
@@ -70,8 +70,11 @@ def _config(family, mech, s_dp, n, variant) -> suffstat.SuffstatConfig:
                                    lower, upper, family.discrete, variant == "printed")
 
 
-def _initial_state(model, family, mech, config, rng):
-    theta = model.pack(model.draw_prior(rng), "the theta returned by draw_prior")
+def _initial_state(model, family, mech, config, rng, theta=None):
+    if theta is None:
+        theta = model.pack(model.draw_prior(rng), "the theta returned by draw_prior")
+    else:
+        theta = theta.copy()
     mu, cov = call_user(family.mean_cov, "mean_cov", theta)
     mu, cov = np.asarray(mu, dtype=float), np.asarray(cov, dtype=float)
     d = family.stat_size
@@ -98,7 +101,7 @@ def _run_chain(state, config, fns, rng, draws, tune, keep_stats, theta_size, d):
 
 def run_suffstat(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, rngs, *,
                  draws: int, tune: int, keep_stats: bool, cores: int,
-                 variant: str = "gibbs") -> Output:
+                 variant: str = "gibbs", init_theta=None) -> Output:
     """Run one Bernstein-Sheldon chain per generator in ``rngs``."""
     family = require_family(model, "suffstat")
     _check_release_statistic(family, mechanism)
@@ -108,7 +111,9 @@ def run_suffstat(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, r
                                      family.natural if truncated else no_natural,
                                      family.cdf if truncated else no_cdf,
                                      family.sf if truncated else no_cdf)
-    states = [_initial_state(model, family, mechanism, config, rng) for rng in rngs]
+    thetas, _ = _initial_values(model, len(rngs), n, init_theta, None)
+    states = [_initial_state(model, family, mechanism, config, rng, thetas and thetas[c])
+              for c, rng in enumerate(rngs)]
     probe = call_user(family.conjugate_draw, "conjugate_draw", np.random.default_rng(0),
                       states[0].s, config.n)
     model.pack(probe, "the theta returned by conjugate_draw")

@@ -71,8 +71,9 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method: str = "r
     seed : int, numpy.random.SeedSequence or None
         Root of all randomness: the same seed gives bit-identical draws.
     init_theta : array_like or dict, optional
-        ``"record"``: initial theta for every chain, or one per chain as a list of dicts or a
-        ``(chains, theta_size)`` array; default a prior draw per chain.
+        ``"record"`` and ``"suffstat"``: initial theta for every chain, or one per chain as a
+        list of dicts or a ``(chains, theta_size)`` array; default a prior draw per chain
+        (dispersed starts, so R-hat can reveal chains stuck apart).
     init_x : array_like, optional
         ``"record"``: initial ``(n, record_size)`` database; default ``n`` draws from
         ``f(. | theta)``.
@@ -135,8 +136,10 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method: str = "r
         raise TypeError(f"keep_stats must be True or False, got {keep_stats!r}")
     if method in ("nonprivate", "ops") and confidential is None:
         raise ValueError(f"method={method!r} needs confidential= (the confidential records)")
-    if method != "record" and (init_theta is not None or init_x is not None):
-        raise ValueError("init_theta and init_x apply to method='record' only")
+    if method not in ("record", "suffstat") and init_theta is not None:
+        raise ValueError("init_theta applies to method='record' and 'suffstat' only")
+    if method != "record" and init_x is not None:
+        raise ValueError("init_x applies to method='record' only")
     if method != "record" and (checkpoint is not None or resume is not None):
         raise ValueError("checkpoint and resume apply to method='record' only")
     checkpoint_every = as_count(checkpoint_every, "checkpoint_every")
@@ -155,7 +158,8 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method: str = "r
                          seed_entropy=str(root.entropy))
     elif method == "suffstat":
         out = run_suffstat(model, mechanism, s_dp, n, rngs, draws=draws, tune=tune,
-                           keep_stats=keep_stats, cores=cores, variant=variant)
+                           keep_stats=keep_stats, cores=cores, variant=variant,
+                           init_theta=init_theta)
     elif method == "naive":
         out = run_naive(model, mechanism, s_dp, n, rngs, draws=draws)
     elif method == "nonprivate":

@@ -25,7 +25,14 @@ released. Two corrections to the printed pseudo-code:
   of the stated joint: it breaks the link between :math:`\sigma^2` and the release. By default
   (``variant="gibbs"``) the sampler keeps the :math:`s_c` it drew jointly with
   :math:`s_\ell, s_u` given :math:`y` in lines 7-8, so every step is a proper conditional of the
-  approximate joint; ``variant="printed"`` reproduces the paper's line 10 for comparison.
+  approximate joint.
+* The printed generative process draws :math:`s_\ell, s_c, s_u` independently. They are not:
+  each record falls in exactly one region, so the CLT of the vector of parts has covariance
+  :math:`-n q_i q_j \hat\mu_i\hat\mu_j` between parts (see :func:`_regions`). Ignoring it
+  inflates the variance of the total beyond ``n Var(t)``, which the conjugate theta step
+  assumes, and pushes chains out of posterior modes (a bimodal truncated Poisson posterior:
+  chains stuck where there is no mass). ``variant="gibbs"`` uses the joint CLT;
+  ``variant="printed"`` reproduces both printed choices for comparison.
 
 Cost per iteration does not depend on ``n``.
 """
@@ -114,27 +121,57 @@ def draw_normal(rng, mean, cov):
 
 
 @numba.njit(nogil=True)
-def _region(fns, theta, n, v, w, discrete):
-    """Random-sum CLT (Algorithm 3, with m = n q mu_hat as in Prop. 1) for one region."""
+def _region_moments(fns, theta, v, w, discrete):
+    """(q, mean_hat, var_hat) of t(x) for records in [v, w] (Lemma 1)."""
     eta = fns.natural(theta)
     mu, Sigma = fns.mean_cov(theta)
-    q, mean_hat, var_hat = truncated_moments(fns.cdf, fns.sf, eta, mu[0], Sigma[0, 0], v, w,
-                                             discrete)
-    m = np.array([n * q * mean_hat])
-    V = np.array([[n * q * var_hat + n * q * (1.0 - q) * mean_hat * mean_hat]])
-    return m, V
+    return truncated_moments(fns.cdf, fns.sf, eta, mu[0], Sigma[0, 0], v, w, discrete)
 
 
 @numba.njit(nogil=True)
 def _regions(fns, theta, config):
+    r"""Mean (3,) and covariance (3, 3) of :math:`(s_\ell, s_c, s_u)` under the CLT.
+
+    Per record the vector :math:`(1_\ell t, 1_c t, 1_u t)` has mean :math:`q_r\hat\mu_r` and
+    covariance :math:`\mathrm{diag}(q_r(\hat\Sigma_r + \hat\mu_r^2)) - (q\hat\mu)(q\hat\mu)^T`,
+    so the diagonal of ``n`` times it is the random-sum CLT of Prop. 1 / Algorithm 3 (with
+    ``m = n q mu_hat``) and the off-diagonal is :math:`-n q_i q_j \hat\mu_i \hat\mu_j`: a
+    record lies in exactly one region, so the parts are negatively correlated. The paper's
+    Algorithm 2 draws them independently (``config.printed`` keeps that); with the correct
+    covariance the variance of the total is exactly ``n Var(t)``, consistent with the conjugate
+    theta step, and modes of the posterior are no longer pushed away (see docs/suffstat.md).
+    """
     a, b = config.lower, config.upper
     lo_end = a - 1.0 if config.discrete else a
     hi_start = b + 1.0 if config.discrete else b
-    n, discrete = config.n, config.discrete
-    m_l, V_l = _region(fns, theta, n, -math.inf, lo_end, discrete)
-    m_c, V_c = _region(fns, theta, n, a, b, discrete)
-    m_u, V_u = _region(fns, theta, n, hi_start, math.inf, discrete)
-    return m_l, V_l, m_c, V_c, m_u, V_u
+    n = config.n
+    bounds = ((-math.inf, lo_end), (a, b), (hi_start, math.inf))
+    q = np.empty(3)
+    mean_hat = np.empty(3)
+    var_hat = np.empty(3)
+    for r in range(3):
+        q[r], mean_hat[r], var_hat[r] = _region_moments(fns, theta, bounds[r][0], bounds[r][1],
+                                                        config.discrete)
+    m = n * q * mean_hat
+    V = np.empty((3, 3))
+    for i in range(3):
+        for j in range(3):
+            if i == j:
+                V[i, i] = n * q[i] * var_hat[i] + n * q[i] * (1.0 - q[i]) * mean_hat[i] ** 2
+            elif config.printed:
+                V[i, j] = 0.0
+            else:
+                V[i, j] = -n * q[i] * q[j] * mean_hat[i] * mean_hat[j]
+    return m, V
+
+
+@numba.njit(nogil=True)
+def _condition_on_release(m, V, y, noise_var):
+    """(m, V) of (s_l, s_c, s_u) given y ~ N(s_c, noise_var): a Kalman update on component 1."""
+    gain = V[:, 1] / (V[1, 1] + noise_var)
+    m_post = m + gain * (y - m[1])
+    V_post = V - np.outer(gain, V[1, :])
+    return m_post, 0.5 * (V_post + V_post.T)
 
 
 @numba.njit(nogil=True)
@@ -174,23 +211,22 @@ def step(rng, state, config, fns):
         _set(state.s_centre, s)
     else:
         # Algorithm 2: (s_l, s_c, s_u) | theta, sigma^2, y; theta | s; sigma^2 | s_c, y.
-        m_l, V_l, m_c, V_c, m_u, V_u = _regions(fns, state.theta, config)
-        m_c, V_c = norm_product(m_c, V_c, config.y, state.noise_var)
+        m, V = _regions(fns, state.theta, config)
+        m, V = _condition_on_release(m, V, config.y[0], state.noise_var[0])
         while True:
-            s_l = draw_normal(rng, m_l, V_l)
-            s_c = draw_normal(rng, m_c, V_c)
-            s_u = draw_normal(rng, m_u, V_u)
-            s = s_l + s_c + s_u
+            parts = draw_normal(rng, m, V)
+            s = np.array([parts[0] + parts[1] + parts[2]])
             if fns.valid(s, n):
                 break
             rejections += 1
             if rejections >= MAX_REJECTIONS:
                 return state, rejections, TOO_MANY_REJECTIONS
+        s_c = parts[1:2].copy()
         theta = fns.conjugate_draw(rng, s, n)
         if config.printed:
             # The paper's line 10: s_c redrawn at the new theta, ignoring y.
-            _, _, m_c, V_c, _, _ = _regions(fns, theta, config)
-            s_c = draw_normal(rng, m_c, V_c)
+            m, V = _regions(fns, theta, config)
+            s_c = draw_normal(rng, m[1:2].copy(), V[1:2, 1:2].copy())
         _set(state.s, s)
         _set(state.s_centre, s_c)
     for j in range(theta.shape[0]):

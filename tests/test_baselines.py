@@ -80,5 +80,5 @@ def test_baseline_errors():
         dw.sample(MODEL, beta_binomial.laplace(1.0), 3, 10, method="exact")
     with pytest.raises(ValueError, match="s_dp .the release. is required"):
         dw.sample(MODEL, beta_binomial.laplace(1.0), None, 10, method="naive")
-    with pytest.raises(ValueError, match="init_theta and init_x apply to method='record'"):
+    with pytest.raises(ValueError, match="init_theta applies to method='record' and"):
         dw.sample(MODEL, beta_binomial.laplace(1.0), 3, 10, method="naive", init_theta=[0.5])
