@@ -4,7 +4,9 @@ r"""Baselines of Foulds et al. (2016), on the same model registration.
   data; for simulation studies only).
 * ``naive``: the conjugate posterior with the noisy release plugged in as if it were the
   statistic, after projecting it to the valid region. It ignores the noise, so it is
-  over-confident when the noise is not negligible against sampling variability.
+  over-confident when the noise is not negligible against sampling variability; given a
+  truncated or clamped release it also takes that total for the full statistic (it ignores
+  the truncation too, which is what naive means here).
 * ``ops``: one-posterior-sample, the exponential mechanism on a truncated parameter space:
   ``k = chains * draws`` samples, each with budget ``epsilon / k``, so the whole release is
   epsilon-DP (as in Bernstein & Sheldon's experiments). The model's family supplies the

@@ -85,7 +85,8 @@ def posterior_quantiles(model: Model, mechanism: Mechanism | Callable, n: int,
     kwargs = {"draws": 1000, "tune": 500, "chains": 2, **(sample_kwargs or {})}
     out = {m: np.empty(trials) for m in methods}
     truth = np.empty(trials)
-    settings = {"model": model.name, "mechanism": repr(mechanism), "n": n,
+    index = int(index)
+    settings = {"model": model.name, "mechanism": mechanism.fingerprint, "n": n,
                 "methods": list(methods), "seed": seed, "parameter": parameter,
                 "index": index, "sample_kwargs": {k: repr(v) for k, v in kwargs.items()}}
     done = _load_store(store, settings) if store is not None else {}
@@ -125,8 +126,13 @@ def posterior_quantiles(model: Model, mechanism: Mechanism | Callable, n: int,
 def _load_store(store, settings: dict) -> dict:
     """Completed trials in ``store`` (creating it with a settings header if new)."""
     path = Path(store)
-    if not path.exists():
-        _append(path, {"settings": settings})
+    if not path.exists() or path.stat().st_size == 0:
+        # The header is written to a temporary file and renamed: a store either has its
+        # settings line or does not exist.
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.unlink(missing_ok=True)
+        _append(tmp, {"settings": settings})
+        os.replace(tmp, path)
         return {}
     done = {}
     with open(path) as f:

@@ -20,6 +20,7 @@ demos, not for publishing real data (floating-point Laplace noise leaks, Mironov
 from __future__ import annotations
 
 import functools
+import json
 import math
 
 import numba
@@ -176,6 +177,18 @@ class Mechanism:
         """The mechanism's parameters, stored as ``constant_data`` with each result."""
         out = {} if self.epsilon is None else {"epsilon": self.epsilon}
         return out
+
+    @property
+    def fingerprint(self) -> str:
+        """Everything that defines the mechanism, exactly (no rounding), as a string: what a
+        checkpoint or a stored study is checked against on restart."""
+        stat = getattr(self.statistic, "py_func", self.statistic)
+        return json.dumps({"name": self.name, "size": self.size,
+                           "statistic": f"{stat.__module__}.{stat.__qualname__}",
+                           "params": [repr(float(v)) for v in self.params],
+                           "truncation": None if self.truncation is None
+                           else [repr(v) for v in self.truncation],
+                           "privacy": {k: repr(float(v)) for k, v in self.privacy.items()}})
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v:g}" for k, v in self.privacy.items())
@@ -434,4 +447,8 @@ class _NumpyIntegers:
     def randrange(self, stop: int) -> int:
         if stop < 2 ** 62:
             return int(self.rng.integers(stop))
-        return int.from_bytes(self.rng.bytes((stop.bit_length() + 15) // 8), "big") % stop
+        bits = stop.bit_length()  # rejection from the smallest power of two above: unbiased
+        while True:
+            value = int.from_bytes(self.rng.bytes((bits + 7) // 8), "big") >> (-bits % 8)
+            if value < stop:
+                return value

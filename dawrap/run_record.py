@@ -229,7 +229,30 @@ def _run_chain(setup: _Setup, chain: int, rng, theta, x, tune: int, draws: int,
                            trace=trace, settings=control.settings)
     except KeyboardInterrupt:
         control.stop.set()
+    except BaseException:
+        control.stop.set()  # one chain failed: the others stop at their next chunk
+        raise
     return trace, done
+
+
+def _fingerprint_starts(init_theta, init_x) -> str:
+    """A digest of the user's starting values (they decide a fresh chain's draws)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for value in (init_theta, init_x):
+        if value is None:
+            digest.update(b"none")
+        elif isinstance(value, dict) or (isinstance(value, (list, tuple)) and value
+                                         and isinstance(value[0], dict)):
+            items = [value] if isinstance(value, dict) else value
+            for item in items:
+                for key in sorted(item):
+                    digest.update(key.encode())
+                    digest.update(np.ascontiguousarray(item[key], dtype=float).tobytes())
+        else:
+            digest.update(np.ascontiguousarray(value, dtype=float).tobytes())
+    return digest.hexdigest()
 
 
 def _compile(setup: _Setup, theta, x, keep_stats: bool) -> None:
@@ -281,16 +304,17 @@ def run_record(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, rng
     warning.
     """
     chains = len(rngs)
-    settings = {"model": model.name, "mechanism": repr(mechanism), "n": n, "draws": draws,
+    settings = {"model": model.name, "mechanism": mechanism.fingerprint, "n": n, "draws": draws,
                 "tune": tune, "chains": chains, "keep_stats": bool(keep_stats),
                 "s_dp": [float(v) for v in s_dp], "seed": seed_entropy,
-                "theta_size": model.theta_size, "record_size": model.record_size}
+                "theta_size": model.theta_size, "record_size": model.record_size,
+                "init": _fingerprint_starts(init_theta, init_x)}
     control = Control(n, checkpoint if checkpoint is not None else resume, checkpoint_every,
                       settings)
     setup = _Setup(model, mechanism, s_dp, n)
     if resume is not None:
-        if init_theta is not None or init_x is not None:
-            raise ValueError("resume continues a saved run: do not pass init_theta or init_x")
+        # Chains that had saved nothing restart from their starts: the same init_theta /
+        # init_x must be passed again (checked through the settings' fingerprint).
         resumed = [load_chain(resume, c, settings) for c in range(chains)]
     else:
         resumed = [None] * chains

@@ -38,6 +38,10 @@ def _check_release_statistic(family: ExponentialFamily, mech: Mechanism) -> None
                          "release truncated to bounds [a, b] (a mechanism built with "
                          "truncation=(a, b) on family.truncated_statistic(a, b))")
     lower, upper = mech.truncation
+    if family.discrete and not (lower == int(lower) and upper == int(upper)):
+        raise ValueError(f"the family's records are integers: truncation bounds must be whole "
+                         f"numbers (the regions are below a, a..b, above b), got "
+                         f"{mech.truncation}")
     expected = family.truncated_statistic(lower, upper)
     probe = [lower - 1.0, lower, 0.5 * (lower + upper), upper, upper + 1.0]
     for value in probe:

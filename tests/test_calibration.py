@@ -85,3 +85,15 @@ def test_study_keeps_completed_trials_and_skips_them_on_restart(tmp_path, monkey
     assert np.array_equal(again["suffstat"], whole["suffstat"])  # all 6 read back, none re-run
     with pytest.raises(ValueError, match="holds a study with other settings"):
         posterior_quantiles(model, mech, 31, ["suffstat", "naive"], store=store, **kw)
+
+
+def test_store_accepts_numpy_index_and_an_empty_file(tmp_path):
+    store = tmp_path / "s.jsonl"
+    store.write_text("")  # left empty by a crash before the header
+    kw = dict(trials=2, seed=1, index=np.int64(0), store=store,
+              sample_kwargs={"draws": 20, "tune": 5, "chains": 1})
+    first = posterior_quantiles(beta_binomial.model(), beta_binomial.laplace(1.0), 20,
+                                ["naive"], **kw)
+    again = posterior_quantiles(beta_binomial.model(), beta_binomial.laplace(1.0), 20,
+                                ["naive"], **kw)
+    assert np.array_equal(first["naive"], again["naive"])

@@ -128,3 +128,32 @@ def test_ctrl_c_with_chains_in_threads_returns_draws(tmp_path):
                           cores=2, seed=0, checkpoint=tmp_path, checkpoint_every=10)
     p = _arviz.group(idata, "posterior")["p"].values
     assert p.shape[0] == 2 and 10 <= p.shape[1] < 100_000 and np.all(np.isfinite(p))
+
+
+def test_resume_of_a_run_with_starting_values(tmp_path):
+    """A chain that saved nothing restarts from the user's starts, which must be given again."""
+    model, mech = beta_binomial.model(), beta_binomial.laplace(1.0)
+    kw = dict(draws=20, tune=5, chains=2, cores=1, seed=3, init_theta=[0.9])
+    whole = dw.sample(model, mech, 30.0, 100, **kw)
+    # Only chain 0 is checkpointed, as if the run had been killed before chain 1 started.
+    dw.sample(model, mech, 30.0, 100, checkpoint=tmp_path, checkpoint_every=5, **kw)
+    (tmp_path / "chain1.npz").unlink()
+    resumed = dw.sample(model, mech, 30.0, 100, resume=tmp_path, **kw)
+    assert np.array_equal(_arviz.group(resumed, "posterior")["p"].values,
+                          _arviz.group(whole, "posterior")["p"].values)
+    with pytest.raises(ValueError, match="made with init"):
+        dw.sample(model, mech, 30.0, 100, resume=tmp_path, **{**kw, "init_theta": [0.8]})
+
+
+def test_mechanisms_that_print_alike_are_told_apart(tmp_path):
+    from dawrap.models import poisson_gamma
+
+    a = poisson_gamma.laplace_truncated(1.0, 0, 8)
+    b = poisson_gamma.laplace_truncated(1.0, 2, 8)
+    assert repr(a) == repr(b) and a.fingerprint != b.fingerprint
+    model = poisson_gamma.model()
+    dw.sample(model, a, 30.0, 20, draws=5, tune=0, chains=1, seed=1, checkpoint=tmp_path,
+              init_theta=[1.0])
+    with pytest.raises(ValueError, match="made with mechanism"):
+        dw.sample(model, b, 30.0, 20, draws=5, tune=0, chains=1, seed=1, resume=tmp_path,
+                  init_theta=[1.0])

@@ -168,3 +168,10 @@ def test_truncated_bimodal_posterior_chains_stay_in_modes():
                                  tune=500, chains=8), "posterior")["lam"].values
     means = lam.mean(axis=1)
     assert np.all((np.abs(means - 1.70) < 0.3) | (np.abs(means - 6.13) < 0.3)), means
+
+
+def test_discrete_truncation_bounds_must_be_whole_numbers():
+    fam = poisson_gamma.family()
+    mech = dw.Laplace(fam.truncated_statistic(2.5, 7.5), 1.0, 7.5, truncation=(2.5, 7.5))
+    with pytest.raises(ValueError, match="bounds must be whole numbers"):
+        dw.sample(poisson_gamma.model(), mech, 30.0, 20, method="suffstat")
