@@ -6,6 +6,7 @@ release (:class:`Laplace`, :class:`Gaussian`, :class:`Geometric` or any :class:`
 :func:`sample` returns the private posterior as an ArviZ object, by the exact record-level
 sampler (default), the sufficient-statistic sampler, or a baseline.
 """
+from .compare import Comparison, compare, mmd2
 from .family import ExponentialFamily
 from .mechanisms import DiscreteGaussian, Gaussian, Geometric, Laplace, Mechanism
 from .model import Model
@@ -14,4 +15,5 @@ from .sampling import METHODS, sample
 __version__ = "0.2.0"
 
 __all__ = ["Model", "ExponentialFamily", "Mechanism", "Laplace", "Gaussian", "Geometric",
-           "DiscreteGaussian", "sample", "METHODS", "__version__"]
+           "DiscreteGaussian", "sample", "METHODS", "compare", "Comparison", "mmd2",
+           "__version__"]
