@@ -17,6 +17,7 @@ from numba.core.errors import NumbaError
 
 from . import record
 from ._parallel import Output, run_parallel
+from ._progress import Progress
 from .checkpoint import load_chain, save_chain
 from .mechanisms import Mechanism, as_records
 from .model import Model
@@ -159,8 +160,10 @@ class _Setup:
 class Control:
     """What the chains share while running: when to stop, and where to checkpoint."""
 
-    def __init__(self, n: int, checkpoint=None, every: int = 1000, settings=None):
+    def __init__(self, n: int, checkpoint=None, every: int = 1000, settings=None,
+                 progress=None):
         self.stop = threading.Event()
+        self.progress = progress  # a dawrap._progress.Progress, or None
         self.checkpoint, self.every, self.settings = checkpoint, every, settings or {}
         # Iterations per compiled call: short enough (~0.05 s) that Ctrl-C and checkpoints
         # are honoured promptly, long enough that the Python round trip costs nothing.
@@ -223,6 +226,8 @@ def _run_chain(setup: _Setup, chain: int, rng, theta, x, tune: int, draws: int,
             state = _advance(setup, rng, state, done, stop, tune, trace)
             saved_before = done // control.every
             done = stop
+            if control.progress is not None:
+                control.progress.done[chain] = done
             if control.checkpoint is not None and (done // control.every > saved_before
                                                    or done == total_iterations):
                 save_chain(control.checkpoint, chain, done=done, state=state, rng=rng,
@@ -295,7 +300,7 @@ def _initial_values(model: Model, chains: int, n: int, init_theta, init_x):
 def run_record(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, rngs, *,
                draws: int, tune: int, keep_stats: bool, cores: int, init_theta=None,
                init_x=None, checkpoint=None, checkpoint_every: int = 1000, resume=None,
-               seed_entropy: str = "") -> Output:
+               seed_entropy: str = "", progress: bool | None = None) -> Output:
     """Run one record-level chain per generator in ``rngs``.
 
     With ``checkpoint`` (a folder), each chain's complete state is saved every
@@ -309,8 +314,9 @@ def run_record(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, rng
                 "s_dp": [float(v) for v in s_dp], "seed": seed_entropy,
                 "theta_size": model.theta_size, "record_size": model.record_size,
                 "init": _fingerprint_starts(init_theta, init_x)}
+    bar = Progress("dawrap record", chains, tune + draws, enabled=progress)
     control = Control(n, checkpoint if checkpoint is not None else resume, checkpoint_every,
-                      settings)
+                      settings, bar)
     setup = _Setup(model, mechanism, s_dp, n)
     if resume is not None:
         # Chains that had saved nothing restart from their starts: the same init_theta /
@@ -333,11 +339,12 @@ def run_record(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, rng
         probed = True
     if cores > 1 and chains > 1:
         _compile(setup, *starts[0], keep_stats)
-    results = run_parallel(
-        [functools.partial(_run_chain, setup, c, rng, th, x, tune, draws, keep_stats, control,
-                           saved)
-         for c, (rng, (th, x), saved) in enumerate(zip(rngs, starts, resumed))], cores,
-        on_interrupt=control.stop.set)
+    with bar:
+        results = run_parallel(
+            [functools.partial(_run_chain, setup, c, rng, th, x, tune, draws, keep_stats,
+                               control, saved)
+             for c, (rng, (th, x), saved) in enumerate(zip(rngs, starts, resumed))], cores,
+            on_interrupt=control.stop.set)
     traces, kept = _finished(results, tune, draws, control)
     stack = lambda field: np.stack([getattr(t, field)[:kept] for t in traces])  # noqa: E731
     sample_stats = {"accept_rate": stack("accept_rate"),

@@ -41,7 +41,7 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method: str = "r
            draws: int = 1000, tune: int = 1000, chains: int = 4, seed=None, init_theta=None,
            init_x=None, keep_stats: bool = False, cores: int | None = None,
            confidential=None, variant: str = "gibbs", checkpoint=None,
-           checkpoint_every: int = 1000, resume=None):
+           checkpoint_every: int = 1000, resume=None, progress: bool | None = None):
     r"""Sample :math:`p(\theta \mid s_{dp})` for a release of a confidential database.
 
     Parameters
@@ -96,6 +96,10 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method: str = "r
         ``"record"``: continue the run checkpointed in this folder (same arguments and seed).
         The draws are bit-identical to an uninterrupted run. New checkpoints go to the same
         folder.
+
+    progress : bool, optional
+        ``"record"``: a progress line on stderr. Default: shown only when stderr is a
+        terminal; ``False`` silences it, ``True`` forces it.
 
     Ctrl-C during ``"record"`` sampling returns the draws so far (with a warning) instead of
     losing them.
@@ -155,7 +159,7 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method: str = "r
                          keep_stats=keep_stats, cores=cores, init_theta=init_theta,
                          init_x=init_x, checkpoint=checkpoint,
                          checkpoint_every=checkpoint_every, resume=resume,
-                         seed_entropy=str(root.entropy))
+                         seed_entropy=str(root.entropy), progress=progress)
     elif method == "suffstat":
         out = run_suffstat(model, mechanism, s_dp, n, rngs, draws=draws, tune=tune,
                            keep_stats=keep_stats, cores=cores, variant=variant,

@@ -178,3 +178,14 @@ def test_vector_parameters_are_unpacked():
     mech = dw.Laplace(both, epsilon=1.0, sensitivity=20.0, size=2)
     idata = dw.sample(model, mech, [3.0, -4.0], n=20, draws=30, tune=5, chains=2, seed=0)
     assert _arviz.group(idata, "posterior")["m"].shape == (2, 30, 2)
+
+
+def test_progress_line_only_when_asked_or_on_a_terminal(capsys):
+    model, mech = beta_binomial.model(), beta_binomial.laplace(1.0)
+    dw.sample(model, mech, 300.0, 1000, draws=50, tune=10, chains=2, seed=0)
+    assert capsys.readouterr().err == ""  # not a terminal: silent
+    dw.sample(model, mech, 300.0, 1000, draws=50, tune=10, chains=2, seed=0, progress=True)
+    err = capsys.readouterr().err
+    assert "dawrap record: 120/120 iterations (100%)" in err and err.endswith("done   \n")
+    dw.sample(model, mech, 300.0, 1000, draws=50, tune=10, chains=2, seed=0, progress=False)
+    assert capsys.readouterr().err == ""
