@@ -12,12 +12,19 @@ import numpy as np
 from numba.core.registry import CPUDispatcher
 
 __all__ = [
+    "is_real",
     "as_count",
     "as_positive_float",
     "as_float_vector",
     "require_njit",
     "n_positional",
 ]
+
+
+def is_real(value) -> bool:
+    """A Python or NumPy real number (not a bool): what a user function must return."""
+    return isinstance(value, (numbers.Real, np.floating, np.integer)) and \
+        not isinstance(value, (bool, np.bool_))
 
 
 def as_count(value, name: str, minimum: int = 1) -> int:

@@ -28,20 +28,11 @@ __all__ = ["run_nonprivate", "run_naive", "run_ops", "confidential_statistic"]
 
 
 @numba.njit(nogil=True)
-def _iid(rng, draw, s, n, draws, theta_size):
+def _iid(rng, draw, draws, theta_size, *args):
+    """``draws`` independent ``draw(rng, *args)``, stacked."""
     out = np.empty((draws, theta_size))
     for i in range(draws):
-        theta = draw(rng, s, n)
-        for j in range(theta_size):
-            out[i, j] = theta[j]
-    return out
-
-
-@numba.njit(nogil=True)
-def _iid_ops(rng, draw, s, n, epsilon, draws, theta_size):
-    out = np.empty((draws, theta_size))
-    for i in range(draws):
-        theta = draw(rng, s, n, epsilon)
+        theta = draw(rng, *args)
         for j in range(theta_size):
             out[i, j] = theta[j]
     return out
@@ -59,7 +50,7 @@ def confidential_statistic(model: Model, confidential) -> tuple[np.ndarray, int]
                          family.stat_size), x.shape[0]
 
 
-def _check(model: Model, theta: np.ndarray, name: str) -> np.ndarray:
+def _check(theta: np.ndarray, name: str) -> np.ndarray:
     if not np.all(np.isfinite(theta)):
         raise ValueError(f"{name} produced a non-finite theta")
     return theta
@@ -70,9 +61,9 @@ def run_nonprivate(model: Model, confidential, n: int, rngs, *, draws: int) -> O
     s, n_records = confidential_statistic(model, confidential)
     if n_records != n:
         raise ValueError(f"confidential has {n_records} records but n = {n}")
-    theta = np.stack([_iid(rng, family.conjugate_draw, s, float(n), draws, model.theta_size)
+    theta = np.stack([_iid(rng, family.conjugate_draw, draws, model.theta_size, s, float(n))
                       for rng in rngs])
-    return Output(_check(model, theta, "conjugate_draw"), {}, None)
+    return Output(_check(theta, "conjugate_draw"), {}, None)
 
 
 def run_naive(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, rngs, *,
@@ -84,9 +75,9 @@ def run_naive(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, rngs
         raise ValueError(f"the mechanism releases {mechanism.size} value(s) but the family's "
                          f"statistic has stat_size {family.stat_size}")
     s = np.asarray(family.project(s_dp, float(n)), dtype=float)
-    theta = np.stack([_iid(rng, family.conjugate_draw, s, float(n), draws, model.theta_size)
+    theta = np.stack([_iid(rng, family.conjugate_draw, draws, model.theta_size, s, float(n))
                       for rng in rngs])
-    return Output(_check(model, theta, "conjugate_draw"), {}, None)
+    return Output(_check(theta, "conjugate_draw"), {}, None)
 
 
 def run_ops(model: Model, mechanism: Mechanism, confidential, n: int, rngs, *,
@@ -103,7 +94,7 @@ def run_ops(model: Model, mechanism: Mechanism, confidential, n: int, rngs, *,
         raise ValueError(f"confidential has {n_records} records but n = {n}")
     k = len(rngs) * draws
     epsilon_each = mechanism.epsilon / k
-    theta = np.stack([_iid_ops(rng, family.ops_draw, s, float(n), epsilon_each, draws,
-                               model.theta_size) for rng in rngs])
-    return Output(_check(model, theta, "ops_draw"), {"ops_epsilon_each": np.full(
+    theta = np.stack([_iid(rng, family.ops_draw, draws, model.theta_size, s, float(n),
+                           epsilon_each) for rng in rngs])
+    return Output(_check(theta, "ops_draw"), {"ops_epsilon_each": np.full(
         theta.shape[:2], epsilon_each)}, None)

@@ -196,8 +196,13 @@ class Mechanism:
 
     # -- inference side ----------------------------------------------------------------------
     def check_release(self, s_dp) -> np.ndarray:
-        """Validate a release: a finite real scalar or vector of length ``size``."""
-        return as_float_vector(s_dp, "s_dp", self.size)
+        """Validate a release: a finite real scalar or vector of length ``size``, integers for
+        the integer mechanisms."""
+        s = as_float_vector(s_dp, "s_dp", self.size)
+        if self.integer_statistic and not np.all(s == np.round(s)):
+            raise ValueError(f"s_dp must be integer-valued for the {self.name} mechanism, "
+                             f"got {s}")
+        return s
 
     def log_g(self, s_dp, t) -> float:
         """``log g(s_dp, t)`` for a release and a confidential total ``t``."""
@@ -322,12 +327,6 @@ class Geometric(Mechanism):
         scale = as_fraction(self.sensitivity) / as_fraction(self.epsilon)
         return [v + discrete_laplace(scale) for v in self._integer_total(t)]
 
-    def check_release(self, s_dp) -> np.ndarray:
-        s = super().check_release(s_dp)
-        if not np.all(s == np.round(s)):
-            raise ValueError(f"s_dp must be integer-valued for the Geometric mechanism, got {s}")
-        return s
-
     @property
     def privacy(self) -> dict:
         return {"epsilon": self.epsilon, "sensitivity": self.sensitivity, "alpha": self.alpha}
@@ -429,13 +428,6 @@ class DiscreteGaussian(Gaussian):
         from .discrete import discrete_gaussian
 
         return [v + discrete_gaussian(self.sigma) for v in self._integer_total(t)]
-
-    def check_release(self, s_dp) -> np.ndarray:
-        s = super().check_release(s_dp)
-        if not np.all(s == np.round(s)):
-            raise ValueError(f"s_dp must be integer-valued for the DiscreteGaussian mechanism, "
-                             f"got {s}")
-        return s
 
 
 class _NumpyIntegers:

@@ -16,6 +16,7 @@ import numpy as np
 from numba.core.errors import NumbaError
 
 from . import record
+from ._checks import is_real
 from ._parallel import Output, run_parallel
 from ._progress import Progress
 from .checkpoint import load_chain, save_chain
@@ -69,7 +70,7 @@ def _theta_output(out, model: Model, name: str):
         raise ValueError(f"{name} must return theta or (theta, accept_prob), got a tuple of "
                          f"{len(out)}")
     theta, accept = (out if isinstance(out, tuple) else (out, np.nan))
-    if not isinstance(accept, (float, int, np.floating, np.integer)) or isinstance(accept, bool):
+    if not is_real(accept):
         raise TypeError(f"{name} returned (theta, accept_prob) with accept_prob of type "
                         f"{type(accept).__name__}; expected a float")
     return model.pack(theta, f"the theta returned by {name}"), float(accept)
@@ -105,7 +106,7 @@ class _Setup:
             _, log_ratio = _probe_writer(model.propose_record, "propose_record",
                                          model.record_size, rng, theta.copy(), record_.copy(),
                                          start=record_)
-            if not isinstance(log_ratio, (float, int, np.floating, np.integer)):
+            if not is_real(log_ratio):
                 raise TypeError(f"propose_record must return a float log ratio, got "
                                 f"{type(log_ratio).__name__}")
         if model.stat_size:
@@ -117,7 +118,7 @@ class _Setup:
                              f"drawn from the model contributes {t}")
         log_g = call_user(mech.log_density, "the mechanism's log_density", self.s_dp,
                           np.zeros(mech.size), self.params)
-        if not isinstance(log_g, (float, int, np.floating, np.integer)):
+        if not is_real(log_g):
             raise TypeError(f"log_density must return a float, got {type(log_g).__name__}")
 
     def probe_theta(self, theta: np.ndarray, x: np.ndarray) -> None:

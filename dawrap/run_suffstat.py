@@ -110,11 +110,10 @@ def run_suffstat(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, r
     family = require_family(model, "suffstat")
     _check_release_statistic(family, mechanism)
     config = _config(family, mechanism, s_dp, n, variant)
-    truncated = mechanism.truncation is not None
     fns = suffstat.SuffstatFunctions(family.mean_cov, family.conjugate_draw, family.valid,
-                                     family.natural if truncated else no_natural,
-                                     family.cdf if truncated else no_cdf,
-                                     family.sf if truncated else no_cdf)
+                                     family.natural if config.truncated else no_natural,
+                                     family.cdf if config.truncated else no_cdf,
+                                     family.sf if config.truncated else no_cdf)
     thetas, _ = _initial_values(model, len(rngs), n, init_theta, None)
     states = [_initial_state(model, family, mechanism, config, rng, thetas and thetas[c])
               for c, rng in enumerate(rngs)]

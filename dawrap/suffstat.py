@@ -45,6 +45,7 @@ import numba
 import numpy as np
 
 from .family import truncated_moments
+from .record import _copy_into
 
 __all__ = ["SuffstatFunctions", "SuffstatState", "SuffstatConfig", "norm_product", "step",
            "run", "MAX_REJECTIONS"]
@@ -186,12 +187,6 @@ def _update_noise(rng, state, config):
 
 
 @numba.njit(nogil=True)
-def _set(dst, src):
-    for j in range(dst.shape[0]):
-        dst[j] = src[j]
-
-
-@numba.njit(nogil=True)
 def step(rng, state, config, fns):
     """One Gibbs iteration. Returns ``(state, rejections, status)``."""
     n = config.n
@@ -207,8 +202,8 @@ def step(rng, state, config, fns):
             if rejections >= MAX_REJECTIONS:
                 return state, rejections, TOO_MANY_REJECTIONS
             s = draw_normal(rng, m, S)
-        _set(state.s, s)
-        _set(state.s_centre, s)
+        _copy_into(state.s, s)
+        _copy_into(state.s_centre, s)
     else:
         # Algorithm 2: (s_l, s_c, s_u) | theta, sigma^2, y; theta | s; sigma^2 | s_c, y.
         m, V = _regions(fns, state.theta, config)
@@ -227,12 +222,12 @@ def step(rng, state, config, fns):
             # The paper's line 10: s_c redrawn at the new theta, ignoring y.
             m, V = _regions(fns, theta, config)
             s_c = draw_normal(rng, m[1:2].copy(), V[1:2, 1:2].copy())
-        _set(state.s, s)
-        _set(state.s_centre, s_c)
+        _copy_into(state.s, s)
+        _copy_into(state.s_centre, s_c)
     for j in range(theta.shape[0]):
         if not np.isfinite(theta[j]):
             return state, rejections, BAD_THETA
-    _set(state.theta, theta)
+    _copy_into(state.theta, theta)
     _update_noise(rng, state, config)
     return state, rejections, OK
 
@@ -248,8 +243,8 @@ def run(rng, state, config, fns, stop, tune, out_theta, out_rejections, out_s):
             return state, it, status
         if it >= tune:
             row = it - tune
-            _set(out_theta[row], state.theta)
+            _copy_into(out_theta[row], state.theta)
             out_rejections[row] = rejections
             if out_s.shape[0] > 0:
-                _set(out_s[row], state.s_centre)
+                _copy_into(out_s[row], state.s_centre)
     return state, stop, OK

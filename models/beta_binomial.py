@@ -21,7 +21,7 @@ import numpy as np
 
 import dawrap as dw
 
-from ._checks import positive
+from ._shared import positive
 
 __all__ = ["model", "count", "draw_record", "laplace", "geometric", "exact_posterior"]
 

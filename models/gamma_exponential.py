@@ -23,7 +23,7 @@ import numpy as np
 
 import dawrap as dw
 
-from ._checks import positive
+from ._shared import nearest_nonnegative_total, nonnegative_total, positive
 
 __all__ = ["model", "value", "draw_record", "laplace", "family"]
 
@@ -81,16 +81,6 @@ def sf(x, eta):
     return math.exp(eta * x) if x > 0.0 else 1.0
 
 
-@numba.njit(nogil=True, cache=True)
-def valid(s, n):
-    return s[0] >= 0.0
-
-
-@numba.njit(nogil=True, cache=True)
-def project(s, n):
-    return np.array([max(s[0], 0.0)])
-
-
 @functools.lru_cache(maxsize=64)
 def _kernels(alpha: float, beta: float):
     @numba.njit(nogil=True)
@@ -107,9 +97,9 @@ def _kernels(alpha: float, beta: float):
 @functools.lru_cache(maxsize=64)
 def family(alpha: float = 1.0, beta: float = 1.0) -> dw.ExponentialFamily:
     """The exponential family description (natural parameter -lam)."""
-    return dw.ExponentialFamily(value, 1, mean_cov, _kernels(alpha, beta)[1], valid,
-                                bounded=False, natural=natural, cdf=cdf, sf=sf,
-                                project=project)
+    return dw.ExponentialFamily(value, 1, mean_cov, _kernels(alpha, beta)[1],
+                                nonnegative_total, bounded=False, natural=natural, cdf=cdf,
+                                sf=sf, project=nearest_nonnegative_total)
 
 
 def model(alpha: float = 1.0, beta: float = 1.0) -> dw.Model:

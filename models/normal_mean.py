@@ -22,7 +22,7 @@ import numpy as np
 
 import dawrap as dw
 
-from ._checks import positive
+from ._shared import positive
 
 __all__ = ["model", "total", "clamped_total", "draw_record_factory", "laplace", "gaussian",
            "laplace_truncated", "family", "exact_posterior_gaussian"]

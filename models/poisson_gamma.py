@@ -22,7 +22,7 @@ import numpy as np
 
 import dawrap as dw
 
-from ._checks import positive
+from ._shared import nearest_nonnegative_total, nonnegative_total, positive
 
 __all__ = ["model", "count", "clamped_count", "draw_record", "laplace", "geometric",
            "laplace_truncated", "family", "exact_posterior"]
@@ -145,16 +145,6 @@ def mean_cov(theta):
     return np.array([theta[0]]), np.array([[theta[0]]])
 
 
-@numba.njit(nogil=True, cache=True)
-def valid(s, n):
-    return s[0] >= 0.0
-
-
-@numba.njit(nogil=True, cache=True)
-def project(s, n):
-    return np.array([max(s[0], 0.0)])
-
-
 @functools.lru_cache(maxsize=64)
 def family(alpha: float = 1.0, beta: float = 1.0) -> dw.ExponentialFamily:
     """The exponential-family description (natural parameter log lam, integer records)."""
@@ -162,9 +152,9 @@ def family(alpha: float = 1.0, beta: float = 1.0) -> dw.ExponentialFamily:
     def posterior_draw(rng, s, n):
         return conjugate_draw(rng, alpha, beta, s[0], n)
 
-    return dw.ExponentialFamily(count, 1, mean_cov, posterior_draw, valid, bounded=False,
-                                natural=natural, cdf=cdf, sf=sf, discrete=True,
-                                project=project)
+    return dw.ExponentialFamily(count, 1, mean_cov, posterior_draw, nonnegative_total,
+                                bounded=False, natural=natural, cdf=cdf, sf=sf, discrete=True,
+                                project=nearest_nonnegative_total)
 
 
 def model(alpha: float = 1.0, beta: float = 1.0) -> dw.Model:
