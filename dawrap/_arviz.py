@@ -115,3 +115,17 @@ def rhat(draws: np.ndarray) -> float:
 def summary(data, **kwargs):
     """``arviz.summary`` of the posterior."""
     return az.summary(data, **kwargs)
+
+
+def plot_trace(data, path) -> None:
+    """ArviZ's trace plot (draws and marginal densities) of the posterior, saved to ``path``
+    (matplotlib must already be on a file backend)."""
+    import matplotlib.pyplot as plt
+
+    if ARVIZ_1:
+        figure = az.plot_trace_dist(data, backend="matplotlib").viz["figure"].item()
+    else:
+        figure = np.asarray(az.plot_trace(data)).ravel()[0].figure
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)

@@ -12,15 +12,17 @@ class Progress:
     """Report ``sum(done) / total`` iterations on stderr every ``interval`` seconds.
 
     ``enabled=None`` shows it only when stderr is a terminal, so logs and CI stay clean.
-    Use as a context manager; chains write their iteration counts into ``done[c]``.
+    Use as a context manager; chains write their iteration counts into ``done[c]`` (a study
+    counts trials instead: ``unit``).
     """
 
     def __init__(self, label: str, chains: int, total: int, enabled: bool | None = None,
-                 interval: float = 0.5, stream=None):
+                 interval: float = 0.5, stream=None, unit: str = "iterations"):
         self.stream = stream or sys.stderr
         isatty = getattr(self.stream, "isatty", lambda: False)()
         self.enabled = isatty if enabled is None else bool(enabled)
         self.label, self.total, self.interval = label, total * chains, interval
+        self.unit = unit
         self.done = [0] * chains
         self._stop = threading.Event()
         self._thread = None
@@ -49,8 +51,8 @@ class Progress:
         elapsed = time.perf_counter() - self._began
         rate = done / elapsed if elapsed > 0 else 0.0
         eta = (self.total - done) / rate if rate > 0 else float("inf")
-        line = (f"\r{self.label}: {done}/{self.total} iterations "
-                f"({100 * done / max(self.total, 1):.0f}%), {rate:.0f} it/s, "
+        line = (f"\r{self.label}: {done}/{self.total} {self.unit} "
+                f"({100 * done / max(self.total, 1):.0f}%), {rate:.3g} {self.unit}/s, "
                 f"{'done' if final else f'{eta:.0f} s left'}   ")
         self.stream.write(line + ("\n" if final else ""))
         self.stream.flush()

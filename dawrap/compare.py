@@ -55,14 +55,9 @@ class Comparison:
         """Overlay each method's posterior (histogram densities) per scalar parameter, with
         the exact density where ``exact`` gives one (``{name: object with .pdf}``). Needs
         matplotlib (``pip install matplotlib``). Writes ``path`` and returns it."""
-        try:
-            import matplotlib
+        from .plots import pyplot
 
-            matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
-        except ImportError as err:
-            raise ImportError("Comparison.plot needs matplotlib: pip install matplotlib") \
-                from err
+        plt = pyplot()
         names = list(dict.fromkeys(self.table["parameter"]))
         fig, axes = plt.subplots(1, len(names), figsize=(4.5 * len(names), 3.4), squeeze=False)
         for ax, name in zip(axes[0], names):

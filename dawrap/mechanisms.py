@@ -27,6 +27,7 @@ import numba
 import numpy as np
 
 from ._checks import as_count, as_float_vector, as_positive_float, n_positional, require_njit
+from .recipe import reduce_by_recipe
 
 __all__ = ["Mechanism", "Laplace", "Gaussian", "Geometric", "DiscreteGaussian"]
 
@@ -189,6 +190,11 @@ class Mechanism:
                            "truncation": None if self.truncation is None
                            else [repr(v) for v in self.truncation],
                            "privacy": {k: repr(float(v)) for k, v in self.privacy.items()}})
+
+    def __reduce__(self):
+        # Pickled by the recipe that built it (dawrap.recipe): compiled functions and
+        # closures cannot be pickled by value.
+        return reduce_by_recipe(self)
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v:g}" for k, v in self.privacy.items())

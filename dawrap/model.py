@@ -18,6 +18,7 @@ import numba
 import numpy as np
 
 from ._checks import as_count, n_positional, require_njit
+from .recipe import reduce_by_recipe
 
 __all__ = ["Model"]
 
@@ -165,6 +166,11 @@ class Model:
         self.record_support = anywhere if record_support is None else require_njit(
             record_support, "record_support", "(x_i) -> bool")
         self.name = name or getattr(draw_record, "__module__", "model")
+
+    def __reduce__(self):
+        # Pickled by the recipe that built it (dawrap.recipe): compiled functions and
+        # closures cannot be pickled by value.
+        return reduce_by_recipe(self)
 
     def __repr__(self) -> str:
         shapes = ", ".join(f"{k}: {v}" for k, v in self.params.items())

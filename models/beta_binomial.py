@@ -127,6 +127,7 @@ def _family(a: float, b: float, a0: float):
                                 project=project, ops_draw=ops_draw)
 
 
+@dw.recipe
 def model(a: float = 1.0, b: float = 1.0, ops_bound: float = 0.1) -> dw.Model:
     """The beta-binomial model with prior ``Beta(a, b)`` on the parameter ``p``.
 
@@ -144,11 +145,13 @@ def model(a: float = 1.0, b: float = 1.0, ops_bound: float = 0.1) -> dw.Model:
                     name=f"beta_binomial(a={a:g}, b={b:g})")
 
 
+@dw.recipe
 def laplace(epsilon: float) -> dw.Laplace:
     """The count with Laplace noise of scale ``1 / epsilon`` (epsilon-DP)."""
     return dw.Laplace(count, epsilon=epsilon, sensitivity=1.0)
 
 
+@dw.recipe
 def geometric(epsilon: float) -> dw.Geometric:
     """The count with two-sided geometric noise (epsilon-DP, integer release)."""
     return dw.Geometric(count, epsilon=epsilon, sensitivity=1.0)

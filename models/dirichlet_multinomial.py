@@ -113,6 +113,7 @@ def _check_alpha(alpha) -> tuple:
     return tuple(float(a) for a in arr)
 
 
+@dw.recipe
 def model(alpha) -> dw.Model:
     """The Dirichlet-multinomial model, prior ``Dirichlet(alpha)`` on the parameter ``p``."""
     alpha = _check_alpha(alpha)
@@ -128,6 +129,7 @@ def model(alpha) -> dw.Model:
                     name=f"dirichlet_multinomial(alpha={list(alpha)})")
 
 
+@dw.recipe
 def laplace(epsilon: float, categories: int) -> dw.Laplace:
     """The count vector with Laplace noise of scale ``2 / epsilon`` per count (epsilon-DP)."""
     return dw.Laplace(one_hot, epsilon=epsilon, sensitivity=2.0, size=categories)

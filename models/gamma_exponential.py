@@ -102,6 +102,7 @@ def family(alpha: float = 1.0, beta: float = 1.0) -> dw.ExponentialFamily:
                                 sf=sf, project=nearest_nonnegative_total)
 
 
+@dw.recipe
 def model(alpha: float = 1.0, beta: float = 1.0) -> dw.Model:
     """Exponential records, prior ``Gamma(alpha, rate=beta)`` on the parameter ``lam``."""
     alpha, beta = positive("alpha", alpha), positive("beta", beta)
@@ -113,6 +114,7 @@ def model(alpha: float = 1.0, beta: float = 1.0) -> dw.Model:
                     name=f"gamma_exponential(alpha={alpha:g}, beta={beta:g})")
 
 
+@dw.recipe
 def laplace(epsilon: float, lower: float, upper: float) -> dw.Laplace:
     """The total of records inside ``[lower, upper]`` with Laplace noise (epsilon-DP)."""
     fam = family()

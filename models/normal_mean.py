@@ -123,6 +123,7 @@ def family(mu0: float = 0.0, sd0: float = 1.0, sigma: float = 1.0) -> dw.Exponen
                                 project=project)
 
 
+@dw.recipe
 def model(mu0: float = 0.0, sd0: float = 1.0, sigma: float = 1.0) -> dw.Model:
     """Normal records with known ``sigma``; prior ``N(mu0, sd0^2)`` on the parameter ``mu``."""
     mu0 = float(mu0)
@@ -136,12 +137,14 @@ def model(mu0: float = 0.0, sd0: float = 1.0, sigma: float = 1.0) -> dw.Model:
                     name=f"normal_mean(mu0={mu0:g}, sd0={sd0:g}, sigma={sigma:g})")
 
 
+@dw.recipe
 def laplace(epsilon: float, lower: float, upper: float) -> dw.Laplace:
     """The sum of records clamped to ``[lower, upper]`` with Laplace noise (epsilon-DP)."""
     lower, upper = _check_bounds(lower, upper)
     return dw.Laplace(clamped_total(lower, upper), epsilon=epsilon, sensitivity=upper - lower)
 
 
+@dw.recipe
 def laplace_truncated(epsilon: float, lower: float, upper: float) -> dw.Laplace:
     """The total of records inside ``[lower, upper]`` (others dropped) with Laplace noise:
     the Bernstein-Sheldon release, which both samplers accept.
@@ -155,6 +158,7 @@ def laplace_truncated(epsilon: float, lower: float, upper: float) -> dw.Laplace:
                       truncation=(lower, upper))
 
 
+@dw.recipe
 def gaussian(sigma: float) -> dw.Gaussian:
     """The unclamped sum with Gaussian noise of standard deviation ``sigma`` (not DP: the
     unclamped sum has unbounded sensitivity; for testing and method studies)."""

@@ -157,6 +157,7 @@ def family(alpha: float = 1.0, beta: float = 1.0) -> dw.ExponentialFamily:
                                 project=nearest_nonnegative_total)
 
 
+@dw.recipe
 def model(alpha: float = 1.0, beta: float = 1.0) -> dw.Model:
     """The Poisson-gamma model, prior ``Gamma(alpha, rate=beta)`` on the parameter ``lam``."""
     alpha, beta = positive("alpha", alpha), positive("beta", beta)
@@ -168,12 +169,14 @@ def model(alpha: float = 1.0, beta: float = 1.0) -> dw.Model:
                     name=f"poisson_gamma(alpha={alpha:g}, beta={beta:g})")
 
 
+@dw.recipe
 def laplace(epsilon: float, c: float) -> dw.Laplace:
     """The total of counts clamped at ``c`` with Laplace noise of scale ``c / epsilon``."""
     c = _check_clamp(c)
     return dw.Laplace(clamped_count(c), epsilon=epsilon, sensitivity=c)
 
 
+@dw.recipe
 def laplace_truncated(epsilon: float, lower: float, upper: float) -> dw.Laplace:
     """The total of the counts inside ``[lower, upper]`` (others dropped) with Laplace noise:
     the Bernstein-Sheldon release, which both samplers accept. Sensitivity ``upper``."""
@@ -187,6 +190,7 @@ def laplace_truncated(epsilon: float, lower: float, upper: float) -> dw.Laplace:
                       truncation=(lower, upper))
 
 
+@dw.recipe
 def geometric(epsilon: float, c: float) -> dw.Geometric:
     """The clamped total with two-sided geometric noise (integer release, epsilon-DP)."""
     c = _check_clamp(c)

@@ -1,0 +1,61 @@
+"""Send models and mechanisms to other processes by the recipe that built them.
+
+A :class:`~dawrap.Model` holds compiled numba functions, closures over hyperparameters and
+lambdas: it cannot be pickled by value, yet a process pool or a dask cluster must rebuild it in
+every worker. A factory decorated with :func:`recipe` stamps what it returns with its own
+import path and arguments; pickling such an object stores only that recipe, and unpickling
+calls the factory again (once per process: rebuilt objects are cached, so a worker compiles a
+model once however many tasks it runs).
+
+>>> @dw.recipe
+... def my_model(a=1.0):
+...     return dw.Model(...)
+>>> pickle.loads(pickle.dumps(my_model(a=2.0)))   # calls my_model(a=2.0) again
+
+Every factory in :mod:`dawrap.models` is a recipe. A factory defined in a script's
+``__main__`` works with the local process pool (workers re-import the script) but not on a
+remote cluster, which cannot import it: put it in a module the workers can import.
+"""
+from __future__ import annotations
+
+import functools
+import importlib
+import pickle
+
+__all__ = ["recipe", "rebuild", "reduce_by_recipe"]
+
+_REBUILT: dict = {}
+
+
+def recipe(factory):
+    """Decorate a factory so that the objects it returns pickle by reference to the call."""
+
+    @functools.wraps(factory)
+    def build(*args, **kwargs):
+        obj = factory(*args, **kwargs)
+        obj._recipe = (factory.__module__, factory.__qualname__, args, kwargs)
+        return obj
+
+    return build
+
+
+def rebuild(module: str, qualname: str, args: tuple, kwargs: dict):
+    """Call the factory ``module.qualname(*args, **kwargs)``, once per process per recipe."""
+    key = (module, qualname, pickle.dumps((args, sorted(kwargs.items()))))
+    if key not in _REBUILT:
+        target = importlib.import_module(module)
+        for part in qualname.split("."):
+            target = getattr(target, part)
+        _REBUILT[key] = target(*args, **kwargs)
+    return _REBUILT[key]
+
+
+def reduce_by_recipe(obj):
+    """``__reduce__`` for objects a :func:`recipe` may have built."""
+    stamp = getattr(obj, "_recipe", None)
+    if stamp is None:
+        raise TypeError(
+            f"{obj!r} cannot be sent to another process: it holds compiled functions and "
+            f"closures. Build it with a factory decorated by @dawrap.recipe.recipe (every "
+            f"dawrap.models factory is one), or run in this process (executor='threads').")
+    return rebuild, stamp
