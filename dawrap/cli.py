@@ -1,17 +1,173 @@
 """The ``dawrap`` command line.
 
-``dawrap demo`` is the main job of the README: it simulates a confidential database on built-in
-settings, releases its count with the Laplace mechanism, samples the exact private posterior and
-checks it against the exact answer, and writes the result to an output folder.
+* ``dawrap demo``: the README's main job. Simulates a confidential database on built-in
+  settings, releases its count with the Laplace mechanism, samples the private posterior with
+  the record-level and sufficient-statistic samplers, checks them against the exact answer and
+  the naive baseline, and writes a netCDF file and PNG plots to an output folder.
+* ``dawrap sample``: a built-in model and a release given on the command line or in a file;
+  writes the posterior to netCDF.
+* ``dawrap calibrate``: a simulation-based calibration study, with a progress line; writes the
+  results (netCDF, a text summary) and rank/ECDF plots; rerun to resume.
+* ``dawrap models``: the built-in models, their arguments and mechanisms.
 """
 from __future__ import annotations
 
 import argparse
+import inspect
+import json
 import sys
 import time
 from pathlib import Path
 
 __all__ = ["main"]
+
+
+def _catalogue() -> dict:
+    """``{name: (module, {mechanism name: factory})}`` for every built-in model."""
+    from dawrap import models
+
+    out = {}
+    for name in models.__all__:
+        module = getattr(models, name)
+        mechs = {k: f for k, f in vars(module).items()
+                 if getattr(f, "is_recipe", False) and k != "model"}
+        out[name] = (module, mechs)
+    return out
+
+
+def _arguments(factory) -> str:
+    """``(a=1.0, b=1.0)``: a factory's arguments and defaults, without annotations."""
+    params = inspect.signature(factory).parameters.values()
+    return "(" + ", ".join(p.name if p.default is p.empty else f"{p.name}={p.default!r}"
+                           for p in params) + ")"
+
+
+def _catalogue_text() -> str:
+    lines = ["built-in models (--model-arg KEY=VALUE for their arguments) and their mechanisms "
+             "(--mechanism NAME, --mechanism-arg KEY=VALUE; --epsilon is a shortcut):"]
+    for name, (module, mechs) in _catalogue().items():
+        lines.append(f"  {name}{_arguments(module.model)}")
+        lines += [f"      --mechanism {mech}{_arguments(f)}" for mech, f in mechs.items()]
+    return "\n".join(lines)
+
+
+def _value(text: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def _pairs(items, option: str) -> dict:
+    out = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key.isidentifier():
+            raise ValueError(f"{option} expects key=value (e.g. a=1, alpha=[1,1,1]), "
+                             f"got {item!r}")
+        out[key] = _value(value)
+    return out
+
+
+def _build(args):
+    """The model and mechanism named on the command line."""
+    catalogue = _catalogue()
+    if args.model not in catalogue:
+        raise ValueError(f"model must be one of {list(catalogue)}, got {args.model!r}")
+    module, mechs = catalogue[args.model]
+    if args.mechanism not in mechs:
+        raise ValueError(f"--mechanism for {args.model} must be one of {list(mechs)}, "
+                         f"got {args.mechanism!r}")
+    mech_kwargs = _pairs(args.mechanism_arg, "--mechanism-arg")
+    if args.epsilon is not None:
+        mech_kwargs["epsilon"] = args.epsilon
+    built = []
+    for what, factory, kwargs in (("--model-arg", module.model, _pairs(args.model_arg,
+                                                                        "--model-arg")),
+                                  ("--mechanism-arg", mechs[args.mechanism], mech_kwargs)):
+        try:
+            inspect.signature(factory).bind(**kwargs)
+        except TypeError as err:
+            raise ValueError(f"{what}: {err}; {factory.__name__}{_arguments(factory)}") \
+                from None
+        built.append(factory(**kwargs))
+    return tuple(built)
+
+
+def _release(args, size: int):
+    if (args.s_dp is None) == (args.release is None):
+        raise ValueError("give the release either as --s-dp VALUE [VALUE ...] or as "
+                         "--release FILE")
+    if args.s_dp is not None:
+        return [float(v) for v in args.s_dp]
+    text = Path(args.release).read_text()
+    try:
+        values = json.loads(text)
+    except json.JSONDecodeError:
+        values = [float(v) for v in text.replace(",", " ").split()]
+    values = [values] if isinstance(values, (int, float)) else values
+    if len(values) != size:
+        raise ValueError(f"--release {args.release} holds {len(values)} numbers; the "
+                         f"mechanism releases {size}")
+    return values
+
+
+def _write_netcdf(data, path: Path) -> None:
+    try:
+        data.to_netcdf(str(path))
+        print(f"Wrote {path}")
+    except (ImportError, ValueError) as err:
+        print(f"Not written: no netCDF backend ({err}); pip install h5netcdf")
+
+
+def _sample(args) -> int:
+    import dawrap as dw
+    from dawrap import _arviz
+
+    model, mech = _build(args)
+    s_dp = _release(args, mech.size)
+    idata = dw.sample(model, mech, s_dp, n=args.n, method=args.method, draws=args.draws,
+                      tune=args.tune, chains=args.chains, seed=args.seed, cores=args.cores,
+                      checkpoint=args.checkpoint, resume=args.checkpoint if args.resume
+                      else None, progress=args.progress)
+    print(f"{model!r}\n{mech!r}\ns_dp = {s_dp}, n = {args.n}, method = {args.method}\n")
+    print(_arviz.summary(idata).to_string())
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    _write_netcdf(idata, out)
+    return 0
+
+
+def _calibrate(args) -> int:
+    from dawrap.calibration import calibrate
+
+    model, mech = _build(args)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    began = time.perf_counter()
+    cal = calibrate(model, mech, args.n, methods, trials=args.trials, seed=args.seed,
+                    parameter=args.parameter, index=args.index,
+                    sample_kwargs={"draws": args.draws, "tune": args.tune,
+                                   "chains": args.chains},
+                    store=out / "trials.jsonl", executor=args.executor,
+                    workers=args.workers, progress=args.progress)
+    report = f"{model!r}\n{mech!r}\nn = {args.n}\n{cal!r}\n"
+    print(report + f"({time.perf_counter() - began:.1f} s)")
+    (out / "summary.txt").write_text(report)
+    _write_netcdf(cal.dataset, out / "calibration.nc")
+    _plots(out, [("ranks.png", cal.plot_ranks), ("ecdf.png", cal.plot_ecdf)])
+    return 0
+
+
+def _plots(out: Path, plots) -> None:
+    """Write each plot, or say once that matplotlib is missing."""
+    try:
+        for name, plot in plots:
+            plot(out / name)
+            print(f"Wrote {out / name}")
+    except ImportError as err:
+        print(f"Plots not written: {err}")
 
 
 def _demo(args) -> int:
@@ -20,6 +176,7 @@ def _demo(args) -> int:
     import dawrap as dw
     from dawrap import _arviz
     from dawrap.models import beta_binomial
+    from dawrap.plots import plot_trace
 
     model = beta_binomial.model(a=1.0, b=1.0)
     mech = beta_binomial.laplace(epsilon=args.epsilon)
@@ -47,35 +204,64 @@ def _demo(args) -> int:
              for q in (0.05, 0.5, 0.95)]
     for what, est, ex, se in rows:
         print(f"  {what:10s}{est:10.4f}{ex:10.4f}{se:10.4f}")
-    naive = (1.0 + np.clip(s_dp[0], 0, args.n)) / (2.0 + args.n)
-    print(f"  naive posterior mean (noise ignored): {naive:.4f}")
     stats = _arviz.group(idata, "sample_stats")
     print(f"\nRecord acceptance rate {float(stats['accept_rate'].mean()):.3f}; smallest "
           f"acceptance probability {float(stats['min_accept_prob'].min()):.3f} >= "
           f"exp(-epsilon) = {np.exp(-args.epsilon):.3f} (Ju et al. Prop. 3.1)")
 
+    print("\nThe same release through every method (exact record sampler, Bernstein-Sheldon "
+          "sufficient-statistic Gibbs, and the naive baseline that ignores the noise):")
+    cmp = dw.compare(model, mech, s_dp, args.n, methods=("record", "suffstat", "naive"),
+                     draws=args.draws, tune=args.tune, chains=args.chains, seed=args.seed + 3)
+    print(cmp)
+    print(f"  exact      mean {exact.mean():.4f}, sd {exact.std():.4f}")
+
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / "demo_posterior.nc"
-    try:
-        idata.to_netcdf(str(path))
-        print(f"\nWrote {path}")
-    except (ImportError, ValueError) as err:
-        print(f"\nNot written: no netCDF backend ({err}); pip install h5netcdf")
+    print()
+    _write_netcdf(idata, out / "demo_posterior.nc")
+    _plots(out, [("demo_trace.png", lambda path: plot_trace(idata, path)),
+                 ("demo_posteriors.png", lambda path: cmp.plot(path, exact={"p": exact}))])
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``dawrap`` console script."""
+def _add_sampling(parser, draws: int, tune: int, chains: int) -> None:
+    parser.add_argument("--draws", type=int, default=draws,
+                        help=f"draws per chain after warm-up (default {draws})")
+    parser.add_argument("--tune", type=int, default=tune,
+                        help=f"warm-up iterations per chain (default {tune})")
+    parser.add_argument("--chains", type=int, default=chains, help=f"chains (default {chains})")
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                        help="progress line on stderr (default: only on a terminal)")
+
+
+def _add_model(parser) -> None:
+    parser.add_argument("model", help="a built-in model (see below)")
+    parser.add_argument("--mechanism", default="laplace",
+                        help="the mechanism factory of that model (default laplace)")
+    parser.add_argument("--epsilon", type=float, help="privacy budget, passed to the mechanism")
+    parser.add_argument("--model-arg", action="append", metavar="KEY=VALUE",
+                        help="a model argument, repeatable (JSON values: a=2, alpha=[1,1,1])")
+    parser.add_argument("--mechanism-arg", action="append", metavar="KEY=VALUE",
+                        help="a mechanism argument, repeatable (e.g. lower=0 upper=10)")
+    parser.add_argument("--n", type=int, required=True, help="number of records")
+
+
+def _parser() -> argparse.ArgumentParser:
+    from dawrap.sampling import METHODS
+
     parser = argparse.ArgumentParser(
         prog="dawrap", description="Exact Bayesian inference from differentially private "
                                    "releases by record-level data augmentation.")
     sub = parser.add_subparsers(dest="command", required=True)
+    fmt = argparse.RawDescriptionHelpFormatter
     demo = sub.add_parser(
-        "demo", help="simulate, release with Laplace noise, sample the exact private posterior",
+        "demo", help="simulate, release, sample and compare on built-in data",
         description="Simulate a confidential database of Bernoulli records, release its count "
                     "with the Laplace mechanism, sample p(p | s_dp) with record-level data "
-                    "augmentation, compare with the exact posterior, write a netCDF file.")
+                    "augmentation and sufficient-statistic Gibbs, compare with the exact "
+                    "posterior and the naive baseline, and write demo_posterior.nc, "
+                    "demo_trace.png and demo_posteriors.png to --out.")
     demo.add_argument("--n", type=int, default=1000, help="records (default 1000)")
     demo.add_argument("--p", type=float, default=0.3, help="true Bernoulli p (default 0.3)")
     demo.add_argument("--epsilon", type=float, default=0.5, help="privacy budget (default 0.5)")
@@ -84,10 +270,66 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--chains", type=int, default=4, help="chains (default 4)")
     demo.add_argument("--seed", type=int, default=2022, help="random seed (default 2022)")
     demo.add_argument("--out", default="dawrap-demo", help="output folder (default dawrap-demo)")
-    args = parser.parse_args(argv)
+
+    catalogue = _catalogue_text()
+    smp = sub.add_parser(
+        "sample", help="sample the private posterior of a release, write netCDF",
+        formatter_class=fmt, epilog=catalogue,
+        description="Sample p(theta | s_dp) for a built-in model and a release, print the "
+                    "ArviZ summary and write the result to a netCDF file.\n\nexample:\n"
+                    "  dawrap sample beta_binomial --epsilon 0.5 --n 1000 --s-dp 312.4")
+    _add_model(smp)
+    smp.add_argument("--s-dp", nargs="+", metavar="VALUE", help="the released value(s)")
+    smp.add_argument("--release", metavar="FILE",
+                     help="a file holding the release: a JSON number or list, or numbers "
+                          "separated by spaces, commas or newlines")
+    smp.add_argument("--method", default="record", choices=METHODS,
+                     help="sampler (default record: exact data augmentation)")
+    _add_sampling(smp, 1000, 1000, 4)
+    smp.add_argument("--seed", type=int, default=None, help="random seed (default fresh)")
+    smp.add_argument("--cores", type=int, default=None, help="chains run at once")
+    smp.add_argument("--checkpoint", metavar="DIR", help="save chains to DIR as they run")
+    smp.add_argument("--resume", action="store_true", help="continue from --checkpoint DIR")
+    smp.add_argument("--out", default="posterior.nc", help="netCDF file (default posterior.nc)")
+
+    cal = sub.add_parser(
+        "calibrate", help="simulation-based calibration study, with plots",
+        formatter_class=fmt, epilog=catalogue,
+        description="Draw theta from the prior, a database and a release, run each method, "
+                    "and record the ESS-thinned rank of the true theta; report KS, interval "
+                    "coverage and the simultaneous ECDF band, and write calibration.nc, "
+                    "summary.txt, ranks.png and ecdf.png to --out. Completed trials are kept "
+                    "in OUT/trials.jsonl: rerunning the same command resumes.\n\nexample:\n"
+                    "  dawrap calibrate beta_binomial --epsilon 0.1 --n 100 "
+                    "--methods record,naive --trials 200")
+    _add_model(cal)
+    cal.add_argument("--methods", default="record,naive",
+                     help=f"comma-separated, from {', '.join(METHODS)} (default record,naive)")
+    cal.add_argument("--trials", type=int, default=100, help="simulated releases (default 100)")
+    cal.add_argument("--seed", type=int, default=0, help="root seed (default 0)")
+    cal.add_argument("--parameter", help="parameter checked (default the first)")
+    cal.add_argument("--index", type=int, default=0, help="flat index in a vector parameter")
+    _add_sampling(cal, 1000, 500, 2)
+    cal.add_argument("--executor", default="processes", choices=["processes", "threads",
+                                                                 "serial"],
+                     help="where trials run (default processes: one per core)")
+    cal.add_argument("--workers", type=int, help="processes or threads (default all cores)")
+    cal.add_argument("--out", default="dawrap-calibration",
+                     help="output folder (default dawrap-calibration)")
+
+    sub.add_parser("models", help="list the built-in models and mechanisms",
+                   description=catalogue)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``dawrap`` console script."""
+    args = _parser().parse_args(argv)
+    commands = {"demo": _demo, "sample": _sample, "calibrate": _calibrate,
+                "models": lambda _: print(_catalogue_text()) or 0}
     try:
-        return {"demo": _demo}[args.command](args)
-    except (ValueError, TypeError) as err:
+        return commands[args.command](args)
+    except (ValueError, TypeError, OSError) as err:
         print(f"dawrap {args.command}: error: {err}", file=sys.stderr)
         return 2
 

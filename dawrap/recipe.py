@@ -36,6 +36,7 @@ def recipe(factory):
         obj._recipe = (factory.__module__, factory.__qualname__, args, kwargs)
         return obj
 
+    build.is_recipe = True  # how the command line finds a model's mechanism factories
     return build
 
 

@@ -42,6 +42,9 @@ def test_cli_demo_runs(tmp_path, capsys):
                  str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "Against the exact posterior" in out and "exp(-epsilon)" in out
+    assert all(f"{m}  " in out for m in ("record", "suffstat", "naive"))  # the comparison
+    for name in ("demo_posterior.nc", "demo_trace.png", "demo_posteriors.png"):
+        assert (tmp_path / name).stat().st_size > 1000, name
     assert np.isfinite(float(re.search(r"s_dp = (\S+)", out).group(1)))
 
 
