@@ -17,6 +17,7 @@ import numpy as np
 
 import dawrap as dw
 from dawrap import record
+from dawrap.kernels import engine_form
 from dawrap.models import beta_binomial, poisson_gamma
 
 
@@ -83,7 +84,7 @@ def time_engine(model, mech, theta, n, sweeps, seed):
                                  mech.engine_statistic, mech.log_density)
     shared = model.user_model_stat is mech.statistic
     sweep = record.make_sweep(model.record_size, mech.size, model.stat_size, False, shared)
-    kernel = __import__("dawrap.sampling", fromlist=["x"])._reporting_no_accept(model.draw_theta)
+    kernel = engine_form(model.draw_theta, False).step
     trace = record.Trace(np.empty((sweeps, 1)), np.empty(sweeps), np.empty(sweeps),
                          np.empty(sweeps), np.empty((0, 1)))
 

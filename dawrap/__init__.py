@@ -11,10 +11,11 @@ from .family import ExponentialFamily
 from .mechanisms import DiscreteGaussian, Gaussian, Geometric, Laplace, Mechanism
 from .model import Model
 from .recipe import recipe
+from . import kernels
 from .sampling import METHODS, sample
 
 __version__ = "0.2.0"
 
 __all__ = ["Model", "ExponentialFamily", "Mechanism", "Laplace", "Gaussian", "Geometric",
-           "DiscreteGaussian", "sample", "METHODS", "compare", "Comparison", "mmd2", "recipe",
+           "DiscreteGaussian", "sample", "METHODS", "compare", "Comparison", "mmd2", "recipe", "kernels",
            "__version__"]

@@ -1,7 +1,8 @@
 """Checkpoints of record-level chains: long runs lose no work.
 
 A checkpoint is a folder with one ``chain<c>.npz`` per chain: the complete sampler state
-(theta, the imputed database, the running sums, the cached log density), the chain's
+(theta, the imputed database, the running sums, the cached log density, the theta
+kernel's state), the chain's
 ``numpy.random.Generator`` state, the draws so far, the number of iterations done, and the
 settings the run was started with. Each file is written to a temporary name, flushed to disk
 and renamed over the old one, so a run killed at any moment (even by SIGKILL) leaves the
@@ -18,7 +19,7 @@ import numpy as np
 
 __all__ = ["save_chain", "load_chain", "saved_seed", "FORMAT"]
 
-FORMAT = 1
+FORMAT = 2
 
 
 def _path(directory, chain: int) -> Path:
@@ -33,7 +34,8 @@ def save_chain(directory, chain: int, *, done: int, state, rng, trace, settings:
     tmp = final.with_name(final.name + ".tmp")
     with open(tmp, "wb") as f:
         np.savez(f, theta=state.theta, x=state.x, stats=state.stats, total=state.total,
-                 log_g=np.float64(state.log_g), done=np.int64(done),
+                 log_g=np.float64(state.log_g), kernel_state=state.kernel_state,
+                 done=np.int64(done),
                  rng_state=np.array(json.dumps(rng.bit_generator.state)),
                  settings=np.array(json.dumps({**settings, "format": FORMAT})),
                  **{f"trace_{k}": v for k, v in trace._asdict().items()})

@@ -56,11 +56,12 @@ class Model:
         Floats per record; the imputed database is an ``(n, record_size)`` float64 array.
     draw_record : numba.njit function
         ``(rng, theta, out) -> None``: writes :math:`x_i \sim f(\cdot \mid \theta)` into ``out``.
-    draw_theta : callable
+    draw_theta : callable or dawrap.kernels.Kernel
         ``(rng, theta, x, stats) -> theta`` or ``-> (theta, accept_prob)``: a Markov kernel
         leaving :math:`p(\theta \mid x)` invariant. Compiled with ``numba.njit``, the whole
         chain runs in compiled code; a plain Python function also works, at a per-iteration
-        call cost.
+        call cost. Without a conjugate update, build one from a log density with
+        :func:`dawrap.kernels.metropolis` or :func:`~dawrap.kernels.adaptive_metropolis`.
     draw_prior : callable
         ``(rng) -> theta``: a draw from the prior :math:`p(\theta)`.
     model_stat : numba.njit function, optional
@@ -126,12 +127,20 @@ class Model:
         self.record_size = as_count(record_size, "record_size")
 
         self.draw_record = require_njit(draw_record, "draw_record", "(rng, theta, out)")
-        if not callable(draw_theta):
-            raise TypeError("draw_theta must be callable (rng, theta, x, stats) -> theta")
+        from .kernels import Kernel
+
+        if isinstance(draw_theta, Kernel):  # e.g. dw.kernels.adaptive_metropolis(...)
+            require_njit(draw_theta.step, "draw_theta.step",
+                         "(rng, theta, x, stats, state, tuning) -> (theta, accept_prob)")
+            self.theta_compiled = True
+        else:
+            if not callable(draw_theta):
+                raise TypeError("draw_theta must be callable (rng, theta, x, stats) -> theta "
+                                "or a dawrap.kernels.Kernel")
+            self.theta_compiled = isinstance(draw_theta, numba.core.registry.CPUDispatcher)
+            if n_positional(draw_theta) != 4:
+                raise TypeError("draw_theta must take exactly (rng, theta, x, stats)")
         self.draw_theta = draw_theta
-        self.theta_compiled = isinstance(draw_theta, numba.core.registry.CPUDispatcher)
-        if n_positional(draw_theta) != 4:
-            raise TypeError("draw_theta must take exactly (rng, theta, x, stats)")
         if not callable(draw_prior):
             raise TypeError("draw_prior must be callable (rng) -> theta")
         self.draw_prior = draw_prior

@@ -78,6 +78,7 @@ class RecordState(NamedTuple):
     stats: np.ndarray   # (stat_size,) sum_i model_stat(x_i)
     total: np.ndarray   # (size,) T = sum_i t(x_i, s_dp), the mechanism's statistic
     log_g: float        # log g(s_dp, T), cached so no record update recomputes it
+    kernel_state: np.ndarray  # the theta kernel's own state (e.g. an adapted step size)
 
 
 class StepInfo(NamedTuple):
@@ -130,7 +131,8 @@ def _add_into(dst, src):
 
 @numba.njit(nogil=True)
 def init(theta, x, s_dp, params, fns, stat_size):
-    """A :class:`RecordState` with the running sums computed from scratch."""
+    """A :class:`RecordState` with the running sums computed from scratch (and an empty
+    kernel state: the driver puts the kernel's in)."""
     stats = np.zeros(stat_size)
     total = np.zeros(s_dp.shape[0])
     buf_s = np.empty(stat_size)
@@ -140,7 +142,8 @@ def init(theta, x, s_dp, params, fns, stat_size):
         fns.mech_stat(x[i], s_dp, buf_t)
         _add_into(stats, buf_s)
         _add_into(total, buf_t)
-    return RecordState(theta, x, stats, total, fns.log_density(s_dp, total, params))
+    return RecordState(theta, x, stats, total, fns.log_density(s_dp, total, params),
+                       np.empty(0))
 
 
 @numba.njit(nogil=True)
@@ -281,7 +284,7 @@ def make_sweep(record_size: int, size: int, stat_size: int, general: bool, share
         elif not _all_finite(stats):
             status = BAD_STATS
         info = StepInfo(accepted / n, math.exp(min_log_alpha), status)
-        return RecordState(theta, x, stats, total, log_g), info
+        return RecordState(theta, x, stats, total, log_g, state.kernel_state), info
 
     return sweep
 
@@ -301,14 +304,16 @@ def set_theta(state, theta_new):
 
 
 @numba.njit(nogil=True)
-def step(rng, state, s_dp, params, fns, theta_kernel, sweep):
+def step(rng, state, s_dp, params, fns, theta_kernel, sweep, tuning):
     """One full iteration: theta from ``theta_kernel``, then a record sweep.
 
-    ``theta_kernel(rng, theta, x, stats) -> (theta, accept_prob)``; ``sweep`` from
-    :func:`make_sweep`.
+    ``theta_kernel(rng, theta, x, stats, kernel_state, tuning) -> (theta, accept_prob)``
+    (the engine form of a :class:`dawrap.kernels.Kernel`; it may update ``kernel_state`` in
+    place while ``tuning``); ``sweep`` from :func:`make_sweep`.
     """
     # A copy of the running statistic: a kernel that modifies its input cannot corrupt it.
-    theta_new, theta_accept = theta_kernel(rng, state.theta, state.x, state.stats.copy())
+    theta_new, theta_accept = theta_kernel(rng, state.theta, state.x, state.stats.copy(),
+                                           state.kernel_state, tuning)
     status = set_theta(state, theta_new)
     if status == OK and not fns.theta_support(state.theta):
         status = BAD_SUPPORT
@@ -335,18 +340,21 @@ def refresh(state, s_dp, params, fns):
     fresh = init(state.theta, state.x, s_dp, params, fns, state.stats.shape[0])
     _copy_into(state.stats, fresh.stats)
     _copy_into(state.total, fresh.total)
-    return RecordState(state.theta, state.x, state.stats, state.total, fresh.log_g)
+    return RecordState(state.theta, state.x, state.stats, state.total, fresh.log_g,
+                       state.kernel_state)
 
 
 @numba.njit(nogil=True)
 def run(rng, state, s_dp, params, fns, theta_kernel, sweep, start, stop, tune, trace):
     """Iterations ``start..stop-1`` of a chain whose theta kernel is compiled.
 
-    Iteration ``it`` is kept in row ``it - tune`` of ``trace`` when ``it >= tune``. Returns the
+    Iterations before ``tune`` are warm-up (the kernel may adapt); iteration ``it`` is kept
+    in row ``it - tune`` of ``trace`` when ``it >= tune``. Returns the
     final state, the number of iterations done and a status code.
     """
     for it in range(start, stop):
-        state, info, theta_accept = step(rng, state, s_dp, params, fns, theta_kernel, sweep)
+        state, info, theta_accept = step(rng, state, s_dp, params, fns, theta_kernel, sweep,
+                                         it < tune)
         if info.status != OK:
             return state, it, info.status
         if (it + 1) % REFRESH_EVERY == 0:

@@ -20,21 +20,11 @@ from ._checks import is_real
 from ._parallel import Output, run_parallel
 from ._progress import Progress
 from .checkpoint import load_chain, save_chain
+from .kernels import Kernel, engine_form, no_state
 from .mechanisms import Mechanism, as_records
 from .model import Model
 
 __all__ = ["run_record", "call_user"]
-
-
-@functools.lru_cache(maxsize=None)
-def _reporting_no_accept(draw_theta):
-    """Adapt a kernel returning ``theta`` to the engine's ``(theta, accept_prob)`` form."""
-
-    @numba.njit(nogil=True)
-    def theta_kernel(rng, theta, x, stats):
-        return draw_theta(rng, theta, x, stats), np.nan
-
-    return theta_kernel
 
 
 def call_user(func, name: str, *args):
@@ -89,7 +79,8 @@ class _Setup:
         self.shared = (model.user_model_stat is mechanism.statistic
                        and not mechanism.depends_on_release
                        and model.stat_size == mechanism.size)
-        self.theta_kernel = None
+        self.theta_kernel = None  # the compiled engine form, when draw_theta is compiled
+        self.kernel = Kernel(None, no_state, "draw_theta")  # a plain Python kernel: no state
         self.sweep = record.make_sweep(model.record_size, mechanism.size, model.stat_size,
                                        model.general_proposal, self.shared)
 
@@ -127,15 +118,34 @@ class _Setup:
         rng = np.random.default_rng(0)
         state = record.init(theta.copy(), x, self.s_dp, self.params, self.fns,
                             model.stat_size)
-        out = call_user(model.draw_theta, "draw_theta", rng, state.theta, state.x, state.stats)
+        if isinstance(model.draw_theta, Kernel):
+            kernel = model.draw_theta
+            kernel_state = np.asarray(call_user(kernel.init_state, "draw_theta.init_state",
+                                                theta.copy()))
+            if kernel_state.dtype != np.float64 or kernel_state.ndim != 1:
+                raise TypeError(f"draw_theta.init_state must return a 1-d float64 array, got "
+                                f"{kernel_state.dtype} with shape {kernel_state.shape}")
+            out = call_user(kernel.step, "draw_theta.step", rng, state.theta, state.x,
+                            state.stats, kernel_state, True)
+            if not isinstance(out, tuple):
+                raise TypeError("draw_theta.step must return (theta, accept_prob)")
+        else:
+            out = call_user(model.draw_theta, "draw_theta", rng, state.theta, state.x,
+                            state.stats)
         _theta_output(out, model, "draw_theta")
         if model.theta_compiled:
             theta_part = out[0] if isinstance(out, tuple) else out
             if not isinstance(theta_part, np.ndarray):
                 raise TypeError(f"a compiled draw_theta must return a float array (or "
                                 f"(array, accept_prob)), got {type(theta_part).__name__}")
-            self.theta_kernel = (model.draw_theta if isinstance(out, tuple)
-                                 else _reporting_no_accept(model.draw_theta))
+            self.kernel = model.draw_theta if isinstance(model.draw_theta, Kernel) \
+                else engine_form(model.draw_theta, isinstance(out, tuple))
+            self.theta_kernel = self.kernel.step
+
+    def fresh_state(self, theta, x):
+        """A chain's starting state: running sums from ``x``, the kernel's initial state."""
+        state = record.init(theta, x, self.s_dp, self.params, self.fns, self.model.stat_size)
+        return state._replace(kernel_state=self.kernel.init_state(theta))
 
     def initial_state(self, rng, init_theta, init_x, probe: bool):
         """Theta (a prior draw by default) and x (from f(. | theta) by default) for one chain;
@@ -208,7 +218,7 @@ def _run_chain(setup: _Setup, chain: int, rng, theta, x, tune: int, draws: int,
     ``tune + draws`` only when the run was interrupted."""
     model, mech = setup.model, setup.mechanism
     if resumed is None:
-        state = record.init(theta, x, setup.s_dp, setup.params, setup.fns, model.stat_size)
+        state = setup.fresh_state(theta, x)
         if not np.isfinite(state.log_g):
             raise ValueError(
                 f"the initial database has zero mechanism density: log g(s_dp, T) = "
@@ -217,7 +227,7 @@ def _run_chain(setup: _Setup, chain: int, rng, theta, x, tune: int, draws: int,
         trace, done = _new_trace(draws, model.theta_size, mech.size, keep_stats), 0
     else:
         state = record.RecordState(resumed["theta"], resumed["x"], resumed["stats"],
-                                   resumed["total"], resumed["log_g"])
+                                   resumed["total"], resumed["log_g"], resumed["kernel_state"])
         trace = record.Trace(*(resumed[f"trace_{k}"] for k in record.Trace._fields))
         done = resumed["done"]
     total_iterations = tune + draws
@@ -264,8 +274,7 @@ def _fingerprint_starts(init_theta, init_x) -> str:
 def _compile(setup: _Setup, theta, x, keep_stats: bool) -> None:
     """Compile the chain in this thread before chains start in others: one iteration on a
     copy of a few records (same types; no copy of a large database). Its outcome is unused."""
-    state = record.init(theta.copy(), x[:8].copy(), setup.s_dp, setup.params, setup.fns,
-                        setup.model.stat_size)
+    state = setup.fresh_state(theta.copy(), x[:8].copy())
     rng = np.random.default_rng(0)
     if setup.theta_kernel is not None:
         trace = _new_trace(1, theta.shape[0], setup.s_dp.shape[0], keep_stats)

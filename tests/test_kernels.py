@@ -1,0 +1,138 @@
+"""Metropolis theta kernels: they recover known posteriors inside the record sampler, adapt
+during warm-up only, and their state survives a checkpoint."""
+import numba
+import numpy as np
+import pytest
+
+import dawrap as dw
+from dawrap import _arviz, kernels
+from dawrap.models import normal_mean
+
+MU0, SD0, SIGMA, NOISE, N = 0.5, 2.0, 1.0, 3.0, 50
+
+
+@numba.njit
+def log_density(theta, x, stats):
+    # N(MU0, SD0^2) prior; sum_i log N(x_i; mu, SIGMA^2) = (mu S - n mu^2 / 2) / SIGMA^2 + c.
+    mu = theta[0]
+    return -0.5 * (mu - MU0) ** 2 / SD0 ** 2 + (mu * stats[0] - 0.5 * x.shape[0] * mu * mu) \
+        / SIGMA ** 2
+
+
+def _model(kernel):
+    base = normal_mean.model(MU0, SD0, SIGMA)
+    return dw.Model(params={"mu": ()}, record_size=1, draw_record=base.draw_record,
+                    draw_theta=kernel, model_stat=normal_mean.total, stat_size=1,
+                    draw_prior=base.draw_prior)
+
+
+@pytest.mark.parametrize("kernel", [kernels.metropolis(log_density, 0.3),
+                                    kernels.adaptive_metropolis(log_density, 5.0)],
+                         ids=["metropolis", "adaptive"])
+def test_recovers_the_exact_posterior(kernel, check_posterior, draws_of):
+    mech = normal_mean.gaussian(NOISE)
+    s_dp = mech.release(normal_mean.model(MU0, SD0, SIGMA).simulate({"mu": 1.2}, N, seed=1),
+                        seed=2)
+    exact = normal_mean.exact_posterior_gaussian(s_dp, N, NOISE, MU0, SD0, SIGMA)
+    idata = dw.sample(_model(kernel), mech, s_dp, N, draws=6000, tune=1000, seed=3)
+    check_posterior(draws_of(idata, "mu"), exact)
+    accept = _arviz.group(idata, "sample_stats")["theta_accept"].values
+    assert np.all((accept >= 0) & (accept <= 1))
+    if kernel.name == "adaptive_metropolis":
+        # Started 30x too wide, it learned a step with acceptance near 0.44 (one dimension).
+        assert 0.30 < accept.mean() < 0.58
+
+
+D = 3
+
+
+@numba.njit
+def draw_vector(rng, theta, out):
+    for j in range(D):
+        out[j] = theta[j] + rng.standard_normal()
+
+
+@numba.njit
+def identity(x_i, out):
+    for j in range(D):
+        out[j] = x_i[j]
+
+
+@numba.njit
+def log_density_vector(theta, x, stats):
+    # N(0, I) prior, N(theta, I) records: -|theta|^2 / 2 + theta . S - n |theta|^2 / 2.
+    out = 0.0
+    for j in range(D):
+        out += -0.5 * theta[j] ** 2 * (1 + x.shape[0]) + theta[j] * stats[j]
+    return out
+
+
+def test_adaptive_kernel_in_several_dimensions(check_posterior, draws_of):
+    from scipy import stats
+
+    model = dw.Model(params={"mu": (D,)}, record_size=D, draw_record=draw_vector,
+                     draw_theta=kernels.adaptive_metropolis(log_density_vector, [0.01, 1, 10]),
+                     model_stat=identity, stat_size=D,
+                     draw_prior=lambda rng: rng.standard_normal(D))
+    mech, n, noise = dw.Gaussian(identity, sigma=4.0, size=D), 20, 4.0
+    s_dp = np.array([10.0, -5.0, 0.0])
+    idata = dw.sample(model, mech, s_dp, n, draws=8000, tune=2000, seed=4)
+    # Each coordinate: S_j ~ N(n mu_j, n + noise^2) given mu_j ~ N(0, 1).
+    precision = 1.0 + n * n / (n + noise ** 2)
+    mean = (n * s_dp / (n + noise ** 2)) / precision
+    mu = draws_of(idata, "mu")
+    for j in range(D):
+        check_posterior(mu[..., j], stats.norm(mean[j], precision ** -0.5))
+
+
+def test_adaptation_happens_only_while_tuning():
+    kernel = kernels.adaptive_metropolis(log_density, 1.0, adapt_after=5)
+    theta, x, stats = np.array([0.3]), np.zeros((10, 1)), np.array([2.0])
+    state = kernel.init_state(theta)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        theta, _ = kernel.step(rng, theta, x, stats, state, True)
+    frozen = state.copy()
+    assert frozen[1] == 20 and frozen[0] != 0.0
+    for _ in range(20):
+        theta, _ = kernel.step(rng, theta, x, stats, state, False)
+    assert np.array_equal(state, frozen)
+
+
+def test_the_adapted_state_survives_a_checkpoint(tmp_path, monkeypatch):
+    from dawrap import run_record
+
+    mech = normal_mean.gaussian(NOISE)
+    model = _model(kernels.adaptive_metropolis(log_density, 5.0))
+    kw = dict(draws=300, tune=300, chains=1, seed=5)
+    whole = dw.sample(model, mech, 40.0, N, **kw)
+    calls = {"n": 0}
+    real = run_record._advance
+
+    def stops_mid_warm_up(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 4:  # after 150 of the 300 warm-up iterations (chunks of 50)
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(run_record, "_advance", stops_mid_warm_up)
+    with pytest.raises(KeyboardInterrupt):
+        dw.sample(model, mech, 40.0, N, checkpoint=tmp_path, checkpoint_every=50, **kw)
+    monkeypatch.setattr(run_record, "_advance", real)
+    resumed = dw.sample(model, mech, 40.0, N, resume=tmp_path, checkpoint_every=50, **kw)
+    assert np.array_equal(_arviz.group(resumed, "posterior")["mu"].values,
+                          _arviz.group(whole, "posterior")["mu"].values)
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(ValueError, match="scale must be a positive"):
+        kernels.metropolis(log_density, -1.0)
+    with pytest.raises(ValueError, match="initial_scale"):
+        kernels.adaptive_metropolis(log_density, [1.0, np.nan])
+    with pytest.raises(ValueError, match="target"):
+        kernels.adaptive_metropolis(log_density, 1.0, target=1.5)
+    with pytest.raises(TypeError, match="log_density"):
+        kernels.metropolis(lambda theta, x, stats: 0.0, 1.0)
+    with pytest.raises(ValueError, match="initial_scale has 2 entries"):
+        dw.sample(_model(kernels.adaptive_metropolis(log_density, [1.0, 2.0])),
+                  normal_mean.gaussian(NOISE), 1.0, 10, draws=5, tune=5, seed=0)
