@@ -53,3 +53,12 @@ def test_cli_reports_bad_input(capsys):
 
     assert main(["demo", "--epsilon", "-1", "--out", "unused"]) == 2
     assert "epsilon must be a finite number > 0" in capsys.readouterr().err
+
+
+def test_logistic_regression_tutorial_runs_and_is_sensible():
+    idata, reference = _load("private_logistic_regression").main(n=300, draws=400, tune=300)
+    beta = _arviz.group(idata, "posterior")["beta"].values.reshape(-1, 2)
+    for j, true in enumerate([1.0, -0.5]):
+        # The private posterior covers the truth and is wider than the non-private one.
+        assert abs(beta[:, j].mean() - true) < 4 * beta[:, j].std()
+        assert beta[:, j].std() > reference[:, j].std()
