@@ -8,6 +8,7 @@ sampler (default), the sufficient-statistic sampler, or a baseline.
 """
 from .compare import Comparison, compare, mmd2
 from .family import ExponentialFamily
+from .interweave import NonCentred
 from .mechanisms import DiscreteGaussian, Gaussian, Geometric, Laplace, Mechanism
 from .model import Model
 from .recipe import recipe
@@ -17,5 +18,5 @@ from .sampling import METHODS, sample
 __version__ = "0.2.0"
 
 __all__ = ["Model", "ExponentialFamily", "Mechanism", "Laplace", "Gaussian", "Geometric",
-           "DiscreteGaussian", "sample", "METHODS", "compare", "Comparison", "mmd2", "recipe", "kernels",
+           "DiscreteGaussian", "sample", "METHODS", "compare", "Comparison", "mmd2", "recipe", "kernels", "NonCentred",
            "__version__"]

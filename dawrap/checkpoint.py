@@ -2,7 +2,7 @@
 
 A checkpoint is a folder with one ``chain<c>.npz`` per chain: the complete sampler state
 (theta, the imputed database, the running sums, the cached log density, the theta
-kernel's state), the chain's
+kernel's and the extra move's states), the chain's
 ``numpy.random.Generator`` state, the draws so far, the number of iterations done, and the
 settings the run was started with. Each file is written to a temporary name, flushed to disk
 and renamed over the old one, so a run killed at any moment (even by SIGKILL) leaves the
@@ -19,7 +19,7 @@ import numpy as np
 
 __all__ = ["save_chain", "load_chain", "saved_seed", "FORMAT"]
 
-FORMAT = 2
+FORMAT = 3
 
 
 def _path(directory, chain: int) -> Path:
@@ -35,6 +35,7 @@ def save_chain(directory, chain: int, *, done: int, state, rng, trace, settings:
     with open(tmp, "wb") as f:
         np.savez(f, theta=state.theta, x=state.x, stats=state.stats, total=state.total,
                  log_g=np.float64(state.log_g), kernel_state=state.kernel_state,
+                 move_state=state.move_state,
                  done=np.int64(done),
                  rng_state=np.array(json.dumps(rng.bit_generator.state)),
                  settings=np.array(json.dumps({**settings, "format": FORMAT})),

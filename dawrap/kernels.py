@@ -35,7 +35,8 @@ import numpy as np
 
 from ._checks import require_njit
 
-__all__ = ["Kernel", "metropolis", "adaptive_metropolis", "engine_form"]
+__all__ = ["Kernel", "metropolis", "adaptive_metropolis", "engine_form",
+           "acceptance_probability", "rw_propose", "rw_adapt", "rw_init_state"]
 
 
 class Kernel(NamedTuple):
@@ -66,7 +67,8 @@ def engine_form(draw_theta, returns_accept: bool) -> Kernel:
 
 
 @numba.njit(nogil=True, cache=True)
-def _accept_prob(log_ratio):
+def acceptance_probability(log_ratio):
+    """``min(1, exp(log_ratio))``, and 0 for NaN."""
     if log_ratio != log_ratio:  # NaN: the proposal is rejected
         return 0.0
     return 1.0 if log_ratio >= 0.0 else math.exp(log_ratio)
@@ -101,12 +103,55 @@ def metropolis(log_density, scale) -> Kernel:
         d = theta.shape[0]
         proposal = theta + scale * rng.standard_normal(d) if scale.shape[0] == d \
             else theta + scale[0] * rng.standard_normal(d)
-        a = _accept_prob(log_density(proposal, x, stats) - log_density(theta, x, stats))
+        a = acceptance_probability(log_density(proposal, x, stats)
+                                   - log_density(theta, x, stats))
         if a >= 1.0 or rng.random() < a:
             return proposal, a
         return theta.copy(), a
 
     return Kernel(step, no_state, "metropolis")
+
+
+@numba.njit(nogil=True, cache=True)
+def rw_propose(rng, theta, state, initial, adapt_after):
+    """A Gaussian random-walk proposal from the adaptive state ``state`` (layout: log step,
+    warm-up iterations seen, running mean (d), running sum of squares (d))."""
+    d = theta.shape[0]
+    count = state[1]
+    proposal = theta.copy()
+    for j in range(d):
+        if count >= adapt_after:
+            base = 2.38 / math.sqrt(d) * math.sqrt(state[2 + d + j] / (count - 1.0) + 1e-12)
+        else:
+            base = initial[j] if initial.shape[0] == d else initial[0]
+        proposal[j] += math.exp(state[0]) * base * rng.standard_normal()
+    return proposal
+
+
+@numba.njit(nogil=True, cache=True)
+def rw_adapt(state, theta, accept_prob, target, adapt_after):
+    """One warm-up update of the adaptive state: Robbins-Monro on the log step towards
+    ``target`` (0.44 in one dimension, 0.234 otherwise, if ``target`` <= 0), Welford on the
+    mean and variance of the chain's ``theta``."""
+    d = theta.shape[0]
+    goal = target if target > 0 else (0.44 if d == 1 else 0.234)
+    count = state[1] + 1.0
+    state[0] += (accept_prob - goal) / count ** 0.6
+    for j in range(d):
+        delta = theta[j] - state[2 + j]
+        state[2 + j] += delta / count
+        state[2 + d + j] += delta * (theta[j] - state[2 + j])
+    state[1] = count
+    if count == adapt_after:
+        state[0] = 0.0  # the estimated scale replaces the initial one: restart the step
+
+
+def rw_init_state(theta, initial) -> np.ndarray:
+    """The adaptive state at the start of warm-up."""
+    d = theta.shape[0]
+    if initial.shape[0] not in (1, d):
+        raise ValueError(f"initial_scale has {initial.shape[0]} entries for a theta of {d}")
+    return np.concatenate(([0.0, 0.0], theta, np.zeros(d)))
 
 
 def adaptive_metropolis(log_density, initial_scale=0.1, target: float | None = None,
@@ -142,39 +187,14 @@ def adaptive_metropolis(log_density, initial_scale=0.1, target: float | None = N
         raise ValueError(f"adapt_after must be an integer >= 2, got {adapt_after!r}")
     fixed_target = -1.0 if target is None else float(target)
 
-    def init_state(theta) -> np.ndarray:
-        # [log lambda, warm-up iterations seen, running mean (d), running sum of squares (d)]
-        d = theta.shape[0]
-        if initial.shape[0] not in (1, d):
-            raise ValueError(f"initial_scale has {initial.shape[0]} entries for a theta of "
-                             f"{d}")
-        return np.concatenate(([0.0, 0.0], theta, np.zeros(d)))
-
     @numba.njit(nogil=True)
     def step(rng, theta, x, stats, state, tuning):
-        d = theta.shape[0]
-        count = state[1]
-        mean, m2 = state[2:2 + d], state[2 + d:2 + 2 * d]
-        proposal = theta.copy()
-        for j in range(d):
-            if count >= adapt_after:
-                base = 2.38 / math.sqrt(d) * math.sqrt(m2[j] / (count - 1.0) + 1e-12)
-            else:
-                base = initial[j] if initial.shape[0] == d else initial[0]
-            proposal[j] += math.exp(state[0]) * base * rng.standard_normal()
-        a = _accept_prob(log_density(proposal, x, stats) - log_density(theta, x, stats))
+        proposal = rw_propose(rng, theta, state, initial, adapt_after)
+        a = acceptance_probability(log_density(proposal, x, stats)
+                                   - log_density(theta, x, stats))
         out = proposal if (a >= 1.0 or rng.random() < a) else theta.copy()
         if tuning:
-            goal = fixed_target if fixed_target > 0 else (0.44 if d == 1 else 0.234)
-            count += 1.0
-            state[0] += (a - goal) / count ** 0.6
-            for j in range(d):
-                delta = out[j] - mean[j]
-                mean[j] += delta / count
-                m2[j] += delta * (out[j] - mean[j])
-            state[1] = count
-            if count == adapt_after:
-                state[0] = 0.0  # the estimated scale replaces the initial one: restart
+            rw_adapt(state, out, a, fixed_target, adapt_after)
         return out, a
 
-    return Kernel(step, init_state, "adaptive_metropolis")
+    return Kernel(step, lambda theta: rw_init_state(theta, initial), "adaptive_metropolis")

@@ -85,6 +85,10 @@ class Model:
         ``(x_i) -> bool``: whether a record is possible under the model. Starting databases
         (``init_x``), confidential data given to the baselines and the record sampler's output
         are checked against it.
+    noncentred : dawrap.NonCentred, optional
+        The records written through noise, :math:`x_i = h(\theta, z_i)`, and the log prior:
+        enables the interweaving move of :mod:`dawrap.interweave` (``dw.sample(...,
+        interweave=True)``), which moves theta and all records together.
     family : dawrap.ExponentialFamily, optional
         The model's exponential-family description, which enables the sufficient-statistic
         sampler (``method="suffstat"``) and the baselines on the same registration.
@@ -110,7 +114,8 @@ class Model:
     def __init__(self, params: Mapping[str, tuple], record_size: int, draw_record,
                  draw_theta: Callable, draw_prior: Callable, *, model_stat=None,
                  stat_size: int | None = None, propose_record=None, family=None,
-                 theta_support=None, record_support=None, name: str | None = None):
+                 theta_support=None, record_support=None, noncentred=None,
+                 name: str | None = None):
         if not isinstance(params, Mapping) or not params:
             raise TypeError(f"params must be a non-empty dict of name -> shape, got {params!r}")
         self.params = {}
@@ -174,6 +179,12 @@ class Model:
             theta_support, "theta_support", "(theta) -> bool")
         self.record_support = anywhere if record_support is None else require_njit(
             record_support, "record_support", "(x_i) -> bool")
+        from .interweave import NonCentred
+
+        if noncentred is not None and not isinstance(noncentred, NonCentred):
+            raise TypeError(f"noncentred must be a dawrap.NonCentred, got "
+                            f"{type(noncentred).__name__}")
+        self.noncentred = None if noncentred is None else noncentred.checked()
         self.name = name or getattr(draw_record, "__module__", "model")
 
     def __reduce__(self):

@@ -35,7 +35,8 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 __all__ = ["RecordFunctions", "RecordState", "StepInfo", "Trace", "init", "make_sweep", "step",
-           "run", "record_draw", "draw_records", "STATUS_MESSAGES", "REFRESH_EVERY"]
+           "update_records", "no_move", "run", "record_draw", "draw_records", "STATUS_MESSAGES",
+           "REFRESH_EVERY"]
 
 #: Running totals are recomputed from ``x`` every this many iterations, so that floating-point
 #: drift of the O(1) updates (continuous statistics) cannot accumulate over a long run.
@@ -79,6 +80,7 @@ class RecordState(NamedTuple):
     total: np.ndarray   # (size,) T = sum_i t(x_i, s_dp), the mechanism's statistic
     log_g: float        # log g(s_dp, T), cached so no record update recomputes it
     kernel_state: np.ndarray  # the theta kernel's own state (e.g. an adapted step size)
+    move_state: np.ndarray    # the extra theta move's state (see dawrap.interweave)
 
 
 class StepInfo(NamedTuple):
@@ -143,7 +145,7 @@ def init(theta, x, s_dp, params, fns, stat_size):
         _add_into(stats, buf_s)
         _add_into(total, buf_t)
     return RecordState(theta, x, stats, total, fns.log_density(s_dp, total, params),
-                       np.empty(0))
+                       np.empty(0), np.empty(0))
 
 
 @numba.njit(nogil=True)
@@ -182,7 +184,8 @@ def _stack_floats(typingctx):
 
 
 @functools.lru_cache(maxsize=None)
-def make_sweep(record_size: int, size: int, stat_size: int, general: bool, shared: bool):
+def make_sweep(record_size: int, size: int, stat_size: int, general: bool, shared: bool,
+               random_scan: bool = False):
     """The compiled record sweep for one shape of problem (cached per shape).
 
     Parameters
@@ -194,6 +197,9 @@ def make_sweep(record_size: int, size: int, stat_size: int, general: bool, share
     shared : bool
         The model statistic is the mechanism's statistic, so its running sum moves by the
         same difference and is not computed twice.
+    random_scan : bool
+        Visit ``n`` records drawn uniformly with replacement instead of each record in turn
+        (both leave the posterior invariant; systematic scan is the paper's).
 
     Why a factory: with the sizes and flags as compile-time constants, LLVM unrolls the small
     per-record loops and keeps the per-record buffers, which live on the stack, in registers.
@@ -206,7 +212,8 @@ def make_sweep(record_size: int, size: int, stat_size: int, general: bool, share
 
     @numba.njit(nogil=True)
     def sweep(rng, state, s_dp, params, fns):
-        """Update every record once, in order (step 2 of Algorithm 1)."""
+        """Update every record once, in order (step 2 of Algorithm 1), or ``n`` records at
+        random."""
         theta, x, stats, total = state.theta, state.x, state.stats, state.total
         n = x.shape[0]
         # The stack memory must belong to this function's own frame (a helper returning it
@@ -226,7 +233,8 @@ def make_sweep(record_size: int, size: int, stat_size: int, general: bool, share
         accepted = 0
         min_log_alpha = 0.0
         nan_seen = False
-        for i in range(n):
+        for visit in range(n):
+            i = rng.integers(0, n) if random_scan else visit
             x_i = x[i]
             if general:
                 # out starts as a copy of x_i, so a proposal may change only some fields.
@@ -284,7 +292,8 @@ def make_sweep(record_size: int, size: int, stat_size: int, general: bool, share
         elif not _all_finite(stats):
             status = BAD_STATS
         info = StepInfo(accepted / n, math.exp(min_log_alpha), status)
-        return RecordState(theta, x, stats, total, log_g, state.kernel_state), info
+        return RecordState(theta, x, stats, total, log_g, state.kernel_state,
+                           state.move_state), info
 
     return sweep
 
@@ -304,8 +313,32 @@ def set_theta(state, theta_new):
 
 
 @numba.njit(nogil=True)
-def step(rng, state, s_dp, params, fns, theta_kernel, sweep, tuning):
-    """One full iteration: theta from ``theta_kernel``, then a record sweep.
+def no_move(rng, state, s_dp, params, fns, tuning):
+    """The default extra move: none."""
+    return state, OK
+
+
+@numba.njit(nogil=True)
+def update_records(rng, state, s_dp, params, fns, sweep, tuning, move, sweeps):
+    """After theta's kernel: the extra theta move (e.g. the non-centred move of
+    :mod:`dawrap.interweave`), then ``sweeps`` record sweeps. Returns the state and a
+    :class:`StepInfo` over all sweeps."""
+    state, status = move(rng, state, s_dp, params, fns, tuning)
+    if status != OK:
+        return state, StepInfo(0.0, 0.0, status)
+    accepted, min_accept = 0.0, 1.0
+    for _ in range(sweeps):
+        state, info = sweep(rng, state, s_dp, params, fns)
+        if info.status != OK:
+            return state, info
+        accepted += info.accept_rate
+        min_accept = min(min_accept, info.min_accept_prob)
+    return state, StepInfo(accepted / sweeps, min_accept, OK)
+
+
+@numba.njit(nogil=True)
+def step(rng, state, s_dp, params, fns, theta_kernel, sweep, tuning, move, sweeps):
+    """One full iteration: theta from ``theta_kernel``, then :func:`update_records`.
 
     ``theta_kernel(rng, theta, x, stats, kernel_state, tuning) -> (theta, accept_prob)``
     (the engine form of a :class:`dawrap.kernels.Kernel`; it may update ``kernel_state`` in
@@ -319,7 +352,7 @@ def step(rng, state, s_dp, params, fns, theta_kernel, sweep, tuning):
         status = BAD_SUPPORT
     if status != OK:
         return state, StepInfo(0.0, 0.0, status), theta_accept
-    state, info = sweep(rng, state, s_dp, params, fns)
+    state, info = update_records(rng, state, s_dp, params, fns, sweep, tuning, move, sweeps)
     return state, info, theta_accept
 
 
@@ -341,11 +374,12 @@ def refresh(state, s_dp, params, fns):
     _copy_into(state.stats, fresh.stats)
     _copy_into(state.total, fresh.total)
     return RecordState(state.theta, state.x, state.stats, state.total, fresh.log_g,
-                       state.kernel_state)
+                       state.kernel_state, state.move_state)
 
 
 @numba.njit(nogil=True)
-def run(rng, state, s_dp, params, fns, theta_kernel, sweep, start, stop, tune, trace):
+def run(rng, state, s_dp, params, fns, theta_kernel, sweep, start, stop, tune, trace, move,
+        sweeps):
     """Iterations ``start..stop-1`` of a chain whose theta kernel is compiled.
 
     Iterations before ``tune`` are warm-up (the kernel may adapt); iteration ``it`` is kept
@@ -354,7 +388,7 @@ def run(rng, state, s_dp, params, fns, theta_kernel, sweep, start, stop, tune, t
     """
     for it in range(start, stop):
         state, info, theta_accept = step(rng, state, s_dp, params, fns, theta_kernel, sweep,
-                                         it < tune)
+                                         it < tune, move, sweeps)
         if info.status != OK:
             return state, it, info.status
         if (it + 1) % REFRESH_EVERY == 0:

@@ -20,6 +20,7 @@ from ._checks import is_real
 from ._parallel import Output, run_parallel
 from ._progress import Progress
 from .checkpoint import load_chain, save_chain
+from .interweave import make_move
 from .kernels import Kernel, engine_form, no_state
 from .mechanisms import Mechanism, as_records
 from .model import Model
@@ -69,8 +70,15 @@ def _theta_output(out, model: Model, name: str):
 class _Setup:
     """Everything a chain needs that is shared by all chains."""
 
-    def __init__(self, model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int):
+    def __init__(self, model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int,
+                 interweave: bool = False, sweeps: int = 1, random_scan: bool = False):
         self.model, self.mechanism, self.s_dp, self.n = model, mechanism, s_dp, n
+        self.sweeps = sweeps
+        if interweave:
+            self.move, self.init_move_state = make_move(model.noncentred, model.record_size,
+                                                        mechanism.size)
+        else:
+            self.move, self.init_move_state = record.no_move, no_state
         self.params = mechanism.params
         self.fns = record.RecordFunctions(model.draw_record, model.propose_record,
                                           model.model_stat, mechanism.engine_statistic,
@@ -82,7 +90,7 @@ class _Setup:
         self.theta_kernel = None  # the compiled engine form, when draw_theta is compiled
         self.kernel = Kernel(None, no_state, "draw_theta")  # a plain Python kernel: no state
         self.sweep = record.make_sweep(model.record_size, mechanism.size, model.stat_size,
-                                       model.general_proposal, self.shared)
+                                       model.general_proposal, self.shared, random_scan)
 
     def probe_records(self, theta: np.ndarray) -> None:
         """Check the record-level functions once, on a throwaway generator."""
@@ -145,7 +153,8 @@ class _Setup:
     def fresh_state(self, theta, x):
         """A chain's starting state: running sums from ``x``, the kernel's initial state."""
         state = record.init(theta, x, self.s_dp, self.params, self.fns, self.model.stat_size)
-        return state._replace(kernel_state=self.kernel.init_state(theta))
+        return state._replace(kernel_state=self.kernel.init_state(theta),
+                              move_state=self.init_move_state(theta))
 
     def initial_state(self, rng, init_theta, init_x, probe: bool):
         """Theta (a prior draw by default) and x (from f(. | theta) by default) for one chain;
@@ -192,14 +201,15 @@ def _advance(setup: _Setup, rng, state, start: int, stop: int, tune: int, trace)
     args = (setup.s_dp, setup.params, setup.fns)
     if setup.theta_kernel is not None:
         state, done, status = record.run(rng, state, *args, setup.theta_kernel, setup.sweep,
-                                         start, stop, tune, trace)
+                                         start, stop, tune, trace, setup.move, setup.sweeps)
     else:
         done, status = stop, record.OK
         for it in range(start, stop):
             out = model.draw_theta(rng, state.theta, state.x, state.stats.copy())
             theta_new, theta_accept = _theta_output(out, model, "draw_theta")
             state.theta[:] = theta_new
-            state, info = setup.sweep(rng, state, *args)
+            state, info = record.update_records(rng, state, *args, setup.sweep, it < tune,
+                                                setup.move, setup.sweeps)
             if info.status != record.OK:
                 done, status = it, info.status
                 break
@@ -227,7 +237,8 @@ def _run_chain(setup: _Setup, chain: int, rng, theta, x, tune: int, draws: int,
         trace, done = _new_trace(draws, model.theta_size, mech.size, keep_stats), 0
     else:
         state = record.RecordState(resumed["theta"], resumed["x"], resumed["stats"],
-                                   resumed["total"], resumed["log_g"], resumed["kernel_state"])
+                                   resumed["total"], resumed["log_g"], resumed["kernel_state"],
+                                   resumed["move_state"])
         trace = record.Trace(*(resumed[f"trace_{k}"] for k in record.Trace._fields))
         done = resumed["done"]
     total_iterations = tune + draws
@@ -279,9 +290,10 @@ def _compile(setup: _Setup, theta, x, keep_stats: bool) -> None:
     if setup.theta_kernel is not None:
         trace = _new_trace(1, theta.shape[0], setup.s_dp.shape[0], keep_stats)
         record.run(rng, state, setup.s_dp, setup.params, setup.fns, setup.theta_kernel,
-                   setup.sweep, 0, 1, 0, trace)
+                   setup.sweep, 0, 1, 0, trace, setup.move, setup.sweeps)
     else:
-        setup.sweep(rng, state, setup.s_dp, setup.params, setup.fns)
+        record.update_records(rng, state, setup.s_dp, setup.params, setup.fns, setup.sweep,
+                              True, setup.move, setup.sweeps)
 
 
 def _initial_values(model: Model, chains: int, n: int, init_theta, init_x):
@@ -310,7 +322,8 @@ def _initial_values(model: Model, chains: int, n: int, init_theta, init_x):
 def run_record(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, rngs, *,
                draws: int, tune: int, keep_stats: bool, cores: int, init_theta=None,
                init_x=None, checkpoint=None, checkpoint_every: int = 1000, resume=None,
-               seed_entropy: str = "", progress: bool | None = None) -> Output:
+               seed_entropy: str = "", progress: bool | None = None,
+               interweave: bool = False, sweeps: int = 1, random_scan: bool = False) -> Output:
     """Run one record-level chain per generator in ``rngs``.
 
     With ``checkpoint`` (a folder), each chain's complete state is saved every
@@ -323,11 +336,12 @@ def run_record(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, rng
                 "tune": tune, "chains": chains, "keep_stats": bool(keep_stats),
                 "s_dp": [float(v) for v in s_dp], "seed": seed_entropy,
                 "theta_size": model.theta_size, "record_size": model.record_size,
-                "init": _fingerprint_starts(init_theta, init_x)}
+                "init": _fingerprint_starts(init_theta, init_x), "interweave": interweave,
+                "sweeps": sweeps, "random_scan": random_scan}
     bar = Progress("dawrap record", chains, tune + draws, enabled=progress)
     control = Control(n, checkpoint if checkpoint is not None else resume, checkpoint_every,
                       settings, bar)
-    setup = _Setup(model, mechanism, s_dp, n)
+    setup = _Setup(model, mechanism, s_dp, n, interweave, sweeps, random_scan)
     if resume is not None:
         # Chains that had saved nothing restart from their starts: the same init_theta /
         # init_x must be passed again (checked through the settings' fingerprint).

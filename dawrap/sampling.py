@@ -41,7 +41,8 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method: str = "r
            draws: int = 1000, tune: int = 1000, chains: int = 4, seed=None, init_theta=None,
            init_x=None, keep_stats: bool = False, cores: int | None = None,
            confidential=None, variant: str = "gibbs", checkpoint=None,
-           checkpoint_every: int = 1000, resume=None, progress: bool | None = None):
+           checkpoint_every: int = 1000, resume=None, progress: bool | None = None,
+           interweave: bool | None = None, sweeps: int = 1, scan: str = "systematic"):
     r"""Sample :math:`p(\theta \mid s_{dp})` for a release of a confidential database.
 
     Parameters
@@ -97,6 +98,15 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method: str = "r
         The draws are bit-identical to an uninterrupted run. New checkpoints go to the same
         folder.
 
+    interweave : bool, optional
+        ``"record"``: after theta's kernel, a non-centred theta move that shifts every record
+        with theta (:mod:`dawrap.interweave`; needs ``Model(noncentred=...)``). Default: on
+        when the model has a non-centred parameterisation.
+    sweeps : int
+        ``"record"``: record sweeps per theta update (default 1).
+    scan : {"systematic", "random"}
+        ``"record"``: visit the records in order (default, as in Ju et al.) or ``n`` records
+        drawn at random per sweep.
     progress : bool, optional
         ``"record"``: a progress line on stderr. Default: shown only when stderr is a
         terminal; ``False`` silences it, ``True`` forces it.
@@ -147,6 +157,18 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method: str = "r
     if method != "record" and (checkpoint is not None or resume is not None):
         raise ValueError("checkpoint and resume apply to method='record' only")
     checkpoint_every = as_count(checkpoint_every, "checkpoint_every")
+    sweeps = as_count(sweeps, "sweeps")
+    if scan not in ("systematic", "random"):
+        raise ValueError(f"scan must be 'systematic' or 'random', got {scan!r}")
+    if method != "record" and (sweeps != 1 or scan != "systematic" or interweave is not None):
+        raise ValueError("interweave, sweeps and scan apply to method='record' only")
+    if interweave is None:
+        interweave = model.noncentred is not None
+    elif not isinstance(interweave, (bool, np.bool_)):
+        raise TypeError(f"interweave must be True, False or None, got {interweave!r}")
+    elif interweave and model.noncentred is None:
+        raise ValueError("interweave=True needs the model's non-centred parameterisation: "
+                         "Model(noncentred=dw.NonCentred(...))")
     if resume is not None and seed is None:
         from .checkpoint import saved_seed
 
@@ -159,7 +181,9 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method: str = "r
                          keep_stats=keep_stats, cores=cores, init_theta=init_theta,
                          init_x=init_x, checkpoint=checkpoint,
                          checkpoint_every=checkpoint_every, resume=resume,
-                         seed_entropy=str(root.entropy), progress=progress)
+                         seed_entropy=str(root.entropy), progress=progress,
+                         interweave=bool(interweave), sweeps=sweeps,
+                         random_scan=scan == "random")
     elif method == "suffstat":
         out = run_suffstat(model, mechanism, s_dp, n, rngs, draws=draws, tune=tune,
                            keep_stats=keep_stats, cores=cores, variant=variant,

@@ -104,6 +104,32 @@ def tempered_truncated_beta(rng, alpha, beta, lower, upper):
     return np.interp(rng.random() * cdf[-1], cdf, grid)
 
 
+@numba.njit(nogil=True, cache=True)
+def bernoulli_from_uniform(theta, z_i, out):
+    """The non-centred record: x_i = 1[u_i < p] with u_i ~ U(0, 1) independent of p."""
+    out[0] = 1.0 if z_i[0] < theta[0] else 0.0
+
+
+@numba.njit(nogil=True, cache=True)
+def uniform_given_bernoulli(rng, theta, x_i, z_out):
+    """u_i | x_i, p: uniform on [0, p) for a 1, on [p, 1) for a 0."""
+    p = theta[0]
+    z_out[0] = p * rng.random() if x_i[0] == 1.0 else p + (1.0 - p) * rng.random()
+
+
+@functools.lru_cache(maxsize=64)
+def _noncentred(a: float, b: float) -> dw.NonCentred:
+    @numba.njit(nogil=True)
+    def log_prior(theta):
+        p = theta[0]
+        if not 0.0 < p < 1.0:
+            return -np.inf
+        return (a - 1.0) * np.log(p) + (b - 1.0) * np.log1p(-p)
+
+    return dw.NonCentred(bernoulli_from_uniform, uniform_given_bernoulli, log_prior,
+                         noise_size=1, initial_scale=0.02)
+
+
 @functools.lru_cache(maxsize=64)
 def _family(a: float, b: float, a0: float):
     # One-posterior-sample (Foulds et al. 2016): the exponential mechanism with utility the log
@@ -141,7 +167,7 @@ def model(a: float = 1.0, b: float = 1.0, ops_bound: float = 0.1) -> dw.Model:
                     draw_theta=_conjugate_kernel(a, b), model_stat=count, stat_size=1,
                     draw_prior=lambda rng: np.array([rng.beta(a, b)]),
                     family=_family(a, b, float(ops_bound)), theta_support=in_unit_interval,
-                    record_support=is_binary,
+                    record_support=is_binary, noncentred=_noncentred(a, b),
                     name=f"beta_binomial(a={a:g}, b={b:g})")
 
 

@@ -83,6 +83,26 @@ def _conjugate_kernel(mu0: float, sd0: float, sigma: float):
     return draw_theta
 
 
+@functools.lru_cache(maxsize=64)
+def _noncentred(mu0: float, sd0: float, sigma: float) -> dw.NonCentred:
+    """x_i = mu + sigma z_i with z_i ~ N(0, 1): the record moves with mu."""
+
+    @numba.njit(nogil=True)
+    def record_from_noise(theta, z_i, out):
+        out[0] = theta[0] + sigma * z_i[0]
+
+    @numba.njit(nogil=True)
+    def noise_from_record(rng, theta, x_i, z_out):
+        z_out[0] = (x_i[0] - theta[0]) / sigma
+
+    @numba.njit(nogil=True)
+    def log_prior(theta):
+        return -0.5 * ((theta[0] - mu0) / sd0) ** 2
+
+    return dw.NonCentred(record_from_noise, noise_from_record, log_prior, noise_size=1,
+                         initial_scale=0.1 * min(sd0, sigma))
+
+
 @numba.njit(nogil=True, cache=True)
 def valid(s, n):
     return True
@@ -133,7 +153,7 @@ def model(mu0: float = 0.0, sd0: float = 1.0, sigma: float = 1.0) -> dw.Model:
     return dw.Model(params={"mu": ()}, record_size=1, draw_record=draw_record_factory(sigma),
                     draw_theta=_conjugate_kernel(mu0, sd0, sigma), model_stat=total,
                     stat_size=1, draw_prior=lambda rng: np.array([rng.normal(mu0, sd0)]),
-                    family=family(mu0, sd0, sigma),
+                    family=family(mu0, sd0, sigma), noncentred=_noncentred(mu0, sd0, sigma),
                     name=f"normal_mean(mu0={mu0:g}, sd0={sd0:g}, sigma={sigma:g})")
 
 

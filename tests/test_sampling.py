@@ -10,13 +10,20 @@ from dawrap.models import beta_binomial, normal_mean, poisson_gamma
 SETTINGS = dict(draws=4000, tune=500, chains=4)
 
 
-@pytest.mark.parametrize("n, epsilon, p_true", [
-    (30, 1.0, 0.4), (100, 0.1, 0.2), (1000, 0.1, 0.3), (1000, 1.0, 0.7), (5000, 0.5, 0.1)])
-def test_beta_binomial_laplace_is_exact(n, epsilon, p_true, check_posterior, draws_of):
+CASES = [(30, 1.0, 0.4), (100, 0.1, 0.2), (1000, 0.1, 0.3), (1000, 1.0, 0.7), (5000, 0.5, 0.1)]
+
+
+# At epsilon = 0.01 plain data augmentation mixes too slowly for a 4-MCSE check at this length
+# (ESS ~ 70 of 16000): that case is the one interweaving exists for, so it runs with it only.
+@pytest.mark.parametrize("n, epsilon, p_true, interweave",
+                         [c + (False,) for c in CASES] + [c + (True,) for c in CASES]
+                         + [(1000, 0.01, 0.3, True)])
+def test_beta_binomial_laplace_is_exact(n, epsilon, p_true, interweave, check_posterior,
+                                        draws_of):
     model, mech = beta_binomial.model(a=2, b=3), beta_binomial.laplace(epsilon)
     x = model.simulate({"p": p_true}, n, seed=n)
     s_dp = mech.release(x, seed=n + 1)
-    idata = dw.sample(model, mech, s_dp, n=n, seed=7, **SETTINGS)
+    idata = dw.sample(model, mech, s_dp, n=n, seed=7, interweave=interweave, **SETTINGS)
     check_posterior(draws_of(idata, "p"), beta_binomial.exact_posterior(mech, s_dp, n, 2, 3))
 
 
@@ -38,14 +45,29 @@ def test_comparison_detects_a_wrong_posterior(find_discrepancies, draws_of):
     assert find_discrepancies(draws_of(idata, "p"), exact)
 
 
+@pytest.mark.parametrize("interweave", [False, True], ids=["plain", "interweave"])
 @pytest.mark.parametrize("n, noise_sigma", [(50, 2.0), (200, 30.0)])
-def test_normal_mean_gaussian_matches_closed_form(n, noise_sigma, check_posterior, draws_of):
+def test_normal_mean_gaussian_matches_closed_form(n, noise_sigma, interweave, check_posterior,
+                                                  draws_of):
     model, mech = normal_mean.model(mu0=1.0, sd0=2.0, sigma=1.5), normal_mean.gaussian(noise_sigma)
     s_dp = mech.release(model.simulate({"mu": 0.4}, n, seed=11), seed=12)
-    # Strong coupling between mu and the imputed database makes this chain slow: more draws.
-    idata = dw.sample(model, mech, s_dp, n=n, seed=9, draws=10000, tune=1000, chains=4)
+    # Strong coupling between mu and the imputed database makes the plain chain slow: more
+    # draws.
+    idata = dw.sample(model, mech, s_dp, n=n, seed=9, draws=10000, tune=1000, chains=4,
+                      interweave=interweave)
     exact = normal_mean.exact_posterior_gaussian(s_dp, n, noise_sigma, 1.0, 2.0, 1.5)
     check_posterior(draws_of(idata, "mu"), exact)
+
+
+@pytest.mark.parametrize("options", [{"sweeps": 3}, {"scan": "random"},
+                                     {"sweeps": 2, "scan": "random", "interweave": True}],
+                         ids=["3 sweeps", "random scan", "all"])
+def test_record_sweep_options_are_exact(options, check_posterior, draws_of):
+    n, model, mech = 300, beta_binomial.model(2, 3), beta_binomial.laplace(0.3)
+    s_dp = mech.release(model.simulate({"p": 0.35}, n, seed=5), seed=6)
+    idata = dw.sample(model, mech, s_dp, n=n, seed=10, **{"interweave": False, **options},
+                      **SETTINGS)
+    check_posterior(draws_of(idata, "p"), beta_binomial.exact_posterior(mech, s_dp, n, 2, 3))
 
 
 def test_poisson_gamma_clamped_release_is_exact(check_posterior, draws_of):
@@ -114,7 +136,7 @@ def test_python_theta_kernel_matches_compiled_kernel():
                       draw_theta=compiled.draw_theta.py_func, model_stat=beta_binomial.count,
                       stat_size=1, draw_prior=compiled.draw_prior)
     mech = beta_binomial.laplace(0.5)
-    kw = dict(n=200, draws=150, tune=20, chains=2, seed=3)
+    kw = dict(n=200, draws=150, tune=20, chains=2, seed=3, interweave=False)
     assert np.array_equal(_draws(dw.sample(compiled, mech, 70.0, **kw)),
                           _draws(dw.sample(python, mech, 70.0, **kw)))
 

@@ -200,3 +200,22 @@ def test_records_outside_the_support_are_caught():
         run(init_x=np.array([0, 1, 1, 2] + [0] * 16))
     with pytest.raises(ValueError, match=r"confidential\[1\] = \[0.5\] is not a possible"):
         dw.sample(MODEL, MECH, None, 2, method="nonprivate", confidential=[1.0, 0.5])
+
+
+def test_record_sweep_options_are_checked():
+    with pytest.raises(ValueError, match="interweave=True needs the model's non-centred"):
+        run(model=model_with(), interweave=True)
+    with pytest.raises(TypeError, match="interweave must be True, False or None"):
+        run(interweave="yes")
+    with pytest.raises(ValueError, match="sweeps must be"):
+        run(sweeps=0)
+    with pytest.raises(ValueError, match="scan must be 'systematic' or 'random'"):
+        run(scan="backwards")
+    with pytest.raises(ValueError, match="apply to method='record' only"):
+        run(method="suffstat", sweeps=2)
+    with pytest.raises(TypeError, match="noncentred must be a dawrap.NonCentred"):
+        model_with(noncentred=(beta_binomial.bernoulli_from_uniform,))
+    with pytest.raises(TypeError, match="log_prior must be"):
+        model_with(noncentred=dw.NonCentred(beta_binomial.bernoulli_from_uniform,
+                                            beta_binomial.uniform_given_bernoulli,
+                                            lambda theta: 0.0))
