@@ -15,6 +15,7 @@ import numpy as np
 from . import _arviz
 from ._checks import as_count
 from .baselines import run_naive, run_nonprivate, run_ops
+from .interweave import AUTO_THRESHOLD, missing_information
 from .mechanisms import Mechanism
 from .model import Model
 from .run_record import run_record
@@ -101,7 +102,9 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method: str = "r
     interweave : bool, optional
         ``"record"``: after theta's kernel, a non-centred theta move that shifts every record
         with theta (:mod:`dawrap.interweave`; needs ``Model(noncentred=...)``). Default: on
-        when the model has a non-centred parameterisation.
+        when the model has a non-centred parameterisation and the estimated fraction of
+        missing information (:func:`dawrap.interweave.missing_information`) is at least
+        :data:`~dawrap.interweave.AUTO_THRESHOLD`, where measurement says it pays.
     sweeps : int
         ``"record"``: record sweeps per theta update (default 1).
     scan : {"systematic", "random"}
@@ -163,7 +166,8 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method: str = "r
     if method != "record" and (sweeps != 1 or scan != "systematic" or interweave is not None):
         raise ValueError("interweave, sweeps and scan apply to method='record' only")
     if interweave is None:
-        interweave = model.noncentred is not None
+        interweave = model.noncentred is not None and method == "record" and (
+            missing_information(model, mechanism, n) or 0.0) >= AUTO_THRESHOLD
     elif not isinstance(interweave, (bool, np.bool_)):
         raise TypeError(f"interweave must be True, False or None, got {interweave!r}")
     elif interweave and model.noncentred is None:
@@ -197,7 +201,9 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method: str = "r
     elapsed = time.perf_counter() - began
     if method in ("record", "suffstat"):
         _warn_if_unconverged(model, out.theta)
-    return _label(model, mechanism, s_dp, n, out, method, root, elapsed, tune, draws)
+    kernel = {"interweave": int(interweave), "sweeps": sweeps, "scan": scan} \
+        if method == "record" else {}
+    return _label(model, mechanism, s_dp, n, out, method, root, elapsed, tune, draws, kernel)
 
 
 #: Rank-normalised split R-hat above this draws a warning (Vehtari et al. 2021 suggest 1.01
@@ -225,7 +231,7 @@ def _warn_if_unconverged(model: Model, theta: np.ndarray) -> None:
                       stacklevel=3)
 
 
-def _label(model, mech, s_dp, n, out, method, root, elapsed, tune, draws):
+def _label(model, mech, s_dp, n, out, method, root, elapsed, tune, draws, kernel):
     from . import __version__
 
     groups = {"posterior": model.unpack(out.theta)}
@@ -239,5 +245,5 @@ def _label(model, mech, s_dp, n, out, method, root, elapsed, tune, draws):
         groups["imputed_statistic"] = {"t": out.imputed}
     attrs = {"method": method, "model": model.name, "mechanism": repr(mech),
              "seed": str(root.entropy), "dawrap_version": __version__,
-             "sampling_time": elapsed, "tune": tune, "draws": draws}
+             "sampling_time": elapsed, "tune": tune, "draws": draws, **kernel}
     return _arviz.to_arviz(groups, attrs)

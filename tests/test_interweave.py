@@ -1,0 +1,32 @@
+"""The interweaving move: the missing-information estimate behind its default, and the
+default itself (exactness of the move is tested in test_sampling.py)."""
+import numpy as np
+import pytest
+
+import dawrap as dw
+from dawrap import _arviz
+from dawrap.interweave import AUTO_THRESHOLD, missing_information
+from dawrap.models import beta_binomial, normal_mean, poisson_gamma
+
+
+@pytest.mark.parametrize("fmi", [0.1, 0.5, 0.9, 0.99])
+def test_missing_information_matches_the_closed_form(fmi):
+    n, sigma = 1000, 1.0
+    tau = np.sqrt(fmi * n * sigma ** 2 / (1 - fmi))  # fmi = tau^2 / (n sigma^2 + tau^2)
+    estimate = missing_information(normal_mean.model(0, 10, sigma), normal_mean.gaussian(tau), n)
+    # 1000 noise draws and 2000 records: each variance within about 10%, which moves the
+    # fraction by at most 0.1 fmi (1 - fmi) < 0.025.
+    assert abs(estimate - fmi) < 0.05
+
+
+def test_the_default_turns_the_move_on_only_where_it_pays():
+    model, n = beta_binomial.model(), 1000
+    for eps, expect in ((0.01, True), (1.0, False)):
+        mech = beta_binomial.laplace(eps)
+        assert (missing_information(model, mech, n) >= AUTO_THRESHOLD) is expect
+        idata = dw.sample(model, mech, 300.0, n, draws=20, tune=5, chains=1, seed=0)
+        assert _arviz.attrs(idata)["interweave"] == int(expect)
+    # A model without a non-centred parameterisation never interweaves.
+    mech = poisson_gamma.laplace(0.01, 5)
+    idata = dw.sample(poisson_gamma.model(), mech, 300.0, n, draws=20, tune=5, chains=1, seed=0)
+    assert _arviz.attrs(idata)["interweave"] == 0
