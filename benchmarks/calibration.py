@@ -55,7 +55,8 @@ def main():
     elapsed = time.perf_counter() - began
     crit = 1.36 / np.sqrt(args.trials)
     lines = [
-        "# Calibration (KS statistic of ESS-thinned ranks of the true parameter; 0 is perfect)", "",
+        "# Calibration (KS statistic of ESS-thinned ranks of the true parameter; 0 is "
+        "perfect)", "",
         f"`python benchmarks/calibration.py --trials {args.trials}`; {args.trials} simulated "
         f"datasets per cell, {SETTINGS['chains']} chains x {SETTINGS['draws']} draws "
         f"(+{SETTINGS['tune']} tune), seed 2018; {elapsed / 60:.1f} min on 2 cores.",

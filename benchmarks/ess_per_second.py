@@ -24,7 +24,7 @@ import numpy as np
 
 import dawrap as dw
 from dawrap import _arviz
-from dawrap.models import beta_binomial, normal_mean
+from dawrap.models import beta_binomial, linear_regression, normal_mean
 
 OUT = Path(__file__).parent / "results"
 KERNELS = {"plain": {"interweave": False}, "interweave": {"interweave": True},
@@ -44,17 +44,12 @@ def problems():
     for eps in (0.01, 1.0):
         yield (f"beta_binomial, Laplace, n={n}, epsilon={eps:g}", beta_binomial.model(),
                beta_binomial.laplace(eps), n, {"p": 0.3}, KERNELS)
-    try:
-        from dawrap.models import linear_regression
-    except ImportError:
-        return
+    settings = linear_regression.published_settings()
     for n in (100, 10_000):
-        settings = linear_regression.published_settings()
-        model = linear_regression.model(**settings["model"])
-        yield (f"linear_regression (Ju et al. S-5), epsilon=1, n={n}", model,
+        yield (f"linear_regression (Ju et al. S-5), epsilon=1, n={n}",
+               linear_regression.model(**settings["model"]),
                linear_regression.laplace(epsilon=1.0, **settings["mechanism"]), n,
-               settings["truth"], KERNELS if model.noncentred is not None
-               else {k: v for k, v in KERNELS.items() if k != "interweave"})
+               {"beta": settings["beta"]}, KERNELS)
 
 
 def ess_per_second(model, mech, s_dp, n, options, draws, tune, seed):
@@ -100,7 +95,7 @@ def main():
         for kernel, results in rows.items():
             rate, ess, secs = (np.median([r[i] for r in results]) for i in range(3))
             ratio = np.median(np.array([r[0] for r in results]) / base)
-            line = f"| {label} | {kernel} | {ess:.0f} | {secs:.2f} | {rate:.0f} | {ratio:.2f} |"
+            line = f"| {label} | {kernel} | {ess:.0f} | {secs:.2f} | {rate:.3g} | {ratio:.2f} |"
             print(line, flush=True)
             lines.append(line)
     OUT.mkdir(exist_ok=True)
