@@ -56,7 +56,7 @@ def run_tasks(function: Callable, args: tuple, indices: Iterable[int], executor=
         for i in indices:
             on_result(i, function(*args, i))
         return
-    if executor != "threads":
+    if executor != "threads" and not isinstance(executor, ThreadPoolExecutor):
         try:  # fail here, with advice, rather than inside a worker
             pickle.dumps(args)
         except (TypeError, AttributeError, pickle.PicklingError) as err:
@@ -64,8 +64,10 @@ def run_tasks(function: Callable, args: tuple, indices: Iterable[int], executor=
                             f"but it cannot be pickled: {err}") from err
     owned = isinstance(executor, str)
     pool = _own_executor(executor, workers or os.cpu_count() or 1) if owned else executor
-    futures = {pool.submit(function, *args, i): i for i in indices}
+    futures = {}
     try:
+        for i in indices:
+            futures[pool.submit(function, *args, i)] = i
         for future in as_completed(futures):
             on_result(futures[future], future.result())
     except BaseException:

@@ -41,6 +41,10 @@ from .sampling import METHODS, sample
 __all__ = ["calibrate", "Calibration", "run_trial", "ks_uniform"]
 
 LEVELS = (0.5, 0.8, 0.9, 0.95)
+#: dw.sample arguments a trial sets itself.
+RESERVED = {"seed", "confidential", "variant", "method", "checkpoint", "resume", "init_x"}
+#: dw.sample arguments that apply to the record sampler only (not passed to other methods).
+RECORD_ONLY = {"interweave", "sweeps", "scan", "init_theta", "checkpoint_every"}
 
 
 class Study(NamedTuple):
@@ -72,12 +76,14 @@ def run_trial(study: Study, t: int) -> dict:
     row = {"trial": t, "theta": truth}
     for method, method_seed in zip(study.methods, method_seeds):
         name, _, variant = method.partition(":")
+        kwargs = study.sample_kwargs if name == "record" else {
+            k: v for k, v in study.sample_kwargs.items() if k not in RECORD_ONLY}
         with warnings.catch_warnings():
             # Short chains in a study may draw R-hat warnings; calibration is the verdict.
             warnings.simplefilter("ignore", RuntimeWarning)
             idata = sample(model, study.mechanism, s_dp, study.n, method=name,
                            seed=method_seed, confidential=x, variant=variant or "gibbs",
-                           **study.sample_kwargs)
+                           **kwargs)
         draws = _arviz.group(idata, "posterior")[study.parameter].values
         draws = draws.reshape(draws.shape[0], draws.shape[1], -1)[:, :, study.index]
         ess = _arviz.ess(draws, "bulk") if draws.shape[1] > 3 else float(draws.size)
@@ -226,11 +232,15 @@ def calibrate(model: Model, mechanism: Mechanism, n: int, methods: Sequence[str]
         raise ValueError(f"levels must be credible levels in (0, 1), got {levels!r}")
     if sample_kwargs is not None and not isinstance(sample_kwargs, dict):
         raise TypeError(f"sample_kwargs must be a dict, got {type(sample_kwargs).__name__}")
+    reserved = set(sample_kwargs or ()) & RESERVED
+    if reserved:
+        raise ValueError(f"sample_kwargs may not set {sorted(reserved)}: each trial sets them "
+                         f"itself (seeds are spawned per trial and method)")
     kwargs = {"draws": 1000, "tune": 500, "chains": 2, "cores": 1, "progress": False,
               **(sample_kwargs or {})}
     study = Study(model, mechanism, n, tuple(map(str, methods)), seed, parameter, int(index),
                   levels, kwargs)
-    settings = {"model": model.name, "mechanism": mechanism.fingerprint, "n": n,
+    settings = {"model": model.fingerprint, "mechanism": mechanism.fingerprint, "n": n,
                 "methods": list(study.methods), "seed": seed, "parameter": parameter,
                 "index": study.index, "levels": list(levels), "version": 2,
                 "sample_kwargs": {k: repr(v) for k, v in kwargs.items()}}

@@ -124,6 +124,8 @@ def _sample(args) -> int:
     import dawrap as dw
     from dawrap import _arviz
 
+    if args.resume and not args.checkpoint:
+        raise ValueError("--resume continues the run saved in --checkpoint DIR: give both")
     model, mech = _build(args)
     s_dp = _release(args, mech.size)
     idata = dw.sample(model, mech, s_dp, n=args.n, method=args.method, draws=args.draws,

@@ -110,7 +110,8 @@ def make_move(nc: NonCentred, record_size: int, size: int):
                     for j in range(m):
                         stats_new[j] += s_i[j]
             log_g = fns.log_density(s_dp, total, params)
-            # x = h(theta, z) exactly, so the current log g is the cached one.
+            # x = h(theta, z) (exactly for discrete records, to rounding for continuous
+            # ones), so the current log g is the cached one.
             a = acceptance_probability(log_prior(proposal) - log_prior(theta) + log_g
                                        - state.log_g)
         accepted = a >= 1.0 or (a > 0.0 and rng.random() < a)

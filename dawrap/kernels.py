@@ -98,6 +98,12 @@ def metropolis(log_density, scale) -> Kernel:
     require_njit(log_density, "log_density", "(theta, x, stats) -> float")
     scale = _scale_vector(scale, "scale")
 
+    def init_state(theta) -> np.ndarray:
+        if scale.shape[0] not in (1, theta.shape[0]):
+            raise ValueError(f"scale has {scale.shape[0]} entries for a theta of "
+                             f"{theta.shape[0]}")
+        return np.empty(0)
+
     @numba.njit(nogil=True)
     def step(rng, theta, x, stats, state, tuning):
         d = theta.shape[0]
@@ -109,7 +115,7 @@ def metropolis(log_density, scale) -> Kernel:
             return proposal, a
         return theta.copy(), a
 
-    return Kernel(step, no_state, "metropolis")
+    return Kernel(step, init_state, "metropolis")
 
 
 @numba.njit(nogil=True, cache=True)

@@ -187,6 +187,17 @@ class Model:
         self.noncentred = None if noncentred is None else noncentred.checked()
         self.name = name or getattr(draw_record, "__module__", "model")
 
+    @property
+    def fingerprint(self) -> str:
+        """What a checkpoint or a stored study is checked against on restart: the factory
+        call that built the model (every hyperparameter, exactly) when a :func:`dawrap.recipe`
+        built it, else its name."""
+        stamp = getattr(self, "_recipe", None)
+        if stamp is None:
+            return self.name
+        module, qualname, args, kwargs = stamp
+        return f"{module}.{qualname}(*{args!r}, **{dict(sorted(kwargs.items()))!r})"
+
     def __reduce__(self):
         # Pickled by the recipe that built it (dawrap.recipe): compiled functions and
         # closures cannot be pickled by value.

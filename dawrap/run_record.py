@@ -11,7 +11,6 @@ import functools
 import threading
 import warnings
 
-import numba
 import numpy as np
 from numba.core.errors import NumbaError
 
@@ -332,7 +331,8 @@ def run_record(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, rng
     warning.
     """
     chains = len(rngs)
-    settings = {"model": model.name, "mechanism": mechanism.fingerprint, "n": n, "draws": draws,
+    settings = {"model": model.fingerprint, "mechanism": mechanism.fingerprint, "n": n,
+                "draws": draws, "kernel": getattr(model.draw_theta, "name", "draw_theta"),
                 "tune": tune, "chains": chains, "keep_stats": bool(keep_stats),
                 "s_dp": [float(v) for v in s_dp], "seed": seed_entropy,
                 "theta_size": model.theta_size, "record_size": model.record_size,

@@ -172,3 +172,39 @@ def test_ks_uniform_rejects_a_shifted_sample():
     rng = np.random.default_rng(0)
     assert ks_uniform(rng.random(500))[1] > 0.01
     assert ks_uniform(rng.random(500) ** 1.5)[1] < 1e-6
+
+
+def test_a_store_knows_the_model_hyperparameters(tmp_path):
+    store = tmp_path / "s.jsonl"
+    kw = dict(trials=2, seed=1, store=store, executor="serial",
+              sample_kwargs={"draws": 20, "tune": 5, "chains": 1})
+    calibrate(beta_binomial.model(1, 1), beta_binomial.laplace(1.0), 20, ["naive"], **kw)
+    with pytest.raises(ValueError, match="holds a study with other settings"):
+        calibrate(beta_binomial.model(1, 1.0000001), beta_binomial.laplace(1.0), 20, ["naive"],
+                  **kw)
+
+
+def test_sample_kwargs_reserved_and_record_only_keys():
+    kw = dict(trials=2, seed=1, executor="serial")
+    with pytest.raises(ValueError, match=r"sample_kwargs may not set \['seed'\]"):
+        calibrate(beta_binomial.model(), beta_binomial.laplace(1.0), 20, ["naive"],
+                  sample_kwargs={"seed": 5}, **kw)
+    # Record-only options go to the record sampler and not to the baselines.
+    cal = calibrate(beta_binomial.model(), beta_binomial.laplace(0.05), 20, ["record", "naive"],
+                    sample_kwargs={"draws": 20, "tune": 5, "chains": 1, "interweave": True},
+                    **kw)
+    assert cal.pit["naive"].shape == (2,)
+
+
+def test_a_thread_pool_of_ones_own_needs_no_pickling():
+    from concurrent.futures import ThreadPoolExecutor
+
+    model = beta_binomial.model()
+    handmade = dw.Model(params={"p": ()}, record_size=1, draw_record=beta_binomial.draw_record,
+                        draw_theta=model.draw_theta, model_stat=beta_binomial.count,
+                        stat_size=1, draw_prior=lambda rng: np.array([rng.beta(1, 1)]),
+                        family=model.family)
+    with ThreadPoolExecutor(2) as pool:
+        cal = calibrate(handmade, beta_binomial.laplace(1.0), 20, ["naive"], trials=3, seed=1,
+                        executor=pool, sample_kwargs={"draws": 20, "tune": 0})
+    assert cal.pit["naive"].shape == (3,)

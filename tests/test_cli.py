@@ -48,6 +48,8 @@ def test_sample_reads_a_vector_release_from_a_file(tmp_path):
      "No such file"),
     (["calibrate", "beta_binomial", "--epsilon", "1", "--n", "3", "--methods", "exact"],
      "is not one of"),
+    (["sample", "beta_binomial", "--epsilon", "1", "--n", "3", "--s-dp", "1", "--resume"],
+     "give both"),
 ])
 def test_bad_input_exits_2_with_a_message(argv, message, capsys, tmp_path):
     assert main(argv + ["--out", str(tmp_path / "x")]) == 2

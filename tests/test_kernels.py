@@ -133,6 +133,9 @@ def test_bad_arguments_are_named():
         kernels.adaptive_metropolis(log_density, 1.0, target=1.5)
     with pytest.raises(TypeError, match="log_density"):
         kernels.metropolis(lambda theta, x, stats: 0.0, 1.0)
+    with pytest.raises(ValueError, match="scale has 3 entries for a theta of 1"):
+        dw.sample(_model(kernels.metropolis(log_density, [1.0, 2.0, 3.0])),
+                  normal_mean.gaussian(NOISE), 1.0, 10, draws=5, tune=5, seed=0)
     with pytest.raises(ValueError, match="initial_scale has 2 entries"):
         dw.sample(_model(kernels.adaptive_metropolis(log_density, [1.0, 2.0])),
                   normal_mean.gaussian(NOISE), 1.0, 10, draws=5, tune=5, seed=0)
