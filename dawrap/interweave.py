@@ -35,7 +35,8 @@ import numpy as np
 
 from . import record
 from ._checks import as_count, require_njit
-from .kernels import acceptance_probability, rw_adapt, rw_init_state, rw_propose
+from .kernels import (acceptance_probability, rw_adapt, rw_init_state, rw_propose,
+                      scale_vector)
 
 __all__ = ["NonCentred", "make_move", "missing_information", "AUTO_THRESHOLD"]
 
@@ -67,9 +68,7 @@ class NonCentred(NamedTuple):
         require_njit(self.record_from_noise, "record_from_noise", "(theta, z_i, out)")
         require_njit(self.noise_from_record, "noise_from_record", "(rng, theta, x_i, z_out)")
         require_njit(self.log_prior, "log_prior", "(theta) -> float")
-        scale = np.atleast_1d(np.asarray(self.initial_scale, dtype=np.float64))
-        if scale.ndim != 1 or not np.all(np.isfinite(scale)) or not np.all(scale > 0):
-            raise ValueError(f"initial_scale must be positive, got {self.initial_scale!r}")
+        scale = scale_vector(self.initial_scale, "initial_scale")
         # A tuple, so that the parameterisation is hashable and its move compiled once.
         return self._replace(noise_size=as_count(self.noise_size, "noise_size"),
                              initial_scale=tuple(float(v) for v in scale))

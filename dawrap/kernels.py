@@ -74,7 +74,8 @@ def acceptance_probability(log_ratio):
     return 1.0 if log_ratio >= 0.0 else math.exp(log_ratio)
 
 
-def _scale_vector(scale, name: str) -> np.ndarray:
+def scale_vector(scale, name: str) -> np.ndarray:
+    """A positive proposal scale: one value, or one per theta entry."""
     arr = np.atleast_1d(np.asarray(scale, dtype=np.float64))
     if arr.ndim != 1 or not np.all(np.isfinite(arr)) or not np.all(arr > 0):
         raise ValueError(f"{name} must be a positive number or a vector of positive numbers "
@@ -96,7 +97,7 @@ def metropolis(log_density, scale) -> Kernel:
         Proposal standard deviation, one value or one per theta entry.
     """
     require_njit(log_density, "log_density", "(theta, x, stats) -> float")
-    scale = _scale_vector(scale, "scale")
+    scale = scale_vector(scale, "scale")
 
     def init_state(theta) -> np.ndarray:
         if scale.shape[0] not in (1, theta.shape[0]):
@@ -186,7 +187,7 @@ def adaptive_metropolis(log_density, initial_scale=0.1, target: float | None = N
         Warm-up iterations before the proposal uses the estimated variances.
     """
     require_njit(log_density, "log_density", "(theta, x, stats) -> float")
-    initial = _scale_vector(initial_scale, "initial_scale")
+    initial = scale_vector(initial_scale, "initial_scale")
     if target is not None and not 0.0 < float(target) < 1.0:
         raise ValueError(f"target must be an acceptance rate in (0, 1), got {target!r}")
     if not isinstance(adapt_after, int) or adapt_after < 2:
