@@ -92,7 +92,8 @@ def time_engine(model, mech, theta, n, sweeps, seed):
         state = record.init(model.pack(theta), x.copy(), s_dp, mech.params, fns, model.stat_size)
         rng = np.random.default_rng(seed)
         t = time.perf_counter()
-        record.run(rng, state, s_dp, mech.params, fns, kernel, sweep, 0, k, 0, trace)
+        record.run(rng, state, s_dp, mech.params, fns, kernel, sweep, 0, k, 0, trace,
+                   record.no_move, 1)
         return time.perf_counter() - t
 
     go(1)  # compile
