@@ -83,6 +83,14 @@ def scale_vector(scale, name: str) -> np.ndarray:
     return arr
 
 
+def check_scale_length(scale: np.ndarray, theta: np.ndarray, name: str) -> None:
+    """A proposal scale has one entry, or one per theta entry (checked when a chain starts,
+    the first time theta's size is known)."""
+    if scale.shape[0] not in (1, theta.shape[0]):
+        raise ValueError(f"{name} has {scale.shape[0]} entries for a theta of "
+                         f"{theta.shape[0]}")
+
+
 def metropolis(log_density, scale) -> Kernel:
     r"""Gaussian random-walk Metropolis: propose :math:`\theta^\star = \theta + s \odot z`,
     :math:`z \sim N(0, I)`, accept with probability :math:`\min\{1, p(\theta^\star \mid x) /
@@ -100,9 +108,7 @@ def metropolis(log_density, scale) -> Kernel:
     scale = scale_vector(scale, "scale")
 
     def init_state(theta) -> np.ndarray:
-        if scale.shape[0] not in (1, theta.shape[0]):
-            raise ValueError(f"scale has {scale.shape[0]} entries for a theta of "
-                             f"{theta.shape[0]}")
+        check_scale_length(scale, theta, "scale")
         return np.empty(0)
 
     @numba.njit(nogil=True)
@@ -155,10 +161,8 @@ def rw_adapt(state, theta, accept_prob, target, adapt_after):
 
 def rw_init_state(theta, initial) -> np.ndarray:
     """The adaptive state at the start of warm-up."""
-    d = theta.shape[0]
-    if initial.shape[0] not in (1, d):
-        raise ValueError(f"initial_scale has {initial.shape[0]} entries for a theta of {d}")
-    return np.concatenate(([0.0, 0.0], theta, np.zeros(d)))
+    check_scale_length(initial, theta, "initial_scale")
+    return np.concatenate(([0.0, 0.0], theta, np.zeros(theta.shape[0])))
 
 
 def adaptive_metropolis(log_density, initial_scale=0.1, target: float | None = None,
