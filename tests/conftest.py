@@ -1,4 +1,7 @@
-"""Shared test helpers: compare MCMC draws with an exact posterior within Monte Carlo error."""
+"""Shared test helpers: compare MCMC draws with an exact posterior within Monte Carlo error;
+simulate Ctrl-C at a chosen point."""
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -42,6 +45,30 @@ def find_discrepancies():
 
 def posterior_draws(idata, name: str) -> np.ndarray:
     return _arviz.group(idata, "posterior")[name].values
+
+
+@pytest.fixture
+def interrupted():
+    """``with interrupted(module, "name", on_call=k):``: inside the block, ``module.name``
+    raises KeyboardInterrupt on its k-th call (as Ctrl-C would there); restored after."""
+
+    @contextlib.contextmanager
+    def patch(module, name: str, on_call: int):
+        real, calls = getattr(module, name), [0]
+
+        def interrupting(*args, **kwargs):
+            calls[0] += 1
+            if calls[0] == on_call:
+                raise KeyboardInterrupt
+            return real(*args, **kwargs)
+
+        setattr(module, name, interrupting)
+        try:
+            yield
+        finally:
+            setattr(module, name, real)
+
+    return patch
 
 
 @pytest.fixture

@@ -114,7 +114,7 @@ def test_bad_executor_is_named():
         _small_study(object())
 
 
-def test_study_keeps_completed_trials_and_skips_them_on_restart(tmp_path, monkeypatch):
+def test_study_keeps_completed_trials_and_skips_them_on_restart(tmp_path, interrupted):
     from dawrap import calibration
 
     store = tmp_path / "study.jsonl"
@@ -123,23 +123,11 @@ def test_study_keeps_completed_trials_and_skips_them_on_restart(tmp_path, monkey
     model, mech = beta_binomial.model(), beta_binomial.laplace(1.0)
     whole = calibrate(model, mech, 30, ["suffstat", "naive"], **kw)
 
-    calls = {"n": 0}
-    real = calibration.sample
-
-    def dies_on_the_ninth_call(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == 9:
-            raise KeyboardInterrupt
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(calibration, "sample", dies_on_the_ninth_call)
-    with pytest.raises(KeyboardInterrupt):
+    with interrupted(calibration, "sample", on_call=9), pytest.raises(KeyboardInterrupt):
         calibrate(model, mech, 30, ["suffstat", "naive"], store=store, **kw)
     with open(store, "a") as f:
         f.write('{"trial": 5, "the')  # a line cut short by the crash
-    monkeypatch.setattr(calibration, "sample", real)
     assert len(store.read_text().splitlines()) == 1 + 4 + 1  # header, 4 trials, torn line
-    calls["n"] = 0
     _same(calibrate(model, mech, 30, ["suffstat", "naive"], store=store, **kw), whole)
     _same(calibrate(model, mech, 30, ["suffstat", "naive"], store=store, **kw), whole)
     with pytest.raises(ValueError, match="holds a study with other settings"):

@@ -88,22 +88,13 @@ def test_resume_checks_the_settings(tmp_path):
                           _arviz.group(b, "posterior")["p"].values)
 
 
-def test_keyboard_interrupt_returns_the_draws_so_far(monkeypatch):
+def test_keyboard_interrupt_returns_the_draws_so_far(interrupted):
     """Ctrl-C mid-run: the draws so far come back as a valid ArviZ object, with a warning."""
     from dawrap import run_record
 
-    calls = {"n": 0}
-    real = run_record._advance
-
-    def interrupted(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == 3:
-            raise KeyboardInterrupt
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(run_record, "_advance", interrupted)
     model, mech = beta_binomial.model(), beta_binomial.laplace(1.0)
-    with pytest.warns(UserWarning, match="sampling interrupted: returning the first"):
+    with interrupted(run_record, "_advance", on_call=3), \
+            pytest.warns(UserWarning, match="sampling interrupted: returning the first"):
         idata = dw.sample(model, mech, 300.0, 1_000_000, draws=10, tune=0, chains=2, cores=1,
                           seed=0)
     p = _arviz.group(idata, "posterior")["p"].values

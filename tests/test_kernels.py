@@ -99,26 +99,16 @@ def test_adaptation_happens_only_while_tuning():
     assert np.array_equal(state, frozen)
 
 
-def test_the_adapted_state_survives_a_checkpoint(tmp_path, monkeypatch):
+def test_the_adapted_state_survives_a_checkpoint(tmp_path, interrupted):
     from dawrap import run_record
 
     mech = normal_mean.gaussian(NOISE)
     model = _model(kernels.adaptive_metropolis(log_density, 5.0))
     kw = dict(draws=300, tune=300, chains=1, seed=5)
     whole = dw.sample(model, mech, 40.0, N, **kw)
-    calls = {"n": 0}
-    real = run_record._advance
-
-    def stops_mid_warm_up(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == 4:  # after 150 of the 300 warm-up iterations (chunks of 50)
-            raise KeyboardInterrupt
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(run_record, "_advance", stops_mid_warm_up)
-    with pytest.raises(KeyboardInterrupt):
+    # Stopped after 150 of the 300 warm-up iterations (chunks of 50).
+    with interrupted(run_record, "_advance", on_call=4), pytest.raises(KeyboardInterrupt):
         dw.sample(model, mech, 40.0, N, checkpoint=tmp_path, checkpoint_every=50, **kw)
-    monkeypatch.setattr(run_record, "_advance", real)
     resumed = dw.sample(model, mech, 40.0, N, resume=tmp_path, checkpoint_every=50, **kw)
     assert np.array_equal(_arviz.group(resumed, "posterior")["mu"].values,
                           _arviz.group(whole, "posterior")["mu"].values)
