@@ -19,7 +19,7 @@ import numpy as np
 
 __all__ = ["save_chain", "load_chain", "saved_seed", "FORMAT"]
 
-FORMAT = 3
+FORMAT = 4
 
 
 def _path(directory, chain: int) -> Path:

@@ -125,57 +125,117 @@ def metropolis(log_density, scale) -> Kernel:
     return Kernel(step, init_state, "metropolis")
 
 
+# The adaptive random-walk state, one float64 array per chain (so the engine can carry and
+# checkpoint it): [log step, warm-up iterations seen, mean (d), sum of squared deviations
+# (d x d, row-major), Cholesky factor of the proposal covariance (d x d, lower)].
+
+@numba.njit(nogil=True, cache=True)
+def _rw_parts(state, d):
+    """Views of the adaptive state's mean, scatter matrix and Cholesky factor."""
+    mean = state[2:2 + d]
+    scatter = state[2 + d:2 + d + d * d].reshape((d, d))
+    factor = state[2 + d + d * d:2 + d + 2 * d * d].reshape((d, d))
+    return mean, scatter, factor
+
+
 @numba.njit(nogil=True, cache=True)
 def rw_propose(rng, theta, state, initial, adapt_after):
-    """A Gaussian random-walk proposal from the adaptive state ``state`` (layout: log step,
-    warm-up iterations seen, running mean (d), running sum of squares (d))."""
+    """A Gaussian random-walk proposal from the adaptive state ``state``: sd ``initial`` per
+    entry for the first ``adapt_after`` warm-up iterations, then covariance
+    :math:`(2.38^2/d)\,\hat\Sigma` through its stored Cholesky factor; both times the
+    global step :math:`\exp(\text{state}[0])`."""
     d = theta.shape[0]
-    count = state[1]
+    step = math.exp(state[0])
+    z = rng.standard_normal(d)
     proposal = theta.copy()
-    for j in range(d):
-        if count >= adapt_after:
-            base = 2.38 / math.sqrt(d) * math.sqrt(state[2 + d + j] / (count - 1.0) + 1e-12)
-        else:
-            base = initial[j] if initial.shape[0] == d else initial[0]
-        proposal[j] += math.exp(state[0]) * base * rng.standard_normal()
+    if state[1] >= adapt_after:
+        factor = _rw_parts(state, d)[2]
+        for j in range(d):
+            shift = 0.0
+            for k in range(j + 1):
+                shift += factor[j, k] * z[k]
+            proposal[j] += step * shift
+    else:
+        for j in range(d):
+            proposal[j] += step * (initial[j] if initial.shape[0] == d else initial[0]) * z[j]
     return proposal
+
+
+@numba.njit(nogil=True, cache=True)
+def _proposal_factor(scatter, count, factor):
+    """``factor`` := the Cholesky factor of :math:`(2.38^2/d)\,\hat\Sigma` with
+    :math:`\hat\Sigma` = scatter / (count - 1), its diagonal lifted by a relative 1e-10 (and
+    an absolute 1e-24) so that a chain that has not moved in some direction still gets a
+    factor; if rounding still leaves a pivot <= 0, the diagonal form (Haario et al.'s
+    fallback) is used instead."""
+    d = scatter.shape[0]
+    c = 2.38 * 2.38 / d / (count - 1.0)
+    cov = scatter * c
+    for j in range(d):
+        cov[j, j] += 1e-10 * cov[j, j] + 1e-24
+    factor[:, :] = 0.0
+    for j in range(d):
+        pivot = cov[j, j]
+        for k in range(j):
+            pivot -= factor[j, k] * factor[j, k]
+        if not pivot > 0.0:
+            factor[:, :] = 0.0
+            for i in range(d):
+                factor[i, i] = math.sqrt(cov[i, i])
+            return
+        factor[j, j] = math.sqrt(pivot)
+        for i in range(j + 1, d):
+            total = cov[i, j]
+            for k in range(j):
+                total -= factor[i, k] * factor[j, k]
+            factor[i, j] = total / factor[j, j]
 
 
 @numba.njit(nogil=True, cache=True)
 def rw_adapt(state, theta, accept_prob, target, adapt_after):
     """One warm-up update of the adaptive state: Robbins-Monro on the log step towards
     ``target`` (0.44 in one dimension, 0.234 otherwise, if ``target`` <= 0), Welford on the
-    mean and variance of the chain's ``theta``."""
+    mean and covariance of the chain's ``theta``, and from ``adapt_after`` on the proposal's
+    Cholesky factor (O(d^3), warm-up only)."""
     d = theta.shape[0]
     goal = target if target > 0 else (0.44 if d == 1 else 0.234)
     count = state[1] + 1.0
     state[0] += (accept_prob - goal) / count ** 0.6
+    mean, scatter, factor = _rw_parts(state, d)
+    before = theta - mean
     for j in range(d):
-        delta = theta[j] - state[2 + j]
-        state[2 + j] += delta / count
-        state[2 + d + j] += delta * (theta[j] - state[2 + j])
+        mean[j] += before[j] / count
+    for j in range(d):
+        after = theta[j] - mean[j]
+        for k in range(d):
+            scatter[j, k] += before[k] * after
     state[1] = count
+    if count >= adapt_after:
+        _proposal_factor(scatter, count, factor)
     if count == adapt_after:
-        state[0] = 0.0  # the estimated scale replaces the initial one: restart the step
+        state[0] = 0.0  # the estimated covariance replaces the initial scale: restart the step
 
 
 def rw_init_state(theta, initial) -> np.ndarray:
     """The adaptive state at the start of warm-up."""
     check_scale_length(initial, theta, "initial_scale")
-    return np.concatenate(([0.0, 0.0], theta, np.zeros(theta.shape[0])))
+    d = theta.shape[0]
+    return np.concatenate(([0.0, 0.0], theta, np.zeros(2 * d * d)))
 
 
 def adaptive_metropolis(log_density, initial_scale=0.1, target: float | None = None,
                         adapt_after: int = 100) -> Kernel:
     r"""Random-walk Metropolis whose proposal is learned during warm-up, then frozen.
 
-    While tuning: the running mean and variance of theta are accumulated (Welford), and the
-    global log step :math:`\log\lambda` follows the Robbins-Monro recursion
+    While tuning: the running mean and covariance :math:`\hat\Sigma` of theta are accumulated
+    (Welford), and the global log step :math:`\log\lambda` follows the Robbins-Monro recursion
     :math:`\log\lambda \mathrel{+}= (a_t - a^\ast) / t^{0.6}` towards the acceptance rate
-    :math:`a^\ast` (0.44 in one dimension, 0.234 otherwise; Roberts & Rosenthal 2001). The
-    proposal sd of entry :math:`j` is :math:`\lambda\, s_j`, with :math:`s_j` the
-    ``initial_scale`` for the first ``adapt_after`` warm-up iterations and
-    :math:`2.38\,\hat\sigma_j / \sqrt{d}` afterwards (Haario et al. 2001, diagonal form).
+    :math:`a^\ast` (0.44 in one dimension, 0.234 otherwise; Roberts & Rosenthal 2001). For the
+    first ``adapt_after`` warm-up iterations the proposal is :math:`\lambda\, s \odot z` with
+    :math:`s` the ``initial_scale``; afterwards it is :math:`N(0, \lambda^2 (2.38^2/d)
+    \hat\Sigma)` (Haario et al. 2001), full covariance, so a posterior whose parameters are
+    strongly correlated is crossed along its long axis rather than at the pace of its narrowest
+    direction (the Cholesky factor is refreshed each warm-up iteration, O(d^3)).
     After warm-up nothing changes, so the kept draws are exact (the chain is an ordinary
     Metropolis-within-Gibbs chain from then on). Each chain adapts on its own.
 

@@ -99,6 +99,38 @@ def test_adaptation_happens_only_while_tuning():
     assert np.array_equal(state, frozen)
 
 
+def test_the_adapted_proposal_has_the_chains_full_covariance():
+    # Haario et al.: after warm-up the proposal covariance is (2.38^2 / d) times the sample
+    # covariance of the warm-up draws, correlations included (a diagonal proposal would cross
+    # a posterior ridge at the pace of its narrowest direction).
+    d, adapt_after = 3, 50
+    rng = np.random.default_rng(1)
+    cov = np.array([[1.0, 0.95, -0.5], [0.95, 1.0, -0.4], [-0.5, -0.4, 2.0]])
+    draws = rng.multivariate_normal(np.zeros(d), cov, size=400)
+    state = kernels.rw_init_state(draws[0], np.array([1.0]))
+    for theta in draws:
+        kernels.rw_adapt(state, theta, 0.234, -1.0, adapt_after)
+    factor = state[2 + d + d * d:].reshape(d, d)
+    assert np.allclose(np.triu(factor, 1), 0.0)
+    assert np.allclose(factor @ factor.T, 2.38 ** 2 / d * np.cov(draws.T), rtol=1e-8)
+    # Proposals follow it: their correlation is the draws' (0.95 for the first pair).
+    steps = np.array([kernels.rw_propose(rng, np.zeros(d), state, np.array([1.0]),
+                                         adapt_after) for _ in range(20000)])
+    assert abs(np.corrcoef(steps.T)[0, 1] - np.corrcoef(draws.T)[0, 1]) < 0.01
+
+
+def test_a_coordinate_that_never_moved_still_gets_a_proposal():
+    d = 2
+    state = kernels.rw_init_state(np.zeros(d), np.array([1.0]))
+    rng = np.random.default_rng(2)
+    for _ in range(10):
+        kernels.rw_adapt(state, np.array([rng.standard_normal(), 0.0]), 0.2, -1.0, 5)
+    factor = state[2 + d + d * d:].reshape(d, d)
+    assert np.all(np.isfinite(factor)) and factor[0, 0] > 0
+    proposal = kernels.rw_propose(rng, np.zeros(d), state, np.array([1.0]), 5)
+    assert np.all(np.isfinite(proposal))
+
+
 def test_the_adapted_state_survives_a_checkpoint(tmp_path, interrupted):
     from dawrap import run_record
 
