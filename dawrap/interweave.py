@@ -35,6 +35,7 @@ import numpy as np
 
 from . import record
 from ._checks import as_count, require_njit
+from .start import noise_variance, statistic_moments
 from .kernels import (acceptance_probability, rw_adapt, rw_init_state, rw_propose,
                       scale_vector)
 
@@ -131,20 +132,6 @@ def make_move(nc: NonCentred, record_size: int, size: int):
     return move, lambda theta: rw_init_state(theta, initial)
 
 
-@numba.njit(nogil=True)
-def _statistic_variance(x, s_dp, statistic, size):
-    """Variance over records of the mechanism's per-record statistic (compiled: this runs
-    before every default ``dw.sample`` of a model with a non-centred map)."""
-    t, first, second = np.empty(size), np.zeros(size), np.zeros(size)
-    for i in range(x.shape[0]):
-        statistic(x[i], s_dp, t)
-        for j in range(size):
-            first[j] += t[j]
-            second[j] += t[j] * t[j]
-    mean = first / x.shape[0]
-    return second / x.shape[0] - mean * mean
-
-
 #: ``interweave=None`` turns the move on when the estimated fraction of missing information
 #: is at least this (benchmarks/ess_per_second.py: below about 0.3 plain data augmentation
 #: already mixes well and the move's extra pass over the records costs 15-25% of ESS/s;
@@ -165,16 +152,16 @@ def missing_information(model, mechanism, n: int, priors: int = 5,
     confidential total; near 1: the noise swamps it). ``None`` when the mechanism cannot
     draw releases (no noise variance to estimate).
     """
-    if mechanism._draw_release is None or mechanism.depends_on_release:
-        return None
     rng = np.random.default_rng(20220101)
-    noise = np.var([mechanism._draw_release(rng, np.zeros(mechanism.size))
-                    for _ in range(1000)], axis=0)
+    noise = noise_variance(mechanism, rng)
+    if noise is None:
+        return None
     spread = []
     for _ in range(priors):
         theta = model.pack(model.draw_prior(rng), "the theta returned by draw_prior")
         x = model.simulate(theta, min(n, records), seed=rng)
-        spread.append(_statistic_variance(x, np.zeros(mechanism.size),
-                                          mechanism.engine_statistic, mechanism.size))
+        _, cov = statistic_moments(x, np.zeros(mechanism.size), mechanism.engine_statistic,
+                                   mechanism.size)
+        spread.append(np.diag(cov))
     per_record = np.median(spread, axis=0)
     return float(np.max(noise / (n * per_record + noise)))

@@ -140,7 +140,7 @@ def _rw_parts(state, d):
 
 @numba.njit(nogil=True, cache=True)
 def rw_propose(rng, theta, state, initial, adapt_after):
-    """A Gaussian random-walk proposal from the adaptive state ``state``: sd ``initial`` per
+    r"""A Gaussian random-walk proposal from the adaptive state ``state``: sd ``initial`` per
     entry for the first ``adapt_after`` warm-up iterations, then covariance
     :math:`(2.38^2/d)\,\hat\Sigma` through its stored Cholesky factor; both times the
     global step :math:`\exp(\text{state}[0])`."""
@@ -163,7 +163,7 @@ def rw_propose(rng, theta, state, initial, adapt_after):
 
 @numba.njit(nogil=True, cache=True)
 def _proposal_factor(scatter, count, factor):
-    """``factor`` := the Cholesky factor of :math:`(2.38^2/d)\,\hat\Sigma` with
+    r"""``factor`` := the Cholesky factor of :math:`(2.38^2/d)\,\hat\Sigma` with
     :math:`\hat\Sigma` = scatter / (count - 1), its diagonal lifted by a relative 1e-10 (and
     an absolute 1e-24) so that a chain that has not moved in some direction still gets a
     factor; if rounding still leaves a pivot <= 0, the diagonal form (Haario et al.'s

@@ -2,8 +2,8 @@
 
 The compiled kernel is in :mod:`dawrap.record`; this module prepares its inputs once (probing
 each user function, so one that does not compile or writes the wrong shape fails here with its
-name, not deep inside compiled code), starts each chain from the prior (or ``init_theta`` /
-``init_x``) and runs the chains in parallel threads (the compiled loop releases the GIL).
+name, not deep inside compiled code), starts each chain from a release-informed prior draw
+(:mod:`dawrap.start`; or ``init_theta`` / ``init_x``) and runs the chains in parallel threads (the compiled loop releases the GIL).
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from .interweave import make_move
 from .kernels import Kernel, engine_form, no_state
 from .mechanisms import Mechanism, as_records
 from .model import Model
+from .start import noise_variance, release_informed_theta
 
 __all__ = ["run_record", "call_user"]
 
@@ -91,6 +92,11 @@ class _Setup:
         self.sweep = record.make_sweep(model.record_size, mechanism.size, model.stat_size,
                                        model.general_proposal, self.shared, random_scan)
 
+    @functools.cached_property
+    def noise(self):
+        """The mechanism's noise variances, for release-informed starts (None: none)."""
+        return noise_variance(self.mechanism)
+
     def probe_records(self, theta: np.ndarray) -> None:
         """Check the record-level functions once, on a throwaway generator."""
         model, mech = self.model, self.mechanism
@@ -156,8 +162,9 @@ class _Setup:
                               move_state=self.init_move_state(theta))
 
     def initial_state(self, rng, init_theta, init_x, probe: bool):
-        """Theta (a prior draw by default) and x (from f(. | theta) by default) for one chain;
-        with ``probe``, the user's functions are checked along the way."""
+        """Theta (by default a release-informed prior draw, :mod:`dawrap.start`) and x (from
+        f(. | theta) by default) for one chain; with ``probe``, the user's functions are
+        checked along the way."""
         model = self.model
         if init_theta is None:
             theta = model.pack(model.draw_prior(rng), "the theta returned by draw_prior")
@@ -165,6 +172,10 @@ class _Setup:
             theta = init_theta.copy()
         if probe:
             self.probe_records(theta)
+        if init_theta is None:
+            informed = release_informed_theta(rng, model, self.mechanism, self.s_dp, self.n,
+                                              self.noise)
+            theta = theta if informed is None else informed
         if init_x is None:
             x = record.draw_records(rng, theta, self.n, model.record_size, model.draw_record)
         else:
