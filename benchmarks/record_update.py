@@ -86,7 +86,7 @@ def time_engine(model, mech, theta, n, sweeps, seed):
     sweep = record.make_sweep(model.record_size, mech.size, model.stat_size, False, shared)
     kernel = engine_form(model.draw_theta, False).step
     trace = record.Trace(np.empty((sweeps, 1)), np.empty(sweeps), np.empty(sweeps),
-                         np.empty(sweeps), np.empty((0, 1)))
+                         np.empty(sweeps), np.empty(sweeps), np.empty((0, 1)))
 
     def go(k):
         state = record.init(model.pack(theta), x.copy(), s_dp, mech.params, fns, model.stat_size)

@@ -118,16 +118,16 @@ def make_move(nc: NonCentred, record_size: int, size: int):
         if tuning:
             rw_adapt(state.move_state, proposal if accepted else theta, a, -1.0, ADAPT_AFTER)
         if not accepted:
-            return state, record.OK
+            return state, a, record.OK
         if not record._all_finite(x_new):
-            return state, record.BAD_RECORD
+            return state, a, record.BAD_RECORD
         for j in range(d):
             theta[j] = proposal[j]
         x[:] = x_new
         stats[:] = stats_new
         state.total[:] = total
         return record.RecordState(theta, x, stats, state.total, log_g, state.kernel_state,
-                                  state.move_state), record.OK
+                                  state.move_state), a, record.OK
 
     return move, lambda theta: rw_init_state(theta, initial)
 

@@ -88,6 +88,7 @@ class StepInfo(NamedTuple):
     accept_rate: float      # fraction of record proposals accepted
     min_accept_prob: float  # smallest acceptance probability met in the sweep
     status: int             # OK, or the code of what went wrong (see STATUS_MESSAGES)
+    move_accept: float      # acceptance probability of the extra theta move, if any
 
 
 class Trace(NamedTuple):
@@ -96,6 +97,7 @@ class Trace(NamedTuple):
     accept_rate: np.ndarray      # (draws,)
     min_accept_prob: np.ndarray  # (draws,)
     theta_accept: np.ndarray     # (draws,) NaN when the kernel reports none
+    move_accept: np.ndarray      # (draws,) NaN without an extra theta move
     total: np.ndarray            # (draws, size), or (0, size) when not kept
 
 
@@ -291,7 +293,7 @@ def make_sweep(record_size: int, size: int, stat_size: int, general: bool, share
             status = BAD_RECORD
         elif not _all_finite(stats):
             status = BAD_STATS
-        info = StepInfo(accepted / n, math.exp(min_log_alpha), status)
+        info = StepInfo(accepted / n, math.exp(min_log_alpha), status, math.nan)
         return RecordState(theta, x, stats, total, log_g, state.kernel_state,
                            state.move_state), info
 
@@ -314,8 +316,8 @@ def set_theta(state, theta_new):
 
 @numba.njit(nogil=True)
 def no_move(rng, state, s_dp, params, fns, tuning):
-    """The default extra move: none."""
-    return state, OK
+    """The default extra move: none. A move returns ``(state, accept_prob, status)``."""
+    return state, math.nan, OK
 
 
 @numba.njit(nogil=True)
@@ -323,9 +325,9 @@ def update_records(rng, state, s_dp, params, fns, sweep, tuning, move, sweeps):
     """After theta's kernel: the extra theta move (e.g. the non-centred move of
     :mod:`dawrap.interweave`), then ``sweeps`` record sweeps. Returns the state and a
     :class:`StepInfo` over all sweeps."""
-    state, status = move(rng, state, s_dp, params, fns, tuning)
+    state, move_accept, status = move(rng, state, s_dp, params, fns, tuning)
     if status != OK:
-        return state, StepInfo(0.0, 0.0, status)
+        return state, StepInfo(0.0, 0.0, status, move_accept)
     accepted, min_accept = 0.0, 1.0
     for _ in range(sweeps):
         state, info = sweep(rng, state, s_dp, params, fns)
@@ -333,7 +335,7 @@ def update_records(rng, state, s_dp, params, fns, sweep, tuning, move, sweeps):
             return state, info
         accepted += info.accept_rate
         min_accept = min(min_accept, info.min_accept_prob)
-    return state, StepInfo(accepted / sweeps, min_accept, OK)
+    return state, StepInfo(accepted / sweeps, min_accept, OK, move_accept)
 
 
 @numba.njit(nogil=True)
@@ -351,7 +353,7 @@ def step(rng, state, s_dp, params, fns, theta_kernel, sweep, tuning, move, sweep
     if status == OK and not fns.theta_support(state.theta):
         status = BAD_SUPPORT
     if status != OK:
-        return state, StepInfo(0.0, 0.0, status), theta_accept
+        return state, StepInfo(0.0, 0.0, status, math.nan), theta_accept
     state, info = update_records(rng, state, s_dp, params, fns, sweep, tuning, move, sweeps)
     return state, info, theta_accept
 
@@ -363,6 +365,7 @@ def record_draw(trace, row, state, info, theta_accept):
     trace.accept_rate[row] = info.accept_rate
     trace.min_accept_prob[row] = info.min_accept_prob
     trace.theta_accept[row] = theta_accept
+    trace.move_accept[row] = info.move_accept
     if trace.total.shape[0] > 0:
         _copy_into(trace.total[row], state.total)
 

@@ -202,7 +202,8 @@ class Control:
 
 def _new_trace(draws: int, theta_size: int, size: int, keep_stats: bool) -> record.Trace:
     return record.Trace(np.empty((draws, theta_size)), np.empty(draws), np.empty(draws),
-                        np.empty(draws), np.empty((draws if keep_stats else 0, size)))
+                        np.empty(draws), np.empty(draws),
+                        np.empty((draws if keep_stats else 0, size)))
 
 
 def _advance(setup: _Setup, rng, state, start: int, stop: int, tune: int, trace):
@@ -384,9 +385,10 @@ def run_record(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, rng
     stack = lambda field: np.stack([getattr(t, field)[:kept] for t in traces])  # noqa: E731
     sample_stats = {"accept_rate": stack("accept_rate"),
                     "min_accept_prob": stack("min_accept_prob")}
-    theta_accept = stack("theta_accept")
-    if not np.all(np.isnan(theta_accept)):
-        sample_stats["theta_accept"] = theta_accept
+    for name in ("theta_accept", "move_accept"):  # when the kernel / a move reports one
+        values = stack(name)
+        if not np.all(np.isnan(values)):
+            sample_stats[name] = values
     return Output(stack("theta"), sample_stats, stack("total") if keep_stats else None)
 
 

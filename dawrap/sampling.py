@@ -121,7 +121,8 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method: str = "r
     -------
     arviz.InferenceData or xarray.DataTree
         Groups ``posterior``, ``sample_stats`` (``"record"``: ``accept_rate``,
-        ``min_accept_prob``, ``theta_accept``; ``"suffstat"``: ``rejections``),
+        ``min_accept_prob``, ``theta_accept`` when the kernel reports it, ``move_accept``
+        with ``interweave``; ``"suffstat"``: ``rejections``),
         ``observed_data`` (``s_dp``), ``constant_data`` (``n`` and the mechanism's
         parameters), and ``imputed_statistic`` with ``keep_stats``. Attributes: method,
         model, mechanism, seed, dawrap version, sampling time.

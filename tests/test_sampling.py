@@ -57,6 +57,12 @@ def test_normal_mean_gaussian_matches_closed_form(n, noise_sigma, interweave, ch
                       interweave=interweave)
     exact = normal_mean.exact_posterior_gaussian(s_dp, n, noise_sigma, 1.0, 2.0, 1.5)
     check_posterior(draws_of(idata, "mu"), exact)
+    stats = _arviz.group(idata, "sample_stats")
+    if interweave:  # the move reports its acceptance probability, adapted towards 0.44
+        accept = stats["move_accept"].values
+        assert np.all((accept >= 0) & (accept <= 1)) and 0.3 < accept.mean() < 0.6
+    else:
+        assert "move_accept" not in stats
 
 
 @pytest.mark.parametrize("options", [{"sweeps": 3}, {"scan": "random"},
