@@ -74,8 +74,12 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method: str = "r
         Root of all randomness: the same seed gives bit-identical draws.
     init_theta : array_like or dict, optional
         ``"record"`` and ``"suffstat"``: initial theta for every chain, or one per chain as a
-        list of dicts or a ``(chains, theta_size)`` array; default a prior draw per chain
-        (dispersed starts, so R-hat can reveal chains stuck apart).
+        list of dicts or a ``(chains, theta_size)`` array. Default: ``"record"`` resamples
+        64 prior draws per chain by the central-limit approximation of the release's
+        likelihood (:mod:`dawrap.start`: each chain its own draws, so starts stay apart and
+        R-hat can still reveal chains stuck apart, but none begins where the release rules
+        theta out); mechanisms without noise draws, and ``"suffstat"``, start at a prior
+        draw.
     init_x : array_like, optional
         ``"record"``: initial ``(n, record_size)`` database; default ``n`` draws from
         ``f(. | theta)``.
