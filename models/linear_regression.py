@@ -79,7 +79,7 @@ and :math:`y^\top y`, so the conjugate theta step is O(p^3) per iteration, indep
 **Mixing.** With a weak release the paper's sampler crawls: given a full database beta is
 known to about :math:`\sigma/\sqrt n`, so one iteration moves it that far while the
 posterior is nearly the prior. At the published settings the median bulk ESS of beta_1 per
-5000 kept draws is 12 to 18 for epsilon 0.1 to 3, against 102 to 455 with
+5000 kept draws is 13 to 24 for epsilon 0.1 to 3, against 386 to 465 with
 ``interweave=True`` (``benchmarks/results/ju_regression.md``). The model therefore carries
 the non-centred parameterisation :math:`x_0 = m + L z_x`, :math:`y = x^\top\beta + \sigma
 z_y` (:math:`L L^\top = \Sigma`, :math:`z \sim N(0, I)`), with which
