@@ -3,7 +3,8 @@ augmentation in the same run.
 
 Kernels (all exact; tests/test_sampling.py checks each against exact posteriors):
   plain        Ju et al. Algorithm 1: theta | x, then one systematic sweep of the records
-  interweave   plus the non-centred theta move of dawrap.interweave (ASIS)
+  interweave   plus the non-centred theta move of dawrap.interweave (ASIS), one step
+  interweave xK  the same with K non-centred Metropolis steps per iteration
   sweeps=3     three record sweeps per theta update
   random scan  n records drawn at random per sweep
 For each problem and kernel: 4 chains x DRAWS draws after TUNE warm-up, over REPS seeds;
@@ -27,7 +28,8 @@ from dawrap import _arviz
 from dawrap.models import beta_binomial, linear_regression, normal_mean
 
 OUT = Path(__file__).parent / "results"
-KERNELS = {"plain": {"interweave": False}, "interweave": {"interweave": True},
+KERNELS = {"plain": {"interweave": False}, "interweave": {"interweave": 1},
+           "interweave x2": {"interweave": 2}, "interweave x3": {"interweave": 3},
            "sweeps=3": {"interweave": False, "sweeps": 3},
            "random scan": {"interweave": False, "scan": "random"}}
 

@@ -40,7 +40,8 @@ from .start import noise_variance, statistic_moments
 from .kernels import (acceptance_probability, rw_adapt, rw_init_state, rw_propose,
                       scale_vector)
 
-__all__ = ["NonCentred", "make_move", "missing_information", "AUTO_THRESHOLD"]
+__all__ = ["NonCentred", "make_move", "missing_information", "AUTO_THRESHOLD",
+           "DEFAULT_STEPS"]
 
 
 class NonCentred(NamedTuple):
@@ -76,20 +77,22 @@ class NonCentred(NamedTuple):
                              initial_scale=tuple(float(v) for v in scale))
 
 
-#: Warm-up iterations before the non-centred step uses the estimated theta variances.
+#: Warm-up iterations before the non-centred step may use the estimated theta covariance
+#: (:func:`dawrap.kernels.rw_adapt`).
 ADAPT_AFTER = 100
 
 
 @functools.lru_cache(maxsize=None)
-def make_move(nc: NonCentred, record_size: int, size: int):
-    """The compiled non-centred move (steps 2-3 above) and its state's initialiser (cached:
-    a new function object would make numba compile the whole chain again)."""
+def make_move(nc: NonCentred, record_size: int, size: int, steps: int = 1):
+    """The compiled non-centred move (steps 2-3 above, ``steps`` times over) and its state's
+    initialiser (cached: a new function object would make numba compile the whole chain
+    again). It returns the mean acceptance probability of its steps."""
     record_from_noise, noise_from_record = nc.record_from_noise, nc.noise_from_record
     log_prior, k = nc.log_prior, nc.noise_size
     initial = np.array(nc.initial_scale)
 
     @numba.njit(nogil=True)
-    def move(rng, state, s_dp, params, fns, tuning):
+    def one_step(rng, state, s_dp, params, fns, tuning):
         theta, x, stats = state.theta, state.x, state.stats
         n, d, m = x.shape[0], theta.shape[0], stats.shape[0]
         proposal = rw_propose(rng, theta, state.move_state, initial, ADAPT_AFTER)
@@ -117,7 +120,8 @@ def make_move(nc: NonCentred, record_size: int, size: int):
                                        - state.log_g)
         accepted = a >= 1.0 or (a > 0.0 and rng.random() < a)
         if tuning:
-            rw_adapt(state.move_state, proposal if accepted else theta, a, -1.0, ADAPT_AFTER)
+            rw_adapt(state.move_state, proposal if accepted else theta, a, -1.0, ADAPT_AFTER,
+                     initial)
         if not accepted:
             return state, a, record.OK
         if not record._all_finite(x_new):
@@ -130,8 +134,23 @@ def make_move(nc: NonCentred, record_size: int, size: int):
         return record.RecordState(theta, x, stats, state.total, log_g, state.kernel_state,
                                   state.move_state), a, record.OK
 
+    @numba.njit(nogil=True)
+    def move(rng, state, s_dp, params, fns, tuning):
+        # Each step redraws z given the current records (a Gibbs step), so every step is on
+        # its own a kernel that leaves the posterior invariant.
+        mean_accept = 0.0
+        for _ in range(steps):
+            state, a, status = one_step(rng, state, s_dp, params, fns, tuning)
+            mean_accept += a / steps
+            if status != record.OK:
+                return state, mean_accept, status
+        return state, mean_accept, record.OK
+
     return move, lambda theta: rw_init_state(theta, initial)
 
+
+#: Non-centred steps per iteration for ``interweave=True`` and the automatic choice.
+DEFAULT_STEPS = 1
 
 #: ``interweave=None`` turns the move on when the estimated fraction of missing information
 #: is at least this (benchmarks/ess_per_second.py: below about 0.3 plain data augmentation
@@ -162,7 +181,7 @@ def missing_information(model, mechanism, n: int, priors: int = 5,
         theta = model.pack(model.draw_prior(rng), "the theta returned by draw_prior")
         x = model.simulate(theta, min(n, records), seed=rng)
         _, cov = statistic_moments(x, np.zeros(mechanism.size), mechanism.engine_statistic,
-                                   mechanism.size)
+                                   mechanism.size, False)
         spread.append(np.diag(cov))
     per_record = np.median(spread, axis=0)
     return float(np.max(noise / (n * per_record + noise)))

@@ -126,29 +126,37 @@ def metropolis(log_density, scale) -> Kernel:
 
 
 # The adaptive random-walk state, one float64 array per chain (so the engine can carry and
-# checkpoint it): [log step, warm-up iterations seen, mean (d), sum of squared deviations
-# (d x d, row-major), Cholesky factor of the proposal covariance (d x d, lower)].
+# checkpoint it): [log step, warm-up iterations seen, sum of their acceptance probabilities,
+# 1.0 once the estimated covariance is in use, mean (d), sum of squared deviations (d x d,
+# row-major), Cholesky factor of the proposal covariance (d x d, lower)].
+_HEAD = 4
+
 
 @numba.njit(nogil=True, cache=True)
 def _rw_parts(state, d):
     """Views of the adaptive state's mean, scatter matrix and Cholesky factor."""
-    mean = state[2:2 + d]
-    scatter = state[2 + d:2 + d + d * d].reshape((d, d))
-    factor = state[2 + d + d * d:2 + d + 2 * d * d].reshape((d, d))
+    mean = state[_HEAD:_HEAD + d]
+    scatter = state[_HEAD + d:_HEAD + d + d * d].reshape((d, d))
+    factor = state[_HEAD + d + d * d:_HEAD + d + 2 * d * d].reshape((d, d))
     return mean, scatter, factor
+
+
+@numba.njit(nogil=True, cache=True)
+def _initial_sd(initial, j):
+    return initial[j] if initial.shape[0] > 1 else initial[0]
 
 
 @numba.njit(nogil=True, cache=True)
 def rw_propose(rng, theta, state, initial, adapt_after):
     r"""A Gaussian random-walk proposal from the adaptive state ``state``: sd ``initial`` per
-    entry for the first ``adapt_after`` warm-up iterations, then covariance
-    :math:`(2.38^2/d)\,\hat\Sigma` through its stored Cholesky factor; both times the
-    global step :math:`\exp(\text{state}[0])`."""
+    entry until warm-up has learned a covariance (see :func:`rw_adapt`), then covariance
+    :math:`(2.38^2/d)\,\hat\Sigma` through its stored Cholesky factor; both times scaled by
+    the global step :math:`\exp(\text{state}[0])`."""
     d = theta.shape[0]
     step = math.exp(state[0])
     z = rng.standard_normal(d)
     proposal = theta.copy()
-    if state[1] >= adapt_after:
+    if state[3] > 0.0:
         factor = _rw_parts(state, d)[2]
         for j in range(d):
             shift = 0.0
@@ -157,22 +165,24 @@ def rw_propose(rng, theta, state, initial, adapt_after):
             proposal[j] += step * shift
     else:
         for j in range(d):
-            proposal[j] += step * (initial[j] if initial.shape[0] == d else initial[0]) * z[j]
+            proposal[j] += step * _initial_sd(initial, j) * z[j]
     return proposal
 
 
 @numba.njit(nogil=True, cache=True)
-def _proposal_factor(scatter, count, factor):
-    r"""``factor`` := the Cholesky factor of :math:`(2.38^2/d)\,\hat\Sigma` with
-    :math:`\hat\Sigma` = scatter / (count - 1), its diagonal lifted by a relative 1e-10 (and
-    an absolute 1e-24) so that a chain that has not moved in some direction still gets a
-    factor; if rounding still leaves a pivot <= 0, the diagonal form (Haario et al.'s
-    fallback) is used instead."""
+def _proposal_factor(scatter, count, factor, initial):
+    r"""``factor`` := the Cholesky factor of :math:`(2.38^2/d)\,\hat\Sigma`, with
+    :math:`\hat\Sigma` = scatter / (count - 1) and its diagonal lifted by a relative 1e-10.
+    An entry the chain has never moved keeps its ``initial`` sd (there is nothing to learn
+    from); should rounding still leave a pivot <= 0, the diagonal of the same matrix is used."""
     d = scatter.shape[0]
-    c = 2.38 * 2.38 / d / (count - 1.0)
-    cov = scatter * c
+    c = 2.38 * 2.38 / d
+    cov = scatter * (c / max(count - 1.0, 1.0))
     for j in range(d):
-        cov[j, j] += 1e-10 * cov[j, j] + 1e-24
+        if scatter[j, j] > 0.0:
+            cov[j, j] *= 1.0 + 1e-10
+        else:
+            cov[j, j] = c * _initial_sd(initial, j) ** 2
     factor[:, :] = 0.0
     for j in range(d):
         pivot = cov[j, j]
@@ -192,15 +202,22 @@ def _proposal_factor(scatter, count, factor):
 
 
 @numba.njit(nogil=True, cache=True)
-def rw_adapt(state, theta, accept_prob, target, adapt_after):
-    """One warm-up update of the adaptive state: Robbins-Monro on the log step towards
+def rw_adapt(state, theta, accept_prob, target, adapt_after, initial):
+    r"""One warm-up update of the adaptive state: Robbins-Monro on the log step towards
     ``target`` (0.44 in one dimension, 0.234 otherwise, if ``target`` <= 0), Welford on the
-    mean and covariance of the chain's ``theta``, and from ``adapt_after`` on the proposal's
-    Cholesky factor (O(d^3), warm-up only)."""
+    mean and covariance of the chain's ``theta``, and the proposal's Cholesky factor (O(d^3),
+    warm-up only) once the estimate is in use.
+
+    The estimate replaces the ``initial`` scale after ``adapt_after`` iterations *and* at
+    least :math:`2d + 10` expected acceptances: a chain that has barely moved (an initial
+    scale far too wide) has a near-singular sample covariance, and a proposal built on it
+    would keep the chain from ever learning the missing directions.
+    """
     d = theta.shape[0]
     goal = target if target > 0 else (0.44 if d == 1 else 0.234)
     count = state[1] + 1.0
     state[0] += (accept_prob - goal) / count ** 0.6
+    state[2] += accept_prob
     mean, scatter, factor = _rw_parts(state, d)
     before = theta - mean
     for j in range(d):
@@ -210,17 +227,18 @@ def rw_adapt(state, theta, accept_prob, target, adapt_after):
         for k in range(d):
             scatter[j, k] += before[k] * after
     state[1] = count
-    if count >= adapt_after:
-        _proposal_factor(scatter, count, factor)
-    if count == adapt_after:
+    if state[3] == 0.0 and count >= adapt_after and state[2] >= 2.0 * d + 10.0:
+        state[3] = 1.0
         state[0] = 0.0  # the estimated covariance replaces the initial scale: restart the step
+    if state[3] > 0.0:
+        _proposal_factor(scatter, count, factor, initial)
 
 
 def rw_init_state(theta, initial) -> np.ndarray:
     """The adaptive state at the start of warm-up."""
     check_scale_length(initial, theta, "initial_scale")
     d = theta.shape[0]
-    return np.concatenate(([0.0, 0.0], theta, np.zeros(2 * d * d)))
+    return np.concatenate((np.zeros(_HEAD), theta, np.zeros(2 * d * d)))
 
 
 def adaptive_metropolis(log_density, initial_scale=0.1, target: float | None = None,
@@ -231,8 +249,9 @@ def adaptive_metropolis(log_density, initial_scale=0.1, target: float | None = N
     (Welford), and the global log step :math:`\log\lambda` follows the Robbins-Monro recursion
     :math:`\log\lambda \mathrel{+}= (a_t - a^\ast) / t^{0.6}` towards the acceptance rate
     :math:`a^\ast` (0.44 in one dimension, 0.234 otherwise; Roberts & Rosenthal 2001). For the
-    first ``adapt_after`` warm-up iterations the proposal is :math:`\lambda\, s \odot z` with
-    :math:`s` the ``initial_scale``; afterwards it is :math:`N(0, \lambda^2 (2.38^2/d)
+    first ``adapt_after`` warm-up iterations, and until the chain has made about 2d + 10
+    accepted moves, the proposal is :math:`\lambda\, s \odot z` with :math:`s` the
+    ``initial_scale``; afterwards it is :math:`N(0, \lambda^2 (2.38^2/d)
     \hat\Sigma)` (Haario et al. 2001), full covariance, so a posterior whose parameters are
     strongly correlated is crossed along its long axis rather than at the pace of its narrowest
     direction (the Cholesky factor is refreshed each warm-up iteration, O(d^3)).
@@ -244,11 +263,11 @@ def adaptive_metropolis(log_density, initial_scale=0.1, target: float | None = N
     log_density : numba.njit function
         ``(theta, x, stats) -> float``, as for :func:`metropolis`.
     initial_scale : float or array
-        Proposal sd before the variance estimate takes over.
+        Proposal sd before the covariance estimate takes over.
     target : float, optional
         Target acceptance rate.
     adapt_after : int
-        Warm-up iterations before the proposal uses the estimated variances.
+        Warm-up iterations before the proposal may use the estimated covariance.
     """
     require_njit(log_density, "log_density", "(theta, x, stats) -> float")
     initial = scale_vector(initial_scale, "initial_scale")
@@ -265,7 +284,7 @@ def adaptive_metropolis(log_density, initial_scale=0.1, target: float | None = N
                                    - log_density(theta, x, stats))
         out = proposal if (a >= 1.0 or rng.random() < a) else theta.copy()
         if tuning:
-            rw_adapt(state, out, a, fixed_target, adapt_after)
+            rw_adapt(state, out, a, fixed_target, adapt_after, initial)
         return out, a
 
     return Kernel(step, lambda theta: rw_init_state(theta, initial), "adaptive_metropolis")

@@ -179,6 +179,12 @@ class Mechanism:
         out = {} if self.epsilon is None else {"epsilon": self.epsilon}
         return out
 
+    def noise_variance(self) -> np.ndarray | None:
+        """The variance of each coordinate's noise when it is known in closed form (the
+        built-in mechanisms), else ``None`` (:mod:`dawrap.start` then estimates it from
+        ``draw_release``)."""
+        return None
+
     @property
     def fingerprint(self) -> str:
         """Everything that defines the mechanism, exactly (no rounding), as a string: what a
@@ -288,6 +294,9 @@ class Laplace(Mechanism):
     def privacy(self) -> dict:
         return {"epsilon": self.epsilon, "sensitivity": self.sensitivity, "scale": self.scale}
 
+    def noise_variance(self) -> np.ndarray:
+        return np.full(self.size, 2.0 * self.scale ** 2)
+
 
 class Geometric(Mechanism):
     r"""The two-sided geometric (discrete Laplace) mechanism for integer statistics:
@@ -337,6 +346,10 @@ class Geometric(Mechanism):
     def privacy(self) -> dict:
         return {"epsilon": self.epsilon, "sensitivity": self.sensitivity, "alpha": self.alpha}
 
+    def noise_variance(self) -> np.ndarray:
+        # The difference of two geometric counts of failures, each of variance a / (1 - a)^2.
+        return np.full(self.size, 2.0 * self.alpha / (1.0 - self.alpha) ** 2)
+
 
 class Gaussian(Mechanism):
     r"""The Gaussian mechanism :math:`s_{dp} = T + N(0, \sigma^2 I)`.
@@ -383,6 +396,11 @@ class Gaussian(Mechanism):
     @property
     def privacy(self) -> dict:
         return {"sigma": self.sigma, **self._guarantee}
+
+    def noise_variance(self) -> np.ndarray:
+        # sigma^2; for the discrete Gaussian too, to within 1e-15 relative once sigma >= 1
+        # (below, a little less, which only matters to a starting value).
+        return np.full(self.size, self.sigma ** 2)
 
 
 def discrete_gaussian_log_normaliser(sigma: float) -> float:

@@ -71,12 +71,12 @@ class _Setup:
     """Everything a chain needs that is shared by all chains."""
 
     def __init__(self, model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int,
-                 interweave: bool = False, sweeps: int = 1, random_scan: bool = False):
+                 interweave: int = 0, sweeps: int = 1, random_scan: bool = False):
         self.model, self.mechanism, self.s_dp, self.n = model, mechanism, s_dp, n
         self.sweeps = sweeps
-        if interweave:
+        if interweave:  # the number of non-centred steps per iteration
             self.move, self.init_move_state = make_move(model.noncentred, model.record_size,
-                                                        mechanism.size)
+                                                        mechanism.size, interweave)
         else:
             self.move, self.init_move_state = record.no_move, no_state
         self.params = mechanism.params
@@ -334,7 +334,7 @@ def run_record(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, rng
                draws: int, tune: int, keep_stats: bool, cores: int, init_theta=None,
                init_x=None, checkpoint=None, checkpoint_every: int = 1000, resume=None,
                seed_entropy: str = "", progress: bool | None = None,
-               interweave: bool = False, sweeps: int = 1, random_scan: bool = False) -> Output:
+               interweave: int = 0, sweeps: int = 1, random_scan: bool = False) -> Output:
     """Run one record-level chain per generator in ``rngs``.
 
     With ``checkpoint`` (a folder), each chain's complete state is saved every

@@ -6,6 +6,7 @@ over to the method's driver and labels the result.
 """
 from __future__ import annotations
 
+import numbers
 import os
 import time
 import warnings
@@ -15,7 +16,7 @@ import numpy as np
 from . import _arviz
 from ._checks import as_count
 from .baselines import run_naive, run_nonprivate, run_ops
-from .interweave import AUTO_THRESHOLD, missing_information
+from .interweave import AUTO_THRESHOLD, DEFAULT_STEPS, missing_information
 from .mechanisms import Mechanism
 from .model import Model
 from .run_record import run_record
@@ -103,9 +104,11 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method: str = "r
         The draws are bit-identical to an uninterrupted run. New checkpoints go to the same
         folder.
 
-    interweave : bool, optional
+    interweave : bool or int, optional
         ``"record"``: after theta's kernel, a non-centred theta move that shifts every record
-        with theta (:mod:`dawrap.interweave`; needs ``Model(noncentred=...)``). Default: on
+        with theta (:mod:`dawrap.interweave`; needs ``Model(noncentred=...)``). ``True`` is
+        :data:`~dawrap.interweave.DEFAULT_STEPS` Metropolis steps of it per iteration, an
+        integer that many (each a pass over the records), ``False`` or 0 none. Default: on
         when the model has a non-centred parameterisation and the estimated fraction of
         missing information (:func:`dawrap.interweave.missing_information`) is at least
         :data:`~dawrap.interweave.AUTO_THRESHOLD`, where measurement says it pays.
@@ -170,14 +173,7 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method: str = "r
         raise ValueError(f"scan must be 'systematic' or 'random', got {scan!r}")
     if method != "record" and (sweeps != 1 or scan != "systematic" or interweave is not None):
         raise ValueError("interweave, sweeps and scan apply to method='record' only")
-    if interweave is None:
-        interweave = model.noncentred is not None and method == "record" and (
-            missing_information(model, mechanism, n) or 0.0) >= AUTO_THRESHOLD
-    elif not isinstance(interweave, (bool, np.bool_)):
-        raise TypeError(f"interweave must be True, False or None, got {interweave!r}")
-    elif interweave and model.noncentred is None:
-        raise ValueError("interweave=True needs the model's non-centred parameterisation: "
-                         "Model(noncentred=dw.NonCentred(...))")
+    interweave = _interweave_steps(interweave, model, mechanism, n, method)
     if resume is not None and seed is None:
         from .checkpoint import saved_seed
 
@@ -191,7 +187,7 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method: str = "r
                          init_x=init_x, checkpoint=checkpoint,
                          checkpoint_every=checkpoint_every, resume=resume,
                          seed_entropy=str(root.entropy), progress=progress,
-                         interweave=bool(interweave), sweeps=sweeps,
+                         interweave=interweave, sweeps=sweeps,
                          random_scan=scan == "random")
     elif method == "suffstat":
         out = run_suffstat(model, mechanism, s_dp, n, rngs, draws=draws, tune=tune,
@@ -206,9 +202,29 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method: str = "r
     elapsed = time.perf_counter() - began
     if method in ("record", "suffstat"):
         _warn_if_unconverged(model, out.theta)
-    kernel = {"interweave": int(interweave), "sweeps": sweeps, "scan": scan} \
+    kernel = {"interweave": interweave, "sweeps": sweeps, "scan": scan} \
         if method == "record" else {}
     return _label(model, mechanism, s_dp, n, out, method, root, elapsed, tune, draws, kernel)
+
+
+def _interweave_steps(interweave, model: Model, mechanism: Mechanism, n: int,
+                      method: str) -> int:
+    """Non-centred steps per iteration (0: no interweaving) for ``sample(interweave=...)``."""
+    if interweave is None:
+        on = model.noncentred is not None and method == "record" and (
+            missing_information(model, mechanism, n) or 0.0) >= AUTO_THRESHOLD
+        return DEFAULT_STEPS if on else 0
+    if isinstance(interweave, (bool, np.bool_)):
+        steps = DEFAULT_STEPS if interweave else 0
+    elif isinstance(interweave, numbers.Integral) and interweave >= 0:
+        steps = int(interweave)
+    else:
+        raise TypeError(f"interweave must be None, True, False or a number of non-centred "
+                        f"steps per iteration (an integer >= 0), got {interweave!r}")
+    if steps and model.noncentred is None:
+        raise ValueError("interweave needs the model's non-centred parameterisation: "
+                         "Model(noncentred=dw.NonCentred(...))")
+    return steps
 
 
 #: Rank-normalised split R-hat above this draws a warning (Vehtari et al. 2021 suggest 1.01

@@ -65,9 +65,9 @@ def test_normal_mean_gaussian_matches_closed_form(n, noise_sigma, interweave, ch
         assert "move_accept" not in stats
 
 
-@pytest.mark.parametrize("options", [{"sweeps": 3}, {"scan": "random"},
+@pytest.mark.parametrize("options", [{"sweeps": 3}, {"scan": "random"}, {"interweave": 3},
                                      {"sweeps": 2, "scan": "random", "interweave": True}],
-                         ids=["3 sweeps", "random scan", "all"])
+                         ids=["3 sweeps", "random scan", "3 non-centred steps", "all"])
 def test_record_sweep_options_are_exact(options, check_posterior, draws_of):
     n, model, mech = 300, beta_binomial.model(2, 3), beta_binomial.laplace(0.3)
     s_dp = mech.release(model.simulate({"p": 0.35}, n, seed=5), seed=6)

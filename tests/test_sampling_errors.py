@@ -203,10 +203,13 @@ def test_records_outside_the_support_are_caught():
 
 
 def test_record_sweep_options_are_checked():
-    with pytest.raises(ValueError, match="interweave=True needs the model's non-centred"):
+    with pytest.raises(ValueError, match="interweave needs the model's non-centred"):
         run(model=model_with(), interweave=True)
-    with pytest.raises(TypeError, match="interweave must be True, False or None"):
-        run(interweave="yes")
+    with pytest.raises(ValueError, match="interweave needs the model's non-centred"):
+        run(model=model_with(), interweave=2)
+    for bad in ("yes", -1, 1.5):
+        with pytest.raises(TypeError, match="interweave must be None, True, False or a number"):
+            run(interweave=bad)
     with pytest.raises(ValueError, match="sweeps must be"):
         run(sweeps=0)
     with pytest.raises(ValueError, match="scan must be 'systematic' or 'random'"):

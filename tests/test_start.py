@@ -3,11 +3,13 @@ the release puts theta, and on the regression where prior starts got stuck in a 
 release rules out, the default start does not."""
 import warnings
 
+import numba
 import numpy as np
+import pytest
 
 import dawrap as dw
 from dawrap import _arviz, start
-from dawrap.models import linear_regression, normal_mean
+from dawrap.models import dirichlet_multinomial, linear_regression, normal_mean
 
 
 def test_statistic_moments_are_the_records_mean_and_covariance():
@@ -16,15 +18,58 @@ def test_statistic_moments_are_the_records_mean_and_covariance():
     x = model.simulate({"beta": np.array([0.5, -1.0, 2.0])}, 500, seed=1)
     t = np.array([mech.total(x[i:i + 1]) for i in range(len(x))])
     mean, cov = start.statistic_moments(x, np.zeros(mech.size), mech.engine_statistic,
-                                        mech.size)
+                                        mech.size, True)
     assert np.allclose(mean, t.mean(axis=0))
     assert np.allclose(cov, np.cov(t.T, bias=True))
+    mean, cov = start.statistic_moments(x, np.zeros(mech.size), mech.engine_statistic,
+                                        mech.size, False)
+    assert np.allclose(cov, np.diag(np.var(t, axis=0)))
 
 
-def test_noise_variance_is_the_mechanisms():
-    # Gaussian noise of sd 3: the variance of 20000 draws is 9 within 4 standard errors.
-    estimate = start.noise_variance(normal_mean.gaussian(3.0), draws=20000)
-    assert abs(estimate[0] - 9.0) < 4 * 9.0 * np.sqrt(2 / 20000)
+@pytest.mark.parametrize("mech", [dw.Laplace(normal_mean.total, 0.5, 2.0),
+                                  dw.Geometric(normal_mean.total, 0.3),
+                                  dw.Gaussian(normal_mean.total, 3.0)],
+                         ids=["laplace", "geometric", "gaussian"])
+def test_closed_form_noise_variances_match_the_noise(mech):
+    draws = np.array([mech.release(np.zeros((1, 1)), seed=seed)[0] for seed in range(20000)])
+    # Standard error of a sample variance: sigma^2 sqrt((kurtosis - 1) / N); kurtosis <= 6.
+    expected = mech.noise_variance()[0]
+    assert abs(draws.var() - expected) < 4 * expected * np.sqrt(5 / 20000)
+
+
+@numba.njit
+def log_uniform(s_dp, t, params):
+    return -np.log(2 * params[0]) if abs(s_dp[0] - t[0]) < params[0] else -np.inf
+
+
+def test_a_scalar_noise_draw_is_estimated_and_used():
+    # A custom mechanism without a closed form: variance estimated from draw_release, which
+    # may return a scalar (as release() allows). U(-30, 30) has variance 300.
+    mech = dw.Mechanism(normal_mean.total, log_uniform, params=[30.0],
+                        draw_release=lambda rng, t: float(t[0] + rng.uniform(-30, 30)))
+    assert abs(start.noise_variance(mech)[0] - 300.0) < 4 * 300.0 * np.sqrt(0.8 / 1000)
+    model = normal_mean.model(0.0, 1.0, 1.0)
+    idata = dw.sample(model, mech, [20.0], 40, draws=50, tune=50, chains=2, seed=1)
+    assert _arviz.group(idata, "posterior")["mu"].shape == (2, 50)
+
+
+def test_long_releases_are_weighed_by_the_diagonal():
+    # 50 categories (above FULL_COVARIANCE_UP_TO). In 49 dimensions 64 prior draws are all far
+    # from the truth, so the start can only be the best of a poor lot: the median distance of
+    # 10 starts lies below the lower quartile of the prior draws' distances.
+    k, n = 50, 20000
+    model = dirichlet_multinomial.model(alpha=[1.0] * k)
+    mech = dirichlet_multinomial.laplace(epsilon=1.0, categories=k)
+    assert mech.size > start.FULL_COVARIANCE_UP_TO
+    truth = np.random.default_rng(0).dirichlet(np.ones(k))
+    s_dp = mech.release(model.simulate({"p": truth}, n, seed=1), seed=2)
+    rng = np.random.default_rng(3)
+    noise = start.noise_variance(mech)
+    distance = lambda p: np.abs(p - truth).sum()  # noqa: E731
+    starts = [distance(start.release_informed_theta(rng, model, mech, s_dp, n, noise))
+              for _ in range(10)]
+    priors = [distance(rng.dirichlet(np.ones(k))) for _ in range(1000)]
+    assert np.median(starts) < np.quantile(priors, 0.25)
 
 
 def test_starts_are_prior_draws_the_release_supports():
