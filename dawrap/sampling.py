@@ -79,8 +79,8 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method: str = "r
         64 prior draws per chain by the central-limit approximation of the release's
         likelihood (:mod:`dawrap.start`: each chain its own draws, so starts stay apart and
         R-hat can still reveal chains stuck apart, but none begins where the release rules
-        theta out); mechanisms without noise draws, and ``"suffstat"``, start at a prior
-        draw.
+        theta out); mechanisms without noise draws or whose statistic depends on the
+        release, and ``"suffstat"``, start at a prior draw.
     init_x : array_like, optional
         ``"record"``: initial ``(n, record_size)`` database; default ``n`` draws from
         ``f(. | theta)``.
