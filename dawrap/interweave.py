@@ -149,13 +149,18 @@ def make_move(nc: NonCentred, record_size: int, size: int, steps: int = 1):
     return move, lambda theta: rw_init_state(theta, initial)
 
 
-#: Non-centred steps per iteration for ``interweave=True`` and the automatic choice.
-DEFAULT_STEPS = 1
+#: Non-centred steps per iteration for ``interweave=True`` and the automatic choice
+#: (benchmarks/ess_per_second.py, where plain data augmentation mixes slowly: two steps beat
+#: one on every problem, by 1.2x at missing information 0.5 to 1.8x on the n = 10000
+#: regression; three gain up to 1.5x more on the cheaper problems but lose 1.2x on that
+#: regression, where a step costs as much as a record sweep).
+DEFAULT_STEPS = 2
 
 #: ``interweave=None`` turns the move on when the estimated fraction of missing information
-#: is at least this (benchmarks/ess_per_second.py: below about 0.3 plain data augmentation
-#: already mixes well and the move's extra pass over the records costs 4-16% of ESS/s;
-#: above it the move gains, 1.3x at 0.5, 4x at 0.9, about 90x at 0.99).
+#: is at least this (benchmarks/ess_per_second.py, with DEFAULT_STEPS steps: at 0.1, and for a
+#: count at epsilon = 1, plain data augmentation already mixes well and the move's extra
+#: passes over the records cost 13-36% of ESS/s; at 0.3 it breaks even, 1.05x; above it
+#: gains, 1.5x at 0.5, 7x at 0.9, 130x at 0.99).
 AUTO_THRESHOLD = 0.3
 
 

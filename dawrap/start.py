@@ -88,15 +88,18 @@ def _clt_log_likelihood(model, mechanism, s_dp, n, theta, noise, seed, records) 
                             model.draw_record)
     full = mechanism.size <= FULL_COVARIANCE_UP_TO
     mean, cov = statistic_moments(x, s_dp, mechanism.engine_statistic, mechanism.size, full)
-    misfit = s_dp - n * mean
-    if not full:
-        var = n * np.diag(cov) + noise
-        return -0.5 * float(np.sum(misfit ** 2 / var + np.log(var)))
-    total_cov = n * cov + np.diag(noise)
-    sign, logdet = np.linalg.slogdet(total_cov)
-    if sign <= 0 or not np.all(np.isfinite(mean)):
-        return -np.inf
-    return -0.5 * (misfit @ np.linalg.solve(total_cov, misfit) + logdet)
+    # An extreme release or candidate overflows to inf or NaN, which the caller treats as
+    # "never chosen": no warning is due.
+    with np.errstate(over="ignore", invalid="ignore"):
+        misfit = s_dp - n * mean
+        if not full:
+            var = n * np.diag(cov) + noise
+            return -0.5 * float(np.sum(misfit ** 2 / var + np.log(var)))
+        total_cov = n * cov + np.diag(noise)
+        sign, logdet = np.linalg.slogdet(total_cov)
+        if sign <= 0 or not np.all(np.isfinite(mean)):
+            return -np.inf
+        return -0.5 * (misfit @ np.linalg.solve(total_cov, misfit) + logdet)
 
 
 def release_informed_theta(rng, model, mechanism, s_dp, n: int, noise: np.ndarray | None,
