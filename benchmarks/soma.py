@@ -140,12 +140,12 @@ def normal_mean_exact(s_dp, n, tau):
     return normal_mean.exact_posterior_gaussian(s_dp, n, tau, mu0=0.0, sd0=10.0, sigma=1.0)
 
 
-def exactness(model, mech, s_dp, n, exact, draws, seed) -> float:
+def exactness(model, mech, s_dp, n, exact, draws, tune, seed) -> float:
     """SOMA's posterior mean of the first parameter minus the exact one, in Monte Carlo
     standard errors (from the bulk ESS)."""
     with soma_sweeps(), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # R-hat: slow chains are the point
-        idata = dw.sample(model, mech, s_dp, n, draws=draws, tune=500, chains=4, seed=seed,
+        idata = dw.sample(model, mech, s_dp, n, draws=draws, tune=tune, chains=4, seed=seed,
                           interweave=False, progress=False)
     name = next(iter(model.params))
     values = _arviz.group(idata, "posterior")[name].values.reshape(4, draws)
@@ -186,7 +186,7 @@ def main():
             rows["default"].append(ess_per_second(*common, {}, args.draws, args.tune,
                                                   300 + rep))
             if exact is not None:
-                zs.append(exactness(*common, exact, args.draws, 400 + rep))
+                zs.append(exactness(*common, exact, args.draws, args.tune, 400 + rep))
         for kernel, results in rows.items():
             accept = np.median([r["accept"] for r in results])
             z = ", ".join(f"{v:+.1f}" for v in zs) if kernel == "SOMA" else ""

@@ -15,7 +15,8 @@ the release says. One iteration interweaves the two:
 
 1. :math:`\theta' \sim K(\cdot \mid x)`: the model's own kernel (centred);
 2. :math:`z \sim p(z \mid x, \theta')`: deterministic for continuous records
-   (:math:`z_i = (x_i - \mu)/\sigma`), a uniform on the preimage for discrete ones;
+   (:math:`z_i = (x_i - \mu)/\sigma`), a draw from p(z_i) restricted to the preimage of
+   :math:`x_i` for discrete ones (a uniform for :math:`x_i = 1[u_i < p]`);
 3. :math:`\theta''`: a random-walk Metropolis step on :math:`p(\theta \mid z, s_{dp}) \propto
    p(\theta)\, g(s_{dp}, T(h(\theta, z)))` (O(n) per proposal), its full covariance
    adapted during warm-up only (:func:`dawrap.kernels.rw_adapt`; theta's coordinates are
@@ -77,7 +78,8 @@ class NonCentred(NamedTuple):
                              initial_scale=tuple(float(v) for v in scale))
 
 
-#: Warm-up iterations before the non-centred step may use the estimated theta covariance
+#: Warm-up steps of the move (iterations times steps per iteration) before it may use the
+#: estimated theta covariance
 #: (:func:`dawrap.kernels.rw_adapt`).
 ADAPT_AFTER = 100
 
@@ -114,6 +116,8 @@ def make_move(nc: NonCentred, record_size: int, size: int, steps: int = 1):
                     for j in range(m):
                         stats_new[j] += s_i[j]
             log_g = fns.log_density(s_dp, total, params)
+            if log_g != log_g:  # NaN: reported as the record sweep reports it, not rejected
+                return state, 0.0, record.BAD_RATIO
             # x = h(theta, z) (exactly for discrete records, to rounding for continuous
             # ones), so the current log g is the cached one.
             a = acceptance_probability(log_prior(proposal) - log_prior(theta) + log_g

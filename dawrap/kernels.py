@@ -173,8 +173,9 @@ def rw_propose(rng, theta, state, initial, adapt_after):
 def _proposal_factor(scatter, count, factor, initial):
     r"""``factor`` := the Cholesky factor of :math:`(2.38^2/d)\,\hat\Sigma`, with
     :math:`\hat\Sigma` = scatter / (count - 1) and its diagonal lifted by a relative 1e-10.
-    An entry the chain has never moved keeps its ``initial`` sd (there is nothing to learn
-    from); should rounding still leave a pivot <= 0, the diagonal of the same matrix is used."""
+    An entry the chain has never moved gets the variance :math:`(2.38^2/d)\,s_j^2` from its
+    ``initial`` sd :math:`s_j` (there is nothing to learn from); should rounding still leave a
+    pivot <= 0, the diagonal of the same matrix is used."""
     d = scatter.shape[0]
     c = 2.38 * 2.38 / d
     cov = scatter * (c / max(count - 1.0, 1.0))

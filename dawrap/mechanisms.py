@@ -398,9 +398,26 @@ class Gaussian(Mechanism):
         return {"sigma": self.sigma, **self._guarantee}
 
     def noise_variance(self) -> np.ndarray:
-        # sigma^2; for the discrete Gaussian too, to within 1e-15 relative once sigma >= 1
-        # (below, a little less, which only matters to a starting value).
         return np.full(self.size, self.sigma ** 2)
+
+
+def discrete_gaussian_variance(sigma: float) -> float:
+    r"""Variance of the discrete Gaussian, :math:`\sum_k k^2 e^{-k^2/(2\sigma^2)} / \sum_k
+    e^{-k^2/(2\sigma^2)}`: below :math:`\sigma^2` for small sigma (0.0077 against 0.09 at
+    sigma = 0.3), :math:`\sigma^2(1 - 8\pi^2\sigma^2 e^{-2\pi^2\sigma^2})` to first order
+    above (2e-7 relative at sigma = 1).
+
+    For sigma >= 1 by Poisson summation, :math:`\sigma^2 \sum_m (1 - 4\pi^2\sigma^2m^2)
+    q^{m^2} / \sum_m q^{m^2}` with :math:`q = e^{-2\pi^2\sigma^2}`; below, the direct sums.
+    """
+    if sigma >= 1.0:
+        m = np.arange(1, 4)
+        q = np.exp(-2 * math.pi ** 2 * sigma ** 2 * m * m)
+        return float(sigma ** 2 * (1 + 2 * np.sum((1 - 4 * math.pi ** 2 * sigma ** 2 * m * m) * q))
+                     / (1 + 2 * np.sum(q)))
+    k = np.arange(1, int(40 * sigma) + 40)
+    w = np.exp(-k * k / (2 * sigma * sigma))
+    return float(2 * np.sum(k * k * w) / (1 + 2 * np.sum(w)))
 
 
 def discrete_gaussian_log_normaliser(sigma: float) -> float:
@@ -434,6 +451,9 @@ class DiscreteGaussian(Gaussian):
 
     def _log_normaliser(self) -> float:
         return discrete_gaussian_log_normaliser(self.sigma)
+
+    def noise_variance(self) -> np.ndarray:
+        return np.full(self.size, discrete_gaussian_variance(self.sigma))
 
     @classmethod
     def from_gdp(cls, statistic, mu, sensitivity, *, size=1):

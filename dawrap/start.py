@@ -79,8 +79,16 @@ def noise_variance(mechanism, rng=None, draws: int = 1000) -> np.ndarray | None:
         return None
     rng = np.random.default_rng(20220101) if rng is None else rng
     zero = np.zeros(mechanism.size)
-    return np.var([np.asarray(mechanism._draw_release(rng, zero), dtype=np.float64)
-                   .reshape(mechanism.size) for _ in range(draws)], axis=0)
+    try:
+        return np.var([np.asarray(mechanism._draw_release(rng, zero), dtype=np.float64)
+                       .reshape(mechanism.size) for _ in range(draws)], axis=0)
+    except Exception as err:  # noqa: BLE001 - the user's draw_release, called on a zero total
+        # Only a starting value and the interweaving decision rest on this estimate: a
+        # draw_release that cannot take a zero total must not stop a run that never needed it.
+        warnings.warn(f"could not estimate the noise variance from draw_release at a zero "
+                      f"total ({type(err).__name__}: {err}); chains start at prior draws and "
+                      f"interweaving stays off unless asked for", RuntimeWarning, stacklevel=2)
+        return None
 
 
 def _clt_log_likelihood(model, mechanism, s_dp, n, theta, noise, seed, records) -> float:
@@ -90,7 +98,7 @@ def _clt_log_likelihood(model, mechanism, s_dp, n, theta, noise, seed, records) 
     mean, cov = statistic_moments(x, s_dp, mechanism.engine_statistic, mechanism.size, full)
     # An extreme release or candidate overflows to inf or NaN, which the caller treats as
     # "never chosen": no warning is due.
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         misfit = s_dp - n * mean
         if not full:
             var = n * np.diag(cov) + noise

@@ -1,11 +1,12 @@
-"""The interweaving move: the missing-information estimate behind its default, and the
-default itself (exactness of the move is tested in test_sampling.py)."""
+"""The interweaving move: the missing-information estimate behind its default, the default
+itself, and a NaN density reported (exactness of the move is tested in test_sampling.py)."""
+import numba
 import numpy as np
 import pytest
 
 import dawrap as dw
-from dawrap import _arviz
-from dawrap.interweave import AUTO_THRESHOLD, DEFAULT_STEPS, missing_information
+from dawrap import _arviz, record
+from dawrap.interweave import AUTO_THRESHOLD, DEFAULT_STEPS, make_move, missing_information
 from dawrap.models import beta_binomial, normal_mean, poisson_gamma
 
 
@@ -30,3 +31,25 @@ def test_the_default_turns_the_move_on_only_where_it_pays():
     mech = poisson_gamma.laplace(0.01, 5)
     idata = dw.sample(poisson_gamma.model(), mech, 300.0, n, draws=20, tune=5, chains=1, seed=0)
     assert _arviz.attrs(idata)["interweave"] == 0
+
+
+@numba.njit
+def nan_off_the_start(s_dp, t, params):
+    """log g that is NaN for every total but the starting one (params[0])."""
+    return 0.0 if abs(t[0] - params[0]) < 1e-6 else np.nan
+
+
+def test_a_nan_density_in_the_move_is_reported_not_rejected():
+    model, n = normal_mean.model(0.0, 1.0, 1.0), 50
+    theta = model.pack({"mu": 0.0})
+    x = model.simulate(theta, n, seed=1)
+    s_dp = np.array([float(x.sum())])
+    params = np.array([float(x.sum())])
+    fns = record.RecordFunctions(model.draw_record, model.propose_record, model.model_stat,
+                                 normal_mean.gaussian(1.0).engine_statistic, nan_off_the_start)
+    state = record.init(theta, x.copy(), s_dp, params, fns, model.stat_size)
+    move, init_move_state = make_move(model.noncentred, model.record_size, 1, 1)
+    state = state._replace(move_state=init_move_state(theta))
+    after, accept, status = move(np.random.default_rng(0), state, s_dp, params, fns, False)
+    assert status == record.BAD_RATIO
+    assert np.array_equal(after.x, x) and after.theta[0] == 0.0  # nothing moved

@@ -170,3 +170,14 @@ def test_bad_mechanism_functions():
         dw.Mechanism(four, log_uniform)
     with pytest.raises(TypeError, match="log_density must be a numba.njit"):
         dw.Mechanism(identity, lambda s, t, p: 0.0)
+
+
+@pytest.mark.parametrize("sigma", [0.3, 0.5, 1.0, 2.5, 40.0])
+def test_discrete_gaussian_noise_variance_is_the_lattice_variance(sigma):
+    k = np.arange(-int(60 * sigma) - 60, int(60 * sigma) + 61)
+    w = np.exp(-k * k / (2 * sigma * sigma))
+    exact = np.sum(k * k * w) / np.sum(w)          # the direct sum over the lattice
+    variance = dw.DiscreteGaussian(beta_binomial.count, sigma=sigma).noise_variance()[0]
+    assert variance == pytest.approx(exact, rel=1e-12)
+    if sigma < 1:  # well below sigma^2 where the lattice is coarse
+        assert variance < 0.9 * sigma ** 2

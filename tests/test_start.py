@@ -109,3 +109,25 @@ def test_default_start_avoids_a_mode_the_release_rules_out():
         idata = dw.sample(model, mech, s_dp, n, draws=200, tune=200, chains=4, seed=3)
     beta_1 = _arviz.group(idata, "posterior")["beta"].values[..., 1]
     assert np.all(np.abs(beta_1.mean(axis=1) - settings["beta"][1]) < 0.5)
+
+
+@numba.njit
+def log_normal_30(s_dp, t, params):
+    return -0.5 * ((s_dp[0] - t[0]) / 30.0) ** 2
+
+
+def test_a_draw_release_that_fails_at_zero_only_costs_the_informed_start():
+    # Noise that needs a positive total: the variance estimate (at a zero total) fails, and
+    # the run must go on from prior draws, with a warning, not stop.
+    def draw(rng, t):
+        if t[0] <= 0:
+            raise ValueError("needs positive totals")
+        return float(t[0] + rng.normal(0.0, 30.0))
+
+    mech = dw.Mechanism(normal_mean.total, log_normal_30, draw_release=draw)
+    with pytest.warns(RuntimeWarning, match="could not estimate the noise variance"):
+        assert start.noise_variance(mech) is None
+    model = normal_mean.model(0.0, 1.0, 1.0)
+    with pytest.warns(RuntimeWarning, match="could not estimate the noise variance"):
+        idata = dw.sample(model, mech, [20.0], 40, draws=50, tune=50, chains=2, seed=1)
+    assert _arviz.group(idata, "posterior")["mu"].shape == (2, 50)
