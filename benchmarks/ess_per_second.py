@@ -88,6 +88,19 @@ def ess_per_second(model, mech, s_dp, n, options, draws, tune, seed) -> dict:
             "seconds": elapsed, "accept": accept}
 
 
+def releases(model, mech, n, truth, reps: int):
+    """``(rep, s_dp)``: the releases every kernel is measured on (fixed seeds, so other
+    benchmarks that import this measure on the same ones)."""
+    for rep in range(reps):
+        x = model.simulate(truth, n, seed=100 + rep)
+        yield rep, mech.release(x, seed=200 + rep)
+
+
+def save(lines: list[str], out) -> None:
+    Path(out).parent.mkdir(exist_ok=True)
+    Path(out).write_text("\n".join(lines) + "\n")
+
+
 def table_cells(results: list[dict], plain: list[dict]) -> str:
     """Medians over releases, and ratios to plain on the same release."""
     def median(key):
@@ -130,9 +143,7 @@ def main():
             continue
         start = {"init_theta": truth} if args.start == "truth" else {}
         rows = {k: [] for k in kernels}
-        for rep in range(args.reps):
-            x = model.simulate(truth, n, seed=100 + rep)
-            s_dp = mech.release(x, seed=200 + rep)
+        for rep, s_dp in releases(model, mech, n, truth, args.reps):
             for kernel, options in kernels.items():
                 rows[kernel].append(ess_per_second(model, mech, s_dp, n,
                                                    {**options, **start}, args.draws,
@@ -141,8 +152,7 @@ def main():
             line = f"| {label} | {kernel} | " + table_cells(results, rows["plain"])
             print(line, flush=True)
             lines.append(line)
-    Path(args.out).parent.mkdir(exist_ok=True)
-    Path(args.out).write_text("\n".join(lines) + "\n")
+    save(lines, args.out)
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ from dawrap import _arviz, record
 from dawrap.models import beta_binomial, linear_regression, normal_mean
 
 sys.path.insert(0, str(Path(__file__).parent))
-from ess_per_second import ess_per_second, table_cells  # noqa: E402  (same measurement)
+from ess_per_second import ess_per_second, releases, save, table_cells  # noqa: E402
 
 OUT = Path(__file__).parent / "results"
 
@@ -174,9 +174,7 @@ def main():
     for label, model, mech, n, truth, exact in problems():
         rows = {"plain": [], "SOMA": [], "default": []}
         zs = []
-        for rep in range(args.reps):
-            x = model.simulate(truth, n, seed=100 + rep)
-            s_dp = mech.release(x, seed=200 + rep)
+        for rep, s_dp in releases(model, mech, n, truth, args.reps):
             common = (model, mech, s_dp, n)
             rows["plain"].append(ess_per_second(*common, {"interweave": False}, args.draws,
                                                 args.tune, 300 + rep))
@@ -194,8 +192,7 @@ def main():
                     f"{table_cells(results, rows['plain'])} {z} |")
             print(line, flush=True)
             lines.append(line)
-    Path(args.out).parent.mkdir(exist_ok=True)
-    Path(args.out).write_text("\n".join(lines) + "\n")
+    save(lines, args.out)
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ def test_a_nan_density_in_the_move_is_reported_not_rejected():
     theta = model.pack({"mu": 0.0})
     x = model.simulate(theta, n, seed=1)
     s_dp = np.array([float(x.sum())])
-    params = np.array([float(x.sum())])
+    params = s_dp.copy()
     fns = record.RecordFunctions(model.draw_record, model.propose_record, model.model_stat,
                                  normal_mean.gaussian(1.0).engine_statistic, nan_off_the_start)
     state = record.init(theta, x.copy(), s_dp, params, fns, model.stat_size)
