@@ -18,6 +18,7 @@ __all__ = [
     "as_float_vector",
     "require_njit",
     "n_positional",
+    "require_arity",
 ]
 
 
@@ -80,3 +81,24 @@ def n_positional(func) -> int:
     py = getattr(func, "py_func", func)
     params = inspect.signature(py).parameters.values()
     return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+
+
+def require_arity(func, name: str, signature: str, count: int) -> None:
+    """Check that ``func`` can be called with ``count`` positional arguments.
+
+    A function of the wrong arity would otherwise pass registration and fail much later,
+    inside compiled code, with a numba typing error that names neither the function nor the
+    expected signature. Callables whose signature Python cannot inspect are let through.
+    """
+    py = getattr(func, "py_func", func)
+    try:
+        sig = inspect.signature(py)
+    except (TypeError, ValueError):  # some builtins and extension callables
+        return
+    try:
+        sig.bind(*range(count))
+    except TypeError:
+        takes = n_positional(func)
+        raise TypeError(f"{name} must take {signature} ({count} positional argument"
+                        f"{'s' if count != 1 else ''}), but {getattr(py, '__name__', name)}"
+                        f"{sig} takes {takes}") from None

@@ -12,11 +12,18 @@ so a release made with them carries exactly the stated guarantee:
 
 Parameters are converted to exact fractions from their decimal representation
 (``Fraction(str(x))``), so ``0.1`` means exactly one tenth.
+
+Only the parameters (scale, sigma) enter the arithmetic, never the value the noise is added
+to: a draw's running time and every error depend on the parameters and the random source
+alone, and a release adds the draw to the confidential integer afterwards.
 """
 from __future__ import annotations
 
+import math
 import secrets
 from fractions import Fraction
+
+import numpy as np
 
 __all__ = ["discrete_laplace", "discrete_gaussian", "as_fraction"]
 
@@ -25,7 +32,12 @@ _SYSTEM = secrets.SystemRandom()
 
 def as_fraction(value) -> Fraction:
     """An exact positive fraction from a number's decimal representation."""
-    fraction = Fraction(str(value)) if not isinstance(value, Fraction) else value
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"expected a positive number, got {value!r}")
+    try:  # a string such as "1/3" is taken exactly, as Fraction reads it
+        fraction = value if isinstance(value, Fraction) else Fraction(str(value))
+    except (ValueError, ZeroDivisionError):  # "nan", "inf", "1/0", not a number
+        raise ValueError(f"expected a finite positive number, got {value!r}") from None
     if fraction <= 0:
         raise ValueError(f"expected a positive number, got {value!r}")
     return fraction
@@ -76,7 +88,14 @@ def discrete_gaussian(sigma, rng=None) -> int:
     """One draw with :math:`P(z) \\propto e^{-z^2/(2\\sigma^2)}` (Algorithm 3 of Canonne et al.)."""
     rng = rng or _SYSTEM
     sigma2 = as_fraction(sigma) ** 2
-    t = int(sigma2 ** 0.5) + 1  # floor(sigma) + 1
+    # t = floor(sigma) + 1 is the efficient choice; any t >= 1 gives the exact distribution
+    # (the acceptance step corrects for it). The float square root is kept, so seeded draws
+    # do not change; where sigma^2 is beyond float64 the exact integer square root is used
+    # (floor(sqrt(floor(a))) = floor(sqrt(a))).
+    try:
+        t = int(sigma2 ** 0.5) + 1
+    except OverflowError:
+        t = math.isqrt(sigma2.numerator // sigma2.denominator) + 1
     while True:
         y = discrete_laplace(Fraction(t), rng)
         gamma = (abs(y) - sigma2 / t) ** 2 / (2 * sigma2)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 import numba
 import numpy as np
 
-from ._checks import as_count, n_positional, require_njit
+from ._checks import as_count, n_positional, require_arity, require_njit
 from .recipe import reduce_by_recipe
 
 __all__ = ["Model"]
@@ -132,6 +132,9 @@ class Model:
         self.record_size = as_count(record_size, "record_size")
 
         self.draw_record = require_njit(draw_record, "draw_record", "(rng, theta, out)")
+        # Every user function's arity is checked here: a wrong one would otherwise surface
+        # inside dw.sample as a numba typing error naming neither function nor signature.
+        require_arity(draw_record, "draw_record", "(rng, theta, out)", 3)
         from .kernels import Kernel
 
         if isinstance(draw_theta, Kernel):  # e.g. dw.kernels.adaptive_metropolis(...)
@@ -148,6 +151,7 @@ class Model:
         self.draw_theta = draw_theta
         if not callable(draw_prior):
             raise TypeError("draw_prior must be callable (rng) -> theta")
+        require_arity(draw_prior, "draw_prior", "(rng) -> theta", 1)
         self.draw_prior = draw_prior
 
         if model_stat is None:
@@ -158,6 +162,7 @@ class Model:
             self.model_stat = require_njit(model_stat, "model_stat", "(x_i, out)")
             if stat_size is None:
                 raise ValueError("stat_size is required with model_stat: the length of its output")
+            require_arity(model_stat, "model_stat", "(x_i, out)", 2)
             self.stat_size = as_count(stat_size, "stat_size")
         self.user_model_stat = model_stat
 
@@ -166,6 +171,8 @@ class Model:
         else:
             self.propose_record = require_njit(propose_record, "propose_record",
                                                "(rng, theta, x_i, out) -> log_ratio")
+            require_arity(propose_record, "propose_record",
+                          "(rng, theta, x_i, out) -> log_ratio", 4)
         self.general_proposal = propose_record is not None
         from .family import ExponentialFamily
 
@@ -179,6 +186,10 @@ class Model:
             theta_support, "theta_support", "(theta) -> bool")
         self.record_support = anywhere if record_support is None else require_njit(
             record_support, "record_support", "(x_i) -> bool")
+        if theta_support is not None:
+            require_arity(theta_support, "theta_support", "(theta) -> bool", 1)
+        if record_support is not None:
+            require_arity(record_support, "record_support", "(x_i) -> bool", 1)
         from .interweave import NonCentred
 
         if noncentred is not None and not isinstance(noncentred, NonCentred):
@@ -209,7 +220,8 @@ class Model:
 
     # -- theta layout --------------------------------------------------------------------------
     def pack(self, theta, name: str = "theta") -> np.ndarray:
-        """A flat float64 theta from an array of length ``theta_size`` or a dict of parameters."""
+        """A flat float64 theta from an array of shape ``(theta_size,)`` (a scalar too when
+        ``theta_size`` is 1) or a dict of parameters; ``name`` labels errors."""
         if isinstance(theta, Mapping):
             missing = set(self.params) - set(theta)
             extra = set(theta) - set(self.params)
@@ -227,10 +239,14 @@ class Model:
             arr = np.asarray(theta)
             if arr.dtype.kind not in "iuf":
                 raise TypeError(f"{name} must be an array of real numbers, got dtype {arr.dtype}")
-            flat = np.atleast_1d(arr.astype(np.float64)).ravel()
-            if flat.shape[0] != self.theta_size:
-                raise ValueError(f"{name} must have {self.theta_size} value(s) (parameters "
-                                 f"{dict(self.params)}), got shape {arr.shape}")
+            # Only a flat vector (or a scalar for a one-value theta) is a theta: flattening
+            # anything else, e.g. a 1x1 matrix from a kernel, would hide a bug in the kernel.
+            size = self.theta_size
+            if arr.shape != (size,) and not (size == 1 and arr.shape == ()):
+                raise ValueError(f"{name} must have {size} value(s) (parameters "
+                                 f"{dict(self.params)}) as an array of shape ({size},)"
+                                 f"{' or a scalar' if size == 1 else ''}, got shape {arr.shape}")
+            flat = np.atleast_1d(arr.astype(np.float64))
         if not np.all(np.isfinite(flat)):
             raise ValueError(f"{name} must be finite, got {flat}")
         flat = np.ascontiguousarray(flat)

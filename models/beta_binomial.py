@@ -179,8 +179,12 @@ def laplace(epsilon: float) -> dw.Laplace:
 
 @dw.recipe
 def geometric(epsilon: float) -> dw.Geometric:
-    """The count with two-sided geometric noise (epsilon-DP, integer release)."""
-    return dw.Geometric(count, epsilon=epsilon, sensitivity=1.0)
+    """The count with two-sided geometric noise (epsilon-DP, integer release).
+
+    Each record contributes 0 or 1 (``contribution=(0, 1)``): ``release(x, secure=True)``
+    rounds and clamps every record's contribution into [0, 1] before adding noise.
+    """
+    return dw.Geometric(count, epsilon=epsilon, sensitivity=1.0, contribution=(0, 1))
 
 
 def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, a: float = 1.0, b: float = 1.0):

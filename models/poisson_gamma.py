@@ -192,9 +192,14 @@ def laplace_truncated(epsilon: float, lower: float, upper: float) -> dw.Laplace:
 
 @dw.recipe
 def geometric(epsilon: float, c: float) -> dw.Geometric:
-    """The clamped total with two-sided geometric noise (integer release, epsilon-DP)."""
+    """The clamped total with two-sided geometric noise (integer release, epsilon-DP).
+
+    Each record contributes an integer in [0, c] (``contribution=(0, c)``):
+    ``release(x, secure=True)`` rounds and clamps every contribution into it before adding
+    noise (negative or NaN records count 0).
+    """
     c = _check_clamp(c)
-    return dw.Geometric(clamped_count(c), epsilon=epsilon, sensitivity=c)
+    return dw.Geometric(clamped_count(c), epsilon=epsilon, sensitivity=c, contribution=(0, c))
 
 
 def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, c: float, alpha: float = 1.0,

@@ -66,17 +66,37 @@ def test_discrete_gaussian_posterior_is_exact(check_posterior, draws_of):
 
 def test_secure_release_path():
     x = np.ones((25, 1))
-    for mech in (beta_binomial.geometric(0.5), dw.DiscreteGaussian(beta_binomial.count, 2.0)):
+    for mech in (beta_binomial.geometric(0.5),
+                 dw.DiscreteGaussian(beta_binomial.count, 2.0, contribution=(0, 1))):
         s = mech.release(x, secure=True)
         assert s.shape == (1,) and s[0] == round(s[0])
         with pytest.raises(ValueError, match="a seed would make the noise predictable"):
             mech.release(x, seed=1, secure=True)
     with pytest.raises(ValueError, match="no safe release path.*Mironov"):
         beta_binomial.laplace(1.0).release(x, secure=True)
-    with pytest.raises(ValueError, match="integer statistics"):
-        beta_binomial.geometric(0.5).release(np.full((3, 1), 0.5), secure=True)
+    # Fractional records are projected (rounded into [0, 1]), not refused: a refusal would
+    # depend on the confidential data (tests/test_release_privacy.py has the rest).
+    assert beta_binomial.geometric(0.5).bounded_total(np.full((3, 1), 0.5)) == [0]
+    with pytest.raises(ValueError, match="contribution domain"):
+        dw.DiscreteGaussian(beta_binomial.count, 2.0).release(x, secure=True)
     with pytest.raises(ValueError, match="s_dp must be integer-valued for the DiscreteGaussian"):
         dw.sample(beta_binomial.model(), dw.DiscreteGaussian(beta_binomial.count, 2.0), 3.5, 10)
+
+
+def test_exact_samplers_take_any_positive_parameter():
+    """The samplers' arithmetic is exact on big integers: a sigma whose square float64 cannot
+    hold still draws (it raised OverflowError), and a tiny one returns 0 at once."""
+    rng = random.Random(3)
+    big = discrete_gaussian(1e200, rng)
+    assert isinstance(big, int) and abs(big) < 10 ** 203
+    assert discrete_gaussian(1e-300, rng) == 0
+    assert isinstance(discrete_laplace(1e300, rng), int)
+    for bad in (float("nan"), float("inf"), -1.0, 0.0, None, "1/0"):
+        with pytest.raises(ValueError, match="positive number"):
+            discrete_laplace(bad, rng)
+    with pytest.raises(TypeError, match="positive number"):
+        discrete_gaussian(True, rng)
+    assert isinstance(discrete_laplace("1/3", rng), int)   # exact rationals as strings
 
 
 def test_opendp_releases_are_understood():

@@ -156,6 +156,50 @@ def test_bad_privacy_parameters(build, match):
         build()
 
 
+@pytest.mark.parametrize("build, match", [
+    # Accepted by the type checks, but past what float64 holds: each names its arguments and
+    # the usable range (they raised ZeroDivisionError, OverflowError or "params must be finite").
+    (lambda: dw.Geometric(identity, epsilon=1e-17),
+     r"epsilon = 1e-17 with sensitivity = 1.0 gives .* usable range"),
+    (lambda: dw.Geometric(identity, epsilon=1e300, sensitivity=1e-10), r"epsilon = 1e\+300"),
+    (lambda: dw.Geometric.from_scale(identity, scale=1e300), r"scale = 1e\+300"),
+    (lambda: dw.Geometric.from_scale(identity, scale=1e-100, sensitivity=1e300),
+     "epsilon = sensitivity / scale"),
+    (lambda: dw.Laplace(identity, epsilon=1e-300), r"epsilon = 1e-300 with sensitivity"),
+    (lambda: dw.Laplace(identity, epsilon=1e300, sensitivity=1e-10), r"epsilon = 1e\+300"),
+    (lambda: dw.Gaussian(identity, sigma=1e300), r"sigma = 1e\+300"),
+    (lambda: dw.Gaussian(identity, sigma=1e-300), r"sigma = 1e-300"),
+    (lambda: dw.Gaussian.from_zcdp(identity, rho=1e-320, sensitivity=1.0), r"rho = 1e-320"),
+    (lambda: dw.Gaussian.from_zcdp(identity, rho=1e308, sensitivity=1.0), r"rho = 1e\+308"),
+    (lambda: dw.Gaussian.from_gdp(identity, mu=1e-300, sensitivity=1.0), r"mu = 1e-300"),
+    (lambda: dw.DiscreteGaussian(identity, sigma=1e13), r"sigma = 1e\+13"),
+    (lambda: dw.DiscreteGaussian(identity, sigma=1e300), r"sigma = 1e\+300"),
+    (lambda: dw.DiscreteGaussian(identity, sigma=1e-300), r"sigma = 1e-300"),
+    (lambda: dw.DiscreteGaussian.from_zcdp(identity, rho=1e-30, sensitivity=1.0), r"rho = 1e-30"),
+])
+def test_extreme_parameters_name_the_argument_and_the_range(build, match):
+    with pytest.raises(ValueError, match=match) as err:
+        build()
+    assert "usable range" in str(err.value) or "cannot hold" in str(err.value)
+
+
+def test_parameters_at_the_ends_of_the_usable_range_compute():
+    """Inside the range everything is finite, and the geometric noise variance is accurate
+    where 1 - alpha loses digits (2 alpha / (1 - alpha)^2 was off by 1e-6 at rate 1e-10)."""
+    rate = 1e-10
+    mech = dw.Geometric(identity, epsilon=rate)
+    exact = 2.0 * math.exp(-rate) / math.expm1(-rate) ** 2
+    assert mech.noise_variance()[0] == pytest.approx(exact, rel=1e-12)
+    assert np.isfinite(mech.release(np.ones(3), seed=0)).all()
+    for m in (dw.Laplace(identity, epsilon=1e-150), dw.Laplace(identity, epsilon=1e150),
+              dw.Gaussian(identity, sigma=1e150), dw.Gaussian(identity, sigma=1e-150),
+              dw.Geometric(identity, epsilon=1e150), dw.DiscreteGaussian(identity, sigma=9e12),
+              dw.DiscreteGaussian(identity, sigma=1e-150),
+              dw.Geometric.from_scale(identity, scale=9e12)):
+        assert np.all(np.isfinite(m.params)) and np.all(np.isfinite(m.noise_variance()))
+        assert np.isfinite(m.log_g([3.0], [1.0])) or m.log_g([3.0], [1.0]) == -math.inf
+
+
 def test_bad_mechanism_functions():
     with pytest.raises(TypeError, match="statistic must be a numba.njit"):
         dw.Laplace(lambda x_i, out: None, epsilon=1.0)
@@ -170,6 +214,22 @@ def test_bad_mechanism_functions():
         dw.Mechanism(four, log_uniform)
     with pytest.raises(TypeError, match="log_density must be a numba.njit"):
         dw.Mechanism(identity, lambda s, t, p: 0.0)
+
+
+def test_log_density_arity_is_checked_at_construction():
+    """It used to pass Mechanism(...) and fail inside dw.sample with a numba TypeError."""
+    @numba.njit
+    def two(s_dp, t):
+        return 0.0
+
+    with pytest.raises(TypeError, match=r"log_density must take \(s_dp, t, params\)"):
+        dw.Mechanism(identity, two)
+
+    @numba.njit
+    def with_default(s_dp, t, params, extra=1.0):
+        return 0.0
+
+    assert dw.Mechanism(identity, with_default).log_density is with_default
 
 
 @pytest.mark.parametrize("sigma", [0.3, 0.5, 1.0, 2.5, 40.0])

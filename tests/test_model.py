@@ -76,3 +76,80 @@ def test_simulate_draws_from_the_record_model():
 def test_registration_errors_name_the_argument(kw, error, match):
     with pytest.raises(error, match=match):
         make(**kw)
+
+
+@numba.njit
+def two_args(a, b):
+    return 0.0
+
+
+@numba.njit
+def three_args(a, b, c):
+    return 0.0
+
+
+@numba.njit
+def one_arg(a):
+    return True
+
+
+@pytest.mark.parametrize("kw, match", [
+    # Each used to pass Model(...) and fail inside dw.sample as a numba TypeError.
+    (dict(draw_record=two_args), r"draw_record must take \(rng, theta, out\)"),
+    (dict(model_stat=three_args, stat_size=1), r"model_stat must take \(x_i, out\)"),
+    (dict(model_stat=one_arg, stat_size=1), r"model_stat must take \(x_i, out\)"),
+    (dict(propose_record=three_args), r"propose_record must take \(rng, theta, x_i, out\)"),
+    (dict(theta_support=two_args), r"theta_support must take \(theta\)"),
+    (dict(record_support=two_args), r"record_support must take \(x_i\)"),
+    (dict(draw_prior=lambda: np.zeros(7)), r"draw_prior must take \(rng\)"),
+    (dict(draw_prior=lambda rng, n: np.zeros(7)), r"draw_prior must take \(rng\)"),
+])
+def test_user_function_arity_is_checked_at_registration(kw, match):
+    with pytest.raises(TypeError, match=match) as err:
+        make(**kw)
+    assert "positional argument" in str(err.value)
+
+
+def test_functions_with_defaults_or_star_args_are_accepted():
+    @numba.njit
+    def stat_with_default(x_i, out, scale=1.0):
+        out[0] = scale * x_i[0]
+
+    model = make(model_stat=stat_with_default, stat_size=1,
+                 draw_prior=lambda *args: np.zeros(7))
+    assert model.model_stat is stat_with_default
+
+
+@pytest.mark.parametrize("theta", [np.zeros((7, 1)), np.zeros((1, 7)), np.zeros((7, 1, 1))])
+def test_pack_does_not_flatten_matrices(theta):
+    with pytest.raises(ValueError, match=r"theta must have 7 value\(s\).*shape \(7,\)"):
+        make().pack(theta)
+
+
+def test_pack_of_a_one_value_theta():
+    model = beta_binomial.model()
+    for ok in (0.3, np.float64(0.3), [0.3], np.array([0.3]), {"p": 0.3}):
+        assert np.array_equal(model.pack(ok), [0.3])
+    with pytest.raises(ValueError, match=r"init must have 1 value\(s\).*or a scalar.*\(1, 1\)"):
+        model.pack(np.array([[0.3]]), "init")
+
+
+def test_a_kernel_returning_a_matrix_stops_the_run():
+    """A plain-Python draw_theta (or draw_prior) returning a 1x1 matrix was flattened."""
+    base = beta_binomial.model()
+
+    def matrix_kernel(rng, theta, x, stats):
+        return np.array([[rng.beta(1 + stats[0], 1 + x.shape[0] - stats[0])]])
+
+    model = dw.Model(params={"p": ()}, record_size=1, draw_record=base.draw_record,
+                     draw_theta=matrix_kernel, model_stat=beta_binomial.count, stat_size=1,
+                     draw_prior=base.draw_prior, record_support=beta_binomial.is_binary)
+    with pytest.raises(ValueError, match="the theta returned by draw_theta must have 1 value"):
+        dw.sample(model, beta_binomial.laplace(1.0), 5.0, 10, draws=5, tune=2, chains=1,
+                  seed=0, init_theta={"p": 0.5}, interweave=False)
+    model = dw.Model(params={"p": ()}, record_size=1, draw_record=base.draw_record,
+                     draw_theta=base.draw_theta, model_stat=beta_binomial.count, stat_size=1,
+                     draw_prior=lambda rng: np.array([[rng.beta(1, 1)]]))
+    with pytest.raises(ValueError, match="the theta returned by draw_prior must have 1 value"):
+        dw.sample(model, beta_binomial.laplace(1.0), 5.0, 10, draws=5, tune=2, chains=1,
+                  seed=0)
