@@ -228,6 +228,9 @@ class Sparse(Box):
     lower, upper : int
         Bounds of each non-zero coordinate, with ``lower <= 0 <= upper`` (the other
         coordinates are zero). Whole numbers of magnitude at most 2**53.
+    size : int, optional
+        The number of coordinates; the mechanism sets it (:meth:`bind`), and the diameters
+        depend on it (two records can use disjoint cells only when ``2 cells <= size``).
 
     Notes
     -----
