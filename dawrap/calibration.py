@@ -21,7 +21,10 @@ it, so a study gives identical results serially, in threads, in processes or on 
 """
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
+import numbers
 import warnings
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -177,7 +180,7 @@ def calibrate(model: Model, mechanism: Mechanism, n: int, methods: Sequence[str]
               trials: int, seed: int, parameter: str | None = None, index: int = 0,
               levels: Sequence[float] = LEVELS, sample_kwargs: dict | None = None,
               store=None, executor=None, workers: int | None = None,
-              progress: bool | None = None) -> Calibration:
+              progress: bool | None = None, overwrite: bool = False) -> Calibration:
     """Simulation-based calibration of ``methods`` over ``trials`` simulated releases.
 
     Parameters
@@ -199,13 +202,20 @@ def calibrate(model: Model, mechanism: Mechanism, n: int, methods: Sequence[str]
         Passed to every ``dw.sample`` call (default 2 chains x 1000 draws, 500 tune, 1 core).
     store : str or path, optional
         A JSON-lines file to which each completed trial is appended and flushed. A study
-        restarted with the same ``store`` and settings skips the trials already there.
+        restarted with the same ``store`` and settings skips the trials already there. The
+        store is locked while the study runs (a second study on it is an error, not a second
+        copy of every trial); a symlink, device or folder is refused, never replaced; a
+        damaged line, or two different results for one trial, is an error naming the file
+        and line (a last line cut short by a stopped study is dropped and rerun).
     executor : {"processes", "threads", "serial"} or concurrent.futures.Executor
         Where trials run (default a local process pool, ``workers`` processes, default all
         cores); e.g. ``dask.distributed.Client(...).get_executor()`` for a cluster. Results
         do not depend on it.
     progress : bool, optional
         A progress line on stderr; by default only when stderr is a terminal.
+    overwrite : bool
+        With ``store`` holding a study of other settings: discard it and run this study in
+        its place (default False: an error, so that no study is lost by mistake).
     """
     if not isinstance(model, Model):
         raise TypeError(f"model must be a dawrap.Model, got {type(model).__name__}")
@@ -244,22 +254,60 @@ def calibrate(model: Model, mechanism: Mechanism, n: int, methods: Sequence[str]
                 "methods": list(study.methods), "seed": seed, "parameter": parameter,
                 "index": study.index, "levels": list(levels), "version": 2,
                 "sample_kwargs": {k: repr(v) for k, v in kwargs.items()}}
-    rows = _store.load(store, settings) if store is not None else {}
-    todo = [t for t in range(trials) if t not in rows]
+    if not isinstance(overwrite, (bool, np.bool_)):
+        raise TypeError(f"overwrite must be True or False, got {overwrite!r}")
+    # The store stays locked from reading it to the last row written: a second study on it
+    # is refused rather than recomputing every trial into the same file.
+    with (_store.Store(store, settings, functools.partial(_row_problem, study),
+                       replace=bool(overwrite)) if store is not None
+          else contextlib.nullcontext()) as kept:
+        rows = dict(kept.rows) if kept is not None else {}
+        todo = [t for t in range(trials) if t not in rows]
 
-    def finished(t: int, row: dict) -> None:
-        rows[t] = row
-        if store is not None:
-            _store.append(store, row)
-        bar.done[0] += 1
+        def finished(t: int, row: dict) -> None:
+            rows[t] = row
+            if kept is not None:
+                kept.append(row)
+            bar.done[0] += 1
 
-    with Progress("calibrate", 1, len(todo), enabled=progress, unit="trials") as bar, \
-            warnings.catch_warnings():
-        # Set here as well as in run_trial: catch_warnings is not thread-safe, so trials in
-        # threads must find the filter already in place.
-        warnings.simplefilter("ignore", RuntimeWarning)
-        run_tasks(run_trial, (study,), todo, executor, finished, workers)
-    return Calibration([rows[t] for t in range(trials)], study.methods, levels, settings)
+        with Progress("calibrate", 1, len(todo), enabled=progress, unit="trials") as bar, \
+                warnings.catch_warnings():
+            # Set here as well as in run_trial: catch_warnings is not thread-safe, so trials
+            # in threads must find the filter already in place.
+            warnings.simplefilter("ignore", RuntimeWarning)
+            run_tasks(run_trial, (study,), todo, executor, finished, workers)
+        if kept is not None:
+            kept.verify(rows, trials)  # the file agrees with what is reported
+        return Calibration([rows[t] for t in range(trials)], study.methods, levels, settings)
+
+
+def _row_problem(study: Study, row: dict) -> str | None:
+    """Why a trial row read from a store cannot be this study's (None if it can): every
+    method's entries present, of the right types (a damaged row must not become a KeyError,
+    or a zero, in the results)."""
+    def real(v):
+        return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+    def count(v):
+        return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+    if not real(row.get("theta")):
+        return f"theta must be a number, got {row.get('theta')!r}"
+    for method in study.methods:
+        entry = row.get(method)
+        if not isinstance(entry, dict):
+            return f"no results for method {method!r}"
+        for key, ok in (("rank", count), ("thinned", count), ("ess", real), ("pit", real),
+                        ("quantile", real)):
+            if not ok(entry.get(key)):
+                return f"{method}.{key} is {entry.get(key)!r}"
+        covered = entry.get("covered")
+        if not (isinstance(covered, list) and len(covered) == len(study.levels)
+                and all(isinstance(c, bool) for c in covered)):
+            return f"{method}.covered must be {len(study.levels)} true/false values"
+        if not 0.0 <= entry["pit"] <= 1.0 or not 0.0 <= entry["quantile"] <= 1.0:
+            return f"{method}: pit and quantile must lie in [0, 1]"
+    return None
 
 
 def ks_uniform(u: np.ndarray) -> tuple[float, float]:

@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+from dawrap._files import as_path, atomic_write, ensure_folder, refuse_special
+
 __all__ = ["main"]
 
 
@@ -54,7 +56,7 @@ def _catalogue_text() -> str:
 def _value(text: str):
     try:
         return json.loads(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # not JSON (or absurdly nested): a string
         return text
 
 
@@ -99,22 +101,58 @@ def _release(args, size: int):
         raise ValueError("give the release either as --s-dp VALUE [VALUE ...] or as "
                          "--release FILE")
     if args.s_dp is not None:
-        return [float(v) for v in args.s_dp]
-    text = Path(args.release).read_text()
+        return _numbers(args.s_dp, "--s-dp")
+    with open(args.release, "rb") as f:  # bounded: /dev/zero or a huge file by mistake
+        raw = f.read(RELEASE_BYTES + 1)
+    if len(raw) > RELEASE_BYTES:
+        raise ValueError(f"--release {args.release} is larger than {RELEASE_BYTES} bytes; it "
+                         f"should hold the released numbers only")
+    try:
+        text = raw.decode()
+    except UnicodeDecodeError:
+        raise ValueError(f"--release {args.release} is not a text file of numbers") from None
     try:
         values = json.loads(text)
-    except json.JSONDecodeError:
-        values = [float(v) for v in text.replace(",", " ").split()]
+    except (json.JSONDecodeError, RecursionError):
+        values = _numbers(text.replace(",", " ").split(), f"--release {args.release}")
     values = [values] if isinstance(values, (int, float)) else values
+    if not isinstance(values, list) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        raise ValueError(f"--release {args.release} must hold a number or a list of numbers")
     if len(values) != size:
         raise ValueError(f"--release {args.release} holds {len(values)} numbers; the "
                          f"mechanism releases {size}")
     return values
 
 
-def _write_netcdf(data, path: Path) -> None:
+#: Largest release file read (a release is a few numbers).
+RELEASE_BYTES = 1 << 20
+
+
+def _numbers(texts, option: str) -> list:
     try:
-        data.to_netcdf(str(path))
+        return [float(v) for v in texts]
+    except ValueError as err:
+        raise ValueError(f"{option} expects numbers: {err}") from None
+
+
+def _output_file(path, force: bool, option: str = "--out") -> Path:
+    """Check an output file before any work: a regular file or nothing (never a folder,
+    symlink or device), not overwritten without ``--force``, in a folder where files can be
+    created (made if missing)."""
+    out = as_path(path, option)
+    if refuse_special(out, option, "file") == "file" and not force:
+        raise ValueError(f"{option}: {out} exists; pass --force to overwrite it, or choose "
+                         f"another {option}")
+    ensure_folder(out.parent, option)
+    return out
+
+
+def _write_netcdf(data, path: Path, overwrite: bool = True) -> None:
+    """Write ``data`` to ``path`` atomically (a unique temporary file renamed into place)."""
+    refuse_special(path, "--out", "file")
+    try:
+        atomic_write(path, lambda tmp: data.to_netcdf(tmp), "--out", overwrite=overwrite)
         print(f"Wrote {path}")
     except (ImportError, ValueError) as err:
         print(f"Not written: no netCDF backend ({err}); pip install h5netcdf")
@@ -128,24 +166,34 @@ def _sample(args) -> int:
         raise ValueError("--resume continues the run saved in --checkpoint DIR: give both")
     model, mech = _build(args)
     s_dp = _release(args, mech.size)
+    out = _output_file(args.out, args.force)  # before sampling, not after
     idata = dw.sample(model, mech, s_dp, n=args.n, method=args.method, draws=args.draws,
                       tune=args.tune, chains=args.chains, seed=args.seed, cores=args.cores,
                       checkpoint=args.checkpoint, resume=args.checkpoint if args.resume
                       else None, progress=args.progress)
     print(f"{model!r}\n{mech!r}\ns_dp = {s_dp}, n = {args.n}, method = {args.method}\n")
     print(_arviz.summary(idata).to_string())
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    _write_netcdf(idata, out)
+    _write_netcdf(idata, out, overwrite=args.force)
     return 0
+
+
+#: What ``dawrap calibrate`` writes to --out besides the store.
+RESULTS = ("summary.txt", "calibration.nc", "ranks.png", "ecdf.png")
 
 
 def _calibrate(args) -> int:
     from dawrap.calibration import calibrate
 
     model, mech = _build(args)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = ensure_folder(args.out, "--out")
+    for name in (*RESULTS, "trials.jsonl"):
+        refuse_special(out / name, "--out", "file")
+    found = [name for name in RESULTS if (out / name).exists()]
+    if found and not (out / "trials.jsonl").exists() and not args.force:
+        # Results without their store: of some other study; they are not replaced silently
+        raise ValueError(f"--out: {out} holds {', '.join(found)} but no trials.jsonl (not "
+                         f"this study's results); pass --force to overwrite them, or choose "
+                         f"another --out")
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     began = time.perf_counter()
     cal = calibrate(model, mech, args.n, methods, trials=args.trials, seed=args.seed,
@@ -153,10 +201,10 @@ def _calibrate(args) -> int:
                     sample_kwargs={"draws": args.draws, "tune": args.tune,
                                    "chains": args.chains},
                     store=out / "trials.jsonl", executor=args.executor,
-                    workers=args.workers, progress=args.progress)
+                    workers=args.workers, progress=args.progress, overwrite=args.force)
     report = f"{model!r}\n{mech!r}\nn = {args.n}\n{cal!r}\n"
     print(report + f"({time.perf_counter() - began:.1f} s)")
-    (out / "summary.txt").write_text(report)
+    atomic_write(out / "summary.txt", lambda tmp: Path(tmp).write_text(report), "--out")
     _write_netcdf(cal.dataset, out / "calibration.nc")
     _plots(out, [("ranks.png", cal.plot_ranks), ("ecdf.png", cal.plot_ecdf)])
     return 0
@@ -166,7 +214,7 @@ def _plots(out: Path, plots) -> None:
     """Write each plot, or say once that matplotlib is missing."""
     try:
         for name, plot in plots:
-            plot(out / name)
+            atomic_write(out / name, plot, "--out")  # the name's suffix chooses the format
             print(f"Wrote {out / name}")
     except ImportError as err:
         print(f"Plots not written: {err}")
@@ -293,6 +341,8 @@ def _parser() -> argparse.ArgumentParser:
     smp.add_argument("--checkpoint", metavar="DIR", help="save chains to DIR as they run")
     smp.add_argument("--resume", action="store_true", help="continue from --checkpoint DIR")
     smp.add_argument("--out", default="posterior.nc", help="netCDF file (default posterior.nc)")
+    smp.add_argument("--force", action="store_true",
+                     help="overwrite --out if it exists (default: refuse)")
 
     cal = sub.add_parser(
         "calibrate", help="simulation-based calibration study, with plots",
@@ -317,7 +367,11 @@ def _parser() -> argparse.ArgumentParser:
                      help="where trials run (default processes: one per core)")
     cal.add_argument("--workers", type=int, help="processes or threads (default all cores)")
     cal.add_argument("--out", default="dawrap-calibration",
-                     help="output folder (default dawrap-calibration)")
+                     help="output folder (default dawrap-calibration); a study already "
+                          "there with the same settings is resumed")
+    cal.add_argument("--force", action="store_true",
+                     help="discard another study's trials and results in --out (default: "
+                          "refuse)")
 
     sub.add_parser("models", help="list the built-in models and mechanisms",
                    description=catalogue)

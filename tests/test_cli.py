@@ -77,9 +77,10 @@ def test_help_is_complete(capsys):
     for command, options in {
             "sample": ["--mechanism", "--epsilon", "--model-arg", "--mechanism-arg", "--n",
                        "--s-dp", "--release", "--method", "--draws", "--tune", "--chains",
-                       "--seed", "--cores", "--checkpoint", "--resume", "--out", "--progress"],
+                       "--seed", "--cores", "--checkpoint", "--resume", "--out", "--progress",
+                       "--force"],
             "calibrate": ["--methods", "--trials", "--executor", "--workers", "--parameter",
-                          "--index", "--out", "--progress"],
+                          "--index", "--out", "--progress", "--force"],
             "demo": ["--n", "--p", "--epsilon", "--draws", "--out"]}.items():
         with pytest.raises(SystemExit) as done:
             main([command, "--help"])
