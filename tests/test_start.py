@@ -131,3 +131,32 @@ def test_a_draw_release_that_fails_at_zero_only_costs_the_informed_start():
     with pytest.warns(RuntimeWarning, match="could not estimate the noise variance"):
         idata = dw.sample(model, mech, [20.0], 40, draws=50, tune=50, chains=2, seed=1)
     assert _arviz.group(idata, "posterior")["mu"].shape == (2, 50)
+
+
+@numba.njit
+def writes_two(rng, theta, out):
+    out[0] = 1.0
+    out[1] = 1.0  # past the end of a one-float record
+
+
+@numba.njit
+def raises_late(rng, theta, out):
+    if rng.random() < 0.1:
+        raise ValueError("sometimes")
+    out[0] = 1.0
+
+
+def test_simulated_contributions_are_evidence_only():
+    """The plausibility check's simulated contributions: the statistic of records from prior
+    draws, reproducible (a generator of their own), and None (never an error, never corrupt
+    memory) when a user function misbehaves; the run's own probe names it afterwards."""
+    from dawrap.models import beta_binomial
+
+    model, mech = beta_binomial.model(), beta_binomial.laplace(1.0)
+    seen = start.simulated_contributions(model, mech, np.array([3.0]))
+    assert seen.shape == (8 * 16, 1) and set(np.unique(seen)) == {0.0, 1.0}
+    assert np.array_equal(seen, start.simulated_contributions(model, mech, np.array([3.0])))
+    for draw_record in (writes_two, raises_late):
+        bad = dw.Model(params={"p": ()}, record_size=1, draw_record=draw_record,
+                       draw_theta=model.draw_theta, draw_prior=model.draw_prior)
+        assert start.simulated_contributions(bad, mech, np.array([3.0])) is None
