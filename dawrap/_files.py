@@ -156,13 +156,27 @@ def atomic_write(path, write: Callable[[str], None], argument: str,
         if overwrite:
             os.replace(tmp, path)
         else:
-            os.link(tmp, path)
-            os.unlink(tmp)
+            _place_new(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
     _sync_folder(path.parent)
+
+
+def _place_new(tmp: str, path: Path) -> None:
+    """Give ``tmp`` the name ``path``, which must not exist (FileExistsError otherwise)."""
+    try:
+        os.link(tmp, path)  # atomic, and never replaces
+    except FileExistsError:
+        raise
+    except OSError:
+        # No hard links on this file system (some network or FUSE mounts): claim the name
+        # exclusively, then replace only the empty file just created
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        os.replace(tmp, path)
+    else:
+        os.unlink(tmp)
 
 
 def _sync_folder(folder: Path) -> None:

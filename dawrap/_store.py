@@ -71,12 +71,13 @@ class Store:
             refuse_special(folder, self.argument, "folder")
             check_writable(folder, self.argument)
             try:  # header and file appear together (a link never replaces a file)
-                atomic_write(path, lambda tmp: Path(tmp).write_text(self._header),
+                atomic_write(path, lambda tmp: Path(tmp).write_bytes(self._header.encode()),
                              self.argument, overwrite=False)
             except FileExistsError:
                 pass  # another study created it meanwhile: the lock below decides
         try:
-            fd = os.open(path, os.O_RDWR | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0))
+            fd = os.open(path, os.O_RDWR | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
+                         | getattr(os, "O_BINARY", 0))  # Windows: no newline translation
         except OSError as err:
             raise ValueError(f"{self.argument}: cannot open {path} for appending "
                              f"({err.strerror or err})") from err
@@ -95,7 +96,7 @@ class Store:
 
     def _read(self) -> bytes:
         size = os.fstat(self._fd).st_size
-        head = os.pread(self._fd, min(size, _MAX_HEADER), 0)
+        head = _read_at(self._fd, min(size, _MAX_HEADER), 0)
         if size > len(head):  # a large file: is it a store at all, before reading it whole?
             first = head.split(b"\n", 1)[0]
             if len(first) == len(head):
@@ -104,7 +105,7 @@ class Store:
                 json.loads(first.decode())
             except (UnicodeDecodeError, json.JSONDecodeError) as err:
                 self._corrupt(1, f"not JSON: {err}")
-        return head + _pread_all(self._fd, size - len(head), len(head))
+        return head + _read_at(self._fd, size - len(head), len(head))
 
     def _load(self, replace: bool) -> dict:
         data = self._read()
@@ -268,14 +269,17 @@ def _is_regular(fd: int) -> bool:
     return stat.S_ISREG(os.fstat(fd).st_mode)
 
 
-def _pread_all(fd: int, size: int, offset: int) -> bytes:
+def _read_at(fd: int, size: int, offset: int) -> bytes:
+    """``size`` bytes from ``offset`` (fewer at the end of the file). Seek and read, not
+    ``os.pread``, which Windows lacks; appends are unaffected (``O_APPEND``)."""
+    os.lseek(fd, offset, os.SEEK_SET)
     parts = []
     while size > 0:
-        chunk = os.pread(fd, size, offset)
+        chunk = os.read(fd, size)
         if not chunk:
             break
         parts.append(chunk)
-        size, offset = size - len(chunk), offset + len(chunk)
+        size -= len(chunk)
     return b"".join(parts)
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import zipfile
 from pathlib import Path
 
@@ -59,8 +60,9 @@ def check_folder(checkpoint=None, resume=None) -> None:
     ``resume`` must be a folder written by ``checkpoint=`` (holding ``chain<c>.npz`` files);
     the folder that will be written (``checkpoint``, else ``resume``) is created if missing
     and must be a real folder (not a file, symlink or device) in which files can be created,
-    and no other run may be using it. Raises ValueError (TypeError for a non-path) naming
-    the argument.
+    and no other run may be using it. A fresh run (``checkpoint`` without ``resume`` of the
+    same folder) may not overwrite a checkpoint already there. Raises ValueError (TypeError
+    for a non-path) naming the argument.
     """
     if resume is not None:
         folder = as_path(resume, "resume")
@@ -78,8 +80,17 @@ def check_folder(checkpoint=None, resume=None) -> None:
     if target is None:
         return
     folder = ensure_folder(target, argument)
-    for path in _chain_files(folder):  # never written through: see dawrap._files
+    chain_files = _chain_files(folder)
+    for path in chain_files:  # never written through: see dawrap._files
         refuse_special(path, argument, "file")
+    if checkpoint is not None and chain_files and (
+            resume is None or not os.path.samefile(folder, resume)):
+        # A fresh run would overwrite another run's saved work, chain by chain
+        names = ", ".join(p.name for p in chain_files)
+        raise ValueError(f"checkpoint: {folder} already holds a checkpoint ({names}); a new "
+                         f"run would overwrite it. Continue it with resume= (the command "
+                         f"line: --resume), or delete those files or choose another folder "
+                         f"to start afresh")
     refuse_special(folder / LOCK_NAME, argument, "file")
     is_held(folder / LOCK_NAME, f"checkpoint folder {folder}", _BUSY)
 

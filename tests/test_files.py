@@ -180,6 +180,17 @@ def test_checkpoint_at_an_existing_file_fails_before_sampling(tmp_path):
         run(checkpoint=path / "below")  # a folder under a file cannot exist
 
 
+def test_a_new_run_does_not_overwrite_a_saved_checkpoint(tmp_path):
+    first = p_draws(run(checkpoint=tmp_path, checkpoint_every=20))
+    saved = (tmp_path / "chain0.npz").read_bytes()
+    with not_sampling(), pytest.raises(ValueError, match="already holds a checkpoint "
+                                                         r"\(chain0.npz\).*resume="):
+        run(checkpoint=tmp_path, seed=6)
+    assert (tmp_path / "chain0.npz").read_bytes() == saved
+    # Continuing it is what the folder is for (both arguments naming it is a resume too).
+    assert np.array_equal(p_draws(run(checkpoint=tmp_path, resume=tmp_path)), first)
+
+
 def test_cli_out_is_checked_before_sampling_and_not_overwritten(tmp_path, capsys,
                                                                 monkeypatch):
     argv = ["sample", "beta_binomial", "--epsilon", "1", "--n", "20", "--s-dp", "5",
@@ -299,6 +310,30 @@ def test_a_full_disk_while_appending_leaves_no_half_row(tmp_path, monkeypatch):
     assert len(_rows(store)) == 1 + 1 and store.read_text().endswith("\n")
     assert np.array_equal(study(store).pit["naive"], whole.pit["naive"])
     assert not leftovers(tmp_path)
+
+
+def test_atomic_write_replaces_only_when_asked_and_cleans_up(tmp_path, monkeypatch):
+    from dawrap import _files
+
+    target = tmp_path / "out.txt"
+    target.write_text("old")
+    with pytest.raises(FileExistsError):
+        _files.atomic_write(target, lambda tmp: Path(tmp).write_text("new"), "--out",
+                            overwrite=False)
+
+    def fails_half_way(tmp):
+        Path(tmp).write_text("half")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(OSError, match="No space"):
+        _files.atomic_write(target, fails_half_way, "--out")
+    assert target.read_text() == "old" and not leftovers(tmp_path)
+    # Without hard links (some network file systems) a new file is still never a replacement
+    monkeypatch.setattr(_files.os, "link", lambda *a: (_ for _ in ()).throw(
+        PermissionError(errno.EPERM, "Operation not permitted")))
+    _files.atomic_write(tmp_path / "new.txt", lambda tmp: Path(tmp).write_text("new"), "--out",
+                        overwrite=False)
+    assert (tmp_path / "new.txt").read_text() == "new" and not leftovers(tmp_path)
 
 
 def _hold(path: Path):
