@@ -144,7 +144,6 @@ def test_check_does_not_touch_the_chains_generators(monkeypatch):
         warned = run(s_dp=1e4, n=20, draws=30)
     monkeypatch.setattr(sampling, "_check_plausible", lambda *args: None)
     plain = run(s_dp=1e4, n=20, draws=30)
-
     assert np.array_equal(_arviz.group(warned, "posterior")["p"].values,
                           _arviz.group(plain, "posterior")["p"].values)
 
