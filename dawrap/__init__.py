@@ -9,14 +9,14 @@ sampler (default), the sufficient-statistic sampler, or a baseline.
 from .compare import Comparison, compare, mmd2
 from .family import ExponentialFamily
 from .interweave import NonCentred
-from .mechanisms import DiscreteGaussian, Gaussian, Geometric, Laplace, Mechanism
+from .mechanisms import Box, DiscreteGaussian, Gaussian, Geometric, Laplace, Mechanism, Sparse
 from .model import Model
 from .recipe import recipe
-from . import kernels
+from . import kernels, random
 from .sampling import METHODS, sample
 
 __version__ = "0.2.0"
 
 __all__ = ["Model", "ExponentialFamily", "Mechanism", "Laplace", "Gaussian", "Geometric",
-           "DiscreteGaussian", "sample", "METHODS", "compare", "Comparison", "mmd2", "recipe", "kernels", "NonCentred",
-           "__version__"]
+           "DiscreteGaussian", "Box", "Sparse", "sample", "METHODS", "compare", "Comparison",
+           "mmd2", "recipe", "kernels", "random", "NonCentred", "__version__"]

@@ -1,12 +1,15 @@
 """Running independent chains side by side, and what every method returns."""
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["Output", "run_parallel"]
+__all__ = ["Output", "run_parallel", "deferred_interrupt"]
 
 
 class Output(NamedTuple):
@@ -37,3 +40,34 @@ def run_parallel(tasks, cores: int, on_interrupt=None) -> list:
                         raise
                     on_interrupt()
         return results
+
+
+@contextlib.contextmanager
+def deferred_interrupt(on_interrupt):
+    """Inside the block, Ctrl-C (SIGINT) calls ``on_interrupt()`` instead of raising
+    ``KeyboardInterrupt``; the caller stops at its next safe point.
+
+    Why: a ``KeyboardInterrupt`` raised while numba boxes a compiled function's return value
+    (a NamedTuple state) crashes the interpreter with SIGSEGV, and one raised inside numba's
+    compiler is lost. With this handler no exception is ever raised in the middle of compiled
+    code or compilation: the main thread records the request (``on_interrupt`` typically sets
+    a ``threading.Event`` the chains poll between chunks) and carries on to a point where it
+    can return the draws so far. Yields a list that holds ``True`` once Ctrl-C was pressed.
+
+    Only the main thread receives signals and may install handlers; elsewhere (a worker
+    thread of a study) the block runs unchanged.
+    """
+    pressed: list = []
+    if threading.current_thread() is not threading.main_thread():
+        yield pressed
+        return
+
+    def handler(signum, frame):
+        pressed.append(True)
+        on_interrupt()
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield pressed
+    finally:
+        signal.signal(signal.SIGINT, previous)

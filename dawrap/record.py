@@ -36,13 +36,14 @@ from numba.extending import intrinsic
 
 __all__ = ["RecordFunctions", "RecordState", "StepInfo", "Trace", "init", "make_sweep", "step",
            "update_records", "no_move", "run", "record_draw", "draw_records", "STATUS_MESSAGES",
-           "REFRESH_EVERY"]
+           "REFRESH_EVERY", "consistency", "refresh", "first_overflow", "draw_guarded"]
 
 #: Running totals are recomputed from ``x`` every this many iterations, so that floating-point
 #: drift of the O(1) updates (continuous statistics) cannot accumulate over a long run.
 REFRESH_EVERY = 1000
 
-OK, BAD_THETA, BAD_THETA_SIZE, BAD_RATIO, BAD_RECORD, BAD_STATS, BAD_SUPPORT = range(7)
+(OK, BAD_THETA, BAD_THETA_SIZE, BAD_RATIO, BAD_RECORD, BAD_STATS, BAD_SUPPORT, BAD_DRIFT,
+ BAD_RECORD_SUPPORT) = range(9)
 STATUS_MESSAGES = {
     BAD_THETA: "draw_theta returned a non-finite theta",
     BAD_THETA_SIZE: "draw_theta returned a theta of the wrong size",
@@ -53,6 +54,12 @@ STATUS_MESSAGES = {
     BAD_STATS: "model_stat produced a non-finite running statistic",
     BAD_SUPPORT: "draw_theta returned a theta outside the parameter space (the model's "
                  "theta_support is False for it)",
+    BAD_DRIFT: "the running statistics disagree with the imputed database beyond rounding: "
+               "something modified x outside the record sweep (draw_theta, or a theta kernel, "
+               "must not write to its x argument), or model_stat / the mechanism's statistic "
+               "is not a pure function of the record",
+    BAD_RECORD_SUPPORT: "draw_record (or propose_record) produced a record outside the "
+                        "model's record_support during the sweep",
 }
 
 
@@ -70,6 +77,7 @@ class RecordFunctions(NamedTuple):
     mech_stat: object       # (x_i, s_dp, out)
     log_density: object     # (s_dp, t, params) -> log g
     theta_support: object = anywhere  # (theta) -> bool
+    record_support: object = anywhere  # (x_i) -> bool, checked at every refresh
 
 
 class RecordState(NamedTuple):
@@ -370,14 +378,120 @@ def record_draw(trace, row, state, info, theta_accept):
         _copy_into(trace.total[row], state.total)
 
 
+#: Running sums may differ from a recomputation by rounding only: at most this fraction of
+#: the sum of the absolute contributions (O(1) updates accumulate about 1e-13 of it over
+#: REFRESH_EVERY sweeps); an integer statistic agrees exactly.
+DRIFT_TOLERANCE = 1e-8
+
+
+@numba.njit(nogil=True)
+def _agrees(running, fresh, magnitude):
+    for j in range(running.shape[0]):
+        if not abs(running[j] - fresh[j]) <= DRIFT_TOLERANCE * magnitude[j]:
+            return False
+    return True
+
+
+@numba.njit(nogil=True)
+def consistency(state, s_dp, fns):
+    """Recompute the running sums from ``x`` and check them and every record.
+
+    Returns ``(stats, total, status)``: the fresh sums, and ``BAD_RECORD_SUPPORT`` when a
+    record is outside ``record_support``, ``BAD_DRIFT`` when the running sums disagree with
+    the recomputation beyond rounding (something wrote to ``x`` behind the sweep's back), else
+    ``OK``. One pass over the records, like the refresh it is part of.
+    """
+    x = state.x
+    k, m = state.stats.shape[0], state.total.shape[0]
+    stats, total = np.zeros(k), np.zeros(m)
+    stats_abs, total_abs = np.ones(k), np.ones(m)
+    buf_s, buf_t = np.empty(k), np.empty(m)
+    status = OK
+    for i in range(x.shape[0]):
+        if status == OK and not fns.record_support(x[i]):
+            status = BAD_RECORD_SUPPORT
+        fns.model_stat(x[i], buf_s)
+        fns.mech_stat(x[i], s_dp, buf_t)
+        for j in range(k):
+            stats[j] += buf_s[j]
+            stats_abs[j] += abs(buf_s[j])
+        for j in range(m):
+            total[j] += buf_t[j]
+            total_abs[j] += abs(buf_t[j])
+    if status == OK and not (_agrees(state.stats, stats, stats_abs)
+                             and _agrees(state.total, total, total_abs)):
+        status = BAD_DRIFT
+    return stats, total, status
+
+
 @numba.njit(nogil=True)
 def refresh(state, s_dp, params, fns):
-    """Recompute the running sums from ``x`` (guards against floating-point drift)."""
-    fresh = init(state.theta, state.x, s_dp, params, fns, state.stats.shape[0])
-    _copy_into(state.stats, fresh.stats)
-    _copy_into(state.total, fresh.total)
-    return RecordState(state.theta, state.x, state.stats, state.total, fresh.log_g,
-                       state.kernel_state, state.move_state)
+    """Recompute the running sums from ``x`` (guards against floating-point drift), after
+    checking them (:func:`consistency`). Returns ``(state, status)``."""
+    stats, total, status = consistency(state, s_dp, fns)
+    _copy_into(state.stats, stats)
+    _copy_into(state.total, total)
+    return RecordState(state.theta, state.x, state.stats, state.total,
+                       fns.log_density(s_dp, state.total, params), state.kernel_state,
+                       state.move_state), status
+
+
+#: Floats after the end of each ``out`` buffer that :func:`first_overflow` watches.
+GUARD = 16
+_SENTINEL = -7.0e307  # what the guard holds; a user function will not write exactly this
+
+
+@numba.njit(nogil=True)
+def _guard_intact(buf, size):
+    for j in range(size, buf.shape[0]):
+        if buf[j] != _SENTINEL:
+            return False
+    return True
+
+
+@numba.njit(nogil=True)
+def _arm(buf, size):
+    for j in range(size, buf.shape[0]):
+        buf[j] = _SENTINEL
+
+
+@numba.njit(nogil=True)
+def first_overflow(x, s_dp, fns, stat_size, size):
+    """The first record of ``x`` on which ``model_stat`` (``which`` 1) or the mechanism's
+    statistic (``which`` 2) writes past the end of its ``out`` (into a guard zone of
+    :data:`GUARD` floats), as ``(index, which)``; ``(-1, 0)`` when none does.
+
+    The compiled sweep trusts these functions to write exactly their sizes: a write past
+    ``out`` would silently corrupt memory. Checking every record of the starting database
+    catches what a single probe misses (a record type the first probe did not draw).
+    """
+    buf_s, buf_t = np.empty(stat_size + GUARD), np.empty(size + GUARD)
+    for i in range(x.shape[0]):
+        _arm(buf_s, stat_size)
+        _arm(buf_t, size)
+        fns.model_stat(x[i], buf_s[:stat_size])
+        if not _guard_intact(buf_s, stat_size):
+            return i, 1
+        fns.mech_stat(x[i], s_dp, buf_t[:size])
+        if not _guard_intact(buf_t, size):
+            return i, 2
+    return -1, 0
+
+
+@numba.njit(nogil=True)
+def draw_guarded(rng, theta, fns, record_size, count):
+    """``count`` records from ``draw_record`` written into guarded buffers: returns the
+    records and the index of the first draw that wrote past ``record_size`` values (-1)."""
+    x = np.empty((count, record_size))
+    buf = np.empty(record_size + GUARD)
+    for i in range(count):
+        _arm(buf, record_size)
+        fns.draw_record(rng, theta, buf[:record_size])
+        if not _guard_intact(buf, record_size):
+            return x, i
+        for j in range(record_size):
+            x[i, j] = buf[j]
+    return x, -1
 
 
 @numba.njit(nogil=True)
@@ -395,7 +509,9 @@ def run(rng, state, s_dp, params, fns, theta_kernel, sweep, start, stop, tune, t
         if info.status != OK:
             return state, it, info.status
         if (it + 1) % REFRESH_EVERY == 0:
-            state = refresh(state, s_dp, params, fns)
+            state, status = refresh(state, s_dp, params, fns)
+            if status != OK:
+                return state, it, status
         if it >= tune:
             record_draw(trace, it - tune, state, info, theta_accept)
     return state, stop, OK

@@ -16,9 +16,9 @@ from numba.core.errors import NumbaError
 
 from . import record
 from ._checks import is_real
-from ._parallel import Output, run_parallel
+from ._parallel import Output, deferred_interrupt, run_parallel
 from ._progress import Progress
-from .checkpoint import load_chain, save_chain
+from .checkpoint import CheckpointWriteError, load_chains, lock, save_chain
 from .interweave import make_move
 from .kernels import Kernel, engine_form, no_state
 from .mechanisms import Mechanism, as_records
@@ -82,8 +82,17 @@ class _Setup:
         self.params = mechanism.params
         self.fns = record.RecordFunctions(model.draw_record, model.propose_record,
                                           model.model_stat, mechanism.engine_statistic,
-                                          mechanism.log_density, model.theta_support)
+                                          mechanism.log_density, model.theta_support,
+                                          model.record_support)
         # The model statistic rides on the mechanism's when they are the same function.
+        if (model.user_model_stat is mechanism.statistic
+                and model.stat_size != mechanism.size):
+            name = getattr(mechanism.statistic, "__name__", "statistic")
+            raise ValueError(
+                f"the model's model_stat and the mechanism's statistic are the same function "
+                f"({name}), but the model declares stat_size = {model.stat_size} and the "
+                f"mechanism size = {mechanism.size}: they were built for different record "
+                f"layouts (e.g. a different number of categories); build both for the same")
         self.shared = (model.user_model_stat is mechanism.statistic
                        and not mechanism.depends_on_release
                        and model.stat_size == mechanism.size)
@@ -96,6 +105,52 @@ class _Setup:
     def noise(self):
         """The mechanism's noise variances, for release-informed starts (None: none)."""
         return noise_variance(self.mechanism)
+
+    def check_writes(self, theta: np.ndarray, x: np.ndarray, name: str) -> None:
+        """Check that the user's record functions write exactly their sizes on every record of
+        the starting database ``x`` and on 256 fresh draws at ``theta`` (compiled, one pass):
+        the sweep trusts them, and a write past ``out`` would silently corrupt memory."""
+        model, mech = self.model, self.mechanism
+        fresh, bad = record.draw_guarded(np.random.default_rng(1), theta.copy(), self.fns,
+                                         model.record_size, 256)
+        if bad >= 0:
+            raise ValueError(f"draw_record writes past the end of out: out has record_size = "
+                             f"{model.record_size} value(s), but it wrote more")
+        for records, label in ((fresh, "a record drawn from the model"), (x, None)):
+            i, which = record.first_overflow(records, self.s_dp, self.fns, model.stat_size,
+                                             mech.size)
+            if i >= 0:
+                func, size = (("model_stat", f"stat_size = {model.stat_size}") if which == 1
+                              else ("the mechanism's statistic", f"size = {mech.size}"))
+                where = label or f"{name}[{i}] = {x[i]}"
+                raise ValueError(f"{func} writes past the end of out on {where}: out has "
+                                 f"{size} value(s), but it wrote more (are the model and the "
+                                 f"mechanism built for the same record layout?)")
+
+    def check_resumed(self, saved: dict, chain: int, folder) -> None:
+        """A resumed chain's state must be one the sampler could have produced: finite,
+        inside the model's supports, and with running sums that match its database. A
+        corrupted checkpoint would otherwise hang a conjugate draw (numba's Generator.beta
+        never returns on NaN) or silently bias the draws."""
+        model, where = self.model, f"resume: chain {chain} in {folder}"
+        x = saved["x"]
+        if x.shape != (self.n, model.record_size) or not np.all(np.isfinite(x)):
+            raise ValueError(f"{where}: the saved database is not a finite ({self.n}, "
+                             f"{model.record_size}) array; delete chain{chain}.npz to restart "
+                             f"that chain from its seed")
+        try:
+            model.pack(saved["theta"], "the saved theta")
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{where}: {err}; delete chain{chain}.npz to restart that chain "
+                             f"from its seed") from None
+        state = record.RecordState(saved["theta"], x, saved["stats"], saved["total"],
+                                   saved["log_g"], saved["kernel_state"], saved["move_state"])
+        _, _, status = record.consistency(state, self.s_dp, self.fns)
+        if status != record.OK or not np.isfinite(saved["log_g"]):
+            raise ValueError(f"{where}: the saved state is inconsistent (a record outside "
+                             f"record_support, running sums that do not match the database, or "
+                             f"a zero mechanism density); delete chain{chain}.npz to restart "
+                             f"that chain from its seed")
 
     def probe_records(self, theta: np.ndarray) -> None:
         """Check the record-level functions once, on a throwaway generator."""
@@ -195,6 +250,7 @@ class Control:
         self.stop = threading.Event()
         self.progress = progress  # a dawrap._progress.Progress, or None
         self.checkpoint, self.every, self.settings = checkpoint, every, settings or {}
+        self.checkpoint_error = None  # the first checkpoint write that failed, if any
         # Iterations per compiled call: short enough (~0.05 s) that Ctrl-C and checkpoints
         # are honoured promptly, long enough that the Python round trip costs nothing.
         self.chunk = max(1, min(every if checkpoint else 10_000, 2_000_000 // max(n, 1)))
@@ -215,8 +271,11 @@ def _advance(setup: _Setup, rng, state, start: int, stop: int, tune: int, trace)
                                          start, stop, tune, trace, setup.move, setup.sweeps)
     else:
         done, status = stop, record.OK
+        # A read-only view: a Python kernel that writes to x fails at once, by name.
+        x_view = state.x.view()
+        x_view.flags.writeable = False
         for it in range(start, stop):
-            out = model.draw_theta(rng, state.theta, state.x, state.stats.copy())
+            out = model.draw_theta(rng, state.theta, x_view, state.stats.copy())
             theta_new, theta_accept = _theta_output(out, model, "draw_theta")
             state.theta[:] = theta_new
             state, info = record.update_records(rng, state, *args, setup.sweep, it < tune,
@@ -225,9 +284,16 @@ def _advance(setup: _Setup, rng, state, start: int, stop: int, tune: int, trace)
                 done, status = it, info.status
                 break
             if (it + 1) % record.REFRESH_EVERY == 0:
-                state = record.refresh(state, *args)
+                state, status = record.refresh(state, *args)
+                if status != record.OK:
+                    done = it
+                    break
             if it >= tune:
                 record.record_draw(trace, it - tune, state, info, theta_accept)
+    if status == record.OK and stop == tune + trace.theta.shape[0]:
+        # The chain's last iteration: the same check as every refresh, so that a run shorter
+        # than REFRESH_EVERY iterations is checked too (one pass over x, once).
+        done, status = stop, record.consistency(state, setup.s_dp, setup.fns)[2]
     if status != record.OK:
         raise ValueError(f"{record.STATUS_MESSAGES[status]} at iteration {done}")
     return state
@@ -263,8 +329,16 @@ def _run_chain(setup: _Setup, chain: int, rng, theta, x, tune: int, draws: int,
                 control.progress.done[chain] = done
             if control.checkpoint is not None and (done // control.every > saved_before
                                                    or done == total_iterations):
-                save_chain(control.checkpoint, chain, done=done, state=state, rng=rng,
-                           trace=trace, settings=control.settings)
+                try:
+                    save_chain(control.checkpoint, chain, done=done, state=state, rng=rng,
+                               trace=trace, settings=control.settings)
+                except CheckpointWriteError as err:
+                    # Keep the draws (like Ctrl-C): every chain stops at its next chunk and
+                    # _finished returns what was sampled, saying why the checkpoint failed.
+                    if control.checkpoint_error is None:
+                        control.checkpoint_error = err
+                    control.stop.set()
+                    break
     except KeyboardInterrupt:
         control.stop.set()
     except BaseException:
@@ -330,11 +404,21 @@ def _initial_values(model: Model, chains: int, n: int, init_theta, init_x):
     return thetas, xs
 
 
-def run_record(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, rngs, *,
-               draws: int, tune: int, keep_stats: bool, cores: int, init_theta=None,
-               init_x=None, checkpoint=None, checkpoint_every: int = 1000, resume=None,
-               seed_entropy: str = "", progress: bool | None = None,
-               interweave: int = 0, sweeps: int = 1, random_scan: bool = False) -> Output:
+def run_record(*args, **kwargs) -> Output:
+    """Run one record-level chain per generator (see :func:`_run_record` for the arguments),
+    with Ctrl-C deferred to the next chunk boundary on every path, one chain or many
+    (:func:`dawrap._parallel.deferred_interrupt`)."""
+    stop = threading.Event()
+    with deferred_interrupt(stop.set):
+        return _run_record(*args, stop=stop, **kwargs)
+
+
+def _run_record(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, rngs, *,
+                draws: int, tune: int, keep_stats: bool, cores: int, init_theta=None,
+                init_x=None, checkpoint=None, checkpoint_every: int = 1000, resume=None,
+                seed_entropy: str = "", progress: bool | None = None,
+                interweave: int = 0, sweeps: int = 1, random_scan: bool = False,
+                stop: threading.Event | None = None) -> Output:
     """Run one record-level chain per generator in ``rngs``.
 
     With ``checkpoint`` (a folder), each chain's complete state is saved every
@@ -353,11 +437,13 @@ def run_record(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, rng
     bar = Progress("dawrap record", chains, tune + draws, enabled=progress)
     control = Control(n, checkpoint if checkpoint is not None else resume, checkpoint_every,
                       settings, bar)
+    if stop is not None:  # set by Ctrl-C (deferred_interrupt), polled between chunks
+        control.stop = stop
     setup = _Setup(model, mechanism, s_dp, n, interweave, sweeps, random_scan)
     if resume is not None:
         # Chains that had saved nothing restart from their starts: the same init_theta /
         # init_x must be passed again (checked through the settings' fingerprint).
-        resumed = [load_chain(resume, c, settings) for c in range(chains)]
+        resumed = load_chains(resume, chains, settings)  # an error if none saved anything
     else:
         resumed = [None] * chains
     thetas, xs = _initial_values(model, chains, n, init_theta, init_x)
@@ -367,15 +453,22 @@ def run_record(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, rng
             starts.append(setup.initial_state(rng, thetas and thetas[c], xs and xs[c],
                                               not probed))
         else:
+            setup.check_resumed(saved, c, resume)
             rng.bit_generator.state = saved["rng_state"]
             starts.append((saved["theta"], saved["x"]))
             if not probed:
                 setup.probe_records(saved["theta"])
                 setup.probe_theta(saved["theta"], saved["x"])
         probed = True
+    for c, (theta, x) in enumerate(starts):
+        setup.check_writes(theta, x, "init_x" if init_x is not None else
+                           f"the starting database of chain {c}")
     if cores > 1 and chains > 1:
         _compile(setup, *starts[0], keep_stats)
-    with bar:
+    if control.stop.is_set():  # Ctrl-C while the functions were probed or compiled
+        raise KeyboardInterrupt("sampling interrupted before the chains started: no draws "
+                                "to return")
+    with lock(control.checkpoint), bar:  # no other run may write the checkpoint meanwhile
         results = run_parallel(
             [functools.partial(_run_chain, setup, c, rng, th, x, tune, draws, keep_stats,
                                control, saved)
@@ -395,15 +488,30 @@ def run_record(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, rng
 def _finished(results, tune: int, draws: int, control: Control):
     """The traces to report and how many draws each: all of them, or after an interruption
     the draws every reported chain has (chains with none are left out)."""
+    failed = control.checkpoint_error  # a checkpoint that was not written
     kept = [max(0, done - tune) for _, done in results]
     if min(kept) == draws:
+        if failed is not None:
+            warnings.warn(f"the checkpoint could not be written ({failed}); all draws are "
+                          f"returned, but {control.checkpoint} does not hold the finished "
+                          f"run", UserWarning, stacklevel=5)
         return [t for t, _ in results], draws
     usable = [(t, k) for (t, _), k in zip(results, kept) if k > 0]
     if not usable:
+        if failed is not None:
+            raise CheckpointWriteError(f"checkpoint: {failed}; sampling stopped during "
+                                       f"warm-up, so there are no draws to return") from failed
         raise KeyboardInterrupt("sampling interrupted during warm-up: no draws to return")
     common = min(k for _, k in usable)
+    if failed is not None:
+        warnings.warn(f"sampling stopped because the checkpoint could not be written "
+                      f"({failed}): returning the first {common} of {draws} draws of "
+                      f"{len(usable)} of {len(results)} chains; the last checkpoint written "
+                      f"to {control.checkpoint} can be resumed once that is fixed",
+                      UserWarning, stacklevel=5)
+        return [t for t, _ in usable], common
     where = f"; the checkpoint in {control.checkpoint} can be resumed" \
         if control.checkpoint is not None else ""
     warnings.warn(f"sampling interrupted: returning the first {common} of {draws} draws of "
-                  f"{len(usable)} of {len(results)} chains{where}", UserWarning, stacklevel=4)
+                  f"{len(usable)} of {len(results)} chains{where}", UserWarning, stacklevel=5)
     return [t for t, _ in usable], common

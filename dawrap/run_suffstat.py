@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 import functools
+import threading
+import warnings
 
 import numpy as np
 
 from . import suffstat
-from ._parallel import Output, run_parallel
+from ._parallel import Output, deferred_interrupt, run_parallel
+from ._progress import Progress
 from .family import ExponentialFamily, no_cdf, no_natural
 from .mechanisms import DiscreteGaussian, Gaussian, Laplace, Mechanism
 from .model import Model
@@ -92,20 +95,33 @@ def _initial_state(model, family, mech, config, rng, theta=None):
     return suffstat.SuffstatState(theta, s.copy(), s.copy(), noise)
 
 
-def _run_chain(state, config, fns, rng, draws, tune, keep_stats, theta_size, d):
+#: Iterations per compiled call: a fraction of a second, so Ctrl-C is honoured promptly; the
+#: chunking does not change the draws (the state and generator carry over).
+CHUNK = 20_000
+
+
+def _run_chain(state, config, fns, rng, draws, tune, keep_stats, theta_size, d, stop, bar,
+               chain):
+    """One chain in chunks; returns its outputs and the iterations done (short of
+    ``tune + draws`` only when ``stop`` was set by Ctrl-C)."""
     out_theta = np.empty((draws, theta_size))
     out_rejections = np.empty(draws)
     out_s = np.empty((draws if keep_stats else 0, d))
-    state, done, status = suffstat.run(rng, state, config, fns, tune + draws, tune, out_theta,
-                                       out_rejections, out_s)
-    if status != suffstat.OK:
-        raise ValueError(f"{suffstat.STATUS_MESSAGES[status]} (iteration {done})")
-    return out_theta, out_rejections, out_s
+    done, total = 0, tune + draws
+    while done < total and not stop.is_set():
+        end = min(total, done + CHUNK)
+        state, done, status = suffstat.run(rng, state, config, fns, done, end, tune,
+                                           out_theta, out_rejections, out_s)
+        bar.done[chain] = done
+        if status != suffstat.OK:
+            raise ValueError(f"{suffstat.STATUS_MESSAGES[status]} (iteration {done})")
+    return out_theta, out_rejections, out_s, done
 
 
 def run_suffstat(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, rngs, *,
                  draws: int, tune: int, keep_stats: bool, cores: int,
-                 variant: str = "gibbs", init_theta=None) -> Output:
+                 variant: str = "gibbs", init_theta=None,
+                 progress: bool | None = None) -> Output:
     """Run one Bernstein-Sheldon chain per generator in ``rngs``."""
     family = require_family(model, "suffstat")
     _check_release_statistic(family, mechanism)
@@ -122,13 +138,31 @@ def run_suffstat(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, r
     model.pack(probe, "the theta returned by conjugate_draw")
     call_user(family.valid, "valid", states[0].s, config.n)
     d = family.stat_size
-    # Compile here (zero iterations) before the chains start in threads.
-    suffstat.run(np.random.default_rng(0), states[0], config, fns, 0, 0,
-                 np.empty((0, model.theta_size)), np.empty(0), np.empty((0, d)))
-    results = run_parallel(
-        [functools.partial(_run_chain, st, config, fns, rng, draws, tune, keep_stats,
-                           model.theta_size, d) for st, rng in zip(states, rngs)], cores)
-    theta = np.stack([r[0] for r in results])
-    rejections = np.stack([r[1] for r in results])
-    imputed = np.stack([r[2] for r in results]) if keep_stats else None
+    stop = threading.Event()
+    # Ctrl-C sets ``stop`` (never raises inside compiled code, which can crash the
+    # interpreter); the chains end at their next chunk and the draws so far are returned.
+    with deferred_interrupt(stop.set):
+        # Compile here (zero iterations) before the chains start in threads.
+        suffstat.run(np.random.default_rng(0), states[0], config, fns, 0, 0, 0,
+                     np.empty((0, model.theta_size)), np.empty(0), np.empty((0, d)))
+        if stop.is_set():
+            raise KeyboardInterrupt("sampling interrupted before the chains started: no "
+                                    "draws to return")
+        with Progress("dawrap suffstat", len(rngs), tune + draws, enabled=progress) as bar:
+            results = run_parallel(
+                [functools.partial(_run_chain, st, config, fns, rng, draws, tune, keep_stats,
+                                   model.theta_size, d, stop, bar, c)
+                 for c, (st, rng) in enumerate(zip(states, rngs))], cores, on_interrupt=stop.set)
+    kept = [max(0, r[3] - tune) for r in results]
+    if min(kept) < draws:  # interrupted: the chains that have draws, up to a common length
+        results = [r for r, k in zip(results, kept) if k > 0]
+        if not results:
+            raise KeyboardInterrupt("sampling interrupted during warm-up: no draws to return")
+        warnings.warn(f"sampling interrupted: returning the first {min(k for k in kept if k)} "
+                      f"of {draws} draws of {len(results)} of {len(kept)} chains",
+                      UserWarning, stacklevel=3)  # 1 here, 2 dw.sample, 3 the caller
+    kept = min(max(0, r[3] - tune) for r in results)
+    theta = np.stack([r[0][:kept] for r in results])
+    rejections = np.stack([r[1][:kept] for r in results])
+    imputed = np.stack([r[2][:kept] for r in results]) if keep_stats else None
     return Output(theta, {"rejections": rejections}, imputed)

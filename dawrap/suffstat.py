@@ -233,11 +233,11 @@ def step(rng, state, config, fns):
 
 
 @numba.njit(nogil=True)
-def run(rng, state, config, fns, stop, tune, out_theta, out_rejections, out_s):
-    """Iterations ``0..stop-1``; iteration ``it >= tune`` is kept in row ``it - tune``.
+def run(rng, state, config, fns, start, stop, tune, out_theta, out_rejections, out_s):
+    """Iterations ``start..stop-1``; iteration ``it >= tune`` is kept in row ``it - tune``.
 
     Returns ``(state, iterations done, status)``."""
-    for it in range(stop):
+    for it in range(start, stop):
         state, rejections, status = step(rng, state, config, fns)
         if status != OK:
             return state, it, status

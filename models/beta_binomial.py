@@ -41,7 +41,7 @@ def count(x_i, out):
 @numba.njit(nogil=True, cache=True)
 def conjugate_draw(rng, a, b, count, n):
     """p | x ~ Beta(a + count, b + n - count): an exact draw, i.e. a Gibbs step."""
-    return np.array([rng.beta(a + count, b + n - count)])
+    return np.array([dw.random.beta(rng, a + count, b + n - count)])
 
 
 @functools.lru_cache(maxsize=64)
@@ -195,13 +195,16 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, a: float = 1.0, b: fl
     .. math:: p(p \mid s_{dp}) = \sum_{k=0}^n w_k\, \mathrm{Beta}(p; a + k, b + n - k),\quad
               w_k \propto \mathrm{BetaBinomial}(k; n, a, b)\, g(s_{dp}, k),
 
-    a mixture of Betas with no grid error (:class:`dawrap.exact.BetaMixture`).
+    a mixture of Betas with no grid error (:class:`dawrap.exact.BetaMixture`). The weights
+    are computed in log space from the differences of :math:`\log g` between counts
+    (:func:`dawrap.exact.relative_log_g`), so a release far outside ``[0, n]`` gets its exact
+    answer (with Laplace noise: :math:`w_k \propto \mathrm{BetaBinomial}(k)\, e^{\epsilon
+    k}` for any release above ``n``), not the prior.
     """
     from scipy import stats
 
-    from dawrap.exact import BetaMixture, normalise_log_weights
+    from dawrap.exact import BetaMixture, normalise_log_weights, relative_log_g
 
     k = np.arange(n + 1)
-    log_w = stats.betabinom.logpmf(k, n, a, b) + np.array(
-        [mechanism.log_g(s_dp, [kk]) for kk in k])
+    log_w = stats.betabinom.logpmf(k, n, a, b) + relative_log_g(mechanism, s_dp, k[:, None])
     return BetaMixture(normalise_log_weights(log_w), a + k, b + n - k)

@@ -52,7 +52,7 @@ def conjugate_draw(rng, alpha, counts, n):
     k = alpha.shape[0]
     g = np.empty(k)
     for j in range(k):
-        g[j] = rng.gamma(alpha[j] + counts[j], 1.0)
+        g[j] = dw.random.gamma(rng, alpha[j] + counts[j], 1.0)
     return g / g.sum()
 
 
@@ -145,7 +145,7 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, alpha):
     """
     from scipy import special
 
-    from dawrap.exact import BetaMixture, normalise_log_weights
+    from dawrap.exact import BetaMixture, normalise_log_weights, relative_log_g
 
     alpha = np.array(_check_alpha(alpha))
     k = alpha.shape[0]
@@ -156,7 +156,8 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, alpha):
     log_dm = (special.gammaln(n + 1) - special.gammaln(counts + 1).sum(1)
               + special.gammaln(total_alpha) - special.gammaln(total_alpha + n)
               + (special.gammaln(alpha + counts) - special.gammaln(alpha)).sum(1))
-    log_g = np.array([mechanism.log_g(s_dp, c) for c in counts])
+    # Differences of log g between count vectors, exact however extreme the release.
+    log_g = relative_log_g(mechanism, s_dp, counts)
     w = normalise_log_weights(log_dm + log_g)
     return [BetaMixture(w, alpha[j] + counts[:, j], total_alpha + n - alpha[j] - counts[:, j])
             for j in range(k)]

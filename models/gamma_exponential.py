@@ -43,7 +43,7 @@ def value(x_i, out):
 @numba.njit(nogil=True, cache=True)
 def conjugate_draw(rng, alpha, beta, total, n):
     """lam | x ~ Gamma(alpha + n, rate beta + sum x)."""
-    return np.array([rng.gamma(alpha + n, 1.0 / (beta + total))])
+    return np.array([dw.random.gamma(rng, alpha + n, 1.0 / (beta + total))])
 
 
 @numba.njit(nogil=True, cache=True)

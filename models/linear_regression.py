@@ -235,7 +235,7 @@ def _draw_beta_sigma2(rng, xtx, xty, yty, n, prior_mean, prior_precision, shape,
     for j in range(q):
         quad += prior_precision * prior_mean[j] * prior_mean[j]
         quad -= mean[j] * (xty[j] + prior_precision * prior_mean[j])
-    sigma2 = (scale + 0.5 * quad) / rng.gamma(shape + 0.5 * n, 1.0)
+    sigma2 = (scale + 0.5 * quad) / dw.random.gamma(rng, shape + 0.5 * n, 1.0)
     _draw_normal_into(rng, chol, mean, math.sqrt(sigma2), out, 0)
     out[q] = sigma2
 

@@ -150,7 +150,7 @@ def _dirichlet_into(rng, alpha, counts, out):
     """``out ~ Dirichlet(alpha + counts)``, by normalised Gamma draws."""
     total = 0.0
     for j in range(out.shape[0]):
-        out[j] = rng.gamma(alpha[j] + counts[j], 1.0)
+        out[j] = dw.random.gamma(rng, alpha[j] + counts[j], 1.0)
         total += out[j]
     for j in range(out.shape[0]):
         out[j] /= total
@@ -476,7 +476,7 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, I: int, J, alpha=2.0,
     ``dw.Geometric``, ``dw.Gaussian``, ``dw.DiscreteGaussian``). Returns a dict keyed like the
     model's parameters of object arrays of the same shapes holding the marginals.
     """
-    from dawrap.exact import BetaMixture, normalise_log_weights
+    from dawrap.exact import BetaMixture, normalise_log_weights, relative_log_g
     from scipy.special import logsumexp
 
     I, J = _check_layout(I, J)
@@ -493,14 +493,14 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, I: int, J, alpha=2.0,
     s = mechanism.check_release(s_dp)
     alpha_c, alpha_f = np.array(alpha), np.array(alpha_feature)
 
-    # h[c, v]: log g contribution of count v in cell c (the density factorises over cells).
-    base = mechanism.log_g(s, np.zeros(size))
+    # h[c, v]: log g contribution of count v in cell c (the density factorises over cells),
+    # up to a constant per cell, which cancels in every weight. Computed from differences
+    # between counts (relative_log_g), so a release far outside [0, n] keeps its answer.
     h = np.empty((size, n + 1))
     for c in range(size):
-        t = np.zeros(size)
-        for v in range(n + 1):
-            t[c] = v
-            h[c, v] = mechanism.log_g(s, t) - base
+        t = np.zeros((n + 1, size))
+        t[:, c] = np.arange(n + 1)
+        h[c] = relative_log_g(mechanism, s, t)
 
     # For each row (k, i) and each total m: every row r, its log DirMult * g, and log Z(m).
     rows, log_joint = {}, {}

@@ -195,7 +195,11 @@ def exact_posterior_gaussian(s_dp, n: int, noise_sigma: float, mu0: float = 0.0,
     from scipy import stats
 
     s = float(np.asarray(s_dp).ravel()[0])
+    if not np.isfinite(s):
+        raise ValueError(f"s_dp must be finite, got {s}")
     v = n * sigma ** 2 + noise_sigma ** 2
     precision = 1.0 / sd0 ** 2 + n ** 2 / v
-    mean = (mu0 / sd0 ** 2 + n * s / v) / precision
+    # (n / v) * s, not n * s / v: the product n * s overflows for a release near the largest
+    # float although the posterior mean (about s / n) is representable.
+    mean = (mu0 / sd0 ** 2 + (n / v) * s) / precision
     return stats.norm(mean, 1.0 / np.sqrt(precision))

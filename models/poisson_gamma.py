@@ -61,7 +61,7 @@ def _check_clamp(c) -> float:
 @numba.njit(nogil=True, cache=True)
 def conjugate_draw(rng, alpha, beta, total, n):
     """lam | x ~ Gamma(alpha + sum x, rate beta + n): an exact draw."""
-    return np.array([rng.gamma(alpha + total, 1.0 / (beta + n))])
+    return np.array([dw.random.gamma(rng, alpha + total, 1.0 / (beta + n))])
 
 
 @functools.lru_cache(maxsize=64)
@@ -202,6 +202,68 @@ def geometric(epsilon: float, c: float) -> dw.Geometric:
     return dw.Geometric(clamped_count(c), epsilon=epsilon, sensitivity=c, contribution=(0, c))
 
 
+def _tilted_log_likelihood(lam: np.ndarray, c: int, n: int, rel: np.ndarray) -> np.ndarray:
+    r"""``log sum_S P(S | lam) exp(rel[S])`` for ``S = sum_i min(x_i, c)``, accurate in the
+    tails (``exact_posterior``'s likelihood, up to a constant).
+
+    A plain FFT convolution of the clamped Poisson pmf has an absolute error near 1e-16, so
+    where the release sits in the far tail of :math:`P(S \mid \lambda)` (an extreme release,
+    or a sharp prior far from it) the noise outweighs the likelihood. So each :math:`\lambda`
+    is exponentially tilted, :math:`p_\tau(x) \propto p(x) e^{\tau x}`, which gives
+    :math:`P(S) = m(\tau)^n e^{-\tau S} P_\tau(S)` exactly, with :math:`\tau` solving
+    :math:`\tau = \partial_S\, \mathrm{rel}` at the tilted mean :math:`n\mu_\tau`
+    (bisection; unique when ``rel`` is concave, as for Laplace and Gaussian noise). Then
+    :math:`P_\tau(S) e^{\mathrm{rel}(S) - \tau S}` peaks inside the bulk of
+    :math:`P_\tau`, where the FFT is accurate, and the entries below 1e-13 of its peak (FFT
+    noise) are dropped. For a release above ``n c`` with Laplace noise, ``rel`` has slope
+    :math:`\epsilon / c` everywhere and the result is the exact :math:`n \log
+    E[e^{\epsilon(\min(x, c) - c)/c}]`.
+    """
+    from scipy import special, stats
+
+    top = n * c
+    x = np.arange(c + 1)
+    log_p = np.concatenate([stats.poisson.logpmf(x[None, :c], lam[:, None]),
+                            stats.poisson.logsf(c - 1, lam)[:, None]], axis=1)
+    # Slopes of rel between neighbouring totals; -inf (an underflowed weight) as very negative.
+    slope = np.diff(np.maximum(rel, -1e300)) if top > 0 else np.zeros(1)
+    # Beyond |tau| = 1e4 the tilted pmf is a point mass already (log pmf differences over the
+    # grid stay far below that), so a steeper slope changes nothing.
+    bound = float(min(np.max(np.abs(slope)), 1e4))
+
+    def tilted(tau):
+        ref = np.where(tau > 0, c, 0)[:, None]  # exponents tau (x - ref) <= 0: no overflow
+        shifted = log_p + tau[:, None] * (x[None, :] - ref)
+        log_m = special.logsumexp(shifted, axis=1)
+        return shifted - log_m[:, None], log_m, ref[:, 0]
+
+    lo, hi = np.full(lam.shape, -bound), np.full(lam.shape, bound)
+    for _ in range(100):
+        tau = 0.5 * (lo + hi)
+        log_pt, _, _ = tilted(tau)
+        mean = n * (np.exp(log_pt) @ x)
+        at = slope[np.clip(np.floor(mean).astype(np.int64), 0, slope.shape[0] - 1)]
+        above = tau > at  # f(tau) = tau - slope(mean(tau)) is increasing
+        hi = np.where(above, tau, hi)
+        lo = np.where(above, lo, tau)
+    tau = 0.5 * (lo + hi)
+    log_pt, log_m, ref = tilted(tau)
+
+    size = 1 << int(np.ceil(np.log2(top + 1)))
+    out = np.empty(lam.shape)
+    for block in range(0, lam.shape[0], 256):  # bounded memory: 256 x size complex numbers
+        rows = slice(block, block + 256)
+        dist = np.fft.irfft(np.fft.rfft(np.exp(log_pt[rows]), size, axis=1) ** n, size,
+                            axis=1)[:, :top + 1]
+        keep = dist > 1e-13 * dist.max(axis=1, keepdims=True)
+        with np.errstate(divide="ignore"):
+            log_dist = np.where(keep, np.log(np.where(keep, dist, 1.0)), -np.inf)
+        exponent = (log_dist + rel[None, :]
+                    + tau[rows, None] * (n * ref[rows, None] - np.arange(top + 1)[None, :]))
+        out[rows] = n * log_m[rows] + special.logsumexp(exponent, axis=1)
+    return out
+
+
 def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, c: float, alpha: float = 1.0,
                     beta: float = 1.0, grid_size: int = 4000):
     r"""The exact private posterior of ``lam`` when ``mechanism`` releases the total clamped
@@ -209,29 +271,32 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, c: float, alpha: floa
 
     For each grid value of :math:`\lambda` the distribution of
     :math:`S = \sum_i \min(x_i, c)` is the ``n``-fold convolution of the clamped Poisson pmf
-    (by FFT), and :math:`p(s_{dp} \mid \lambda) = \sum_S P(S \mid \lambda)\, g(s_{dp}, S)`.
+    (by FFT, exponentially tilted so that its tails keep their relative accuracy:
+    :func:`_tilted_log_likelihood`), and :math:`p(s_{dp} \mid \lambda) = \sum_S P(S \mid
+    \lambda)\, g(s_{dp}, S)`, with the differences of :math:`\log g` between totals
+    computed exactly however extreme the release (:func:`dawrap.exact.relative_log_g`).
     """
     from scipy import stats
 
-    from dawrap.exact import Grid
+    from dawrap.exact import Grid, relative_log_g
 
     c = int(_check_clamp(c))
-    support = np.arange(n * c + 1)
-    log_g = np.array([mechanism.log_g(s_dp, [s]) for s in support])
-    g = np.exp(log_g - log_g.max())
-    size = 1 << int(np.ceil(np.log2(n * c + 1)))
+    rel = relative_log_g(mechanism, s_dp, np.arange(n * c + 1)[:, None])
 
     def log_post(lam):
-        pmf = stats.poisson.pmf(np.arange(c)[None, :], lam[:, None])
-        pmf = np.concatenate([pmf, 1.0 - pmf.sum(axis=1, keepdims=True)], axis=1)
-        dist = np.fft.irfft(np.fft.rfft(pmf, size, axis=1) ** n, size, axis=1)[:, :n * c + 1]
-        like = np.clip(dist, 0.0, None) @ g
-        return stats.gamma.logpdf(lam, alpha, scale=1.0 / beta) + np.log(like)
+        return stats.gamma.logpdf(lam, alpha, scale=1.0 / beta) + \
+            _tilted_log_likelihood(lam, c, n, rel)
 
-    # A coarse pass finds where the mass is, a fine grid integrates it.
+    # A coarse pass finds where the mass is, a fine grid integrates it. The likelihood is at
+    # most 1 (rel <= 0), but an extreme release can put the mass far in the prior's tail: the
+    # coarse range grows until its top end is 40 nats below the peak.
     hi = stats.gamma.ppf(1 - 1e-12, alpha, scale=1.0 / beta) + 5.0 * c
-    coarse = np.linspace(1e-9, hi, 2000)
-    lp = log_post(coarse)
+    for _ in range(20):
+        coarse = np.linspace(1e-9, hi, 2000)
+        lp = log_post(coarse)
+        if lp[-1] < np.max(lp) - 40.0:
+            break
+        hi *= 2.0
     inside = coarse[lp > lp.max() - 40.0]
     step = coarse[1] - coarse[0]
     fine = np.linspace(max(inside[0] - step, 1e-9), inside[-1] + step, grid_size)

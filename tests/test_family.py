@@ -101,7 +101,7 @@ def test_family_registration_errors():
         dw.ExponentialFamily(fam.statistic, 1, lambda t: t, fam.conjugate_draw, fam.valid,
                              bounded=True)
     with pytest.raises(TypeError, match="family must be a dawrap.ExponentialFamily"):
-        dw.Model(params={"p": ()}, record_size=1, draw_record=fam.statistic,
+        dw.Model(params={"p": ()}, record_size=1, draw_record=gamma_exponential.draw_record,
                  draw_theta=lambda rng, t, x, s: t, draw_prior=lambda rng: 0.5, family="x")
 
 

@@ -125,9 +125,12 @@ def test_refresh_recomputes_running_sums():
                                  mech.engine_statistic, mech.log_density)
     x = model.simulate(theta, 50, seed=0)
     state = record.init(theta, x, np.array([1.0]), mech.params, fns, 1)
-    state.total[0] += 1e-6  # simulate drift
-    fixed = record.refresh(state, np.array([1.0]), mech.params, fns)
+    state.total[0] += 1e-10  # simulate rounding drift (far above what O(1) updates produce)
+    fixed, status = record.refresh(state, np.array([1.0]), mech.params, fns)
+    assert status == record.OK
     assert fixed.total[0] == pytest.approx(np.clip(x, -2, 2).sum(), rel=1e-14)
+    state.total[0] += 1e-3  # not rounding: something changed x behind the sweep's back
+    assert record.refresh(state, np.array([1.0]), mech.params, fns)[1] == record.BAD_DRIFT
 
 
 OPT_CHECK = """
