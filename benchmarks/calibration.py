@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dawrap.calibration import calibrate
+from dawrap.studies.calibration import calibrate
 from dawrap.models import beta_binomial, dirichlet_multinomial, gamma_exponential
 
 OUT = Path(__file__).parent / "results"

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 import dawrap as dw
-from dawrap import _arviz
+from dawrap import diagnostics
 from dawrap.models import beta_binomial, linear_regression, normal_mean
 
 OUT = Path(__file__).parent / "results"
@@ -75,15 +75,15 @@ def ess_per_second(model, mech, s_dp, n, options, draws, tune, seed) -> dict:
         idata = dw.sample(model, mech, s_dp, n, draws=draws, tune=tune, chains=4, cores=1,
                           seed=seed, **options)
     elapsed = time.perf_counter() - began
-    post = _arviz.group(idata, "posterior")
+    post = diagnostics.group(idata, "posterior")
     bulk, tail = [], []
     for name in model.params:
         values = post[name].values.reshape(4, draws, -1)
         for j in range(values.shape[-1]):
-            bulk.append(_arviz.ess(values[..., j], "bulk"))
-            tail.append(_arviz.ess(values[..., j], "tail"))
+            bulk.append(diagnostics.ess(values[..., j], "bulk"))
+            tail.append(diagnostics.ess(values[..., j], "tail"))
     ess = min(min(bulk), min(tail))
-    accept = float(np.mean(_arviz.group(idata, "sample_stats")["accept_rate"].values))
+    accept = float(np.mean(diagnostics.group(idata, "sample_stats")["accept_rate"].values))
     return {"rate": ess / elapsed, "ess": ess, "bulk": min(bulk), "tail": min(tail),
             "seconds": elapsed, "accept": accept}
 

@@ -29,7 +29,7 @@ import numpy as np
 from scipy import stats
 
 import dawrap as dw
-from dawrap import _arviz
+from dawrap import diagnostics
 from dawrap.models import naive_bayes
 
 OUT = Path(__file__).parent / "results"
@@ -56,17 +56,17 @@ def run_chain(model, mech, s_dp, iterations: int, seed) -> dict:
     burn = iterations // 2
     idata = dw.sample(model, mech, s_dp, P["N"], draws=iterations - burn, tune=burn,
                       chains=1, seed=seed, progress=False)
-    pi = _arviz.group(idata, "posterior")["pi"].values  # (1, draws, I)
-    sample_stats = _arviz.group(idata, "sample_stats")
+    pi = diagnostics.group(idata, "posterior")["pi"].values  # (1, draws, I)
+    sample_stats = diagnostics.group(idata, "sample_stats")
     tail = (1.0 - P["interval"]) / 2
     return {"mean": pi.mean((0, 1)), "lo": np.quantile(pi, tail, axis=(0, 1)),
             "hi": np.quantile(pi, 1.0 - tail, axis=(0, 1)),
             "accept_mean": float(sample_stats["accept_rate"].values.mean()),
             "accept_min": float(sample_stats["accept_rate"].values.min()),
             "min_accept_prob": float(sample_stats["min_accept_prob"].values.min()),
-            "ess_bulk": [_arviz.ess(pi[..., i], "bulk") for i in range(P["I"])],
-            "ess_tail": [_arviz.ess(pi[..., i], "tail") for i in range(P["I"])],
-            "seconds": float(_arviz.attrs(idata)["sampling_time"])}
+            "ess_bulk": [diagnostics.ess(pi[..., i], "bulk") for i in range(P["I"])],
+            "ess_tail": [diagnostics.ess(pi[..., i], "tail") for i in range(P["I"])],
+            "seconds": float(diagnostics.attrs(idata)["sampling_time"])}
 
 
 def nonprivate_interval(x) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

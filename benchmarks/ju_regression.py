@@ -36,7 +36,7 @@ import numpy as np
 from scipy import stats
 
 import dawrap as dw
-from dawrap import _arviz
+from dawrap import diagnostics
 from dawrap.models import linear_regression as lr
 
 OUT = Path(__file__).parent / "results"
@@ -73,15 +73,15 @@ def run_chain(model, mech, s_dp, iterations: int, seed, interweave: bool = False
     burn = iterations // 2
     idata = dw.sample(model, mech, s_dp, P["n"], draws=iterations - burn, tune=burn,
                       chains=1, cores=1, seed=seed, progress=False, interweave=interweave)
-    beta = _arviz.group(idata, "posterior")["beta"].values  # (1, draws, 3)
+    beta = diagnostics.group(idata, "posterior")["beta"].values  # (1, draws, 3)
     tail = (1.0 - P["interval"]) / 2
     return {"mean": beta.mean((0, 1)), "lo": np.quantile(beta, tail, axis=(0, 1)),
             "hi": np.quantile(beta, 1.0 - tail, axis=(0, 1)),
-            "ess_bulk": [_arviz.ess(beta[..., j], "bulk") for j in range(3)],
-            "ess_tail": [_arviz.ess(beta[..., j], "tail") for j in range(3)],
-            "accept_mean": float(_arviz.group(idata, "sample_stats")["accept_rate"].values
+            "ess_bulk": [diagnostics.ess(beta[..., j], "bulk") for j in range(3)],
+            "ess_tail": [diagnostics.ess(beta[..., j], "tail") for j in range(3)],
+            "accept_mean": float(diagnostics.group(idata, "sample_stats")["accept_rate"].values
                                  .mean()),
-            "seconds": float(_arviz.attrs(idata)["sampling_time"])}
+            "seconds": float(diagnostics.attrs(idata)["sampling_time"])}
 
 
 def nonprivate_interval(x) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -16,8 +16,8 @@ import numba
 import numpy as np
 
 import dawrap as dw
-from dawrap import record
-from dawrap.kernels import engine_form
+from dawrap.samplers import record
+from dawrap.samplers.kernels import engine_form
 from dawrap.models import beta_binomial, poisson_gamma
 
 

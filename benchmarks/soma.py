@@ -31,7 +31,8 @@ import numba
 import numpy as np
 
 import dawrap as dw
-from dawrap import _arviz, record
+from dawrap import diagnostics
+from dawrap.samplers import record
 from dawrap.models import beta_binomial, linear_regression, normal_mean
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -148,8 +149,8 @@ def exactness(model, mech, s_dp, n, exact, draws, tune, seed) -> float:
         idata = dw.sample(model, mech, s_dp, n, draws=draws, tune=tune, chains=4, seed=seed,
                           interweave=False, progress=False)
     name = next(iter(model.params))
-    values = _arviz.group(idata, "posterior")[name].values.reshape(4, draws)
-    mcse = values.std() / math.sqrt(_arviz.ess(values, "bulk"))
+    values = diagnostics.group(idata, "posterior")[name].values.reshape(4, draws)
+    mcse = values.std() / math.sqrt(diagnostics.ess(values, "bulk"))
     return (values.mean() - exact(s_dp, n).mean()) / mcse
 
 

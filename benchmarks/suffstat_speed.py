@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 import dawrap as dw
-from dawrap import _arviz
+from dawrap import diagnostics
 from dawrap.models import beta_binomial, gamma_exponential
 
 OUT = Path(__file__).parent / "results"
@@ -41,9 +41,9 @@ def ess_per_second(model, mech, s_dp, n, method, draws):
         dw.sample(model, mech, s_dp, n, method=method, draws=5, tune=0, chains=1, seed=0)
         idata = dw.sample(model, mech, s_dp, n, method=method, draws=draws, tune=500,
                           chains=2, cores=1, seed=1)
-    p = _arviz.group(idata, "posterior")["p"].values
-    seconds = float(_arviz.attrs(idata)["sampling_time"])
-    return _arviz.ess(p, "bulk") / seconds, seconds
+    p = diagnostics.group(idata, "posterior")["p"].values
+    seconds = float(diagnostics.attrs(idata)["sampling_time"])
+    return diagnostics.ess(p, "bulk") / seconds, seconds
 
 
 def main():

@@ -9,6 +9,7 @@ import inspect
 import numbers
 
 import numpy as np
+from numba.core.errors import NumbaError
 from numba.core.registry import CPUDispatcher
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "require_njit",
     "n_positional",
     "require_arity",
+    "call_user",
 ]
 
 
@@ -102,3 +104,14 @@ def require_arity(func, name: str, signature: str, count: int) -> None:
         raise TypeError(f"{name} must take {signature} ({count} positional argument"
                         f"{'s' if count != 1 else ''}), but {getattr(py, '__name__', name)}"
                         f"{sig} takes {takes}") from None
+
+
+def call_user(func, name: str, *args):
+    """Call a user function once, turning a numba compile failure into a TypeError naming it."""
+    try:
+        return func(*args)
+    except NumbaError as err:
+        first = str(err).strip().splitlines()
+        raise TypeError(f"{name} could not be compiled by numba for arguments "
+                        f"({', '.join(type(a).__name__ for a in args)}): "
+                        f"{first[0] if first else err}") from err

@@ -160,7 +160,7 @@ def _write_netcdf(data, path: Path, overwrite: bool = True) -> None:
 
 def _sample(args) -> int:
     import dawrap as dw
-    from dawrap import _arviz
+    from dawrap import diagnostics
 
     if args.resume and not args.checkpoint:
         raise ValueError("--resume continues the run saved in --checkpoint DIR: give both")
@@ -172,7 +172,7 @@ def _sample(args) -> int:
                       checkpoint=args.checkpoint, resume=args.checkpoint if args.resume
                       else None, progress=args.progress)
     print(f"{model!r}\n{mech!r}\ns_dp = {s_dp}, n = {args.n}, method = {args.method}\n")
-    print(_arviz.summary(idata).to_string())
+    print(diagnostics.summary(idata).to_string())
     _write_netcdf(idata, out, overwrite=args.force)
     return 0
 
@@ -182,7 +182,7 @@ RESULTS = ("summary.txt", "calibration.nc", "ranks.png", "ecdf.png")
 
 
 def _calibrate(args) -> int:
-    from dawrap.calibration import calibrate
+    from dawrap.studies.calibration import calibrate
 
     model, mech = _build(args)
     out = ensure_folder(args.out, "--out")
@@ -224,7 +224,7 @@ def _demo(args) -> int:
     import numpy as np
 
     import dawrap as dw
-    from dawrap import _arviz
+    from dawrap import diagnostics
     from dawrap.models import beta_binomial
     from dawrap.plots import plot_trace
 
@@ -242,19 +242,19 @@ def _demo(args) -> int:
     wall = time.perf_counter() - began
     print(f"\nRecord-level data augmentation: {args.chains} chains x {args.draws} draws "
           f"(+{args.tune} tune) in {wall:.2f} s (including compilation)\n")
-    print(_arviz.summary(idata).to_string())
+    print(diagnostics.summary(idata).to_string())
 
-    draws = _arviz.group(idata, "posterior")["p"].values
+    draws = diagnostics.group(idata, "posterior")["p"].values
     exact = beta_binomial.exact_posterior(mech, s_dp, args.n, 1.0, 1.0)
     print("\nAgainst the exact posterior (the count summed out, no approximation):")
     print(f"  {'':10s}{'sampler':>10s}{'exact':>10s}{'mcse':>10s}")
-    rows = [("mean", draws.mean(), exact.mean(), _arviz.mcse(draws, "mean")),
-            ("sd", draws.std(ddof=1), exact.std(), _arviz.mcse(draws, "sd"))]
-    rows += [(f"q{q:g}", np.quantile(draws, q), exact.ppf(q), _arviz.mcse(draws, "quantile", q))
+    rows = [("mean", draws.mean(), exact.mean(), diagnostics.mcse(draws, "mean")),
+            ("sd", draws.std(ddof=1), exact.std(), diagnostics.mcse(draws, "sd"))]
+    rows += [(f"q{q:g}", np.quantile(draws, q), exact.ppf(q), diagnostics.mcse(draws, "quantile", q))
              for q in (0.05, 0.5, 0.95)]
     for what, est, ex, se in rows:
         print(f"  {what:10s}{est:10.4f}{ex:10.4f}{se:10.4f}")
-    stats = _arviz.group(idata, "sample_stats")
+    stats = diagnostics.group(idata, "sample_stats")
     print(f"\nRecord acceptance rate {float(stats['accept_rate'].mean()):.3f}; smallest "
           f"acceptance probability {float(stats['min_accept_prob'].min()):.3f} >= "
           f"exp(-epsilon) = {np.exp(-args.epsilon):.3f} (Ju et al. Prop. 3.1)")

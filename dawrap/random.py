@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 
 import numba
-import numpy as np
 
 __all__ = ["beta", "gamma"]
 

@@ -6,7 +6,6 @@ over to the method's driver and labels the result.
 """
 from __future__ import annotations
 
-import numbers
 import os
 import threading
 import time
@@ -14,22 +13,19 @@ import warnings
 
 import numpy as np
 
-from . import _arviz
+from . import diagnostics
 from ._checks import as_count
-from ._parallel import deferred_interrupt
-from .baselines import run_naive, run_nonprivate, run_ops
-from .interweave import AUTO_THRESHOLD, DEFAULT_STEPS, missing_information
-from .mechanisms import Mechanism, _laplace_log_density
-from .model import Model
-from .start import noise_variance, simulated_contributions
-from .run_record import run_record
-from .run_suffstat import run_suffstat
+from .runner.chains import deferred_interrupt
+from .mechanisms.additive import Mechanism, _laplace_log_density
+from .methods import METHODS as _METHOD_CLASSES, Shared, as_method
+from .model.model import Model
+from .runner.starts import noise_variance, simulated_contributions
 
 __all__ = ["sample", "METHODS"]
 
-#: ``method`` values: the exact record-level sampler, the Bernstein-Sheldon sampler, and the
-#: baselines of Foulds et al.
-METHODS = ("record", "suffstat", "naive", "nonprivate", "ops")
+#: ``method`` names: the exact record-level sampler, the Bernstein-Sheldon sampler, and the
+#: baselines of Foulds et al. (:mod:`dawrap.methods`).
+METHODS = tuple(_METHOD_CLASSES)
 
 
 #: Largest ``n``, ``draws``, ``tune``, ``sweeps``, ``checkpoint_every`` and ``interweave``
@@ -272,12 +268,10 @@ def _check_plausible(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: in
                   stacklevel=3)
 
 
-def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method: str = "record",
+def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method="record",
            draws: int = 1000, tune: int = 1000, chains: int = 4, seed=None, init_theta=None,
-           init_x=None, keep_stats: bool = False, cores: int | None = None,
-           confidential=None, variant: str = "gibbs", checkpoint=None,
-           checkpoint_every: int = 1000, resume=None, progress: bool | None = None,
-           interweave: bool | None = None, sweeps: int = 1, scan: str = "systematic"):
+           keep_stats: bool = False, cores: int | None = None, progress: bool | None = None,
+           **options):
     r"""Sample :math:`p(\theta \mid s_{dp})` for a release of a confidential database.
 
     Parameters
@@ -292,14 +286,17 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method: str = "r
     n : int
         Number of records in the confidential database (at most 2**53, and for ``"record"``
         small enough that ``chains`` databases of ``n`` records fit in memory).
-    method : str
-        ``"record"`` (default): record-level data augmentation (Ju et al. 2022), exact.
-        ``"suffstat"``: sufficient-statistic Gibbs (Bernstein & Sheldon 2018), a CLT
-        approximation whose cost does not grow with ``n``; needs ``model.family``.
-        ``"naive"``: conjugate update on the projected noisy release (ignores the noise).
-        ``"nonprivate"``: conjugate posterior from ``confidential`` (studies only).
-        ``"ops"``: one-posterior-sample via the exponential mechanism, ``chains * draws``
-        samples at ``mechanism.epsilon / (chains * draws)`` each, from ``confidential``.
+    method : str or dawrap method object
+        A method object carries the options that apply to it alone
+        (:mod:`dawrap.methods`): :class:`~dawrap.Record` (default), the exact record-level
+        sampler (Ju et al. 2022); :class:`~dawrap.Suffstat`, sufficient-statistic Gibbs
+        (Bernstein & Sheldon 2018), a CLT approximation whose cost does not grow with ``n``,
+        needs ``model.family``; :class:`~dawrap.Naive`, the conjugate update on the projected
+        noisy release (ignores the noise); :class:`~dawrap.NonPrivate`, the conjugate
+        posterior from ``confidential`` records (studies only); :class:`~dawrap.OPS`,
+        one-posterior-sample via the exponential mechanism from ``confidential``. The names
+        ``"record"``, ``"suffstat"``, ``"naive"``, ``"nonprivate"`` and ``"ops"`` build the
+        method from the keyword ``options`` below.
     draws, tune : int
         Kept iterations, and discarded warm-up iterations before them, per chain (the
         baselines draw independently and ignore ``tune``); at most 2**53.
@@ -317,17 +314,21 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method: str = "r
         R-hat can still reveal chains stuck apart, but none begins where the release rules
         theta out); mechanisms without noise draws or whose statistic depends on the
         release, and ``"suffstat"``, start at a prior draw.
-    init_x : array_like, optional
-        ``"record"``: initial ``(n, record_size)`` database; default ``n`` draws from
-        ``f(. | theta)``.
     keep_stats : bool
         Also return the per-draw imputed confidential statistic (the noise-free release) in
         the group ``imputed_statistic`` (``"record"`` and ``"suffstat"``).
     cores : int, optional
         Threads running chains at once (default: all cores, at most ``chains``). Results do
         not depend on it.
+    **options
+        With ``method`` given by name, that method's own options (with a method object, give
+        them to it instead). An option of another method raises an error unless it is at its
+        default value (studies pass one set of options to every method).
     confidential : array_like, optional
         The confidential records, for ``"nonprivate"`` and ``"ops"``.
+    init_x : array_like, optional
+        ``"record"``: initial ``(n, record_size)`` database; default ``n`` draws from
+        ``f(. | theta)``.
     variant : {"gibbs", "printed"}
         ``"suffstat"`` with a truncated release: the proper Gibbs update of the centre
         statistic (default) or Algorithm 2 line 10 as printed (see :mod:`dawrap.suffstat`).
@@ -395,10 +396,10 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method: str = "r
         raise TypeError(f"model must be a dawrap.Model, got {type(model).__name__}")
     if not isinstance(mechanism, Mechanism):
         raise TypeError(f"mechanism must be a dawrap.Mechanism, got {type(mechanism).__name__}")
-    method = _choice(method, "method", METHODS)
-    uses_release = method in ("record", "suffstat", "naive")
+    method = as_method(method, options)
+    uses_release = method.uses_release
     if s_dp is None and uses_release:
-        raise ValueError(f"s_dp (the release) is required for method={method!r}")
+        raise ValueError(f"s_dp (the release) is required for method={method.name!r}")
     if s_dp is not None:
         s_dp = mechanism.check_release(s_dp)
     n = _count(n, "n")
@@ -414,38 +415,21 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method: str = "r
         raise TypeError(f"progress must be True, False or None, got {progress!r}")
     progress = None if progress is None else bool(progress)
     _check_seed(seed)
-    variant = _choice(variant, "variant", ("gibbs", "printed"))
-    if method != "suffstat" and variant != "gibbs":
-        raise ValueError("variant applies to method='suffstat' only")
-    if method in ("nonprivate", "ops") and confidential is None:
-        raise ValueError(f"method={method!r} needs confidential= (the confidential records)")
-    if method not in ("record", "suffstat") and init_theta is not None:
+    if not method.takes_init_theta and init_theta is not None:
         raise ValueError("init_theta applies to method='record' and 'suffstat' only")
-    if method != "record" and init_x is not None:
-        raise ValueError("init_x applies to method='record' only")
-    if method != "record" and (checkpoint is not None or resume is not None):
-        raise ValueError("checkpoint and resume apply to method='record' only")
-    checkpoint_every = _count(checkpoint_every, "checkpoint_every")
-    sweeps = _count(sweeps, "sweeps")
-    scan = _choice(scan, "scan", ("systematic", "random"))
-    if method != "record" and (sweeps != 1 or scan != "systematic" or interweave is not None):
-        raise ValueError("interweave, sweeps and scan apply to method='record' only")
     # Ctrl-C from here on never raises inside compiled code or numba's compiler (which can
     # crash the interpreter or be lost): it is deferred to the next safe point.
     stop = threading.Event()
     with deferred_interrupt(stop.set):
         # Before anything is allocated or drawn: the memory the run needs, and whether the
         # release is one the model could have produced.
-        _check_memory(model, mechanism, method, n, draws, chains, cores, keep_stats)
+        _check_memory(model, mechanism, method.name, n, draws, chains, cores, keep_stats)
         if uses_release:
             _check_plausible(model, mechanism, s_dp, n)
-        interweave = _interweave_steps(interweave, model, mechanism, n, method)
-        if checkpoint is not None or resume is not None:  # up front, not at the 1st save
-            from .checkpoint import check_folder
-
-            check_folder(checkpoint, resume)
+        method = method.prepare(model, mechanism, n)  # automatic choices, output folders
+        resume = getattr(method, "resume", None)
         if resume is not None and seed is None:
-            from .checkpoint import saved_seed
+            from .runner.checkpoint import saved_seed
 
             seed = saved_seed(resume)  # the run's own seed, so its fresh chains match too
         root, rngs = _generators(seed, chains)
@@ -454,55 +438,16 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method: str = "r
                                     "draws to return")
 
         began = time.perf_counter()
-        if method == "record":
-            out = run_record(model, mechanism, s_dp, n, rngs, draws=draws, tune=tune,
-                             keep_stats=keep_stats, cores=cores, init_theta=init_theta,
-                             init_x=init_x, checkpoint=checkpoint,
-                             checkpoint_every=checkpoint_every, resume=resume,
-                             seed_entropy=str(root.entropy), progress=progress,
-                             interweave=interweave, sweeps=sweeps,
-                             random_scan=scan == "random")
-        elif method == "suffstat":
-            out = run_suffstat(model, mechanism, s_dp, n, rngs, draws=draws, tune=tune,
-                               keep_stats=keep_stats, cores=cores, variant=variant,
-                               init_theta=init_theta, progress=progress)
-        elif method == "naive":
-            out = run_naive(model, mechanism, s_dp, n, rngs, draws=draws)
-        elif method == "nonprivate":
-            out = run_nonprivate(model, confidential, n, rngs, draws=draws)
-        else:
-            out = run_ops(model, mechanism, confidential, n, rngs, draws=draws)
+        out = method.run(model, mechanism, s_dp, n, rngs,
+                         Shared(draws, tune, keep_stats, cores, init_theta, progress,
+                                str(root.entropy)))
         elapsed = time.perf_counter() - began
     if stop.is_set():  # Ctrl-C during a baseline's (short) run: honoured now
         raise KeyboardInterrupt("sampling interrupted")
-    if method in ("record", "suffstat"):
+    if method.name in ("record", "suffstat"):
         _warn_if_unconverged(model, out.theta)
-    kernel = {"interweave": interweave, "sweeps": sweeps, "scan": scan} \
-        if method == "record" else {}
-    return _label(model, mechanism, s_dp, n, out, method, root, elapsed, tune, draws, kernel)
-
-
-def _interweave_steps(interweave, model: Model, mechanism: Mechanism, n: int,
-                      method: str) -> int:
-    """Non-centred steps per iteration (0: no interweaving) for ``sample(interweave=...)``."""
-    if interweave is None:
-        on = model.noncentred is not None and method == "record" and (
-            missing_information(model, mechanism, n) or 0.0) >= AUTO_THRESHOLD
-        return DEFAULT_STEPS if on else 0
-    if isinstance(interweave, (bool, np.bool_)):
-        steps = DEFAULT_STEPS if interweave else 0
-    elif isinstance(interweave, numbers.Integral) and interweave >= 0:
-        steps = int(interweave)
-        if steps > MAX_COUNT:
-            raise ValueError(f"interweave must be at most {MAX_COUNT} non-centred steps per "
-                             f"iteration, got {steps}")
-    else:
-        raise TypeError(f"interweave must be None, True, False or a number of non-centred "
-                        f"steps per iteration (an integer >= 0), got {interweave!r}")
-    if steps and model.noncentred is None:
-        raise ValueError("interweave needs the model's non-centred parameterisation: "
-                         "Model(noncentred=dw.NonCentred(...))")
-    return steps
+    return _label(model, mechanism, s_dp, n, out, method.name, root, elapsed, tune, draws,
+                  method.attrs())
 
 
 #: Rank-normalised split R-hat above this draws a warning (Vehtari et al. 2021 suggest 1.01
@@ -520,7 +465,7 @@ def _warn_if_unconverged(model: Model, theta: np.ndarray) -> None:
         for j in range(flat.shape[2]):
             if np.ptp(flat[:, :, j]) == 0:
                 continue
-            r = _arviz.rhat(flat[:, :, j])
+            r = diagnostics.rhat(flat[:, :, j])
             if r > worst:
                 worst, where = r, name if flat.shape[2] == 1 else f"{name}[{j}]"
     if worst > RHAT_WARNING:
@@ -545,4 +490,4 @@ def _label(model, mech, s_dp, n, out, method, root, elapsed, tune, draws, kernel
     attrs = {"method": method, "model": model.name, "mechanism": repr(mech),
              "seed": str(root.entropy), "dawrap_version": __version__,
              "sampling_time": elapsed, "tune": tune, "draws": draws, **kernel}
-    return _arviz.to_arviz(groups, attrs)
+    return diagnostics.to_arviz(groups, attrs)

@@ -203,7 +203,7 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, a: float = 1.0, b: fl
     """
     from scipy import stats
 
-    from dawrap.exact import BetaMixture, normalise_log_weights, relative_log_g
+    from dawrap.reference import BetaMixture, normalise_log_weights, relative_log_g
 
     k = np.arange(n + 1)
     log_w = stats.betabinom.logpmf(k, n, a, b) + relative_log_g(mechanism, s_dp, k[:, None])

@@ -145,7 +145,7 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, alpha):
     """
     from scipy import special
 
-    from dawrap.exact import BetaMixture, normalise_log_weights, relative_log_g
+    from dawrap.reference import BetaMixture, normalise_log_weights, relative_log_g
 
     alpha = np.array(_check_alpha(alpha))
     k = alpha.shape[0]

@@ -476,7 +476,7 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, I: int, J, alpha=2.0,
     ``dw.Geometric``, ``dw.Gaussian``, ``dw.DiscreteGaussian``). Returns a dict keyed like the
     model's parameters of object arrays of the same shapes holding the marginals.
     """
-    from dawrap.exact import BetaMixture, normalise_log_weights, relative_log_g
+    from dawrap.reference import BetaMixture, normalise_log_weights, relative_log_g
     from scipy.special import logsumexp
 
     I, J = _check_layout(I, J)

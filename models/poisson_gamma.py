@@ -278,7 +278,7 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, c: float, alpha: floa
     """
     from scipy import stats
 
-    from dawrap.exact import Grid, relative_log_g
+    from dawrap.reference import Grid, relative_log_g
 
     c = int(_check_clamp(c))
     rel = relative_log_g(mechanism, s_dp, np.arange(n * c + 1)[:, None])

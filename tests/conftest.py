@@ -5,7 +5,7 @@ import contextlib
 import numpy as np
 import pytest
 
-from dawrap import _arviz
+from dawrap import diagnostics
 
 #: Tolerance in Monte Carlo standard errors. Under a correct sampler each comparison fails with
 #: probability about 6e-5; seeds are fixed, so a run is deterministic either way.
@@ -17,11 +17,11 @@ def discrepancies(draws: np.ndarray, exact, z: float = Z, probs=PROBS, min_ess: 
     """Rows (what, estimate, exact value, mcse) where ``draws`` (chain, draw) disagree with
     ``exact`` (mean/std/ppf) by more than ``z`` Monte Carlo standard errors."""
     draws = np.asarray(draws, dtype=float)
-    ess = _arviz.ess(draws, "bulk")
+    ess = diagnostics.ess(draws, "bulk")
     assert ess >= min_ess, f"ESS {ess:.0f} is too small for a meaningful comparison"
-    rows = [("mean", draws.mean(), exact.mean(), _arviz.mcse(draws, "mean")),
-            ("sd", draws.std(ddof=1), exact.std(), _arviz.mcse(draws, "sd"))]
-    rows += [(f"q{p:g}", np.quantile(draws, p), exact.ppf(p), _arviz.mcse(draws, "quantile", p))
+    rows = [("mean", draws.mean(), exact.mean(), diagnostics.mcse(draws, "mean")),
+            ("sd", draws.std(ddof=1), exact.std(), diagnostics.mcse(draws, "sd"))]
+    rows += [(f"q{p:g}", np.quantile(draws, p), exact.ppf(p), diagnostics.mcse(draws, "quantile", p))
              for p in probs]
     return [r for r in rows if abs(r[1] - r[2]) > z * r[3]]
 
@@ -44,7 +44,7 @@ def find_discrepancies():
 
 
 def posterior_draws(idata, name: str) -> np.ndarray:
-    return _arviz.group(idata, "posterior")[name].values
+    return diagnostics.group(idata, "posterior")[name].values
 
 
 @pytest.fixture

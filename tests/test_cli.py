@@ -4,7 +4,7 @@ import json
 import numpy as np
 import pytest
 
-from dawrap import _arviz
+from dawrap import diagnostics
 from dawrap.cli import main
 
 
@@ -20,7 +20,7 @@ def test_sample_writes_the_posterior(tmp_path, capsys):
             "--draws", "400", "--tune", "100", "--chains", "2", "--seed", "1", "--out", str(out)]
     assert main(argv) == 0
     assert "ess_bulk" in capsys.readouterr().out
-    draws = _arviz.group(_load(out), "posterior")["p"].values
+    draws = diagnostics.group(_load(out), "posterior")["p"].values
     assert draws.shape == (2, 400) and abs(draws.mean() - 0.3124) < 0.01
 
 
@@ -32,7 +32,7 @@ def test_sample_reads_a_vector_release_from_a_file(tmp_path):
                  "--mechanism-arg", "categories=3", "--epsilon", "1", "--n", "20",
                  "--release", str(release), "--draws", "200", "--tune", "50", "--chains", "1",
                  "--seed", "2", "--out", str(out)]) == 0
-    p = _arviz.group(_load(out), "posterior")["p"].values
+    p = diagnostics.group(_load(out), "posterior")["p"].values
     assert p.shape == (1, 200, 3) and np.allclose(p.sum(-1), 1)
 
 

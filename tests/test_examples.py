@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dawrap import _arviz
+from dawrap import diagnostics
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -19,7 +19,7 @@ def _load(name):
 
 def test_quickstart_runs_and_recovers_p():
     idata = _load("quickstart").main(n=1000, draws=500, tune=200)
-    p = _arviz.group(idata, "posterior")["p"].values
+    p = diagnostics.group(idata, "posterior")["p"].values
     # The release is within a few counts of 310 of 1000; the posterior sd is about 0.015.
     assert abs(p.mean() - 0.31) < 0.06 and 0.005 < p.std() < 0.03
 
@@ -57,7 +57,7 @@ def test_cli_reports_bad_input(capsys):
 
 def test_logistic_regression_tutorial_runs_and_is_sensible():
     idata, reference = _load("private_logistic_regression").main(n=300, draws=400, tune=300)
-    beta = _arviz.group(idata, "posterior")["beta"].values.reshape(-1, 2)
+    beta = diagnostics.group(idata, "posterior")["beta"].values.reshape(-1, 2)
     for j, true in enumerate([1.0, -0.5]):
         # The private posterior covers the truth and is wider than the non-private one.
         assert abs(beta[:, j].mean() - true) < 4 * beta[:, j].std()

@@ -138,14 +138,14 @@ def test_unbounded_statistics_are_not_judged():
 def test_check_does_not_touch_the_chains_generators(monkeypatch):
     """The simulated records come from a generator of their own: the same seed gives the same
     draws whether or not the check ran (here: once warned, once skipped by patching)."""
-    from dawrap import _arviz
+    from dawrap import diagnostics
 
     with pytest.warns(RuntimeWarning, match="implausible"):
         warned = run(s_dp=1e4, n=20, draws=30)
     monkeypatch.setattr(sampling, "_check_plausible", lambda *args: None)
     plain = run(s_dp=1e4, n=20, draws=30)
-    assert np.array_equal(_arviz.group(warned, "posterior")["p"].values,
-                          _arviz.group(plain, "posterior")["p"].values)
+    assert np.array_equal(diagnostics.group(warned, "posterior")["p"].values,
+                          diagnostics.group(plain, "posterior")["p"].values)
 
 
 # -- item 11: extreme and mistyped sampling arguments -------------------------------------------
@@ -200,8 +200,13 @@ def no_sampling(monkeypatch):
     def forbidden(*args, **kwargs):
         raise AssertionError("sampling started although the run cannot fit in memory")
 
-    for name in ("_generators", "run_record", "run_suffstat", "run_naive"):
-        monkeypatch.setattr(sampling, name, forbidden)
+    from dawrap.runner import record, suffstat
+    from dawrap.samplers import baselines
+
+    monkeypatch.setattr(sampling, "_generators", forbidden)
+    for module, name in ((record, "run_record"), (suffstat, "run_suffstat"),
+                         (baselines, "run_naive")):
+        monkeypatch.setattr(module, name, forbidden)
 
 
 def test_a_run_that_cannot_fit_in_memory_is_refused(monkeypatch, no_sampling):

@@ -32,10 +32,18 @@ from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 import dawrap as dw
-from dawrap import _arviz, calibration, checkpoint
-from dawrap.calibration import calibrate
+from dawrap import diagnostics
+from dawrap.studies import calibration
+from dawrap.runner import checkpoint
+from dawrap.studies.calibration import calibrate
 from dawrap.cli import main
 from dawrap.models import beta_binomial
+from dawrap.runner import record as record_runner, suffstat as suffstat_runner
+from dawrap.samplers import baselines
+
+#: Where dw.sample's methods hand over to their drivers (patched to keep tests off sampling).
+DRIVERS = ((record_runner, "run_record"), (suffstat_runner, "run_suffstat"),
+           (baselines, "run_naive"), (baselines, "run_nonprivate"), (baselines, "run_ops"))
 
 MODEL, MECH = beta_binomial.model(), beta_binomial.laplace(1.0)
 SETTINGS = settings(max_examples=60, deadline=None,
@@ -56,7 +64,7 @@ def run(**kw):
 
 
 def p_draws(idata):
-    return _arviz.group(idata, "posterior")["p"].values
+    return diagnostics.group(idata, "posterior")["p"].values
 
 
 def leftovers(folder: Path) -> list:
@@ -69,13 +77,13 @@ def leftovers(folder: Path) -> list:
 def not_sampling():
     """Inside the block, any record-level sampling fails the test: a path problem must be
     reported before the chains run."""
-    from dawrap import sampling
+    from dawrap.runner import record as runner
 
     def refuse(*args, **kwargs):
         raise AssertionError("sampling started before the path was checked")
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(sampling, "run_record", refuse)
+        patch.setattr(runner, "run_record", refuse)
         yield
 
 
@@ -215,7 +223,7 @@ def test_cli_out_is_checked_before_sampling_and_not_overwritten(tmp_path, capsys
         assert "is a symlink" in capsys.readouterr().err
     assert existing.read_text() == "an earlier result"
     assert main(argv + ["--out", str(existing), "--force"]) == 0
-    assert _arviz.group(_load(existing), "posterior")["p"].shape == (1, 10)
+    assert diagnostics.group(_load(existing), "posterior")["p"].shape == (1, 10)
     assert not leftovers(tmp_path)
 
 
@@ -263,7 +271,7 @@ def test_a_failed_checkpoint_in_warm_up_is_an_error_naming_it(tmp_path, monkeypa
 def test_two_writers_of_one_checkpoint_do_not_collide(tmp_path, monkeypatch):
     """Another process saves the same chain file while this one is writing it: each write
     has its own temporary file, so both complete (with one shared name, both died)."""
-    from dawrap import record
+    from dawrap.samplers import record
 
     state = record.RecordState(np.array([0.5]), np.zeros((3, 1)), np.zeros(1), np.zeros(1),
                                0.0, np.zeros(0), np.zeros(0))
@@ -290,11 +298,11 @@ def test_two_writers_of_one_checkpoint_do_not_collide(tmp_path, monkeypatch):
 def test_a_full_disk_while_appending_leaves_no_half_row(tmp_path, monkeypatch):
     """The disk fills up while trial 1 is appended: an OSError naming the store, which keeps
     trial 0 and no half-written row; the study then resumes to the same result."""
-    from dawrap import _store
+    from dawrap.studies import trial_log
 
     store = tmp_path / "s.jsonl"
     whole = study(tmp_path / "whole.jsonl")
-    real = _store._write_all
+    real = trial_log._write_all
 
     def disk_full(fd, data):
         if b'"trial": 1' in data:
@@ -302,7 +310,7 @@ def test_a_full_disk_while_appending_leaves_no_half_row(tmp_path, monkeypatch):
             raise OSError(errno.ENOSPC, "No space left on device")
         return real(fd, data)
 
-    monkeypatch.setattr(_store, "_write_all", disk_full)
+    monkeypatch.setattr(trial_log, "_write_all", disk_full)
     with pytest.raises(OSError, match=f"trial 1 to the study store {re.escape(str(store))}: "
                                       f"No space left"):
         study(store)
@@ -691,7 +699,7 @@ def cli_without_sampling():
     """The command line with every sampler, the demo and calibration trials replaced by
     instant stand-ins, so only argument handling and file writing run."""
     from dawrap import cli, sampling
-    from dawrap._parallel import Output
+    from dawrap.samplers.output import Output
 
     def fake(model, *args, draws, **kwargs):
         rngs = args[-1]
@@ -706,8 +714,8 @@ def cli_without_sampling():
                 "covered": [True] * len(args[0].levels)} for m in args[0].methods}})
 
     with pytest.MonkeyPatch.context() as patch:
-        for name in ("run_record", "run_suffstat", "run_naive", "run_nonprivate", "run_ops"):
-            patch.setattr(sampling, name, fake)
+        for module, name in DRIVERS:
+            patch.setattr(module, name, fake)
         patch.setattr(calibration, "run_tasks", trials)
         patch.setattr(cli, "_demo", lambda args: 0)
         patch.setattr(cli, "_plots", lambda out, plots: None)

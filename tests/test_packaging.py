@@ -69,6 +69,25 @@ PIP = ["-m", "pip", "install", "-q", "--no-deps", "--disable-pip-version-check"]
 
 
 @pytest.mark.slow
+def test_the_readme_snippets_import_from_the_checkout_after_a_plain_install(tmp_path):
+    """The README's install is not editable; a newcomer then runs its snippets at the
+    checkout's root, where the source dawrap/ shadows the installed copy and has no models/
+    inside: ``dawrap.models`` must still import (the checkout's top-level models/)."""
+    src = _source_copy(tmp_path)
+    python = _venv(tmp_path)
+    subprocess.run([str(python), *PIP, str(src)], check=True)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run([str(python), "-c", "import dawrap, dawrap.models, dawrap.calibration; "
+                          "from dawrap.models import beta_binomial; "
+                          "print(dawrap.__file__, beta_binomial.__file__)"],
+                         cwd=src, capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    dawrap_file, models_file = out.stdout.split()
+    assert dawrap_file == str(src / "dawrap" / "__init__.py")  # the checkout, as Python does
+    assert models_file == str(src / "models" / "beta_binomial.py")
+
+
+@pytest.mark.slow
 def test_wheel_install_provides_dawrap_models(tmp_path):
     src = _source_copy(tmp_path)
     wheels = tmp_path / "wheels"

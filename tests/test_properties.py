@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dawrap as dw
-from dawrap import _arviz
+from dawrap import diagnostics
 from dawrap.models import beta_binomial, normal_mean, poisson_gamma
 
 MODEL, MECH = beta_binomial.model(), beta_binomial.laplace(1.0)
@@ -30,7 +30,7 @@ def _clean(call):
 
 def _finite_posterior(idata):
     if idata is not None:
-        post = _arviz.group(idata, "posterior")
+        post = diagnostics.group(idata, "posterior")
         assert all(np.all(np.isfinite(post[v].values)) for v in post.data_vars)
 
 
@@ -110,7 +110,7 @@ def test_cli_rejects_bad_options(argv, capsys, tmp_path):
 @given(n=anything, trials=anything, seed=anything, index=anything,
        methods=st.one_of(anything, st.just(["suffstat", "record:fast"]), st.just([])))
 def test_calibration_study_arguments(n, trials, seed, index, methods):
-    from dawrap.calibration import calibrate
+    from dawrap.studies.calibration import calibrate
 
     out = _clean(lambda: calibrate(
         MODEL, MECH, n, methods, trials=trials, seed=seed, index=index, executor="serial",

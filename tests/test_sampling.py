@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import dawrap as dw
-from dawrap import _arviz
+from dawrap import diagnostics
 from dawrap.models import beta_binomial, normal_mean, poisson_gamma
 
 SETTINGS = dict(draws=4000, tune=500, chains=4)
@@ -57,7 +57,7 @@ def test_normal_mean_gaussian_matches_closed_form(n, noise_sigma, interweave, ch
                       interweave=interweave)
     exact = normal_mean.exact_posterior_gaussian(s_dp, n, noise_sigma, 1.0, 2.0, 1.5)
     check_posterior(draws_of(idata, "mu"), exact)
-    stats = _arviz.group(idata, "sample_stats")
+    stats = diagnostics.group(idata, "sample_stats")
     if interweave:  # the move reports its acceptance probability, adapted towards 0.44
         accept = stats["move_accept"].values
         assert np.all((accept >= 0) & (accept <= 1)) and 0.3 < accept.mean() < 0.6
@@ -85,7 +85,7 @@ def test_poisson_gamma_clamped_release_is_exact(check_posterior, draws_of):
     exact = poisson_gamma.exact_posterior(mech, s_dp, n, c=c, alpha=3.0, beta=1.0)
     check_posterior(draws_of(idata, "lam"), exact)
     # The imputed confidential statistic is the clamped total: within [0, n c], integer.
-    t = _arviz.group(idata, "imputed_statistic")["t"].values
+    t = diagnostics.group(idata, "imputed_statistic")["t"].values
     assert np.all((t >= 0) & (t <= n * c)) and np.all(t == np.round(t))
 
 
@@ -100,7 +100,7 @@ def test_acceptance_never_below_exp_minus_epsilon(epsilon):
         x = model.simulate(theta, 300, seed=1)
         idata = dw.sample(model, mech, mech.release(x, seed=2), n=300, draws=300, tune=0,
                           chains=2, seed=3)
-        stats = _arviz.group(idata, "sample_stats")
+        stats = diagnostics.group(idata, "sample_stats")
         # 1e-12: log g differences are rounded in floating point.
         assert stats["min_accept_prob"].values.min() >= np.exp(-epsilon) * (1 - 1e-12)
         # Each of the 300 proposals of a sweep is accepted with probability >= exp(-eps), so a
@@ -111,7 +111,7 @@ def test_acceptance_never_below_exp_minus_epsilon(epsilon):
 
 
 def _draws(idata):
-    return _arviz.group(idata, "posterior")["p"].values
+    return diagnostics.group(idata, "posterior")["p"].values
 
 
 def test_same_seed_bit_identical_and_chains_differ():
@@ -167,19 +167,19 @@ def test_output_groups_and_metadata():
     model, mech = poisson_gamma.model(2, 1), poisson_gamma.laplace(1.0, c=5)
     idata = dw.sample(model, mech, 55, n=30, draws=50, tune=10, chains=2, seed=1,
                       keep_stats=True)
-    assert set(_arviz.group_names(idata)) >= {"posterior", "sample_stats", "observed_data",
+    assert set(diagnostics.group_names(idata)) >= {"posterior", "sample_stats", "observed_data",
                                               "constant_data", "imputed_statistic"}
-    post = _arviz.group(idata, "posterior")
+    post = diagnostics.group(idata, "posterior")
     assert post["lam"].shape == (2, 50)
-    const = _arviz.group(idata, "constant_data")
+    const = diagnostics.group(idata, "constant_data")
     assert int(const["n"].values) == 30 and float(const["epsilon"].values) == 1.0
     assert float(const["sensitivity"].values) == 5.0
-    assert float(_arviz.group(idata, "observed_data")["s_dp"].values[0]) == 55.0
-    attrs = _arviz.attrs(idata)
+    assert float(diagnostics.group(idata, "observed_data")["s_dp"].values[0]) == 55.0
+    attrs = diagnostics.attrs(idata)
     assert attrs["method"] == "record" and attrs["seed"] == "1" and attrs["sampling_time"] > 0
     assert "poisson_gamma" in attrs["model"] and "Laplace" in attrs["mechanism"]
     assert "dawrap_version" in attrs
-    summary = _arviz.summary(idata)
+    summary = diagnostics.summary(idata)
     assert "lam" in summary.index[0]
 
 
@@ -205,7 +205,7 @@ def test_vector_parameters_are_unpacked():
                      draw_prior=lambda rng: rng.standard_normal(2))
     mech = dw.Laplace(both, epsilon=1.0, sensitivity=20.0, size=2)
     idata = dw.sample(model, mech, [3.0, -4.0], n=20, draws=30, tune=5, chains=2, seed=0)
-    assert _arviz.group(idata, "posterior")["m"].shape == (2, 30, 2)
+    assert diagnostics.group(idata, "posterior")["m"].shape == (2, 30, 2)
 
 
 def test_progress_line_only_when_asked_or_on_a_terminal(capsys):

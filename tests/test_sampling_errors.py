@@ -214,7 +214,7 @@ def test_record_sweep_options_are_checked():
         run(sweeps=0)
     with pytest.raises(ValueError, match="scan must be 'systematic' or 'random'"):
         run(scan="backwards")
-    with pytest.raises(ValueError, match="apply to method='record' only"):
+    with pytest.raises(ValueError, match="to method='record' only"):
         run(method="suffstat", sweeps=2)
     with pytest.raises(TypeError, match="noncentred must be a dawrap.NonCentred"):
         model_with(noncentred=(beta_binomial.bernoulli_from_uniform,))

@@ -2,7 +2,7 @@
 import numpy as np
 
 import dawrap as dw
-from dawrap import _arviz
+from dawrap import diagnostics
 from dawrap.models import dirichlet_multinomial
 
 
@@ -11,7 +11,7 @@ def test_record_sampler_is_exact_for_each_marginal(check_posterior):
     model, mech = dirichlet_multinomial.model(alpha), dirichlet_multinomial.laplace(0.5, 3)
     s_dp = mech.release(model.simulate({"p": np.array([0.2, 0.5, 0.3])}, n, seed=1), seed=2)
     idata = dw.sample(model, mech, s_dp, n, seed=3, draws=4000, tune=500)
-    p = _arviz.group(idata, "posterior")["p"].values
+    p = diagnostics.group(idata, "posterior")["p"].values
     assert p.shape == (4, 4000, 3) and np.allclose(p.sum(-1), 1)
     for j, exact in enumerate(dirichlet_multinomial.exact_posterior(mech, s_dp, n, alpha)):
         check_posterior(p[..., j], exact)

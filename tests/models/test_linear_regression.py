@@ -9,7 +9,7 @@ import pytest
 from scipy import optimize, stats
 
 import dawrap as dw
-from dawrap import _arviz
+from dawrap import diagnostics
 from dawrap.models import linear_regression as lr
 
 PUBLISHED_BETA = np.array([-1.79, -2.89, -0.66])
@@ -178,7 +178,7 @@ def test_huge_epsilon_recovers_the_nonprivate_conjugate_posterior(variant, check
     mech = lr.laplace(1e6, 2, 100.0, 100.0)
     idata = dw.sample(model, mech, mech.release(x, seed=11), n, draws=4000, tune=200,
                       seed=12, init_x=x)
-    post = _arviz.group(idata, "posterior")
+    post = diagnostics.group(idata, "posterior")
     exact = lr.nonprivate_posterior(x, **settings)
     assert list(exact) == list(post.data_vars) == list(model.params)
     for name, marginal in exact.items():
@@ -229,8 +229,8 @@ def importance_summaries(draw_prior, draw_records, log_likelihoods, batches=10,
 def disagreements(draws, batches, z=4.0):
     """Summaries where MCMC and importance sampling differ by more than z combined errors."""
     est = summaries(draws.ravel(), [np.ones(draws.size)])[0]
-    mcse = np.array([_arviz.mcse(draws, "mean"), _arviz.mcse(draws, "sd"),
-                     *(_arviz.mcse(draws, "quantile", q) for q in PROBS)])
+    mcse = np.array([diagnostics.mcse(draws, "mean"), diagnostics.mcse(draws, "sd"),
+                     *(diagnostics.mcse(draws, "quantile", q) for q in PROBS)])
     names = ("mean", "sd", *(f"q{q:g}" for q in PROBS))
     out = []
     for reference in batches:
@@ -284,7 +284,7 @@ def test_record_sampler_matches_importance_sampling(variant):
     # non-centred parameterisation, which shifts every record with theta) for the other.
     idata = dw.sample(model, mech, s_dp, n, draws=15000, tune=1000, seed=22,
                       interweave=unknown)
-    post = _arviz.group(idata, "posterior")
+    post = diagnostics.group(idata, "posterior")
     columns = [d for name in model.params for d in marginal_draws(post, name)]
     caught = 0
     for k, draws in enumerate(columns):

@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 
 import dawrap as dw
-from dawrap import _arviz
+from dawrap import diagnostics
 from dawrap.models import naive_bayes
 
 
@@ -83,9 +83,9 @@ def test_huge_epsilon_recovers_the_nonprivate_conjugate_posterior(check_posterio
     idata = dw.sample(model, mech, mech.release(x, seed=12), n, draws=2000, tune=1000,
                       seed=13, keep_stats=True)
     # The chains start from prior draws; warm-up brings their imputed tables to the release.
-    imputed = _arviz.group(idata, "imputed_statistic")["t"].values
+    imputed = diagnostics.group(idata, "imputed_statistic")["t"].values
     assert np.array_equal(imputed, np.broadcast_to(mech.total(x), imputed.shape))
-    post = _arviz.group(idata, "posterior")
+    post = diagnostics.group(idata, "posterior")
     for name, conc in naive_bayes.nonprivate_posterior(x, I, J, alpha, alpha_feature).items():
         draws = post[name].values
         assert draws.shape[2:] == conc.shape
@@ -158,7 +158,7 @@ def test_record_sampler_is_exact_at_moderate_epsilon(check_posterior, find_discr
                         "p2": np.array([[0.6, 0.3, 0.1], [0.1, 0.2, 0.7]])}, n, seed=20)
     s_dp = mech.release(x, seed=21)
     idata = dw.sample(model, mech, s_dp, n, draws=6000, tune=500, seed=22)
-    post = _arviz.group(idata, "posterior")
+    post = diagnostics.group(idata, "posterior")
     exact = naive_bayes.exact_posterior(mech, s_dp, n, I, J)
     wrong_scale = naive_bayes.exact_posterior(
         dw.Laplace(naive_bayes.counts(I, J), eps, sensitivity=len(J), size=mech.size),

@@ -1,0 +1,303 @@
+"""Sampling methods as objects: each carries and validates its own options and runs itself.
+
+``dw.sample(model, mech, s_dp, n, method=dw.Record(interweave=True, sweeps=2))``: the method
+object holds what applies to that method only (numpyro's ``MCMC(kernel, ...)`` shape), and
+:func:`dawrap.sample` what every method shares (draws, chains, seed, ...). The names
+``"record"``, ``"suffstat"``, ``"naive"``, ``"nonprivate"`` and ``"ops"`` are shorthands:
+``dw.sample(..., method="record", interweave=True)`` builds ``Record(interweave=True)``.
+
+Examples
+--------
+>>> from dawrap.models import beta_binomial
+>>> model, mech = beta_binomial.model(), beta_binomial.laplace(epsilon=0.5)
+>>> idata = dw.sample(model, mech, 312.4, 1000, method=dw.Record(interweave=2))  # doctest: +SKIP
+>>> idata = dw.sample(model, mech, 312.4, 1000, method=dw.Suffstat())           # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import dataclasses
+import numbers
+from typing import ClassVar, NamedTuple
+
+import numpy as np
+
+from ._checks import as_count
+from .mechanisms import Mechanism
+from .model import Model
+from .samplers.output import Output
+
+__all__ = ["Method", "Record", "Suffstat", "Naive", "NonPrivate", "OPS", "Shared", "as_method",
+           "METHODS"]
+
+#: Largest count accepted for a method's integer options (the same bound as ``dw.sample``'s).
+MAX_COUNT = 2 ** 53
+
+
+class Shared(NamedTuple):
+    """What ``dw.sample`` validated for every method, handed to :meth:`Method.run`."""
+    draws: int
+    tune: int
+    keep_stats: bool
+    cores: int
+    init_theta: object
+    progress: bool | None
+    seed_entropy: str
+
+
+def _choice(value, name: str, options: tuple) -> str:
+    """``value`` if it is one of the strings ``options``, else an error naming ``name``
+    (TypeError for a non-string: a NumPy array would make ``in`` ambiguous)."""
+    allowed = " or ".join(map(repr, options)) if len(options) == 2 else f"one of {options}"
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be {allowed}, got {value!r} of type "
+                        f"{type(value).__name__}")
+    if value not in options:
+        raise ValueError(f"{name} must be {allowed}, got {value!r}")
+    return value
+
+
+def _count(value, name: str, minimum: int = 1) -> int:
+    value = as_count(value, name, minimum)
+    if value > MAX_COUNT:
+        raise ValueError(f"{name} must be an integer >= {minimum} and at most 2**53, got {value}")
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class Method:
+    """A sampling method: options in the fields, :meth:`prepare` to resolve choices that
+    depend on the problem, :meth:`run` to sample."""
+
+    name: ClassVar[str] = ""
+    #: Whether the method samples from the release ``s_dp`` (else from ``confidential``).
+    uses_release: ClassVar[bool] = True
+    #: Whether ``dw.sample(init_theta=...)`` applies.
+    takes_init_theta: ClassVar[bool] = False
+
+    def prepare(self, model: Model, mechanism: Mechanism, n: int) -> "Method":
+        """The method with every automatic choice made for this problem (default: itself)."""
+        return self
+
+    def run(self, model: Model, mechanism: Mechanism, s_dp, n: int, rngs: list,
+            shared: Shared) -> Output:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def attrs(self) -> dict:
+        """The options stored in the result's attributes."""
+        return {}
+
+
+@dataclasses.dataclass(frozen=True)
+class Record(Method):
+    """The exact record-level sampler (Ju et al. 2022), :mod:`dawrap.samplers.record`.
+
+    Parameters
+    ----------
+    interweave : bool or int, optional
+        Non-centred theta steps per iteration (:mod:`dawrap.samplers.interweave`; needs
+        ``Model(noncentred=...)``): ``True`` for the default number, an integer for that
+        many, ``False`` or 0 for none; ``None`` (default) decides by the estimated fraction of
+        missing information.
+    sweeps : int
+        Record sweeps per theta update.
+    scan : {"systematic", "random"}
+        Visit the records in order, or ``n`` records drawn at random per sweep.
+    init_x : array_like, optional
+        Initial ``(n, record_size)`` database (default: ``n`` draws from ``f(. | theta)``).
+    checkpoint, resume : path, optional
+        Folder to checkpoint every chain's complete state to every ``checkpoint_every``
+        iterations; folder of a run to continue (bit-identical to an uninterrupted run).
+    """
+
+    name: ClassVar[str] = "record"
+    takes_init_theta: ClassVar[bool] = True
+    interweave: bool | int | None = None
+    sweeps: int = 1
+    scan: str = "systematic"
+    init_x: object = None
+    checkpoint: object = None
+    checkpoint_every: int = 1000
+    resume: object = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "sweeps", _count(self.sweeps, "sweeps"))
+        object.__setattr__(self, "checkpoint_every",
+                           _count(self.checkpoint_every, "checkpoint_every"))
+        _choice(self.scan, "scan", ("systematic", "random"))
+        iw = self.interweave
+        if iw is not None and not isinstance(iw, (bool, np.bool_)) and not (
+                isinstance(iw, numbers.Integral) and iw >= 0):
+            raise TypeError(f"interweave must be None, True, False or a number of non-centred "
+                            f"steps per iteration (an integer >= 0), got {iw!r}")
+        if iw is not None and not isinstance(iw, (bool, np.bool_)) and iw > MAX_COUNT:
+            raise ValueError(f"interweave must be at most 2**53 non-centred steps per "
+                             f"iteration, got {iw}")
+
+    def prepare(self, model, mechanism, n):
+        from .samplers.interweave import AUTO_THRESHOLD, DEFAULT_STEPS, missing_information
+
+        iw = self.interweave
+        if iw is None:
+            on = model.noncentred is not None and (
+                missing_information(model, mechanism, n) or 0.0) >= AUTO_THRESHOLD
+            steps = DEFAULT_STEPS if on else 0
+        elif isinstance(iw, (bool, np.bool_)):
+            steps = DEFAULT_STEPS if iw else 0
+        else:
+            steps = int(iw)
+        if steps and model.noncentred is None:
+            raise ValueError("interweave needs the model's non-centred parameterisation: "
+                             "Model(noncentred=dw.NonCentred(...))")
+        if self.checkpoint is not None or self.resume is not None:
+            from .runner.checkpoint import check_folder
+
+            check_folder(self.checkpoint, self.resume)  # up front, not at the first save
+        return dataclasses.replace(self, interweave=steps)
+
+    def run(self, model, mechanism, s_dp, n, rngs, shared):
+        from .runner.record import run_record
+
+        return run_record(model, mechanism, s_dp, n, rngs, draws=shared.draws,
+                          tune=shared.tune, keep_stats=shared.keep_stats, cores=shared.cores,
+                          init_theta=shared.init_theta, init_x=self.init_x,
+                          checkpoint=self.checkpoint, checkpoint_every=self.checkpoint_every,
+                          resume=self.resume, seed_entropy=shared.seed_entropy,
+                          progress=shared.progress, interweave=int(self.interweave or 0),
+                          sweeps=self.sweeps, random_scan=self.scan == "random")
+
+    def attrs(self):
+        return {"interweave": int(self.interweave or 0), "sweeps": self.sweeps,
+                "scan": self.scan}
+
+
+@dataclasses.dataclass(frozen=True)
+class Suffstat(Method):
+    """The sufficient-statistic sampler (Bernstein & Sheldon 2018),
+    :mod:`dawrap.samplers.suffstat`: a CLT approximation whose cost does not grow with ``n``;
+    needs ``model.family``.
+
+    Parameters
+    ----------
+    variant : {"gibbs", "printed"}
+        With a truncated release: the proper Gibbs update of the centre statistic (default)
+        or Algorithm 2 line 10 as printed.
+    """
+
+    name: ClassVar[str] = "suffstat"
+    takes_init_theta: ClassVar[bool] = True
+    variant: str = "gibbs"
+
+    def __post_init__(self):
+        _choice(self.variant, "variant", ("gibbs", "printed"))
+
+    def run(self, model, mechanism, s_dp, n, rngs, shared):
+        from .runner.suffstat import run_suffstat
+
+        return run_suffstat(model, mechanism, s_dp, n, rngs, draws=shared.draws,
+                            tune=shared.tune, keep_stats=shared.keep_stats, cores=shared.cores,
+                            variant=self.variant, init_theta=shared.init_theta,
+                            progress=shared.progress)
+
+
+@dataclasses.dataclass(frozen=True)
+class Naive(Method):
+    """Baseline (Foulds et al. 2016): the conjugate update on the projected noisy release,
+    ignoring the noise; needs ``model.family``."""
+
+    name: ClassVar[str] = "naive"
+
+    def run(self, model, mechanism, s_dp, n, rngs, shared):
+        from .samplers.baselines import run_naive
+
+        return run_naive(model, mechanism, s_dp, n, rngs, draws=shared.draws)
+
+
+def _need_confidential(method: str, confidential) -> None:
+    if confidential is None:
+        raise ValueError(f"method={method!r} needs confidential= (the confidential records)")
+
+
+@dataclasses.dataclass(frozen=True)
+class NonPrivate(Method):
+    """Baseline for studies: the conjugate posterior from the ``confidential`` records."""
+
+    name: ClassVar[str] = "nonprivate"
+    uses_release: ClassVar[bool] = False
+    confidential: object = None
+
+    def __post_init__(self):
+        _need_confidential(self.name, self.confidential)
+
+    def run(self, model, mechanism, s_dp, n, rngs, shared):
+        from .samplers.baselines import run_nonprivate
+
+        return run_nonprivate(model, self.confidential, n, rngs, draws=shared.draws)
+
+
+@dataclasses.dataclass(frozen=True)
+class OPS(Method):
+    """Baseline for studies: one-posterior-sample via the exponential mechanism,
+    ``chains * draws`` samples at ``mechanism.epsilon / (chains * draws)`` each, from the
+    ``confidential`` records."""
+
+    name: ClassVar[str] = "ops"
+    uses_release: ClassVar[bool] = False
+    confidential: object = None
+
+    def __post_init__(self):
+        _need_confidential(self.name, self.confidential)
+
+    def run(self, model, mechanism, s_dp, n, rngs, shared):
+        from .samplers.baselines import run_ops
+
+        return run_ops(model, mechanism, self.confidential, n, rngs, draws=shared.draws)
+
+
+#: ``method`` shorthands, in the order the README lists them.
+METHODS = {cls.name: cls for cls in (Record, Suffstat, Naive, NonPrivate, OPS)}
+
+
+def as_method(method, options: dict) -> Method:
+    """A :class:`Method` from ``dw.sample``'s ``method`` and its method-specific keyword
+    arguments ``options`` (only with a name: a method object carries its own)."""
+    if isinstance(method, Method):
+        if options:
+            raise TypeError(f"{', '.join(sorted(options))}: give these options to the method "
+                            f"object ({type(method).__name__}(...)), not to dw.sample")
+        return method
+    if not isinstance(method, str):
+        raise TypeError(f"method must be one of {tuple(METHODS)} or a dawrap method object "
+                        f"(dw.Record(...), dw.Suffstat(...), ...), got {method!r}")
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {tuple(METHODS)} or a dawrap method object "
+                         f"(dw.Record(...), dw.Suffstat(...), ...), got {method!r}")
+    cls = METHODS[method]
+    fields = {f.name for f in dataclasses.fields(cls)}
+    own = {k: v for k, v in options.items() if k in fields}
+    stray = {k: v for k, v in options.items() if k not in fields}
+    unknown = sorted(k for k in stray if k not in _DEFAULTS)
+    if unknown:
+        raise TypeError(f"dw.sample() got unexpected keyword argument(s) {', '.join(unknown)}")
+    # Another method's option at its default value means "not used": studies and the CLI pass
+    # one set of options to every method. ``confidential`` is the data a study also has; the
+    # methods that sample from the release do not read it.
+    given = [k for k, v in stray.items()
+             if k != "confidential" and not _is_default(v, _DEFAULTS[k][1])]
+    for k in given:  # a bad value is reported as such before its method is
+        METHODS[_DEFAULTS[k][0]](**{k: stray[k]})
+    if given:
+        owner = _DEFAULTS[given[0]][0]
+        verb = "applies" if len(given) == 1 else "apply"
+        raise ValueError(f"{', '.join(given)} {verb} to method={owner!r} only")
+    return cls(**own)
+
+
+def _is_default(value, default) -> bool:
+    if value is None or default is None:
+        return value is default
+    return isinstance(value, type(default)) and value == default
+
+
+#: Every method-specific option: the method it belongs to and its default.
+_DEFAULTS = {f.name: (cls.name, f.default) for cls in METHODS.values()
+             for f in dataclasses.fields(cls)}

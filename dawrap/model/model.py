@@ -1,0 +1,282 @@
+r"""The user's non-private Bayesian model, registered piece by piece.
+
+dawrap needs exactly what the analyst already has for confidential data:
+
+* ``draw_record(rng, theta, out)``: one record :math:`x_i \sim f(\cdot \mid \theta)`;
+* ``draw_theta(rng, theta, x, stats) -> theta``: a Markov kernel leaving
+  :math:`p(\theta \mid x)` invariant (a conjugate draw, or one MH step);
+* ``draw_prior(rng) -> theta``: a prior draw, for initialisation and simulation studies;
+* optionally ``model_stat(x_i, out)``: the per-record sufficient statistic whose sum the engine
+  keeps current and hands to ``draw_theta`` as ``stats``, so a conjugate kernel costs O(1).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+
+import numba
+import numpy as np
+
+from .._checks import as_count, n_positional, require_arity, require_njit
+from .recipe import reduce_by_recipe
+
+__all__ = ["Model"]
+
+
+@numba.njit(nogil=True, cache=True)
+def no_statistic(x_i, out):
+    """Placeholder model statistic for models that keep no running sums."""
+
+
+@numba.njit(nogil=True, cache=True)
+def no_proposal(rng, theta, x_i, out):
+    """Placeholder record proposal: the engine proposes from ``draw_record`` instead."""
+    return 0.0
+
+
+def _as_shape(shape, name: str) -> tuple:
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+        shape = (shape,)
+    if not isinstance(shape, tuple) or not all(
+            isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d >= 1 for d in shape):
+        raise TypeError(f"params[{name!r}] must be a shape: () for a scalar or a tuple of "
+                        f"positive ints, got {shape!r}")
+    return tuple(int(d) for d in shape)
+
+
+class Model:
+    r"""A Bayesian model for the confidential records.
+
+    Parameters
+    ----------
+    params : dict of str -> tuple
+        Parameter names and shapes (``()`` for a scalar). The sampler's ``theta`` is the
+        float64 concatenation of the flattened parameters in this order.
+    record_size : int
+        Floats per record; the imputed database is an ``(n, record_size)`` float64 array.
+    draw_record : numba.njit function
+        ``(rng, theta, out) -> None``: writes :math:`x_i \sim f(\cdot \mid \theta)` into ``out``.
+    draw_theta : callable or dawrap.kernels.Kernel
+        ``(rng, theta, x, stats) -> theta`` or ``-> (theta, accept_prob)``: a Markov kernel
+        leaving :math:`p(\theta \mid x)` invariant. Compiled with ``numba.njit``, the whole
+        chain runs in compiled code; a plain Python function also works, at a per-iteration
+        call cost. Without a conjugate update, build one from a log density with
+        :func:`dawrap.kernels.metropolis` or :func:`~dawrap.kernels.adaptive_metropolis`.
+    draw_prior : callable
+        ``(rng) -> theta``: a draw from the prior :math:`p(\theta)`.
+    model_stat : numba.njit function, optional
+        ``(x_i, out) -> None``: the per-record sufficient statistic; ``stats`` passed to
+        ``draw_theta`` is its sum over records, kept current in O(1) per accepted record.
+    stat_size : int
+        Length of ``model_stat``'s output (required with ``model_stat``).
+    propose_record : numba.njit function, optional
+        The general record proposal of Ju et al., supplement Algorithm 2:
+        ``(rng, theta, x_i, out) -> log_ratio`` writes a proposal :math:`x_i^\star \sim
+        q(\cdot \mid x_i, \theta)` into ``out`` and returns
+        :math:`\log\frac{f(x_i^\star\mid\theta)\, q(x_i \mid x_i^\star, \theta)}
+        {f(x_i\mid\theta)\, q(x_i^\star \mid x_i, \theta)}`; the engine multiplies in the
+        mechanism ratio. By default records are proposed from ``draw_record`` (Algorithm 1),
+        for which that log ratio is zero.
+    theta_support : numba.njit function, optional
+        ``(theta) -> bool``: whether theta is in the parameter space. Prior draws, starting
+        values and every kernel output are checked against it (a kernel leaving the space
+        stops the run with an error naming the iteration).
+    record_support : numba.njit function, optional
+        ``(x_i) -> bool``: whether a record is possible under the model. Starting databases
+        (``init_x``), confidential data given to the baselines and the record sampler's output
+        are checked against it.
+    noncentred : dawrap.NonCentred, optional
+        The records written through noise, :math:`x_i = h(\theta, z_i)`, and the log prior:
+        enables the interweaving move of :mod:`dawrap.interweave` (``dw.sample(...,
+        interweave=True)``), which moves theta and all records together.
+    family : dawrap.ExponentialFamily, optional
+        The model's exponential-family description, which enables the sufficient-statistic
+        sampler (``method="suffstat"``) and the baselines on the same registration.
+    name : str, optional
+        A label stored with results.
+
+    Examples
+    --------
+    >>> @numba.njit
+    ... def draw_record(rng, theta, out):
+    ...     out[0] = 1.0 if rng.random() < theta[0] else 0.0
+    >>> @numba.njit
+    ... def count(x_i, out):
+    ...     out[0] = x_i[0]
+    >>> @numba.njit
+    ... def draw_theta(rng, theta, x, stats):
+    ...     return np.array([rng.beta(1 + stats[0], 1 + x.shape[0] - stats[0])])
+    >>> model = dw.Model(params={"p": ()}, record_size=1, draw_record=draw_record,
+    ...                  draw_theta=draw_theta, model_stat=count, stat_size=1,
+    ...                  draw_prior=lambda rng: np.array([rng.beta(1, 1)]))
+    """
+
+    def __init__(self, params: Mapping[str, tuple], record_size: int, draw_record,
+                 draw_theta: Callable, draw_prior: Callable, *, model_stat=None,
+                 stat_size: int | None = None, propose_record=None, family=None,
+                 theta_support=None, record_support=None, noncentred=None,
+                 name: str | None = None):
+        if not isinstance(params, Mapping) or not params:
+            raise TypeError(f"params must be a non-empty dict of name -> shape, got {params!r}")
+        self.params = {}
+        for key, shape in params.items():
+            if not isinstance(key, str) or not key.isidentifier():
+                raise ValueError(f"params keys must be identifiers, got {key!r}")
+            self.params[key] = _as_shape(shape, key)
+        self.slices, start = {}, 0
+        for key, shape in self.params.items():
+            size = math.prod(shape)
+            self.slices[key] = slice(start, start + size)
+            start += size
+        self.theta_size = start
+        self.record_size = as_count(record_size, "record_size")
+
+        self.draw_record = require_njit(draw_record, "draw_record", "(rng, theta, out)")
+        # Every user function's arity is checked here: a wrong one would otherwise surface
+        # inside dw.sample as a numba typing error naming neither function nor signature.
+        require_arity(draw_record, "draw_record", "(rng, theta, out)", 3)
+        from ..samplers.kernels import Kernel
+
+        if isinstance(draw_theta, Kernel):  # e.g. dw.kernels.adaptive_metropolis(...)
+            require_njit(draw_theta.step, "draw_theta.step",
+                         "(rng, theta, x, stats, state, tuning) -> (theta, accept_prob)")
+            self.theta_compiled = True
+        else:
+            if not callable(draw_theta):
+                raise TypeError("draw_theta must be callable (rng, theta, x, stats) -> theta "
+                                "or a dawrap.kernels.Kernel")
+            self.theta_compiled = isinstance(draw_theta, numba.core.registry.CPUDispatcher)
+            if n_positional(draw_theta) != 4:
+                raise TypeError("draw_theta must take exactly (rng, theta, x, stats)")
+        self.draw_theta = draw_theta
+        if not callable(draw_prior):
+            raise TypeError("draw_prior must be callable (rng) -> theta")
+        require_arity(draw_prior, "draw_prior", "(rng) -> theta", 1)
+        self.draw_prior = draw_prior
+
+        if model_stat is None:
+            if stat_size not in (None, 0):
+                raise ValueError("stat_size was given without model_stat")
+            self.model_stat, self.stat_size = no_statistic, 0
+        else:
+            self.model_stat = require_njit(model_stat, "model_stat", "(x_i, out)")
+            if stat_size is None:
+                raise ValueError("stat_size is required with model_stat: the length of its output")
+            require_arity(model_stat, "model_stat", "(x_i, out)", 2)
+            self.stat_size = as_count(stat_size, "stat_size")
+        self.user_model_stat = model_stat
+
+        if propose_record is None:
+            self.propose_record = no_proposal
+        else:
+            self.propose_record = require_njit(propose_record, "propose_record",
+                                               "(rng, theta, x_i, out) -> log_ratio")
+            require_arity(propose_record, "propose_record",
+                          "(rng, theta, x_i, out) -> log_ratio", 4)
+        self.general_proposal = propose_record is not None
+        from .family import ExponentialFamily
+
+        if family is not None and not isinstance(family, ExponentialFamily):
+            raise TypeError(f"family must be a dawrap.ExponentialFamily, got "
+                            f"{type(family).__name__}")
+        self.family = family
+        from ..samplers.record import anywhere
+
+        self.theta_support = anywhere if theta_support is None else require_njit(
+            theta_support, "theta_support", "(theta) -> bool")
+        self.record_support = anywhere if record_support is None else require_njit(
+            record_support, "record_support", "(x_i) -> bool")
+        if theta_support is not None:
+            require_arity(theta_support, "theta_support", "(theta) -> bool", 1)
+        if record_support is not None:
+            require_arity(record_support, "record_support", "(x_i) -> bool", 1)
+        from ..samplers.interweave import NonCentred
+
+        if noncentred is not None and not isinstance(noncentred, NonCentred):
+            raise TypeError(f"noncentred must be a dawrap.NonCentred, got "
+                            f"{type(noncentred).__name__}")
+        self.noncentred = None if noncentred is None else noncentred.checked()
+        self.name = name or getattr(draw_record, "__module__", "model")
+
+    @property
+    def fingerprint(self) -> str:
+        """What a checkpoint or a stored study is checked against on restart: the factory
+        call that built the model (every hyperparameter, exactly) when a :func:`dawrap.recipe`
+        built it, else its name."""
+        stamp = getattr(self, "_recipe", None)
+        if stamp is None:
+            return self.name
+        module, qualname, args, kwargs = stamp
+        return f"{module}.{qualname}(*{args!r}, **{dict(sorted(kwargs.items()))!r})"
+
+    def __reduce__(self):
+        # Pickled by the recipe that built it (dawrap.recipe): compiled functions and
+        # closures cannot be pickled by value.
+        return reduce_by_recipe(self)
+
+    def __repr__(self) -> str:
+        shapes = ", ".join(f"{k}: {v}" for k, v in self.params.items())
+        return f"Model({self.name}; params {{{shapes}}}, record_size={self.record_size})"
+
+    # -- theta layout --------------------------------------------------------------------------
+    def pack(self, theta, name: str = "theta") -> np.ndarray:
+        """A flat float64 theta from an array of shape ``(theta_size,)`` (a scalar too when
+        ``theta_size`` is 1) or a dict of parameters; ``name`` labels errors."""
+        if isinstance(theta, Mapping):
+            missing = set(self.params) - set(theta)
+            extra = set(theta) - set(self.params)
+            if missing or extra:
+                raise ValueError(f"{name} must have exactly the parameters {list(self.params)}; "
+                                 f"missing {sorted(missing)}, unexpected {sorted(extra)}")
+            parts = []
+            for key, shape in self.params.items():
+                value = np.asarray(theta[key], dtype=np.float64)
+                if value.shape != shape:
+                    raise ValueError(f"{name}[{key!r}] must have shape {shape}, got {value.shape}")
+                parts.append(value.ravel())
+            flat = np.concatenate(parts)
+        else:
+            arr = np.asarray(theta)
+            if arr.dtype.kind not in "iuf":
+                raise TypeError(f"{name} must be an array of real numbers, got dtype {arr.dtype}")
+            # Only a flat vector (or a scalar for a one-value theta) is a theta: flattening
+            # anything else, e.g. a 1x1 matrix from a kernel, would hide a bug in the kernel.
+            size = self.theta_size
+            if arr.shape != (size,) and not (size == 1 and arr.shape == ()):
+                raise ValueError(f"{name} must have {size} value(s) (parameters "
+                                 f"{dict(self.params)}) as an array of shape ({size},)"
+                                 f"{' or a scalar' if size == 1 else ''}, got shape {arr.shape}")
+            flat = np.atleast_1d(arr.astype(np.float64))
+        if not np.all(np.isfinite(flat)):
+            raise ValueError(f"{name} must be finite, got {flat}")
+        flat = np.ascontiguousarray(flat)
+        if not self.theta_support(flat):
+            raise ValueError(f"{name} is outside the model's parameter space: {flat}")
+        return flat
+
+    def check_records(self, x: np.ndarray, name: str) -> None:
+        """Raise naming ``name`` if any row of ``x`` is outside ``record_support``."""
+        from ..samplers.record import first_outside
+
+        bad = first_outside(x, self.record_support)
+        if bad >= 0:
+            raise ValueError(f"{name}[{bad}] = {x[bad]} is not a possible record under the "
+                             f"model (record_support is False)")
+
+    def simulate(self, theta, n: int, seed=None) -> np.ndarray:
+        """``n`` records drawn from ``f(. | theta)``: a confidential database for simulations.
+
+        ``theta`` is a dict of parameters or a flat array; returns an ``(n, record_size)`` array.
+        """
+        from ..samplers import record
+
+        theta = self.pack(theta)
+        n = as_count(n, "n")
+        rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+        return record.draw_records(rng, theta, n, self.record_size, self.draw_record)
+
+    def unpack(self, draws: np.ndarray) -> dict:
+        """Split ``(..., theta_size)`` draws into a dict of ``(..., *shape)`` arrays."""
+        lead = draws.shape[:-1]
+        return {key: draws[..., self.slices[key]].reshape(lead + shape)
+                for key, shape in self.params.items()}

@@ -1,0 +1,205 @@
+r"""Exact posteriors as small distribution objects, for checking samplers and for plots.
+
+The record sampler is exact; these objects are how that claim is tested. Two forms cover the
+built-in models:
+
+* :class:`BetaMixture`, as arises when the confidential statistic is discrete and can be
+  summed out:
+  :math:`p(\theta\mid s_{dp}) = \sum_k w_k\, p(\theta \mid T = k)`,
+  :math:`w_k \propto p(T = k)\, g(s_{dp}, k)`;
+* :class:`Grid`: a density tabulated on a fine grid (trapezoid rule), for everything else.
+
+Both are computed in log space and shifted by the largest log weight, so that a release far
+outside anything the model can produce still gives its (well-defined) answer instead of the
+prior or 0/0: :func:`relative_log_g` keeps the differences of :math:`\log g(s_{dp}, t)`
+between confidential totals exact for the built-in noise densities however large the release.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy import optimize, special
+
+__all__ = ["BetaMixture", "Grid", "normalise_log_weights", "relative_log_g"]
+
+
+def normalise_log_weights(log_w: np.ndarray) -> np.ndarray:
+    """Weights from log weights, computed stably (shifted by the largest).
+
+    Raises
+    ------
+    ValueError
+        When a log weight is NaN or none is finite: the weights are then undefined (0/0),
+        and returning NaN weights would pass silently through every summary.
+    """
+    log_w = np.asarray(log_w, dtype=float)
+    if np.any(np.isnan(log_w)):
+        raise ValueError("a log weight is NaN: the exact posterior is undefined")
+    top = np.max(log_w)
+    if not np.isfinite(top):
+        raise ValueError(f"no log weight is finite (the largest is {top}): the release has "
+                         f"zero density under every confidential total, or the weights "
+                         f"overflowed")
+    return np.exp(log_w - special.logsumexp(log_w))
+
+
+def relative_log_g(mechanism, s_dp, totals) -> np.ndarray:
+    r"""``log g(s_dp, t_k) - max_k log g(s_dp, t_k)`` for each row ``t_k`` of ``totals``.
+
+    Only these differences enter an exact posterior, and they must not be computed as
+    differences of the log densities themselves: at ``s_dp = 1e300`` every
+    :math:`|s_{dp} - t_k|` rounds to the same number, and a sum over the totals returns the
+    prior. For the built-in noise densities they are computed without that cancellation:
+
+    * Laplace form (``dw.Laplace``, ``dw.Geometric``): :math:`-\sum_j w_j |s_j - t_{kj}|`.
+      For :math:`s_j` beyond every total, :math:`|s_j - t_{kj}| = |s_j - e_j| + |e_j - t_{kj}|`
+      with :math:`e_j` the nearest extreme total, and the first term is common to all
+      :math:`k`: so :math:`s_j` is replaced by its clip to :math:`[\min_k t_{kj}, \max_k
+      t_{kj}]`, which changes every log density by the same constant and nothing else.
+    * Gaussian form (``dw.Gaussian``, ``dw.DiscreteGaussian``):
+      :math:`(s - t)^2 - (s - r)^2 = (r - t)(2s - t - r)` with :math:`r` the clip of
+      :math:`s`, a product of two representable numbers rather than a difference of two
+      squares (which overflow at 1e155 and lose every unit below that). Every term is >= 0,
+      so an overflow gives ``-inf``: a weight that is zero to double precision.
+
+    Any other mechanism is evaluated through ``mechanism.log_g`` and shifted by the maximum.
+
+    Parameters
+    ----------
+    mechanism : dawrap.Mechanism
+        The mechanism that released ``s_dp``.
+    s_dp : float or array_like
+        The release (validated by ``mechanism.check_release``).
+    totals : array_like
+        Candidate confidential totals, shape ``(K, mechanism.size)`` (or ``(K,)`` for a
+        scalar release).
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(K,)``; the largest entry is 0.
+
+    Raises
+    ------
+    ValueError
+        When no candidate total has a finite log density (the release is impossible, or so
+        extreme that every weight underflows), or a log density is NaN.
+    """
+    from .mechanisms.additive import _gaussian_log_density, _laplace_log_density
+
+    s = mechanism.check_release(s_dp)
+    t = np.asarray(totals, dtype=np.float64).reshape(-1, mechanism.size)
+    w = mechanism.params[:mechanism.size]
+    nearest = np.clip(s, t.min(axis=0), t.max(axis=0))
+    if mechanism.log_density is _laplace_log_density:
+        log_g = -(np.abs(nearest - t) * w).sum(axis=1)
+    elif mechanism.log_density is _gaussian_log_density:
+        with np.errstate(over="ignore", invalid="ignore"):
+            terms = (w * (nearest - t)) * (w * (2.0 * s - t - nearest))
+            # 0 * inf is NaN only where t equals the nearest total: that term is exactly 0.
+            terms[(t == nearest) & ~np.isfinite(terms)] = 0.0
+            log_g = -0.5 * terms.sum(axis=1)
+    else:
+        log_g = np.array([mechanism.log_g(s, row) for row in t], dtype=np.float64)
+    if np.any(np.isnan(log_g)):
+        raise ValueError(f"log g(s_dp, t) is NaN for some candidate total at s_dp = {s}")
+    top = np.max(log_g)
+    if not np.isfinite(top):
+        raise ValueError(f"s_dp = {s} has zero density (log g = {top}) under every "
+                         f"confidential total the model can produce, or its log density "
+                         f"underflows everywhere: the exact posterior cannot be computed")
+    return log_g - top
+
+
+class BetaMixture:
+    """A mixture of Beta(a_k, b_k) with weights w_k, vectorised (thousands of components).
+
+    Parameters
+    ----------
+    weights, a, b : array_like
+        Component weights (normalised here) and Beta parameters.
+    """
+
+    def __init__(self, weights, a, b):
+        w = np.asarray(weights, dtype=float)
+        # NaN or negative weights would otherwise be dropped silently and leave an empty
+        # mixture whose mean is 0.
+        if w.size == 0 or not np.all(np.isfinite(w)) or np.any(w < 0) or not w.max() > 0:
+            raise ValueError("weights must be finite, >= 0 and not all 0")
+        keep = w > 1e-300 * w.max()
+        self.weights = w[keep] / w[keep].sum()
+        self.a = np.asarray(a, dtype=float)[keep]
+        self.b = np.asarray(b, dtype=float)[keep]
+
+    def mean(self) -> float:
+        return float(self.weights @ (self.a / (self.a + self.b)))
+
+    def var(self) -> float:
+        a, b = self.a, self.b
+        second = (a * (a + 1)) / ((a + b) * (a + b + 1))
+        return float(self.weights @ second - self.mean() ** 2)
+
+    def std(self) -> float:
+        return float(np.sqrt(self.var()))
+
+    def pdf(self, x):
+        x = np.atleast_1d(np.asarray(x, dtype=float))
+        log_pdf = ((self.a - 1)[:, None] * np.log(x) + (self.b - 1)[:, None] * np.log1p(-x)
+                   - special.betaln(self.a, self.b)[:, None])
+        return self.weights @ np.exp(log_pdf)
+
+    def cdf(self, x):
+        x = np.atleast_1d(np.asarray(x, dtype=float))
+        return self.weights @ special.betainc(self.a[:, None], self.b[:, None], x[None, :])
+
+    def ppf(self, q: float) -> float:
+        return float(optimize.brentq(lambda x: self.cdf(x)[0] - q, 0.0, 1.0, xtol=1e-14))
+
+
+class Grid:
+    """A univariate density known up to a constant on an increasing grid.
+
+    Parameters
+    ----------
+    grid : array_like
+        Increasing points covering (essentially) all the posterior mass.
+    log_density : array_like
+        Unnormalised log density at ``grid``.
+    """
+
+    def __init__(self, grid, log_density):
+        self.grid = np.asarray(grid, dtype=float)
+        log_density = np.asarray(log_density, dtype=float)
+        if np.any(np.isnan(log_density)) or not np.isfinite(np.max(log_density)):
+            raise ValueError("log_density must be finite somewhere and never NaN")
+        dens = np.exp(log_density - np.max(log_density))
+        self.density = dens / np.trapezoid(dens, self.grid)
+        steps = np.diff(self.grid) * 0.5 * (self.density[1:] + self.density[:-1])
+        self._cdf = np.concatenate([[0.0], np.cumsum(steps)])
+
+    def mean(self) -> float:
+        return float(np.trapezoid(self.grid * self.density, self.grid))
+
+    def var(self) -> float:
+        m = self.mean()
+        return float(np.trapezoid((self.grid - m) ** 2 * self.density, self.grid))
+
+    def std(self) -> float:
+        return float(np.sqrt(self.var()))
+
+    def pdf(self, x):
+        return np.interp(x, self.grid, self.density, left=0.0, right=0.0)
+
+    def cdf(self, x):
+        return np.interp(x, self.grid, self._cdf, left=0.0, right=1.0)
+
+    def ppf(self, q: float) -> float:
+        # Invert the piecewise-quadratic CDF of the piecewise-linear density.
+        j = int(np.clip(np.searchsorted(self._cdf, q) - 1, 0, len(self.grid) - 2))
+        x0, x1 = self.grid[j], self.grid[j + 1]
+        return float(optimize.brentq(lambda x: self._cdf_exact(x, j) - q, x0, x1, xtol=1e-14))
+
+    def _cdf_exact(self, x, j):
+        x0, h = self.grid[j], self.grid[j + 1] - self.grid[j]
+        d0, d1 = self.density[j], self.density[j + 1]
+        u = x - x0
+        return self._cdf[j] + d0 * u + 0.5 * (d1 - d0) / h * u * u

@@ -1,0 +1,483 @@
+"""Driver of the record-level sampler: probe the user's functions, start and run the chains.
+
+The compiled kernel is in :mod:`dawrap.record`; this module prepares its inputs once (probing
+each user function, so one that does not compile or writes the wrong shape fails here with its
+name, not deep inside compiled code), starts each chain from a release-informed prior draw
+(:mod:`dawrap.start`; or ``init_theta`` / ``init_x``) and runs the chains in parallel threads (the compiled loop releases the GIL).
+"""
+from __future__ import annotations
+
+import functools
+import threading
+import warnings
+
+import numpy as np
+
+from ..samplers import record
+from .._checks import call_user, is_real
+from ..samplers.output import Output
+from .chains import deferred_interrupt, run_parallel
+from .progress import Progress
+from .checkpoint import CheckpointWriteError, load_chains, lock, save_chain
+from ..samplers.interweave import make_move
+from ..samplers.kernels import Kernel, engine_form, no_state
+from ..mechanisms.additive import Mechanism
+from ..model.model import Model
+from .starts import initial_values, noise_variance, release_informed_theta
+
+__all__ = ["run_record"]
+
+
+def _probe_writer(func, name: str, size: int, *args, start=None):
+    """Call ``func(*args, out)`` on a guarded buffer (NaN-filled, or ``start`` then NaN
+    guards): it must leave exactly ``size`` finite values and return what it returns."""
+    buf = np.full(size + 4, np.nan)
+    if start is not None:
+        buf[:size] = start
+    result = call_user(func, name, *args, buf[:size])
+    if not np.all(np.isnan(buf[size:])):
+        raise ValueError(f"{name} writes past the end of out: out has {size} value(s) "
+                         f"(record_size / stat_size / size), but it wrote more")
+    if not np.all(np.isfinite(buf[:size])):
+        raise ValueError(f"{name} must write {size} finite value(s) into out; it wrote "
+                         f"{buf[:size]}")
+    return buf[:size].copy(), result
+
+
+def _theta_output(out, model: Model, name: str):
+    """Normalise a kernel's return value to ``(theta, accept_prob)``, validating theta."""
+    if isinstance(out, tuple) and len(out) != 2:
+        raise ValueError(f"{name} must return theta or (theta, accept_prob), got a tuple of "
+                         f"{len(out)}")
+    theta, accept = (out if isinstance(out, tuple) else (out, np.nan))
+    if not is_real(accept):
+        raise TypeError(f"{name} returned (theta, accept_prob) with accept_prob of type "
+                        f"{type(accept).__name__}; expected a float")
+    return model.pack(theta, f"the theta returned by {name}"), float(accept)
+
+
+class _Setup:
+    """Everything a chain needs that is shared by all chains."""
+
+    def __init__(self, model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int,
+                 interweave: int = 0, sweeps: int = 1, random_scan: bool = False):
+        self.model, self.mechanism, self.s_dp, self.n = model, mechanism, s_dp, n
+        self.sweeps = sweeps
+        if interweave:  # the number of non-centred steps per iteration
+            self.move, self.init_move_state = make_move(model.noncentred, model.record_size,
+                                                        mechanism.size, interweave)
+        else:
+            self.move, self.init_move_state = record.no_move, no_state
+        self.params = mechanism.params
+        self.fns = record.RecordFunctions(model.draw_record, model.propose_record,
+                                          model.model_stat, mechanism.engine_statistic,
+                                          mechanism.log_density, model.theta_support,
+                                          model.record_support)
+        # The model statistic rides on the mechanism's when they are the same function.
+        if (model.user_model_stat is mechanism.statistic
+                and model.stat_size != mechanism.size):
+            name = getattr(mechanism.statistic, "__name__", "statistic")
+            raise ValueError(
+                f"the model's model_stat and the mechanism's statistic are the same function "
+                f"({name}), but the model declares stat_size = {model.stat_size} and the "
+                f"mechanism size = {mechanism.size}: they were built for different record "
+                f"layouts (e.g. a different number of categories); build both for the same")
+        self.shared = (model.user_model_stat is mechanism.statistic
+                       and not mechanism.depends_on_release
+                       and model.stat_size == mechanism.size)
+        self.theta_kernel = None  # the compiled engine form, when draw_theta is compiled
+        self.kernel = Kernel(None, no_state, "draw_theta")  # a plain Python kernel: no state
+        self.sweep = record.make_sweep(model.record_size, mechanism.size, model.stat_size,
+                                       model.general_proposal, self.shared, random_scan)
+
+    @functools.cached_property
+    def noise(self):
+        """The mechanism's noise variances, for release-informed starts (None: none)."""
+        return noise_variance(self.mechanism)
+
+    def check_writes(self, theta: np.ndarray, x: np.ndarray, name: str) -> None:
+        """Check that the user's record functions write exactly their sizes on every record of
+        the starting database ``x`` and on 256 fresh draws at ``theta`` (compiled, one pass):
+        the sweep trusts them, and a write past ``out`` would silently corrupt memory."""
+        model, mech = self.model, self.mechanism
+        fresh, bad = record.draw_guarded(np.random.default_rng(1), theta.copy(), self.fns,
+                                         model.record_size, 256)
+        if bad >= 0:
+            raise ValueError(f"draw_record writes past the end of out: out has record_size = "
+                             f"{model.record_size} value(s), but it wrote more")
+        for records, label in ((fresh, "a record drawn from the model"), (x, None)):
+            i, which = record.first_overflow(records, self.s_dp, self.fns, model.stat_size,
+                                             mech.size)
+            if i >= 0:
+                func, size = (("model_stat", f"stat_size = {model.stat_size}") if which == 1
+                              else ("the mechanism's statistic", f"size = {mech.size}"))
+                where = label or f"{name}[{i}] = {x[i]}"
+                raise ValueError(f"{func} writes past the end of out on {where}: out has "
+                                 f"{size} value(s), but it wrote more (are the model and the "
+                                 f"mechanism built for the same record layout?)")
+
+    def check_resumed(self, saved: dict, chain: int, folder) -> None:
+        """A resumed chain's state must be one the sampler could have produced: finite,
+        inside the model's supports, and with running sums that match its database. A
+        corrupted checkpoint would otherwise hang a conjugate draw (numba's Generator.beta
+        never returns on NaN) or silently bias the draws."""
+        model, where = self.model, f"resume: chain {chain} in {folder}"
+        x = saved["x"]
+        if x.shape != (self.n, model.record_size) or not np.all(np.isfinite(x)):
+            raise ValueError(f"{where}: the saved database is not a finite ({self.n}, "
+                             f"{model.record_size}) array; delete chain{chain}.npz to restart "
+                             f"that chain from its seed")
+        try:
+            model.pack(saved["theta"], "the saved theta")
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{where}: {err}; delete chain{chain}.npz to restart that chain "
+                             f"from its seed") from None
+        state = record.RecordState(saved["theta"], x, saved["stats"], saved["total"],
+                                   saved["log_g"], saved["kernel_state"], saved["move_state"])
+        _, _, status = record.consistency(state, self.s_dp, self.fns)
+        if status != record.OK or not np.isfinite(saved["log_g"]):
+            raise ValueError(f"{where}: the saved state is inconsistent (a record outside "
+                             f"record_support, running sums that do not match the database, or "
+                             f"a zero mechanism density); delete chain{chain}.npz to restart "
+                             f"that chain from its seed")
+
+    def probe_records(self, theta: np.ndarray) -> None:
+        """Check the record-level functions once, on a throwaway generator."""
+        model, mech = self.model, self.mechanism
+        rng = np.random.default_rng(0)
+        record_, _ = _probe_writer(model.draw_record, "draw_record", model.record_size,
+                                   rng, theta.copy())
+        if not call_user(model.record_support, "record_support", record_):
+            raise ValueError(f"draw_record wrote {record_}, which record_support rejects")
+        if model.general_proposal:
+            # The sweep hands propose_record an out that starts as a copy of x_i.
+            _, log_ratio = _probe_writer(model.propose_record, "propose_record",
+                                         model.record_size, rng, theta.copy(), record_.copy(),
+                                         start=record_)
+            if not is_real(log_ratio):
+                raise TypeError(f"propose_record must return a float log ratio, got "
+                                f"{type(log_ratio).__name__}")
+        if model.stat_size:
+            _probe_writer(model.model_stat, "model_stat", model.stat_size, record_)
+        t, _ = _probe_writer(mech.engine_statistic, "the mechanism's statistic", mech.size,
+                             record_, self.s_dp)
+        if mech.integer_statistic and not np.all(t == np.round(t)):
+            raise ValueError(f"{mech.name} needs an integer-valued statistic, but a record "
+                             f"drawn from the model contributes {t}")
+        log_g = call_user(mech.log_density, "the mechanism's log_density", self.s_dp,
+                          np.zeros(mech.size), self.params)
+        if not is_real(log_g):
+            raise TypeError(f"log_density must return a float, got {type(log_g).__name__}")
+
+    def probe_theta(self, theta: np.ndarray, x: np.ndarray) -> None:
+        """Check draw_theta once and pick the compiled kernel form, if it is compiled."""
+        model = self.model
+        rng = np.random.default_rng(0)
+        state = record.init(theta.copy(), x, self.s_dp, self.params, self.fns,
+                            model.stat_size)
+        if isinstance(model.draw_theta, Kernel):
+            kernel = model.draw_theta
+            kernel_state = np.asarray(call_user(kernel.init_state, "draw_theta.init_state",
+                                                theta.copy()))
+            if kernel_state.dtype != np.float64 or kernel_state.ndim != 1:
+                raise TypeError(f"draw_theta.init_state must return a 1-d float64 array, got "
+                                f"{kernel_state.dtype} with shape {kernel_state.shape}")
+            out = call_user(kernel.step, "draw_theta.step", rng, state.theta, state.x,
+                            state.stats, kernel_state, True)
+            if not isinstance(out, tuple):
+                raise TypeError("draw_theta.step must return (theta, accept_prob)")
+        else:
+            out = call_user(model.draw_theta, "draw_theta", rng, state.theta, state.x,
+                            state.stats)
+        _theta_output(out, model, "draw_theta")
+        if model.theta_compiled:
+            theta_part = out[0] if isinstance(out, tuple) else out
+            if not isinstance(theta_part, np.ndarray):
+                raise TypeError(f"a compiled draw_theta must return a float array (or "
+                                f"(array, accept_prob)), got {type(theta_part).__name__}")
+            self.kernel = model.draw_theta if isinstance(model.draw_theta, Kernel) \
+                else engine_form(model.draw_theta, isinstance(out, tuple))
+            self.theta_kernel = self.kernel.step
+
+    def fresh_state(self, theta, x):
+        """A chain's starting state: running sums from ``x``, the kernel's initial state."""
+        state = record.init(theta, x, self.s_dp, self.params, self.fns, self.model.stat_size)
+        return state._replace(kernel_state=self.kernel.init_state(theta),
+                              move_state=self.init_move_state(theta))
+
+    def initial_state(self, rng, init_theta, init_x, probe: bool):
+        """Theta (by default a release-informed prior draw, :mod:`dawrap.start`) and x (from
+        f(. | theta) by default) for one chain; with ``probe``, the user's functions are
+        checked along the way."""
+        model = self.model
+        if init_theta is None:
+            theta = model.pack(model.draw_prior(rng), "the theta returned by draw_prior")
+        else:
+            theta = init_theta.copy()
+        if probe:
+            self.probe_records(theta)
+        if init_theta is None:
+            informed = release_informed_theta(rng, model, self.mechanism, self.s_dp, self.n,
+                                              self.noise)
+            theta = theta if informed is None else informed
+        if init_x is None:
+            x = record.draw_records(rng, theta, self.n, model.record_size, model.draw_record)
+        else:
+            x = init_x.copy()
+            if probe:
+                model.check_records(x, "init_x")
+        if probe:
+            self.probe_theta(theta, x)
+        return theta, x
+
+
+class Control:
+    """What the chains share while running: when to stop, and where to checkpoint."""
+
+    def __init__(self, n: int, checkpoint=None, every: int = 1000, settings=None,
+                 progress=None):
+        self.stop = threading.Event()
+        self.progress = progress  # a dawrap._progress.Progress, or None
+        self.checkpoint, self.every, self.settings = checkpoint, every, settings or {}
+        self.checkpoint_error = None  # the first checkpoint write that failed, if any
+        # Iterations per compiled call: short enough (~0.05 s) that Ctrl-C and checkpoints
+        # are honoured promptly, long enough that the Python round trip costs nothing.
+        self.chunk = max(1, min(every if checkpoint else 10_000, 2_000_000 // max(n, 1)))
+
+
+def _new_trace(draws: int, theta_size: int, size: int, keep_stats: bool) -> record.Trace:
+    return record.Trace(np.empty((draws, theta_size)), np.empty(draws), np.empty(draws),
+                        np.empty(draws), np.empty(draws),
+                        np.empty((draws if keep_stats else 0, size)))
+
+
+def _advance(setup: _Setup, rng, state, start: int, stop: int, tune: int, trace):
+    """Iterations ``start..stop-1``; returns the state (raises on a bad user function)."""
+    model = setup.model
+    args = (setup.s_dp, setup.params, setup.fns)
+    if setup.theta_kernel is not None:
+        state, done, status = record.run(rng, state, *args, setup.theta_kernel, setup.sweep,
+                                         start, stop, tune, trace, setup.move, setup.sweeps)
+    else:
+        done, status = stop, record.OK
+        # A read-only view: a Python kernel that writes to x fails at once, by name.
+        x_view = state.x.view()
+        x_view.flags.writeable = False
+        for it in range(start, stop):
+            out = model.draw_theta(rng, state.theta, x_view, state.stats.copy())
+            theta_new, theta_accept = _theta_output(out, model, "draw_theta")
+            state.theta[:] = theta_new
+            state, info = record.update_records(rng, state, *args, setup.sweep, it < tune,
+                                                setup.move, setup.sweeps)
+            if info.status != record.OK:
+                done, status = it, info.status
+                break
+            if (it + 1) % record.REFRESH_EVERY == 0:
+                state, status = record.refresh(state, *args)
+                if status != record.OK:
+                    done = it
+                    break
+            if it >= tune:
+                record.record_draw(trace, it - tune, state, info, theta_accept)
+    if status == record.OK and stop == tune + trace.theta.shape[0]:
+        # The chain's last iteration: the same check as every refresh, so that a run shorter
+        # than REFRESH_EVERY iterations is checked too (one pass over x, once).
+        done, status = stop, record.consistency(state, setup.s_dp, setup.fns)[2]
+    if status != record.OK:
+        raise ValueError(f"{record.STATUS_MESSAGES[status]} at iteration {done}")
+    return state
+
+
+def _run_chain(setup: _Setup, chain: int, rng, theta, x, tune: int, draws: int,
+               keep_stats: bool, control: Control, resumed: dict | None = None):
+    """Run one chain in chunks; returns ``(trace, iterations done)``, which is short of
+    ``tune + draws`` only when the run was interrupted."""
+    model, mech = setup.model, setup.mechanism
+    if resumed is None:
+        state = setup.fresh_state(theta, x)
+        if not np.isfinite(state.log_g):
+            raise ValueError(
+                f"the initial database has zero mechanism density: log g(s_dp, T) = "
+                f"{state.log_g} at T = {state.total} (Ju et al. condition A3 fails); pass "
+                f"init_x with a confidential total the mechanism could have released s_dp from")
+        trace, done = _new_trace(draws, model.theta_size, mech.size, keep_stats), 0
+    else:
+        state = record.RecordState(resumed["theta"], resumed["x"], resumed["stats"],
+                                   resumed["total"], resumed["log_g"], resumed["kernel_state"],
+                                   resumed["move_state"])
+        trace = record.Trace(*(resumed[f"trace_{k}"] for k in record.Trace._fields))
+        done = resumed["done"]
+    total_iterations = tune + draws
+    try:
+        while done < total_iterations and not control.stop.is_set():
+            stop = min(total_iterations, done + control.chunk)
+            state = _advance(setup, rng, state, done, stop, tune, trace)
+            saved_before = done // control.every
+            done = stop
+            if control.progress is not None:
+                control.progress.done[chain] = done
+            if control.checkpoint is not None and (done // control.every > saved_before
+                                                   or done == total_iterations):
+                try:
+                    save_chain(control.checkpoint, chain, done=done, state=state, rng=rng,
+                               trace=trace, settings=control.settings)
+                except CheckpointWriteError as err:
+                    # Keep the draws (like Ctrl-C): every chain stops at its next chunk and
+                    # _finished returns what was sampled, saying why the checkpoint failed.
+                    if control.checkpoint_error is None:
+                        control.checkpoint_error = err
+                    control.stop.set()
+                    break
+    except KeyboardInterrupt:
+        control.stop.set()
+    except BaseException:
+        control.stop.set()  # one chain failed: the others stop at their next chunk
+        raise
+    return trace, done
+
+
+def _fingerprint_starts(init_theta, init_x) -> str:
+    """A digest of the user's starting values (they decide a fresh chain's draws)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for value in (init_theta, init_x):
+        if value is None:
+            digest.update(b"none")
+        elif isinstance(value, dict) or (isinstance(value, (list, tuple)) and value
+                                         and isinstance(value[0], dict)):
+            items = [value] if isinstance(value, dict) else value
+            for item in items:
+                for key in sorted(item):
+                    digest.update(key.encode())
+                    digest.update(np.ascontiguousarray(item[key], dtype=float).tobytes())
+        else:
+            digest.update(np.ascontiguousarray(value, dtype=float).tobytes())
+    return digest.hexdigest()
+
+
+def _compile(setup: _Setup, theta, x, keep_stats: bool) -> None:
+    """Compile the chain in this thread before chains start in others: one iteration on a
+    copy of a few records (same types; no copy of a large database). Its outcome is unused."""
+    state = setup.fresh_state(theta.copy(), x[:8].copy())
+    rng = np.random.default_rng(0)
+    if setup.theta_kernel is not None:
+        trace = _new_trace(1, theta.shape[0], setup.s_dp.shape[0], keep_stats)
+        record.run(rng, state, setup.s_dp, setup.params, setup.fns, setup.theta_kernel,
+                   setup.sweep, 0, 1, 0, trace, setup.move, setup.sweeps)
+    else:
+        record.update_records(rng, state, setup.s_dp, setup.params, setup.fns, setup.sweep,
+                              True, setup.move, setup.sweeps)
+
+
+def run_record(*args, **kwargs) -> Output:
+    """Run one record-level chain per generator (see :func:`_run_record` for the arguments),
+    with Ctrl-C deferred to the next chunk boundary on every path, one chain or many
+    (:func:`dawrap._parallel.deferred_interrupt`)."""
+    stop = threading.Event()
+    with deferred_interrupt(stop.set):
+        return _run_record(*args, stop=stop, **kwargs)
+
+
+def _run_record(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, rngs, *,
+                draws: int, tune: int, keep_stats: bool, cores: int, init_theta=None,
+                init_x=None, checkpoint=None, checkpoint_every: int = 1000, resume=None,
+                seed_entropy: str = "", progress: bool | None = None,
+                interweave: int = 0, sweeps: int = 1, random_scan: bool = False,
+                stop: threading.Event | None = None) -> Output:
+    """Run one record-level chain per generator in ``rngs``.
+
+    With ``checkpoint`` (a folder), each chain's complete state is saved every
+    ``checkpoint_every`` iterations; ``resume`` (a folder) continues such a run. On Ctrl-C the
+    chains stop at their next chunk boundary and the draws so far are returned, with a
+    warning.
+    """
+    chains = len(rngs)
+    settings = {"model": model.fingerprint, "mechanism": mechanism.fingerprint, "n": n,
+                "draws": draws, "kernel": getattr(model.draw_theta, "name", "draw_theta"),
+                "tune": tune, "chains": chains, "keep_stats": bool(keep_stats),
+                "s_dp": [float(v) for v in s_dp], "seed": seed_entropy,
+                "theta_size": model.theta_size, "record_size": model.record_size,
+                "init": _fingerprint_starts(init_theta, init_x), "interweave": interweave,
+                "sweeps": sweeps, "random_scan": random_scan}
+    bar = Progress("dawrap record", chains, tune + draws, enabled=progress)
+    control = Control(n, checkpoint if checkpoint is not None else resume, checkpoint_every,
+                      settings, bar)
+    if stop is not None:  # set by Ctrl-C (deferred_interrupt), polled between chunks
+        control.stop = stop
+    setup = _Setup(model, mechanism, s_dp, n, interweave, sweeps, random_scan)
+    if resume is not None:
+        # Chains that had saved nothing restart from their starts: the same init_theta /
+        # init_x must be passed again (checked through the settings' fingerprint).
+        resumed = load_chains(resume, chains, settings)  # an error if none saved anything
+    else:
+        resumed = [None] * chains
+    thetas, xs = initial_values(model, chains, n, init_theta, init_x)
+    starts, probed = [], False
+    for c, (rng, saved) in enumerate(zip(rngs, resumed)):
+        if saved is None:  # a fresh chain (or one that had saved nothing when stopped)
+            starts.append(setup.initial_state(rng, thetas and thetas[c], xs and xs[c],
+                                              not probed))
+        else:
+            setup.check_resumed(saved, c, resume)
+            rng.bit_generator.state = saved["rng_state"]
+            starts.append((saved["theta"], saved["x"]))
+            if not probed:
+                setup.probe_records(saved["theta"])
+                setup.probe_theta(saved["theta"], saved["x"])
+        probed = True
+    for c, (theta, x) in enumerate(starts):
+        setup.check_writes(theta, x, "init_x" if init_x is not None else
+                           f"the starting database of chain {c}")
+    if cores > 1 and chains > 1:
+        _compile(setup, *starts[0], keep_stats)
+    if control.stop.is_set():  # Ctrl-C while the functions were probed or compiled
+        raise KeyboardInterrupt("sampling interrupted before the chains started: no draws "
+                                "to return")
+    with lock(control.checkpoint), bar:  # no other run may write the checkpoint meanwhile
+        results = run_parallel(
+            [functools.partial(_run_chain, setup, c, rng, th, x, tune, draws, keep_stats,
+                               control, saved)
+             for c, (rng, (th, x), saved) in enumerate(zip(rngs, starts, resumed))], cores,
+            on_interrupt=control.stop.set)
+    traces, kept = _finished(results, tune, draws, control)
+    stack = lambda field: np.stack([getattr(t, field)[:kept] for t in traces])  # noqa: E731
+    sample_stats = {"accept_rate": stack("accept_rate"),
+                    "min_accept_prob": stack("min_accept_prob")}
+    for name in ("theta_accept", "move_accept"):  # when the kernel / a move reports one
+        values = stack(name)
+        if not np.all(np.isnan(values)):
+            sample_stats[name] = values
+    return Output(stack("theta"), sample_stats, stack("total") if keep_stats else None)
+
+
+def _finished(results, tune: int, draws: int, control: Control):
+    """The traces to report and how many draws each: all of them, or after an interruption
+    the draws every reported chain has (chains with none are left out)."""
+    failed = control.checkpoint_error  # a checkpoint that was not written
+    kept = [max(0, done - tune) for _, done in results]
+    if min(kept) == draws:
+        if failed is not None:
+            warnings.warn(f"the checkpoint could not be written ({failed}); all draws are "
+                          f"returned, but {control.checkpoint} does not hold the finished "
+                          f"run", UserWarning, stacklevel=5)
+        return [t for t, _ in results], draws
+    usable = [(t, k) for (t, _), k in zip(results, kept) if k > 0]
+    if not usable:
+        if failed is not None:
+            raise CheckpointWriteError(f"checkpoint: {failed}; sampling stopped during "
+                                       f"warm-up, so there are no draws to return") from failed
+        raise KeyboardInterrupt("sampling interrupted during warm-up: no draws to return")
+    common = min(k for _, k in usable)
+    if failed is not None:
+        warnings.warn(f"sampling stopped because the checkpoint could not be written "
+                      f"({failed}): returning the first {common} of {draws} draws of "
+                      f"{len(usable)} of {len(results)} chains; the last checkpoint written "
+                      f"to {control.checkpoint} can be resumed once that is fixed",
+                      UserWarning, stacklevel=5)
+        return [t for t, _ in usable], common
+    where = f"; the checkpoint in {control.checkpoint} can be resumed" \
+        if control.checkpoint is not None else ""
+    warnings.warn(f"sampling interrupted: returning the first {common} of {draws} draws of "
+                  f"{len(usable)} of {len(results)} chains{where}", UserWarning, stacklevel=5)
+    return [t for t, _ in usable], common

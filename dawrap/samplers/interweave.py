@@ -1,0 +1,192 @@
+r"""Interweaving a centred and a non-centred augmentation (ASIS; Yu & Meng 2011).
+
+Record-level data augmentation is *centred*: theta moves given the imputed database
+:math:`x`. When the release pins down :math:`T(x)` tightly, :math:`x` and theta are strongly
+coupled and the chain crawls (Ju et al. 2022, Sec. 6). Write each record through a noise
+variable, :math:`x_i = h(\theta, z_i)` with :math:`z_i` independent of theta (e.g.
+:math:`x_i = \mu + \sigma z_i`, or :math:`x_i = 1[u_i < p]`). In the *non-centred*
+coordinates :math:`(\theta, z)` the joint posterior is
+
+.. math:: p(\theta, z \mid s_{dp}) \propto p(\theta)\, p(z)\, g\big(s_{dp},
+          T(h(\theta, z))\big),
+
+and a theta move with :math:`z` fixed moves every record at once, keeping :math:`T` near what
+the release says. One iteration interweaves the two:
+
+1. :math:`\theta' \sim K(\cdot \mid x)`: the model's own kernel (centred);
+2. :math:`z \sim p(z \mid x, \theta')`: deterministic for continuous records
+   (:math:`z_i = (x_i - \mu)/\sigma`), a draw from p(z_i) restricted to the preimage of
+   :math:`x_i` for discrete ones (a uniform for :math:`x_i = 1[u_i < p]`);
+3. :math:`\theta''`: a random-walk Metropolis step on :math:`p(\theta \mid z, s_{dp}) \propto
+   p(\theta)\, g(s_{dp}, T(h(\theta, z)))` (O(n) per proposal), its full covariance
+   adapted during warm-up only (:func:`dawrap.kernels.rw_adapt`; theta's coordinates are
+   often strongly correlated under the release); then :math:`x = h(\theta'', z)`;
+4. the record sweep(s).
+
+Each step leaves :math:`p(\theta, x \mid s_{dp})` invariant (steps 2-3 are a Gibbs draw and
+a Metropolis step in the equivalent :math:`(\theta, z)` coordinates), so the sampler stays
+exact. Register the map with ``Model(noncentred=dw.NonCentred(...))``.
+"""
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from . import record
+from .arrays import all_finite
+from .._checks import as_count, require_njit
+from ..runner.starts import noise_variance, statistic_moments
+from .kernels import (acceptance_probability, rw_adapt, rw_init_state, rw_propose,
+                      scale_vector)
+
+__all__ = ["NonCentred", "make_move", "missing_information", "AUTO_THRESHOLD",
+           "DEFAULT_STEPS"]
+
+
+class NonCentred(NamedTuple):
+    """A model's non-centred parameterisation (all ``numba.njit``).
+
+    Attributes
+    ----------
+    record_from_noise : ``(theta, z_i, out) -> None``
+        Writes :math:`x_i = h(\\theta, z_i)` into ``out``.
+    noise_from_record : ``(rng, theta, x_i, z_out) -> None``
+        Writes a draw of :math:`z_i \\sim p(z_i \\mid x_i, \\theta)` into ``z_out``; for every
+        such draw ``record_from_noise(theta, z_i)`` must give back ``x_i``.
+    log_prior : ``(theta) -> float``
+        :math:`\\log p(\\theta)` up to a constant; ``-inf`` outside the parameter space.
+    noise_size : int
+        Floats per record's noise.
+    initial_scale : float or array
+        Random-walk proposal sd for theta before warm-up has learned one.
+    """
+    record_from_noise: object
+    noise_from_record: object
+    log_prior: object
+    noise_size: int = 1
+    initial_scale: object = 0.1
+
+    def checked(self) -> "NonCentred":
+        require_njit(self.record_from_noise, "record_from_noise", "(theta, z_i, out)")
+        require_njit(self.noise_from_record, "noise_from_record", "(rng, theta, x_i, z_out)")
+        require_njit(self.log_prior, "log_prior", "(theta) -> float")
+        scale = scale_vector(self.initial_scale, "initial_scale")
+        # A tuple, so that the parameterisation is hashable and its move compiled once.
+        return self._replace(noise_size=as_count(self.noise_size, "noise_size"),
+                             initial_scale=tuple(float(v) for v in scale))
+
+
+#: Warm-up steps of the move (iterations times steps per iteration) before it may use the
+#: estimated theta covariance
+#: (:func:`dawrap.kernels.rw_adapt`).
+ADAPT_AFTER = 100
+
+
+@functools.lru_cache(maxsize=None)
+def make_move(nc: NonCentred, record_size: int, size: int, steps: int = 1):
+    """The compiled non-centred move (steps 2-3 above, ``steps`` times over) and its state's
+    initialiser (cached: a new function object would make numba compile the whole chain
+    again). It returns the mean acceptance probability of its steps."""
+    record_from_noise, noise_from_record = nc.record_from_noise, nc.noise_from_record
+    log_prior, k = nc.log_prior, nc.noise_size
+    initial = np.array(nc.initial_scale)
+
+    @numba.njit(nogil=True)
+    def one_step(rng, state, s_dp, params, fns, tuning):
+        theta, x, stats = state.theta, state.x, state.stats
+        n, d, m = x.shape[0], theta.shape[0], stats.shape[0]
+        proposal = rw_propose(rng, theta, state.move_state, initial, ADAPT_AFTER)
+        a = 0.0
+        if fns.theta_support(proposal):
+            # One pass: z_i | x_i, theta, then the record h(proposal, z_i) it maps to, with
+            # the totals the proposal would have. z is never stored.
+            x_new = np.empty_like(x)
+            z, t = np.empty(k), np.empty(size)
+            total, stats_new, s_i = np.zeros(size), np.zeros(m), np.empty(m)
+            for i in range(n):
+                noise_from_record(rng, theta, x[i], z)
+                record_from_noise(proposal, z, x_new[i])
+                fns.mech_stat(x_new[i], s_dp, t)
+                for j in range(size):
+                    total[j] += t[j]
+                if m > 0:
+                    fns.model_stat(x_new[i], s_i)
+                    for j in range(m):
+                        stats_new[j] += s_i[j]
+            log_g = fns.log_density(s_dp, total, params)
+            if log_g != log_g:  # NaN: reported as the record sweep reports it, not rejected
+                return state, 0.0, record.BAD_RATIO
+            # x = h(theta, z) (exactly for discrete records, to rounding for continuous
+            # ones), so the current log g is the cached one.
+            a = acceptance_probability(log_prior(proposal) - log_prior(theta) + log_g
+                                       - state.log_g)
+        accepted = a >= 1.0 or (a > 0.0 and rng.random() < a)
+        if tuning:
+            rw_adapt(state.move_state, proposal if accepted else theta, a, -1.0, ADAPT_AFTER,
+                     initial)
+        if not accepted:
+            return state, a, record.OK
+        if not all_finite(x_new):
+            return state, a, record.BAD_RECORD
+        for j in range(d):
+            theta[j] = proposal[j]
+        x[:] = x_new
+        stats[:] = stats_new
+        state.total[:] = total
+        return record.RecordState(theta, x, stats, state.total, log_g, state.kernel_state,
+                                  state.move_state), a, record.OK
+
+    @numba.njit(nogil=True)
+    def move(rng, state, s_dp, params, fns, tuning):
+        # Each step redraws z given the current records (a Gibbs step), so every step is on
+        # its own a kernel that leaves the posterior invariant.
+        mean_accept = 0.0
+        for _ in range(steps):
+            state, a, status = one_step(rng, state, s_dp, params, fns, tuning)
+            mean_accept += a / steps
+            if status != record.OK:
+                return state, mean_accept, status
+        return state, mean_accept, record.OK
+
+    return move, lambda theta: rw_init_state(theta, initial)
+
+
+#: Non-centred steps per iteration for ``interweave=True`` and the automatic choice: chosen
+#: by measurement (``benchmarks/ess_per_second.py``; numbers in docs/kernels.md).
+DEFAULT_STEPS = 2
+
+#: ``interweave=None`` turns the move on when the estimated fraction of missing information
+#: is at least this: where plain data augmentation already mixes well the move's extra passes
+#: over the records cost more than they gain (measured crossover; see docs/kernels.md).
+AUTO_THRESHOLD = 0.3
+
+
+def missing_information(model, mechanism, n: int, priors: int = 5,
+                        records: int = 2000) -> float | None:
+    r"""The fraction of information about the released statistic that the noise removes,
+
+    .. math:: \max_j \frac{v_j}{n\, \mathrm{Var}(t_j(x_i)) + v_j},
+
+    with :math:`v_j` the noise variance of coordinate :math:`j` and the per-record variance
+    of the statistic the median over ``priors`` prior draws of theta (``records`` simulated
+    records each; fixed seeds, so the decision is reproducible). It is the rate at which
+    plain data augmentation mixes in the linear-Gaussian case (0: the release is the
+    confidential total; near 1: the noise swamps it). ``None`` when the mechanism cannot
+    draw releases (no noise variance to estimate).
+    """
+    rng = np.random.default_rng(20220101)
+    noise = noise_variance(mechanism, rng)
+    if noise is None:
+        return None
+    spread = []
+    for _ in range(priors):
+        theta = model.pack(model.draw_prior(rng), "the theta returned by draw_prior")
+        x = model.simulate(theta, min(n, records), seed=rng)
+        _, cov = statistic_moments(x, np.zeros(mechanism.size), mechanism.engine_statistic,
+                                   mechanism.size, False)
+        spread.append(np.diag(cov))
+    per_record = np.median(spread, axis=0)
+    return float(np.max(noise / (n * per_record + noise)))

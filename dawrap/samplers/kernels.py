@@ -1,0 +1,291 @@
+r"""Theta kernels for models without a conjugate update: random-walk Metropolis, fixed or
+adapted during warm-up.
+
+The record sampler needs a Markov kernel that leaves :math:`p(\theta \mid x)` invariant for
+the *current* imputed database. Given the log density of the complete-data posterior,
+
+.. math:: \log p(\theta) + \log f(x \mid \theta) \quad (\text{up to a constant}),
+
+written as a ``numba.njit`` function ``log_density(theta, x, stats) -> float`` (``stats`` are
+the model's running sums, so an exponential-family model costs O(1); otherwise use ``x``),
+:func:`metropolis` makes one Gaussian random-walk step per iteration. :func:`adaptive_metropolis`
+also learns the proposal during warm-up (``tune``) only and then freezes it, so the kept draws
+come from a fixed, exact Metropolis-within-Gibbs chain.
+
+>>> @numba.njit
+... def log_density(theta, x, stats):      # logistic regression, N(0, 2^2) prior
+...     eta = x[:, 1:] @ theta
+...     return -0.125 * theta @ theta + np.sum(x[:, 0] * eta - np.log1p(np.exp(eta)))
+>>> model = dw.Model(params={"beta": (2,)}, record_size=3, draw_record=draw_record,
+...                  draw_theta=dw.kernels.adaptive_metropolis(log_density, 0.1), ...)
+
+A kernel is a :class:`Kernel`: a compiled ``step(rng, theta, x, stats, state, tuning) ->
+(theta, accept_prob)`` plus ``init_state(theta)``, the per-chain state it may update in place
+while ``tuning``. The engine keeps that state with the chain (and in checkpoints).
+"""
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from .._checks import require_njit
+
+__all__ = ["Kernel", "metropolis", "adaptive_metropolis", "engine_form",
+           "acceptance_probability", "rw_propose", "rw_adapt", "rw_init_state"]
+
+
+class Kernel(NamedTuple):
+    """A theta kernel with per-chain state (see the module docstring)."""
+    step: object                     # njit (rng, theta, x, stats, state, tuning) -> (theta, a)
+    init_state: Callable             # (theta) -> float64 array
+    name: str = "kernel"
+
+
+def no_state(theta) -> np.ndarray:
+    """The state of a kernel that keeps none."""
+    return np.empty(0)
+
+
+@functools.lru_cache(maxsize=None)
+def engine_form(draw_theta, returns_accept: bool) -> Kernel:
+    """A user's ``draw_theta(rng, theta, x, stats)`` (returning ``theta`` or ``(theta,
+    accept_prob)``) as a stateless :class:`Kernel`."""
+    if returns_accept:
+        @numba.njit(nogil=True)
+        def step(rng, theta, x, stats, state, tuning):
+            return draw_theta(rng, theta, x, stats)
+    else:
+        @numba.njit(nogil=True)
+        def step(rng, theta, x, stats, state, tuning):
+            return draw_theta(rng, theta, x, stats), np.nan
+    return Kernel(step, no_state, getattr(draw_theta, "__name__", "draw_theta"))
+
+
+@numba.njit(nogil=True, cache=True)
+def acceptance_probability(log_ratio):
+    """``min(1, exp(log_ratio))``, and 0 for NaN."""
+    if log_ratio != log_ratio:  # NaN: the proposal is rejected
+        return 0.0
+    return 1.0 if log_ratio >= 0.0 else math.exp(log_ratio)
+
+
+def scale_vector(scale, name: str) -> np.ndarray:
+    """A positive proposal scale: one value, or one per theta entry."""
+    arr = np.atleast_1d(np.asarray(scale, dtype=np.float64))
+    if arr.ndim != 1 or not np.all(np.isfinite(arr)) or not np.all(arr > 0):
+        raise ValueError(f"{name} must be a positive number or a vector of positive numbers "
+                         f"(one per theta entry), got {scale!r}")
+    return arr
+
+
+def check_scale_length(scale: np.ndarray, theta: np.ndarray, name: str) -> None:
+    """A proposal scale has one entry, or one per theta entry (checked when a chain starts,
+    the first time theta's size is known)."""
+    if scale.shape[0] not in (1, theta.shape[0]):
+        raise ValueError(f"{name} has {scale.shape[0]} entries for a theta of "
+                         f"{theta.shape[0]}")
+
+
+def metropolis(log_density, scale) -> Kernel:
+    r"""Gaussian random-walk Metropolis: propose :math:`\theta^\star = \theta + s \odot z`,
+    :math:`z \sim N(0, I)`, accept with probability :math:`\min\{1, p(\theta^\star \mid x) /
+    p(\theta \mid x)\}`.
+
+    Parameters
+    ----------
+    log_density : numba.njit function
+        ``(theta, x, stats) -> float``: log prior plus complete-data log likelihood, up to a
+        constant; ``-inf`` outside the parameter space (such proposals are rejected).
+    scale : float or array
+        Proposal standard deviation, one value or one per theta entry.
+    """
+    require_njit(log_density, "log_density", "(theta, x, stats) -> float")
+    scale = scale_vector(scale, "scale")
+
+    def init_state(theta) -> np.ndarray:
+        check_scale_length(scale, theta, "scale")
+        return np.empty(0)
+
+    @numba.njit(nogil=True)
+    def step(rng, theta, x, stats, state, tuning):
+        d = theta.shape[0]
+        proposal = theta + scale * rng.standard_normal(d) if scale.shape[0] == d \
+            else theta + scale[0] * rng.standard_normal(d)
+        a = acceptance_probability(log_density(proposal, x, stats)
+                                   - log_density(theta, x, stats))
+        if a >= 1.0 or rng.random() < a:
+            return proposal, a
+        return theta.copy(), a
+
+    return Kernel(step, init_state, "metropolis")
+
+
+# The adaptive random-walk state, one float64 array per chain (so the engine can carry and
+# checkpoint it): [log step, warm-up iterations seen, sum of their acceptance probabilities,
+# 1.0 once the estimated covariance is in use, mean (d), sum of squared deviations (d x d,
+# row-major), Cholesky factor of the proposal covariance (d x d, lower)].
+_HEAD = 4
+
+
+@numba.njit(nogil=True, cache=True)
+def _rw_parts(state, d):
+    """Views of the adaptive state's mean, scatter matrix and Cholesky factor."""
+    mean = state[_HEAD:_HEAD + d]
+    scatter = state[_HEAD + d:_HEAD + d + d * d].reshape((d, d))
+    factor = state[_HEAD + d + d * d:_HEAD + d + 2 * d * d].reshape((d, d))
+    return mean, scatter, factor
+
+
+@numba.njit(nogil=True, cache=True)
+def _initial_sd(initial, j):
+    return initial[j] if initial.shape[0] > 1 else initial[0]
+
+
+@numba.njit(nogil=True, cache=True)
+def rw_propose(rng, theta, state, initial, adapt_after):
+    r"""A Gaussian random-walk proposal from the adaptive state ``state``: sd ``initial`` per
+    entry until warm-up has learned a covariance (see :func:`rw_adapt`), then covariance
+    :math:`(2.38^2/d)\,\hat\Sigma` through its stored Cholesky factor; both times scaled by
+    the global step :math:`\exp(\text{state}[0])`."""
+    d = theta.shape[0]
+    step = math.exp(state[0])
+    z = rng.standard_normal(d)
+    proposal = theta.copy()
+    if state[3] > 0.0:
+        factor = _rw_parts(state, d)[2]
+        for j in range(d):
+            shift = 0.0
+            for k in range(j + 1):
+                shift += factor[j, k] * z[k]
+            proposal[j] += step * shift
+    else:
+        for j in range(d):
+            proposal[j] += step * _initial_sd(initial, j) * z[j]
+    return proposal
+
+
+@numba.njit(nogil=True, cache=True)
+def _proposal_factor(scatter, count, factor, initial):
+    r"""``factor`` := the Cholesky factor of :math:`(2.38^2/d)\,\hat\Sigma`, with
+    :math:`\hat\Sigma` = scatter / (count - 1) and its diagonal lifted by a relative 1e-10.
+    An entry the chain has never moved gets the variance :math:`(2.38^2/d)\,s_j^2` from its
+    ``initial`` sd :math:`s_j` (there is nothing to learn from); should rounding still leave a
+    pivot <= 0, the diagonal of the same matrix is used."""
+    d = scatter.shape[0]
+    c = 2.38 * 2.38 / d
+    cov = scatter * (c / max(count - 1.0, 1.0))
+    for j in range(d):
+        if scatter[j, j] > 0.0:
+            cov[j, j] *= 1.0 + 1e-10
+        else:
+            cov[j, j] = c * _initial_sd(initial, j) ** 2
+    factor[:, :] = 0.0
+    for j in range(d):
+        pivot = cov[j, j]
+        for k in range(j):
+            pivot -= factor[j, k] * factor[j, k]
+        if not pivot > 0.0:
+            factor[:, :] = 0.0
+            for i in range(d):
+                factor[i, i] = math.sqrt(cov[i, i])
+            return
+        factor[j, j] = math.sqrt(pivot)
+        for i in range(j + 1, d):
+            total = cov[i, j]
+            for k in range(j):
+                total -= factor[i, k] * factor[j, k]
+            factor[i, j] = total / factor[j, j]
+
+
+@numba.njit(nogil=True, cache=True)
+def rw_adapt(state, theta, accept_prob, target, adapt_after, initial):
+    r"""One warm-up update of the adaptive state: Robbins-Monro on the log step towards
+    ``target`` (0.44 in one dimension, 0.234 otherwise, if ``target`` <= 0), Welford on the
+    mean and covariance of the chain's ``theta``, and the proposal's Cholesky factor (O(d^3),
+    warm-up only) once the estimate is in use.
+
+    The estimate replaces the ``initial`` scale after ``adapt_after`` iterations *and* at
+    least :math:`2d + 10` expected acceptances: a chain that has barely moved (an initial
+    scale far too wide) has a near-singular sample covariance, and a proposal built on it
+    would keep the chain from ever learning the missing directions.
+    """
+    d = theta.shape[0]
+    goal = target if target > 0 else (0.44 if d == 1 else 0.234)
+    count = state[1] + 1.0
+    state[0] += (accept_prob - goal) / count ** 0.6
+    state[2] += accept_prob
+    mean, scatter, factor = _rw_parts(state, d)
+    before = theta - mean
+    for j in range(d):
+        mean[j] += before[j] / count
+    for j in range(d):
+        after = theta[j] - mean[j]
+        for k in range(d):
+            scatter[j, k] += before[k] * after
+    state[1] = count
+    if state[3] == 0.0 and count >= adapt_after and state[2] >= 2.0 * d + 10.0:
+        state[3] = 1.0
+        state[0] = 0.0  # the estimated covariance replaces the initial scale: restart the step
+    if state[3] > 0.0:
+        _proposal_factor(scatter, count, factor, initial)
+
+
+def rw_init_state(theta, initial) -> np.ndarray:
+    """The adaptive state at the start of warm-up."""
+    check_scale_length(initial, theta, "initial_scale")
+    d = theta.shape[0]
+    return np.concatenate((np.zeros(_HEAD), theta, np.zeros(2 * d * d)))
+
+
+def adaptive_metropolis(log_density, initial_scale=0.1, target: float | None = None,
+                        adapt_after: int = 100) -> Kernel:
+    r"""Random-walk Metropolis whose proposal is learned during warm-up, then frozen.
+
+    While tuning: the running mean and covariance :math:`\hat\Sigma` of theta are accumulated
+    (Welford), and the global log step :math:`\log\lambda` follows the Robbins-Monro recursion
+    :math:`\log\lambda \mathrel{+}= (a_t - a^\ast) / t^{0.6}` towards the acceptance rate
+    :math:`a^\ast` (0.44 in one dimension, 0.234 otherwise; Roberts & Rosenthal 2001). For the
+    first ``adapt_after`` warm-up iterations, and until the chain has made about 2d + 10
+    accepted moves, the proposal is :math:`\lambda\, s \odot z` with :math:`s` the
+    ``initial_scale``; afterwards it is :math:`N(0, \lambda^2 (2.38^2/d)
+    \hat\Sigma)` (Haario et al. 2001), full covariance, so a posterior whose parameters are
+    strongly correlated is crossed along its long axis rather than at the pace of its narrowest
+    direction (the Cholesky factor is refreshed each warm-up iteration, O(d^3)).
+    After warm-up nothing changes, so the kept draws are exact (the chain is an ordinary
+    Metropolis-within-Gibbs chain from then on). Each chain adapts on its own.
+
+    Parameters
+    ----------
+    log_density : numba.njit function
+        ``(theta, x, stats) -> float``, as for :func:`metropolis`.
+    initial_scale : float or array
+        Proposal sd before the covariance estimate takes over.
+    target : float, optional
+        Target acceptance rate.
+    adapt_after : int
+        Warm-up iterations before the proposal may use the estimated covariance.
+    """
+    require_njit(log_density, "log_density", "(theta, x, stats) -> float")
+    initial = scale_vector(initial_scale, "initial_scale")
+    if target is not None and not 0.0 < float(target) < 1.0:
+        raise ValueError(f"target must be an acceptance rate in (0, 1), got {target!r}")
+    if not isinstance(adapt_after, int) or adapt_after < 2:
+        raise ValueError(f"adapt_after must be an integer >= 2, got {adapt_after!r}")
+    fixed_target = -1.0 if target is None else float(target)
+
+    @numba.njit(nogil=True)
+    def step(rng, theta, x, stats, state, tuning):
+        proposal = rw_propose(rng, theta, state, initial, adapt_after)
+        a = acceptance_probability(log_density(proposal, x, stats)
+                                   - log_density(theta, x, stats))
+        out = proposal if (a >= 1.0 or rng.random() < a) else theta.copy()
+        if tuning:
+            rw_adapt(state, out, a, fixed_target, adapt_after, initial)
+        return out, a
+
+    return Kernel(step, lambda theta: rw_init_state(theta, initial), "adaptive_metropolis")

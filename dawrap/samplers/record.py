@@ -1,0 +1,496 @@
+r"""The record-level data-augmentation sampler (Ju, Awan, Gong & Rao 2022), compiled.
+
+One iteration (Algorithm 1; supplement Algorithm 2 with a user proposal):
+
+1. :math:`\theta \leftarrow K(\theta, \cdot \mid x)`, the user's kernel for
+   :math:`p(\theta \mid x)`;
+2. for :math:`i = 1..n`: propose :math:`x_i^\star \sim f(\cdot\mid\theta)` (or
+   :math:`q(\cdot \mid x_i, \theta)`), update the running total
+   :math:`T^\star = T - t(x_i) + t(x_i^\star)` in O(1) and accept with probability
+   :math:`\min\{1, g(s_{dp}, T^\star)/g(s_{dp}, T)\}` (times the Hastings ratio of ``q``).
+
+Written in the BlackJAX style: ``init`` builds a :class:`RecordState`, ``step`` advances it and
+returns a :class:`StepInfo`. The database ``x`` and the running sums live in arrays that ``step``
+updates in place, so memory stays at one ``(n, record_size)`` array per chain whatever the
+number of draws. Everything here is ``numba.njit``; the user's functions are passed in as
+first-class arguments (:class:`RecordFunctions`), so a model's functions compile into one fused
+loop.
+
+The functions that take the user's functions are not cached on disk: numba's cache index keys
+a function-typed argument by a weak reference to its dispatcher, and once a user's function (a
+closure, or one defined in a test) is garbage collected, loading or saving that index fails
+with ``ReferenceError: underlying object has vanished``. The leaf functions (mechanism
+densities, the built-in models' record samplers, :mod:`.arrays`) are cached.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from typing import NamedTuple
+
+import numba
+import numpy as np
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+from .arrays import add_into, all_finite, copy_into
+
+__all__ = ["RecordFunctions", "RecordState", "StepInfo", "Trace", "init", "make_sweep", "step",
+           "update_records", "no_move", "run", "record_draw", "draw_records", "STATUS_MESSAGES",
+           "REFRESH_EVERY", "consistency", "refresh", "first_overflow", "draw_guarded"]
+
+#: Running totals are recomputed from ``x`` every this many iterations, so that floating-point
+#: drift of the O(1) updates (continuous statistics) cannot accumulate over a long run.
+REFRESH_EVERY = 1000
+
+(OK, BAD_THETA, BAD_THETA_SIZE, BAD_RATIO, BAD_RECORD, BAD_STATS, BAD_SUPPORT, BAD_DRIFT,
+ BAD_RECORD_SUPPORT) = range(9)
+STATUS_MESSAGES = {
+    BAD_THETA: "draw_theta returned a non-finite theta",
+    BAD_THETA_SIZE: "draw_theta returned a theta of the wrong size",
+    BAD_RATIO: "the acceptance ratio is NaN: the mechanism's statistic or log_density (or the "
+               "propose_record log ratio) produced NaN",
+    BAD_RECORD: "draw_record (or propose_record) wrote a non-finite value into a record "
+                "during the sweep",
+    BAD_STATS: "model_stat produced a non-finite running statistic",
+    BAD_SUPPORT: "draw_theta returned a theta outside the parameter space (the model's "
+                 "theta_support is False for it)",
+    BAD_DRIFT: "the running statistics disagree with the imputed database beyond rounding: "
+               "something modified x outside the record sweep (draw_theta, or a theta kernel, "
+               "must not write to its x argument), or model_stat / the mechanism's statistic "
+               "is not a pure function of the record",
+    BAD_RECORD_SUPPORT: "draw_record (or propose_record) produced a record outside the "
+                        "model's record_support during the sweep",
+}
+
+
+@numba.njit(nogil=True, cache=True)
+def anywhere(value):
+    """Default support: everything finite is allowed."""
+    return True
+
+
+class RecordFunctions(NamedTuple):
+    """The compiled pieces a chain is made of (all ``numba.njit``)."""
+    draw_record: object     # (rng, theta, out)
+    propose_record: object  # (rng, theta, x_i, out) -> log Hastings ratio
+    model_stat: object      # (x_i, out)
+    mech_stat: object       # (x_i, s_dp, out)
+    log_density: object     # (s_dp, t, params) -> log g
+    theta_support: object = anywhere  # (theta) -> bool
+    record_support: object = anywhere  # (x_i) -> bool, checked at every refresh
+
+
+class RecordState(NamedTuple):
+    """State of one chain. ``x``, ``stats`` and ``total`` are updated in place."""
+    theta: np.ndarray   # (theta_size,)
+    x: np.ndarray       # (n, record_size) imputed confidential database
+    stats: np.ndarray   # (stat_size,) sum_i model_stat(x_i)
+    total: np.ndarray   # (size,) T = sum_i t(x_i, s_dp), the mechanism's statistic
+    log_g: float        # log g(s_dp, T), cached so no record update recomputes it
+    kernel_state: np.ndarray  # the theta kernel's own state (e.g. an adapted step size)
+    move_state: np.ndarray    # the extra theta move's state (see dawrap.interweave)
+
+
+class StepInfo(NamedTuple):
+    """What one sweep saw."""
+    accept_rate: float      # fraction of record proposals accepted
+    min_accept_prob: float  # smallest acceptance probability met in the sweep
+    status: int             # OK, or the code of what went wrong (see STATUS_MESSAGES)
+    move_accept: float      # acceptance probability of the extra theta move, if any
+
+
+class Trace(NamedTuple):
+    """Preallocated per-chain output, one row per kept draw."""
+    theta: np.ndarray            # (draws, theta_size)
+    accept_rate: np.ndarray      # (draws,)
+    min_accept_prob: np.ndarray  # (draws,)
+    theta_accept: np.ndarray     # (draws,) NaN when the kernel reports none
+    move_accept: np.ndarray      # (draws,) NaN without an extra theta move
+    total: np.ndarray            # (draws, size), or (0, size) when not kept
+
+
+@numba.njit(nogil=True)
+def first_outside(x, support):
+    """Index of the first row of ``x`` outside ``support``, or -1."""
+    for i in range(x.shape[0]):
+        if not support(x[i]):
+            return i
+    return -1
+
+
+@numba.njit(nogil=True)
+def draw_records(rng, theta, n, record_size, draw_record):
+    """``n`` records from ``f(. | theta)``: the default initial database."""
+    x = np.empty((n, record_size))
+    for i in range(n):
+        draw_record(rng, theta, x[i])
+    return x
+
+
+@numba.njit(nogil=True)
+def init(theta, x, s_dp, params, fns, stat_size):
+    """A :class:`RecordState` with the running sums computed from scratch (and an empty
+    kernel state: the driver puts the kernel's in)."""
+    stats = np.zeros(stat_size)
+    total = np.zeros(s_dp.shape[0])
+    buf_s = np.empty(stat_size)
+    buf_t = np.empty(s_dp.shape[0])
+    for i in range(x.shape[0]):
+        fns.model_stat(x[i], buf_s)
+        fns.mech_stat(x[i], s_dp, buf_t)
+        add_into(stats, buf_s)
+        add_into(total, buf_t)
+    return RecordState(theta, x, stats, total, fns.log_density(s_dp, total, params),
+                       np.empty(0), np.empty(0))
+
+
+@numba.njit(nogil=True)
+def _move_model_stat(model_stat, x_old, x_new, stats, s_old, s_new):
+    """``stats += model_stat(x_new) - model_stat(x_old)``."""
+    k = stats.shape[0]
+    if k > 0:
+        model_stat(x_old, s_old)
+        model_stat(x_new, s_new)
+        for j in range(k):
+            stats[j] += s_new[j] - s_old[j]
+
+
+#: Per-record buffers of at most this many floats live on the stack (see make_sweep).
+STACK_FLOATS = 16
+
+
+@intrinsic
+def _stack_floats(typingctx):
+    """Pointer to ``STACK_FLOATS`` float64s on the calling function's stack."""
+
+    def codegen(context, builder, signature, args):
+        return cgutils.alloca_once(builder, context.get_value_type(types.float64),
+                                   size=STACK_FLOATS)
+
+    return types.CPointer(types.float64)(), codegen
+
+
+@functools.lru_cache(maxsize=None)
+def make_sweep(record_size: int, size: int, stat_size: int, general: bool, shared: bool,
+               random_scan: bool = False):
+    """The compiled record sweep for one shape of problem (cached per shape).
+
+    Parameters
+    ----------
+    record_size, size, stat_size : int
+        Floats per record, per mechanism statistic and per model statistic.
+    general : bool
+        Propose with ``propose_record`` (supplement Algorithm 2) instead of ``draw_record``.
+    shared : bool
+        The model statistic is the mechanism's statistic, so its running sum moves by the
+        same difference and is not computed twice.
+    random_scan : bool
+        Visit ``n`` records drawn uniformly with replacement instead of each record in turn
+        (both leave the posterior invariant; systematic scan is the paper's).
+
+    Why a factory: with the sizes and flags as compile-time constants, LLVM unrolls the small
+    per-record loops and keeps the per-record buffers, which live on the stack, in registers.
+    On the heap it must assume they may alias the database and the totals and reload after
+    every write. Together that makes a record update about 20% cheaper
+    (benchmarks/record_update.py).
+    """
+    on_stack = max(record_size, size, stat_size) <= STACK_FLOATS
+    m, k = size, stat_size
+
+    @numba.njit(nogil=True)
+    def sweep(rng, state, s_dp, params, fns):
+        """Update every record once, in order (step 2 of Algorithm 1), or ``n`` records at
+        random."""
+        theta, x, stats, total = state.theta, state.x, state.stats, state.total
+        n = x.shape[0]
+        # The stack memory must belong to this function's own frame (a helper returning it
+        # would hand back a dangling pointer), hence the allocations written out here.
+        if on_stack:
+            proposal = numba.carray(_stack_floats(), record_size)
+            t_old = numba.carray(_stack_floats(), m)
+            t_new = numba.carray(_stack_floats(), m)
+            total_new = numba.carray(_stack_floats(), m)
+            s_old = numba.carray(_stack_floats(), k)
+            s_new = numba.carray(_stack_floats(), k)
+        else:
+            proposal = np.empty(record_size)
+            t_old, t_new, total_new = np.empty(m), np.empty(m), np.empty(m)
+            s_old, s_new = np.empty(k), np.empty(k)
+        log_g = state.log_g
+        accepted = 0
+        min_log_alpha = 0.0
+        nan_seen = False
+        for visit in range(n):
+            i = rng.integers(0, n) if random_scan else visit
+            x_i = x[i]
+            if general:
+                # out starts as a copy of x_i, so a proposal may change only some fields.
+                for j in range(record_size):
+                    proposal[j] = x_i[j]
+                log_alpha = fns.propose_record(rng, theta, x_i, proposal)
+            else:
+                fns.draw_record(rng, theta, proposal)
+                log_alpha = 0.0
+            fns.mech_stat(x_i, s_dp, t_old)
+            fns.mech_stat(proposal, s_dp, t_new)
+            unchanged = True
+            for j in range(m):
+                total_new[j] = total[j] + (t_new[j] - t_old[j])
+                unchanged = unchanged and t_new[j] == t_old[j]
+            if unchanged:
+                # g is unchanged, so the mechanism ratio is 1 and (for proposals from f) the
+                # record is accepted outright; discrete records land here most of the time.
+                log_g_new = log_g
+                if not general:
+                    if not shared:
+                        _move_model_stat(fns.model_stat, x_i, proposal, stats, s_old, s_new)
+                    for j in range(record_size):
+                        x_i[j] = proposal[j]
+                    accepted += 1
+                    continue
+            else:
+                log_g_new = fns.log_density(s_dp, total_new, params)
+            log_alpha += log_g_new - log_g
+            # NaN fails every comparison below, so it is rejected; it is flagged without a
+            # branch and reported after the sweep.
+            nan_seen |= log_alpha != log_alpha
+            if log_alpha < min_log_alpha:
+                min_log_alpha = log_alpha
+            # A ratio >= 1 is accepted without drawing a uniform.
+            if log_alpha >= 0.0 or rng.random() < math.exp(log_alpha):
+                if shared:
+                    for j in range(k):
+                        stats[j] += t_new[j] - t_old[j]
+                else:
+                    _move_model_stat(fns.model_stat, x_i, proposal, stats, s_old, s_new)
+                for j in range(m):
+                    total[j] = total_new[j]
+                for j in range(record_size):
+                    x_i[j] = proposal[j]
+                log_g = log_g_new
+                accepted += 1
+        # Checked once per sweep rather than per record: a vectorised scan is cheaper than a
+        # branch in the hot loop, and the error is raised all the same.
+        status = OK
+        if nan_seen:
+            status = BAD_RATIO
+        elif not all_finite(x):
+            status = BAD_RECORD
+        elif not all_finite(stats):
+            status = BAD_STATS
+        info = StepInfo(accepted / n, math.exp(min_log_alpha), status, math.nan)
+        return RecordState(theta, x, stats, total, log_g, state.kernel_state,
+                           state.move_state), info
+
+    return sweep
+
+
+@numba.njit(nogil=True)
+def set_theta(state, theta_new):
+    """Copy a kernel's output into the state's theta buffer, checking size and finiteness."""
+    theta = state.theta
+    if theta_new.size != theta.shape[0]:
+        return BAD_THETA_SIZE
+    flat = theta_new.ravel()
+    for j in range(theta.shape[0]):
+        if not np.isfinite(flat[j]):
+            return BAD_THETA
+        theta[j] = flat[j]
+    return OK
+
+
+@numba.njit(nogil=True)
+def no_move(rng, state, s_dp, params, fns, tuning):
+    """The default extra move: none. A move returns ``(state, accept_prob, status)``."""
+    return state, math.nan, OK
+
+
+@numba.njit(nogil=True)
+def update_records(rng, state, s_dp, params, fns, sweep, tuning, move, sweeps):
+    """After theta's kernel: the extra theta move (e.g. the non-centred move of
+    :mod:`dawrap.interweave`), then ``sweeps`` record sweeps. Returns the state and a
+    :class:`StepInfo` over all sweeps."""
+    state, move_accept, status = move(rng, state, s_dp, params, fns, tuning)
+    if status != OK:
+        return state, StepInfo(0.0, 0.0, status, move_accept)
+    accepted, min_accept = 0.0, 1.0
+    for _ in range(sweeps):
+        state, info = sweep(rng, state, s_dp, params, fns)
+        if info.status != OK:
+            return state, info
+        accepted += info.accept_rate
+        min_accept = min(min_accept, info.min_accept_prob)
+    return state, StepInfo(accepted / sweeps, min_accept, OK, move_accept)
+
+
+@numba.njit(nogil=True)
+def step(rng, state, s_dp, params, fns, theta_kernel, sweep, tuning, move, sweeps):
+    """One full iteration: theta from ``theta_kernel``, then :func:`update_records`.
+
+    ``theta_kernel(rng, theta, x, stats, kernel_state, tuning) -> (theta, accept_prob)``
+    (the engine form of a :class:`dawrap.kernels.Kernel`; it may update ``kernel_state`` in
+    place while ``tuning``); ``sweep`` from :func:`make_sweep`.
+    """
+    # A copy of the running statistic: a kernel that modifies its input cannot corrupt it.
+    theta_new, theta_accept = theta_kernel(rng, state.theta, state.x, state.stats.copy(),
+                                           state.kernel_state, tuning)
+    status = set_theta(state, theta_new)
+    if status == OK and not fns.theta_support(state.theta):
+        status = BAD_SUPPORT
+    if status != OK:
+        return state, StepInfo(0.0, 0.0, status, math.nan), theta_accept
+    state, info = update_records(rng, state, s_dp, params, fns, sweep, tuning, move, sweeps)
+    return state, info, theta_accept
+
+
+@numba.njit(nogil=True)
+def record_draw(trace, row, state, info, theta_accept):
+    """Write one kept draw (the state after the iteration's updates) into ``trace``."""
+    copy_into(trace.theta[row], state.theta)
+    trace.accept_rate[row] = info.accept_rate
+    trace.min_accept_prob[row] = info.min_accept_prob
+    trace.theta_accept[row] = theta_accept
+    trace.move_accept[row] = info.move_accept
+    if trace.total.shape[0] > 0:
+        copy_into(trace.total[row], state.total)
+
+
+#: Running sums may differ from a recomputation by rounding only: at most this fraction of
+#: the sum of the absolute contributions (O(1) updates accumulate about 1e-13 of it over
+#: REFRESH_EVERY sweeps); an integer statistic agrees exactly.
+DRIFT_TOLERANCE = 1e-8
+
+
+@numba.njit(nogil=True)
+def _agrees(running, fresh, magnitude):
+    for j in range(running.shape[0]):
+        if not abs(running[j] - fresh[j]) <= DRIFT_TOLERANCE * magnitude[j]:
+            return False
+    return True
+
+
+@numba.njit(nogil=True)
+def consistency(state, s_dp, fns):
+    """Recompute the running sums from ``x`` and check them and every record.
+
+    Returns ``(stats, total, status)``: the fresh sums, and ``BAD_RECORD_SUPPORT`` when a
+    record is outside ``record_support``, ``BAD_DRIFT`` when the running sums disagree with
+    the recomputation beyond rounding (something wrote to ``x`` behind the sweep's back), else
+    ``OK``. One pass over the records, like the refresh it is part of.
+    """
+    x = state.x
+    k, m = state.stats.shape[0], state.total.shape[0]
+    stats, total = np.zeros(k), np.zeros(m)
+    stats_abs, total_abs = np.ones(k), np.ones(m)
+    buf_s, buf_t = np.empty(k), np.empty(m)
+    status = OK
+    for i in range(x.shape[0]):
+        if status == OK and not fns.record_support(x[i]):
+            status = BAD_RECORD_SUPPORT
+        fns.model_stat(x[i], buf_s)
+        fns.mech_stat(x[i], s_dp, buf_t)
+        for j in range(k):
+            stats[j] += buf_s[j]
+            stats_abs[j] += abs(buf_s[j])
+        for j in range(m):
+            total[j] += buf_t[j]
+            total_abs[j] += abs(buf_t[j])
+    if status == OK and not (_agrees(state.stats, stats, stats_abs)
+                             and _agrees(state.total, total, total_abs)):
+        status = BAD_DRIFT
+    return stats, total, status
+
+
+@numba.njit(nogil=True)
+def refresh(state, s_dp, params, fns):
+    """Recompute the running sums from ``x`` (guards against floating-point drift), after
+    checking them (:func:`consistency`). Returns ``(state, status)``."""
+    stats, total, status = consistency(state, s_dp, fns)
+    copy_into(state.stats, stats)
+    copy_into(state.total, total)
+    return RecordState(state.theta, state.x, state.stats, state.total,
+                       fns.log_density(s_dp, state.total, params), state.kernel_state,
+                       state.move_state), status
+
+
+#: Floats after the end of each ``out`` buffer that :func:`first_overflow` watches.
+GUARD = 16
+_SENTINEL = -7.0e307  # what the guard holds; a user function will not write exactly this
+
+
+@numba.njit(nogil=True)
+def _guard_intact(buf, size):
+    for j in range(size, buf.shape[0]):
+        if buf[j] != _SENTINEL:
+            return False
+    return True
+
+
+@numba.njit(nogil=True)
+def _arm(buf, size):
+    for j in range(size, buf.shape[0]):
+        buf[j] = _SENTINEL
+
+
+@numba.njit(nogil=True)
+def first_overflow(x, s_dp, fns, stat_size, size):
+    """The first record of ``x`` on which ``model_stat`` (``which`` 1) or the mechanism's
+    statistic (``which`` 2) writes past the end of its ``out`` (into a guard zone of
+    :data:`GUARD` floats), as ``(index, which)``; ``(-1, 0)`` when none does.
+
+    The compiled sweep trusts these functions to write exactly their sizes: a write past
+    ``out`` would silently corrupt memory. Checking every record of the starting database
+    catches what a single probe misses (a record type the first probe did not draw).
+    """
+    buf_s, buf_t = np.empty(stat_size + GUARD), np.empty(size + GUARD)
+    for i in range(x.shape[0]):
+        _arm(buf_s, stat_size)
+        _arm(buf_t, size)
+        fns.model_stat(x[i], buf_s[:stat_size])
+        if not _guard_intact(buf_s, stat_size):
+            return i, 1
+        fns.mech_stat(x[i], s_dp, buf_t[:size])
+        if not _guard_intact(buf_t, size):
+            return i, 2
+    return -1, 0
+
+
+@numba.njit(nogil=True)
+def draw_guarded(rng, theta, fns, record_size, count):
+    """``count`` records from ``draw_record`` written into guarded buffers: returns the
+    records and the index of the first draw that wrote past ``record_size`` values (-1)."""
+    x = np.empty((count, record_size))
+    buf = np.empty(record_size + GUARD)
+    for i in range(count):
+        _arm(buf, record_size)
+        fns.draw_record(rng, theta, buf[:record_size])
+        if not _guard_intact(buf, record_size):
+            return x, i
+        for j in range(record_size):
+            x[i, j] = buf[j]
+    return x, -1
+
+
+@numba.njit(nogil=True)
+def run(rng, state, s_dp, params, fns, theta_kernel, sweep, start, stop, tune, trace, move,
+        sweeps):
+    """Iterations ``start..stop-1`` of a chain whose theta kernel is compiled.
+
+    Iterations before ``tune`` are warm-up (the kernel may adapt); iteration ``it`` is kept
+    in row ``it - tune`` of ``trace`` when ``it >= tune``. Returns the
+    final state, the number of iterations done and a status code.
+    """
+    for it in range(start, stop):
+        state, info, theta_accept = step(rng, state, s_dp, params, fns, theta_kernel, sweep,
+                                         it < tune, move, sweeps)
+        if info.status != OK:
+            return state, it, info.status
+        if (it + 1) % REFRESH_EVERY == 0:
+            state, status = refresh(state, s_dp, params, fns)
+            if status != OK:
+                return state, it, status
+        if it >= tune:
+            record_draw(trace, it - tune, state, info, theta_accept)
+    return state, stop, OK

@@ -1,0 +1,250 @@
+r"""The sufficient-statistic Gibbs sampler of Bernstein & Sheldon (2018), compiled.
+
+Approximate joint (bounded statistic, Algorithm 1):
+
+.. math:: \theta \sim p(\theta),\quad s \mid \theta \approx N(n\mu, n\Sigma),\quad
+          \sigma_j^2 \sim \mathrm{Exp}\big(1/(2b^2)\big),\quad y \mid s \sim N(s, \mathrm{diag}\,\sigma^2),
+
+where Laplace noise of scale :math:`b` is the scale mixture of normals over :math:`\sigma^2`.
+Gibbs steps: :math:`\theta \mid s` by conjugacy; :math:`s \mid \theta, \sigma^2, y` from the
+product of two normals restricted to the valid region (rejection);
+:math:`1/\sigma_j^2 \mid s, y \sim \mathrm{InverseGaussian}(1/(b|y_j - s_j|), 1/b^2)`. With
+the Gaussian mechanism :math:`\sigma^2` is known and not augmented.
+
+Unbounded univariate statistic released truncated to :math:`[a, b]` (Algorithms 2 and 3): the
+total splits into lower, centre and upper parts :math:`s = s_\ell + s_c + s_u`, each
+approximately normal by the random-sum CLT (Prop. 1):
+:math:`\mathbf m = nq\hat\mu,\ \mathbf V = nq\hat\Sigma + nq(1-q)\hat\mu^2`, with
+:math:`q = P(x \in \text{region})` and the truncated moments of Lemma 1; only :math:`s_c` is
+released. Two corrections to the printed pseudo-code:
+
+* Algorithm 3 line 4 prints ``m <- nq``; Prop. 1 (and the proof) give ``m = n q mu_hat``,
+  which is what is implemented.
+* Algorithm 2 line 10 redraws :math:`s_c \sim N(\mathbf m_c, \mathbf V_c)` *without*
+  conditioning on :math:`y` before updating :math:`\sigma^2`. That is not the Gibbs conditional
+  of the stated joint: it breaks the link between :math:`\sigma^2` and the release. By default
+  (``variant="gibbs"``) the sampler keeps the :math:`s_c` it drew jointly with
+  :math:`s_\ell, s_u` given :math:`y` in lines 7-8, so every step is a proper conditional of the
+  approximate joint.
+* The printed generative process draws :math:`s_\ell, s_c, s_u` independently. They are not:
+  each record falls in exactly one region, so the CLT of the vector of parts has covariance
+  :math:`-n q_i q_j \hat\mu_i\hat\mu_j` between parts (see :func:`_regions`). Ignoring it
+  inflates the variance of the total beyond ``n Var(t)``, which the conjugate theta step
+  assumes, and pushes chains out of posterior modes (a bimodal truncated Poisson posterior:
+  chains stuck where there is no mass). ``variant="gibbs"`` uses the joint CLT;
+  ``variant="printed"`` reproduces both printed choices for comparison.
+
+Cost per iteration does not depend on ``n``.
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from ..model.family import truncated_moments
+from .arrays import copy_into
+
+__all__ = ["SuffstatFunctions", "SuffstatState", "SuffstatConfig", "norm_product", "step",
+           "run", "MAX_REJECTIONS"]
+
+#: Draws of ``s`` rejected in one iteration before the sampler gives up (status != 0).
+MAX_REJECTIONS = 10_000
+OK, TOO_MANY_REJECTIONS, BAD_THETA = 0, 1, 2
+STATUS_MESSAGES = {
+    TOO_MANY_REJECTIONS: f"{MAX_REJECTIONS} consecutive draws of the statistic fell outside "
+                         "its valid region: the normal approximation puts almost no mass on "
+                         "valid totals (n too small for the CLT, or a release far outside the "
+                         "possible range)",
+    BAD_THETA: "the family's conjugate_draw returned a non-finite theta",
+}
+
+
+class SuffstatFunctions(NamedTuple):
+    """The family's compiled pieces (see :class:`dawrap.ExponentialFamily`)."""
+    mean_cov: object
+    conjugate_draw: object
+    valid: object
+    natural: object
+    cdf: object
+    sf: object
+
+
+class SuffstatState(NamedTuple):
+    theta: np.ndarray      # (theta_size,)
+    s: np.ndarray          # (d,) full sufficient statistic
+    s_centre: np.ndarray   # (d,) its released part (= s when bounded)
+    noise_var: np.ndarray  # (d,) sigma_j^2
+
+
+class SuffstatConfig(NamedTuple):
+    n: float
+    y: np.ndarray          # (d,) the release
+    laplace_scale: float   # b; 0 for the Gaussian mechanism (noise_var fixed)
+    truncated: bool
+    lower: float
+    upper: float
+    discrete: bool
+    printed: bool          # Algorithm 2 line 10 as printed
+
+
+@numba.njit(nogil=True, cache=True)
+def norm_product(m1, S1, m2, v2):
+    r"""Mean and covariance of :math:`N(m_1, S_1)\,N(m_2, \mathrm{diag}\,v_2)` (normalised).
+
+    Written as :math:`S_3 = S_1 - S_1(S_1 + D)^{-1}S_1`, :math:`m_3 = m_1 + S_1(S_1+D)^{-1}
+    (m_2 - m_1)`, which needs no inverse of :math:`S_1`: the multinomial's covariance is
+    singular (its counts sum to n), and that form keeps the sum exactly n.
+    """
+    d = m1.shape[0]
+    M = S1.copy()
+    for j in range(d):
+        M[j, j] += v2[j]
+    K = np.linalg.solve(M, S1)  # (S1 + D)^{-1} S1; symmetric problem, so K^T = S1 (S1+D)^{-1}
+    m3 = m1 + K.T @ (m2 - m1)
+    S3 = S1 - S1 @ K
+    return m3, 0.5 * (S3 + S3.T)
+
+
+@numba.njit(nogil=True, cache=True)
+def draw_normal(rng, mean, cov):
+    """One draw from N(mean, cov) for a positive semi-definite (possibly singular) cov."""
+    d = mean.shape[0]
+    if d == 1:
+        return mean + math.sqrt(max(cov[0, 0], 0.0)) * rng.standard_normal(1)
+    values, vectors = np.linalg.eigh(cov)
+    z = rng.standard_normal(d)
+    for j in range(d):
+        z[j] *= math.sqrt(max(values[j], 0.0))
+    return mean + vectors @ z
+
+
+@numba.njit(nogil=True)
+def _region_moments(fns, theta, v, w, discrete):
+    """(q, mean_hat, var_hat) of t(x) for records in [v, w] (Lemma 1)."""
+    eta = fns.natural(theta)
+    mu, Sigma = fns.mean_cov(theta)
+    return truncated_moments(fns.cdf, fns.sf, eta, mu[0], Sigma[0, 0], v, w, discrete)
+
+
+@numba.njit(nogil=True)
+def _regions(fns, theta, config):
+    r"""Mean (3,) and covariance (3, 3) of :math:`(s_\ell, s_c, s_u)` under the CLT.
+
+    Per record the vector :math:`(1_\ell t, 1_c t, 1_u t)` has mean :math:`q_r\hat\mu_r` and
+    covariance :math:`\mathrm{diag}(q_r(\hat\Sigma_r + \hat\mu_r^2)) - (q\hat\mu)(q\hat\mu)^T`,
+    so the diagonal of ``n`` times it is the random-sum CLT of Prop. 1 / Algorithm 3 (with
+    ``m = n q mu_hat``) and the off-diagonal is :math:`-n q_i q_j \hat\mu_i \hat\mu_j`: a
+    record lies in exactly one region, so the parts are negatively correlated. The paper's
+    Algorithm 2 draws them independently (``config.printed`` keeps that); with the correct
+    covariance the variance of the total is exactly ``n Var(t)``, consistent with the conjugate
+    theta step, and modes of the posterior are no longer pushed away (see docs/suffstat.md).
+    """
+    a, b = config.lower, config.upper
+    lo_end = a - 1.0 if config.discrete else a
+    hi_start = b + 1.0 if config.discrete else b
+    n = config.n
+    bounds = ((-math.inf, lo_end), (a, b), (hi_start, math.inf))
+    q = np.empty(3)
+    mean_hat = np.empty(3)
+    var_hat = np.empty(3)
+    for r in range(3):
+        q[r], mean_hat[r], var_hat[r] = _region_moments(fns, theta, bounds[r][0], bounds[r][1],
+                                                        config.discrete)
+    m = n * q * mean_hat
+    V = np.empty((3, 3))
+    for i in range(3):
+        for j in range(3):
+            if i == j:
+                V[i, i] = n * q[i] * var_hat[i] + n * q[i] * (1.0 - q[i]) * mean_hat[i] ** 2
+            elif config.printed:
+                V[i, j] = 0.0
+            else:
+                V[i, j] = -n * q[i] * q[j] * mean_hat[i] * mean_hat[j]
+    return m, V
+
+
+@numba.njit(nogil=True)
+def _condition_on_release(m, V, y, noise_var):
+    """(m, V) of (s_l, s_c, s_u) given y ~ N(s_c, noise_var): a Kalman update on component 1."""
+    gain = V[:, 1] / (V[1, 1] + noise_var)
+    m_post = m + gain * (y - m[1])
+    V_post = V - np.outer(gain, V[1, :])
+    return m_post, 0.5 * (V_post + V_post.T)
+
+
+@numba.njit(nogil=True)
+def _update_noise(rng, state, config):
+    """1/sigma_j^2 | s_c, y ~ InverseGaussian(1/(b |y_j - s_c,j|), 1/b^2) (Park & Casella)."""
+    b = config.laplace_scale
+    if b <= 0.0:
+        return
+    for j in range(state.noise_var.shape[0]):
+        gap = max(abs(config.y[j] - state.s_centre[j]), 1e-300)
+        state.noise_var[j] = 1.0 / rng.wald(1.0 / (b * gap), 1.0 / (b * b))
+
+
+@numba.njit(nogil=True)
+def step(rng, state, config, fns):
+    """One Gibbs iteration. Returns ``(state, rejections, status)``."""
+    n = config.n
+    rejections = 0
+    if not config.truncated:
+        # Algorithm 1: theta | s; s | theta, sigma^2, y; sigma^2 | s, y.
+        theta = fns.conjugate_draw(rng, state.s, n)
+        mu, Sigma = fns.mean_cov(theta)
+        m, S = norm_product(n * mu, n * Sigma, config.y, state.noise_var)
+        s = draw_normal(rng, m, S)
+        while not fns.valid(s, n):
+            rejections += 1
+            if rejections >= MAX_REJECTIONS:
+                return state, rejections, TOO_MANY_REJECTIONS
+            s = draw_normal(rng, m, S)
+        copy_into(state.s, s)
+        copy_into(state.s_centre, s)
+    else:
+        # Algorithm 2: (s_l, s_c, s_u) | theta, sigma^2, y; theta | s; sigma^2 | s_c, y.
+        m, V = _regions(fns, state.theta, config)
+        m, V = _condition_on_release(m, V, config.y[0], state.noise_var[0])
+        while True:
+            parts = draw_normal(rng, m, V)
+            s = np.array([parts[0] + parts[1] + parts[2]])
+            if fns.valid(s, n):
+                break
+            rejections += 1
+            if rejections >= MAX_REJECTIONS:
+                return state, rejections, TOO_MANY_REJECTIONS
+        s_c = parts[1:2].copy()
+        theta = fns.conjugate_draw(rng, s, n)
+        if config.printed:
+            # The paper's line 10: s_c redrawn at the new theta, ignoring y.
+            m, V = _regions(fns, theta, config)
+            s_c = draw_normal(rng, m[1:2].copy(), V[1:2, 1:2].copy())
+        copy_into(state.s, s)
+        copy_into(state.s_centre, s_c)
+    for j in range(theta.shape[0]):
+        if not np.isfinite(theta[j]):
+            return state, rejections, BAD_THETA
+    copy_into(state.theta, theta)
+    _update_noise(rng, state, config)
+    return state, rejections, OK
+
+
+@numba.njit(nogil=True)
+def run(rng, state, config, fns, start, stop, tune, out_theta, out_rejections, out_s):
+    """Iterations ``start..stop-1``; iteration ``it >= tune`` is kept in row ``it - tune``.
+
+    Returns ``(state, iterations done, status)``."""
+    for it in range(start, stop):
+        state, rejections, status = step(rng, state, config, fns)
+        if status != OK:
+            return state, it, status
+        if it >= tune:
+            row = it - tune
+            copy_into(out_theta[row], state.theta)
+            out_rejections[row] = rejections
+            if out_s.shape[0] > 0:
+                copy_into(out_s[row], state.s_centre)
+    return state, stop, OK

@@ -1,0 +1,150 @@
+"""Long runs lose nothing: atomic checkpoints, resume after SIGKILL, Ctrl-C returns draws."""
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dawrap as dw
+from dawrap import diagnostics
+from dawrap.models import beta_binomial
+
+RUN = """
+import sys
+import dawrap as dw
+from dawrap.models import beta_binomial
+folder, resume = sys.argv[1], sys.argv[2] == "resume"
+model, mech = beta_binomial.model(2, 3), beta_binomial.laplace(0.5)
+kw = dict(draws=400, tune=100, chains=2, cores=1, seed=11)
+if resume:
+    idata = dw.sample(model, mech, 60_000.0, 200_000, resume=folder, **kw)
+else:
+    idata = dw.sample(model, mech, 60_000.0, 200_000, checkpoint=folder, checkpoint_every=25,
+                      **kw)
+import numpy as np
+from dawrap import diagnostics
+np.save(folder + "/p.npy", diagnostics.group(idata, "posterior")["p"].values)
+"""
+
+
+def _done(folder: Path, chain: int) -> int:
+    path = folder / f"chain{chain}.npz"
+    if not path.is_file():
+        return 0
+    try:
+        with np.load(path) as data:
+            return int(data["done"])
+    except Exception:  # being replaced right now
+        return 0
+
+
+@pytest.mark.slow
+def test_sigkill_then_resume_is_bit_identical(tmp_path):
+    killed = tmp_path / "killed"
+    proc = subprocess.Popen([sys.executable, "-c", RUN, str(killed), "start"])
+    try:
+        deadline = time.time() + 240
+        while _done(killed, 0) < 150:  # part way through chain 0's draws
+            assert proc.poll() is None, "the run ended before it could be killed"
+            assert time.time() < deadline
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == -signal.SIGKILL
+    assert _done(killed, 0) < 500 and _done(killed, 1) == 0
+    subprocess.run([sys.executable, "-c", RUN, str(killed), "resume"], check=True)
+    whole = tmp_path / "whole"
+    whole.mkdir()
+    subprocess.run([sys.executable, "-c", RUN.replace("checkpoint=folder, ", ""), str(whole),
+                    "start"], check=True)
+    resumed, reference = np.load(killed / "p.npy"), np.load(whole / "p.npy")
+    assert resumed.shape == (2, 400)
+    assert np.array_equal(resumed, reference)
+
+
+def test_resume_checks_the_settings(tmp_path):
+    model, mech = beta_binomial.model(), beta_binomial.laplace(1.0)
+    dw.sample(model, mech, 30.0, 100, draws=20, tune=5, chains=1, seed=1, checkpoint=tmp_path,
+              checkpoint_every=5)
+    with pytest.raises(ValueError, match="made with draws = 20, this call has 30"):
+        dw.sample(model, mech, 30.0, 100, draws=30, tune=5, chains=1, seed=1, resume=tmp_path)
+    with pytest.raises(ValueError, match="made with s_dp"):
+        dw.sample(model, mech, 31.0, 100, draws=20, tune=5, chains=1, seed=1, resume=tmp_path)
+    with pytest.raises(ValueError, match="not a checkpoint folder"):
+        dw.sample(model, mech, 30.0, 100, draws=20, resume=tmp_path / "nowhere")
+    with pytest.raises(ValueError, match="to method='record' only"):
+        dw.sample(model, mech, 30.0, 100, method="suffstat", checkpoint=tmp_path)
+    # A finished run resumes to the same draws without sampling again.
+    a = dw.sample(model, mech, 30.0, 100, draws=20, tune=5, chains=1, seed=1, resume=tmp_path)
+    b = dw.sample(model, mech, 30.0, 100, draws=20, tune=5, chains=1, seed=1)
+    assert np.array_equal(diagnostics.group(a, "posterior")["p"].values,
+                          diagnostics.group(b, "posterior")["p"].values)
+
+
+def test_keyboard_interrupt_returns_the_draws_so_far(interrupted):
+    """Ctrl-C mid-run: the draws so far come back as a valid ArviZ object, with a warning."""
+    from dawrap.runner import record as run_record
+
+    model, mech = beta_binomial.model(), beta_binomial.laplace(1.0)
+    with interrupted(run_record, "_advance", on_call=3), \
+            pytest.warns(UserWarning, match="sampling interrupted: returning the first"):
+        idata = dw.sample(model, mech, 300.0, 1_000_000, draws=10, tune=0, chains=2, cores=1,
+                          seed=0)
+    p = diagnostics.group(idata, "posterior")["p"].values
+    assert p.shape[0] == 1 and 1 <= p.shape[1] < 10 and np.all(np.isfinite(p))
+
+
+def test_ctrl_c_with_chains_in_threads_returns_draws(tmp_path):
+    """A real SIGINT to this process while two chains run in threads: the main thread tells
+    them to stop, they finish their chunk, and the draws so far come back."""
+    import threading
+
+    def interrupt_when_running():
+        deadline = time.time() + 120
+        while _done(tmp_path, 0) < 30 and time.time() < deadline:
+            time.sleep(0.02)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt_when_running, daemon=True).start()
+    model, mech = beta_binomial.model(), beta_binomial.laplace(1.0)
+    with pytest.warns(UserWarning, match="can be resumed"):
+        idata = dw.sample(model, mech, 30_000.0, 100_000, draws=100_000, tune=10, chains=2,
+                          cores=2, seed=0, checkpoint=tmp_path, checkpoint_every=10)
+    p = diagnostics.group(idata, "posterior")["p"].values
+    assert p.shape[0] == 2 and 10 <= p.shape[1] < 100_000 and np.all(np.isfinite(p))
+
+
+def test_resume_of_a_run_with_starting_values(tmp_path):
+    """A chain that saved nothing restarts from the user's starts, which must be given again."""
+    model, mech = beta_binomial.model(), beta_binomial.laplace(1.0)
+    kw = dict(draws=20, tune=5, chains=2, cores=1, seed=3, init_theta=[0.9])
+    whole = dw.sample(model, mech, 30.0, 100, **kw)
+    # Only chain 0 is checkpointed, as if the run had been killed before chain 1 started.
+    dw.sample(model, mech, 30.0, 100, checkpoint=tmp_path, checkpoint_every=5, **kw)
+    (tmp_path / "chain1.npz").unlink()
+    resumed = dw.sample(model, mech, 30.0, 100, resume=tmp_path, **kw)
+    assert np.array_equal(diagnostics.group(resumed, "posterior")["p"].values,
+                          diagnostics.group(whole, "posterior")["p"].values)
+    with pytest.raises(ValueError, match="made with init"):
+        dw.sample(model, mech, 30.0, 100, resume=tmp_path, **{**kw, "init_theta": [0.8]})
+
+
+def test_mechanisms_that_print_alike_are_told_apart(tmp_path):
+    from dawrap.models import poisson_gamma
+
+    a = poisson_gamma.laplace_truncated(1.0, 0, 8)
+    b = poisson_gamma.laplace_truncated(1.0, 2, 8)
+    assert repr(a) == repr(b) and a.fingerprint != b.fingerprint
+    model = poisson_gamma.model()
+    dw.sample(model, a, 30.0, 20, draws=5, tune=0, chains=1, seed=1, checkpoint=tmp_path,
+              init_theta=[1.0])
+    with pytest.raises(ValueError, match="made with mechanism"):
+        dw.sample(model, b, 30.0, 20, draws=5, tune=0, chains=1, seed=1, resume=tmp_path,
+                  init_theta=[1.0])

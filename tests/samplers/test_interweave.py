@@ -1,0 +1,56 @@
+"""The interweaving move: the missing-information estimate behind its default, the default
+itself, and a NaN density reported (exactness of the move is tested in test_sampling.py)."""
+import numba
+import numpy as np
+import pytest
+
+import dawrap as dw
+from dawrap import diagnostics
+from dawrap.samplers import record
+from dawrap.samplers.interweave import AUTO_THRESHOLD, DEFAULT_STEPS, make_move, missing_information
+from dawrap.models import beta_binomial, normal_mean, poisson_gamma
+
+
+@pytest.mark.parametrize("fmi", [0.1, 0.5, 0.9, 0.99])
+def test_missing_information_matches_the_closed_form(fmi):
+    n, sigma = 1000, 1.0
+    tau = np.sqrt(fmi * n * sigma ** 2 / (1 - fmi))  # fmi = tau^2 / (n sigma^2 + tau^2)
+    estimate = missing_information(normal_mean.model(0, 10, sigma), normal_mean.gaussian(tau), n)
+    # 1000 noise draws and 2000 records: each variance within about 10%, which moves the
+    # fraction by at most 0.1 fmi (1 - fmi) < 0.025.
+    assert abs(estimate - fmi) < 0.05
+
+
+def test_the_default_turns_the_move_on_only_where_it_pays():
+    model, n = beta_binomial.model(), 1000
+    for eps, expect in ((0.01, True), (1.0, False)):
+        mech = beta_binomial.laplace(eps)
+        assert (missing_information(model, mech, n) >= AUTO_THRESHOLD) is expect
+        idata = dw.sample(model, mech, 300.0, n, draws=20, tune=5, chains=1, seed=0)
+        assert diagnostics.attrs(idata)["interweave"] == (DEFAULT_STEPS if expect else 0)
+    # A model without a non-centred parameterisation never interweaves.
+    mech = poisson_gamma.laplace(0.01, 5)
+    idata = dw.sample(poisson_gamma.model(), mech, 300.0, n, draws=20, tune=5, chains=1, seed=0)
+    assert diagnostics.attrs(idata)["interweave"] == 0
+
+
+@numba.njit
+def nan_off_the_start(s_dp, t, params):
+    """log g that is NaN for every total but the starting one (params[0])."""
+    return 0.0 if abs(t[0] - params[0]) < 1e-6 else np.nan
+
+
+def test_a_nan_density_in_the_move_is_reported_not_rejected():
+    model, n = normal_mean.model(0.0, 1.0, 1.0), 50
+    theta = model.pack({"mu": 0.0})
+    x = model.simulate(theta, n, seed=1)
+    s_dp = np.array([float(x.sum())])
+    params = s_dp.copy()
+    fns = record.RecordFunctions(model.draw_record, model.propose_record, model.model_stat,
+                                 normal_mean.gaussian(1.0).engine_statistic, nan_off_the_start)
+    state = record.init(theta, x.copy(), s_dp, params, fns, model.stat_size)
+    move, init_move_state = make_move(model.noncentred, model.record_size, 1, 1)
+    state = state._replace(move_state=init_move_state(theta))
+    after, accept, status = move(np.random.default_rng(0), state, s_dp, params, fns, False)
+    assert status == record.BAD_RATIO
+    assert np.array_equal(after.x, x) and after.theta[0] == 0.0  # nothing moved
