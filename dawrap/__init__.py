@@ -20,6 +20,7 @@ from .mechanisms import Box, DiscreteGaussian, Gaussian, Geometric, Laplace, Mec
 from .model import ExponentialFamily, Model, recipe
 from .samplers import kernels
 from .samplers.interweave import NonCentred
+from .methods import OPS, Naive, NonPrivate, Record, Suffstat
 from .sampling import METHODS, sample
 from .studies.calibration import Calibration, calibrate
 from .studies.compare import Comparison, compare, mmd2
@@ -28,7 +29,8 @@ __version__ = "0.2.0"
 
 __all__ = ["Model", "ExponentialFamily", "NonCentred", "recipe",
            "Mechanism", "Laplace", "Gaussian", "Geometric", "DiscreteGaussian", "Box", "Sparse",
-           "sample", "METHODS", "kernels", "random", "diagnostics",
+           "sample", "METHODS", "Record", "Suffstat", "Naive", "NonPrivate", "OPS",
+           "kernels", "random", "diagnostics",
            "compare", "Comparison", "mmd2", "calibrate", "Calibration", "__version__"]
 
 _compat.install()

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..samplers.record import RecordState, Trace
 from .._files import Lock, as_path, atomic_write, ensure_folder, is_held, kind_of, refuse_special
 
 __all__ = ["save_chain", "load_chain", "load_chains", "saved_seed", "check_folder", "lock",
@@ -35,10 +36,11 @@ FORMAT = 4
 LOCK_NAME = ".lock"
 _BUSY = ("wait for it to finish, or give this run another checkpoint folder (a run that "
          "died releases the folder by itself)")
-#: What a chain's file must hold besides ``trace_*`` arrays.
-_KEYS = ("theta", "x", "stats", "total", "log_g", "kernel_state", "move_state", "done",
-         "rng_state", "settings")
-_TRACE = ("theta", "accept_rate", "min_accept_prob", "theta_accept", "move_accept", "total")
+#: What a chain's file must hold: the sampler state's fields (written from and read back into
+#: the NamedTuple, so its field list lives in one place), the run's bookkeeping, and the
+#: ``trace_*`` arrays.
+_KEYS = (*RecordState._fields, "done", "rng_state", "settings")
+_TRACE = Trace._fields
 
 
 class CheckpointWriteError(OSError):
@@ -118,9 +120,7 @@ def save_chain(directory, chain: int, *, done: int, state, rng, trace, settings:
 
     def write(tmp: str) -> None:
         with open(tmp, "wb") as f:
-            np.savez(f, theta=state.theta, x=state.x, stats=state.stats, total=state.total,
-                     log_g=np.float64(state.log_g), kernel_state=state.kernel_state,
-                     move_state=state.move_state,
+            np.savez(f, **{k: np.asarray(v) for k, v in state._asdict().items()},
                      done=np.int64(done),
                      rng_state=np.array(json.dumps(rng.bit_generator.state)),
                      settings=np.array(json.dumps({**settings, "format": FORMAT})),

@@ -132,8 +132,7 @@ class _Setup:
         except (TypeError, ValueError) as err:
             raise ValueError(f"{where}: {err}; delete chain{chain}.npz to restart that chain "
                              f"from its seed") from None
-        state = record.RecordState(saved["theta"], x, saved["stats"], saved["total"],
-                                   saved["log_g"], saved["kernel_state"], saved["move_state"])
+        state = record.RecordState(*(saved[k] for k in record.RecordState._fields))
         _, _, status = record.consistency(state, self.s_dp, self.fns)
         if status != record.OK or not np.isfinite(saved["log_g"]):
             raise ValueError(f"{where}: the saved state is inconsistent (a record outside "
@@ -302,9 +301,7 @@ def _run_chain(setup: _Setup, chain: int, rng, theta, x, tune: int, draws: int,
                 f"init_x with a confidential total the mechanism could have released s_dp from")
         trace, done = _new_trace(draws, model.theta_size, mech.size, keep_stats), 0
     else:
-        state = record.RecordState(resumed["theta"], resumed["x"], resumed["stats"],
-                                   resumed["total"], resumed["log_g"], resumed["kernel_state"],
-                                   resumed["move_state"])
+        state = record.RecordState(*(resumed[k] for k in record.RecordState._fields))
         trace = record.Trace(*(resumed[f"trace_{k}"] for k in record.Trace._fields))
         done = resumed["done"]
     total_iterations = tune + draws
