@@ -17,6 +17,48 @@ ARVIZ_1 = int(az.__version__.split(".")[0]) >= 1
 _SAMPLED_0X = ("posterior", "sample_stats")
 
 
+def _mcse_sd_numpy(ary):
+    """ArviZ 0.x's ``_mcse_sd`` as its NumPy path computes it: the delta method on the
+    variance, with the ESS of the squared deviations (Vehtari et al. 2021; the same estimator
+    as ``arviz_stats`` and R's ``posterior``)."""
+    from arviz.stats import diagnostics as az_diagnostics
+
+    ary = np.asarray(ary)
+    if az_diagnostics._not_valid(ary, shape_kwargs={"min_draws": 4, "min_chains": 1}):
+        return np.nan
+    squared = (ary - ary.mean()) ** 2
+    ess_of_squares = az_diagnostics._ess_mean(squared)
+    var = squared.mean()
+    var_of_var = ((squared ** 2).mean() - var ** 2) / ess_of_squares
+    return np.sqrt(var_of_var / var / 4.0)
+
+
+def _repair_arviz_0_mcse_sd() -> bool:
+    """Make ``az.mcse(..., method="sd")`` work with ArviZ 0.x under NumPy >= 2.4.
+
+    ArviZ 0.x (0.23.4 included) takes the square root on its numba path, which it uses
+    whenever numba is installed, as dawrap's users always have it:
+    ``float(_sqrt(np.ravel(varsd), np.zeros(1)))`` converts a 1-element array to a Python
+    float. NumPy deprecated that conversion in 1.25 and raises ``TypeError: only
+    0-dimensional arrays can be converted to Python scalars`` since 2.4; ``az.summary``
+    computes its MCSE separately and is unaffected. ArviZ 0.x gets no more feature work, so
+    the fix is here: its ``_mcse_sd`` is replaced by the same estimator on the NumPy path
+    (:func:`_mcse_sd_numpy`), which ``az.mcse`` looks up at each call. Returns whether it was
+    replaced. ArviZ 1.x (``arviz_stats``) has no such path and is left alone.
+    """
+    if ARVIZ_1 or np.lib.NumpyVersion(np.__version__) < "2.4.0":
+        return False
+    from arviz.stats import diagnostics as az_diagnostics
+
+    az_diagnostics._mcse_sd = _mcse_sd_numpy
+    return True
+
+
+#: Whether ArviZ 0.x's ``mcse(method="sd")`` was repaired on import (see
+#: :func:`_repair_arviz_0_mcse_sd`); ``az.mcse`` then works for every method.
+ARVIZ_0_MCSE_SD_REPAIRED = _repair_arviz_0_mcse_sd()
+
+
 def to_arviz(groups: dict, attrs: dict):
     """Build the ArviZ object from ``{group: {variable: array}}``.
 
@@ -92,14 +134,7 @@ def mcse(draws: np.ndarray, method: str = "mean", prob: float | None = None) -> 
         kwargs = {"prob": prob} if method == "quantile" else {}
         return float(_array_stats().mcse(draws, chain_axis=0, draw_axis=1, method=method,
                                          **kwargs))
-    if method == "sd":
-        # ArviZ 0.x's own mcse(method="sd") fails under NumPy 2 (float() of a 1-element
-        # array); this is the same estimator (delta method on the variance, ESS of the
-        # squared deviations).
-        sq = (draws - draws.mean()) ** 2
-        var = sq.mean()
-        var_of_var = ((sq ** 2).mean() - var ** 2) / float(az.ess(sq, method="mean"))
-        return float(np.sqrt(var_of_var / var / 4.0))
+    # method="sd" too: ArviZ 0.x's is repaired on import (_repair_arviz_0_mcse_sd)
     kwargs = {"prob": prob} if method == "quantile" else {}
     return float(np.asarray(az.mcse(draws, method=method, **kwargs)).squeeze())
 

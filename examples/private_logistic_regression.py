@@ -11,11 +11,11 @@ log density, plus a model for the covariates and the mechanism. The sampler is e
 (Ju et al. 2022): it imputes the confidential records one at a time, accepting with the
 mechanism's density ratio, and moves beta with your Metropolis step given the imputed data.
 """
+import arviz as az
 import numba
 import numpy as np
 
 import dawrap as dw
-from dawrap import diagnostics
 
 P = 2            # covariates
 PRIOR_SD = 2.0   # beta ~ N(0, 2^2 I)
@@ -92,7 +92,7 @@ def main(n=500, epsilon=1.0, draws=2000, tune=1000, seed=2022):
 
     idata = dw.sample(model, mech, s_dp, n, draws=draws, tune=tune, chains=4, seed=seed + 2)
     print("\nPrivate posterior p(beta | s_dp) (record-level data augmentation):")
-    print(diagnostics.summary(idata).to_string())
+    print(az.summary(idata).to_string())
 
     reference = nonprivate_sampler(records, draws=4 * draws, seed=seed + 3)[tune:]
     print("\nFor comparison, the non-private posterior (only the curator could compute it):")

@@ -3,11 +3,11 @@
 The same code as the README's quickstart, plus a simulated release so it runs on its own:
     python examples/quickstart.py
 """
+import arviz as az
 import numba
 import numpy as np
 
 import dawrap as dw
-from dawrap import diagnostics
 
 
 @numba.njit
@@ -34,7 +34,7 @@ def main(n: int = 1000, draws: int = 2000, tune: int = 1000):
     x = model.simulate({"p": 0.31}, n, seed=1)       # the curator's confidential data
     s_dp = mech.release(x, seed=2)                   # what gets published
     idata = dw.sample(model, mech, s_dp, n=n, draws=draws, tune=tune, chains=4, seed=0)
-    print(diagnostics.summary(idata))
+    print(az.summary(idata))
     return idata
 
 

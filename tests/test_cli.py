@@ -81,7 +81,8 @@ def test_help_is_complete(capsys):
                        "--force"],
             "calibrate": ["--methods", "--trials", "--executor", "--workers", "--parameter",
                           "--index", "--out", "--progress", "--force"],
-            "demo": ["--n", "--p", "--epsilon", "--draws", "--out"]}.items():
+            "demo": ["--n", "--p", "--epsilon", "--draws", "--repeats", "--out",
+                     "--force"]}.items():
         with pytest.raises(SystemExit) as done:
             main([command, "--help"])
         assert done.value.code == 0
@@ -97,3 +98,68 @@ def test_models_lists_every_built_in_model(capsys):
     assert main(["models"]) == 0
     text = capsys.readouterr().out
     assert all(f"  {name}(" in text for name in models.__all__)
+
+
+def test_models_marks_the_mechanisms_that_are_not_dp_on_their_own(capsys):
+    assert main(["models"]) == 0
+    marked = [line for line in capsys.readouterr().out.splitlines() if "not DP" in line]
+    # Of the built-in mechanisms only normal_mean's Gaussian noise on the unclamped sum
+    # states no guarantee; every Laplace and geometric one takes epsilon.
+    assert len(marked) == 1 and "--mechanism gaussian(sigma)" in marked[0]
+
+
+def test_privacy_gap_is_read_from_the_mechanism():
+    import dawrap as dw
+    from dawrap.cli import privacy_gap
+    from dawrap.models import beta_binomial
+
+    count = beta_binomial.count
+    stated = [dw.Laplace(count, epsilon=1.0), dw.Geometric(count, epsilon=1.0),
+              dw.Gaussian.from_zcdp(count, rho=0.5, sensitivity=1.0),
+              dw.Gaussian.from_gdp(count, mu=1.0, sensitivity=1.0),
+              dw.DiscreteGaussian(count, sigma=2.0, contribution=(0, 1))]
+    assert [privacy_gap(m) for m in stated] == [""] * len(stated)
+    for mech in (dw.Gaussian(count, sigma=2.0), dw.DiscreteGaussian(count, sigma=2.0)):
+        assert privacy_gap(mech).startswith("not DP on its own")
+
+
+def test_sample_says_which_seed_it_drew_and_the_seed_repeats_the_run(tmp_path, capsys):
+    import re
+
+    argv = ["sample", "beta_binomial", "--epsilon", "0.5", "--n", "100", "--s-dp", "31.2",
+            "--draws", "50", "--tune", "20", "--chains", "2"]
+    assert main(argv + ["--out", str(tmp_path / "a.nc")]) == 0
+    seed = re.search(r"^seed = (\d+) \(none given", capsys.readouterr().out, re.M).group(1)
+    first = _load(tmp_path / "a.nc")
+    assert diagnostics.attrs(first)["seed"] == seed  # kept with the result
+    assert main(argv + ["--seed", seed, "--out", str(tmp_path / "b.nc")]) == 0
+    assert "none given" not in capsys.readouterr().out
+    again = _load(tmp_path / "b.nc")
+    assert np.array_equal(diagnostics.group(first, "posterior")["p"].values,
+                          diagnostics.group(again, "posterior")["p"].values)
+
+
+def test_sample_notes_a_mechanism_without_a_guarantee(tmp_path, capsys):
+    assert main(["sample", "normal_mean", "--mechanism", "gaussian", "--mechanism-arg",
+                 "sigma=2", "--n", "20", "--s-dp", "3.0", "--draws", "20", "--tune", "10",
+                 "--chains", "1", "--seed", "1", "--out", str(tmp_path / "g.nc")]) == 0
+    assert "not DP on its own" in capsys.readouterr().err
+
+
+# Tiny runs: the sufficient-statistic chains of the demo have not mixed, as they need not
+@pytest.mark.filterwarnings("ignore:R-hat")
+@pytest.mark.parametrize("command, written", [
+    (["sample", "beta_binomial", "--epsilon", "0.5", "--n", "100", "--s-dp", "31.2",
+      "--draws", "50", "--tune", "20", "--chains", "1", "--seed", "1"], "out.nc"),
+    (["demo", "--n", "50", "--draws", "50", "--tune", "20", "--chains", "2",
+      "--repeats", "20"], "demo_posterior.nc"),
+])
+def test_outputs_are_not_overwritten_without_force(command, written, tmp_path, capsys):
+    """Refused before any work, naming --force; with --force the file is replaced."""
+    out = tmp_path / "out.nc" if written == "out.nc" else tmp_path
+    (tmp_path / written).write_text("precious")
+    assert main(command + ["--out", str(out)]) == 2
+    assert "pass --force" in capsys.readouterr().err
+    assert (tmp_path / written).read_text() == "precious"
+    assert main(command + ["--out", str(out), "--force"]) == 0
+    assert (tmp_path / written).read_bytes() != b"precious"

@@ -35,14 +35,35 @@ def test_readme_quickstart_matches_example():
             assert " ".join(code.split()) in example, code
 
 
-def test_cli_demo_runs(tmp_path, capsys):
+def _demo_rows(out: str) -> dict:
+    """``{method: (mean, sd, lower, upper, covers, sd ratio)}`` from the demo's table."""
+    rows = re.findall(r"^  (\w+) +(\S+) +(\S+) +\[(\S+), (\S+)\] +(yes|NO) +(\S+)$", out,
+                      re.M)
+    return {m: (*map(float, v[:4]), v[4] == "yes", float(v[5])) for m, *v in rows}
+
+
+def test_cli_demo_makes_the_case(tmp_path, capsys):
+    """On its default release (n = 100, epsilon = 0.1) the naive posterior is over-confident
+    and misses p, the exact samplers match the closed-form posterior, and over repeated
+    experiments the exact 90% intervals cover p at their level, the naive ones far less."""
     from dawrap.cli import main
 
-    assert main(["demo", "--n", "200", "--draws", "300", "--tune", "100", "--out",
+    assert main(["demo", "--draws", "1000", "--tune", "300", "--repeats", "1000", "--out",
                  str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "Against the exact posterior" in out and "exp(-epsilon)" in out
-    assert all(f"{m}  " in out for m in ("record", "suffstat", "naive"))  # the comparison
+    rows = _demo_rows(out)
+    assert list(rows) == ["exact", "record", "suffstat", "naive"]
+    exact = rows["exact"]
+    assert exact[4] and exact[5] == 1.0
+    for method in ("record", "suffstat"):  # exact samplers: within Monte Carlo error
+        mean, sd, *_, covers, ratio = rows[method]
+        assert abs(mean - exact[0]) < 0.03 and 0.85 < ratio < 1.15 and covers, method
+    assert rows["naive"][5] < 0.5 and not rows["naive"][4]  # over-confident, misses p = 0.3
+    naive_cover, exact_cover = map(float, re.search(
+        r"covers p in (\S+)% of them, the exact one in (\S+)%", out.replace("\n", " ")).groups())
+    assert abs(exact_cover - 90) < 3 * 100 * np.sqrt(0.09 / 1000)  # 3 binomial SE
+    assert naive_cover < 60
+    assert "exp(-epsilon)" in out and "ess_bulk" in out
     for name in ("demo_posterior.nc", "demo_trace.png", "demo_posteriors.png"):
         assert (tmp_path / name).stat().st_size > 1000, name
     assert np.isfinite(float(re.search(r"s_dp = (\S+)", out).group(1)))

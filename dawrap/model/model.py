@@ -273,7 +273,7 @@ class Model:
         theta = self.pack(theta)
         n = as_count(n, "n")
         rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-        return record.draw_records(rng, theta, n, self.record_size, self.draw_record)
+        return record.draw_database(rng, theta, n, self.record_size, self.draw_record)
 
     def unpack(self, draws: np.ndarray) -> dict:
         """Split ``(..., theta_size)`` draws into a dict of ``(..., *shape)`` arrays."""

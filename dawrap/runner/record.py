@@ -220,7 +220,7 @@ class _Setup:
                                               self.noise)
             theta = theta if informed is None else informed
         if init_x is None:
-            x = record.draw_records(rng, theta, self.n, model.record_size, model.draw_record)
+            x = record.draw_database(rng, theta, self.n, model.record_size, model.draw_record)
         else:
             x = init_x.copy()
             if probe:
@@ -277,7 +277,7 @@ def _advance(setup: _Setup, rng, state, start: int, stop: int, tune: int, trace)
                     done = it
                     break
             if it >= tune:
-                record.record_draw(trace, it - tune, state, info, theta_accept)
+                record.store_draw(trace, it - tune, state, info, theta_accept)
     if status == record.OK and stop == tune + trace.theta.shape[0]:
         # The chain's last iteration: the same check as every refresh, so that a run shorter
         # than REFRESH_EVERY iterations is checked too (one pass over x, once).

@@ -126,7 +126,7 @@ def simulated_contributions(model, mechanism, s_dp: np.ndarray, thetas: int = 8,
 
 
 def _clt_log_likelihood(model, mechanism, s_dp, n, theta, noise, seed, records) -> float:
-    x = record.draw_records(np.random.default_rng(seed), theta, records, model.record_size,
+    x = record.draw_database(np.random.default_rng(seed), theta, records, model.record_size,
                             model.draw_record)
     full = mechanism.size <= FULL_COVARIANCE_UP_TO
     mean, cov = statistic_moments(x, s_dp, mechanism.engine_statistic, mechanism.size, full)

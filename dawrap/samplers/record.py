@@ -37,7 +37,7 @@ from numba.extending import intrinsic
 from .arrays import add_into, all_finite, copy_into
 
 __all__ = ["RecordFunctions", "RecordState", "StepInfo", "Trace", "init", "make_sweep", "step",
-           "update_records", "no_move", "run", "record_draw", "draw_records", "STATUS_MESSAGES",
+           "update_records", "no_move", "run", "store_draw", "draw_database", "STATUS_MESSAGES",
            "REFRESH_EVERY", "consistency", "refresh", "first_overflow", "draw_guarded"]
 
 #: Running totals are recomputed from ``x`` every this many iterations, so that floating-point
@@ -121,7 +121,7 @@ def first_outside(x, support):
 
 
 @numba.njit(nogil=True)
-def draw_records(rng, theta, n, record_size, draw_record):
+def draw_database(rng, theta, n, record_size, draw_record):
     """``n`` records from ``f(. | theta)``: the default initial database."""
     x = np.empty((n, record_size))
     for i in range(n):
@@ -346,7 +346,7 @@ def step(rng, state, s_dp, params, fns, theta_kernel, sweep, tuning, move, sweep
 
 
 @numba.njit(nogil=True)
-def record_draw(trace, row, state, info, theta_accept):
+def store_draw(trace, row, state, info, theta_accept):
     """Write one kept draw (the state after the iteration's updates) into ``trace``."""
     copy_into(trace.theta[row], state.theta)
     trace.accept_rate[row] = info.accept_rate
@@ -492,5 +492,5 @@ def run(rng, state, s_dp, params, fns, theta_kernel, sweep, start, stop, tune, t
             if status != OK:
                 return state, it, status
         if it >= tune:
-            record_draw(trace, it - tune, state, info, theta_accept)
+            store_draw(trace, it - tune, state, info, theta_accept)
     return state, stop, OK

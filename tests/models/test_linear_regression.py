@@ -205,7 +205,7 @@ def summaries(values, weights):
     return np.array(out)
 
 
-def importance_summaries(draw_prior, draw_records, log_likelihoods, batches=10,
+def importance_summaries(draw_prior, draw_database, log_likelihoods, batches=10,
                          size=100_000, seed=0):
     """Posterior summaries of every parameter by self-normalised importance sampling from the
     prior predictive with weights g(s_dp | T(x)), for each log-likelihood (all from the same
@@ -216,7 +216,7 @@ def importance_summaries(draw_prior, draw_records, log_likelihoods, batches=10,
     rows, smallest = [], np.inf
     for _ in range(batches):
         theta = draw_prior(rng, size)
-        records = draw_records(rng, theta)
+        records = draw_database(rng, theta)
         weights = []
         for log_likelihood in log_likelihoods:
             log_w = log_likelihood(records)
@@ -264,7 +264,7 @@ def test_record_sampler_matches_importance_sampling(variant):
         beta = PRIOR_MEAN + rng.normal(0.0, 1.5, (size, 3)) * np.sqrt(sigma2)[:, None]
         return np.column_stack([beta, sigma2, rng.normal([0.0, -1.0], 1.0, (size, 2))])
 
-    def draw_records(rng, theta):
+    def draw_database(rng, theta):
         m = theta[:, None, 4:6] if unknown else M_TRUE
         sigma = np.sqrt(theta[:, None, 3]) if unknown else np.sqrt(2.0)
         x0 = m + rng.standard_normal((len(theta), n, 2)) @ chol.T
@@ -277,7 +277,7 @@ def test_record_sampler_matches_importance_sampling(variant):
         return -np.abs(s_dp - t).sum(-1) / mech.scale
 
     reference, size = importance_summaries(
-        draw_prior, draw_records, [log_g, lambda records: log_g(records, False)])
+        draw_prior, draw_database, [log_g, lambda records: log_g(records, False)])
     # Self-normalised importance sampling is biased by O(1 / effective size): keep it small.
     assert size > 400
     # The paper's sampler for the known variant; with the interweaving move (the model's
