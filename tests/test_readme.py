@@ -231,3 +231,18 @@ def test_the_python_blocks_run_as_one_script_and_print_what_the_readme_shows(tmp
 ])
 def test_output_comparison(expected, actual, agree):
     assert _line_matches(expected, actual, set()) is agree
+
+
+def test_output_check_finds_lines_in_order_and_ignores_timings():
+    expected = ("method  mean  ess/s\n"
+                "record  0.30  1.4e+04\n"
+                "naive   0.24  7.9e+06\n")
+    actual = ("noise before\n"
+              "method  mean  ess/s\n"
+              "record  0.30  2.2e+05\n"          # another machine's timing
+              "naive   0.24  1.1e+06\n")
+    assert _check_output(expected, actual, "test") == 3
+    with pytest.raises(AssertionError, match="the README shows"):
+        _check_output(expected, actual.replace("0.24", "0.31"), "test")
+    with pytest.raises(AssertionError, match="the README shows"):  # order matters
+        _check_output("naive 0.24\nrecord 0.30\n", "record 0.30\nnaive 0.24\n", "test")
