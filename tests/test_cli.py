@@ -50,6 +50,8 @@ def test_sample_reads_a_vector_release_from_a_file(tmp_path):
      "is not one of"),
     (["sample", "beta_binomial", "--epsilon", "1", "--n", "3", "--s-dp", "1", "--resume"],
      "give both"),
+    (["demo", "--methods", "record,suffstat"], "--methods must name record and naive"),
+    (["demo", "--p", "1.5"], "--p must be a probability"),
 ])
 def test_bad_input_exits_2_with_a_message(argv, message, capsys, tmp_path):
     assert main(argv + ["--out", str(tmp_path / "x")]) == 2
