@@ -70,8 +70,8 @@ class Comparison:
             if exact and name in exact:
                 grid = np.linspace(min(lows), max(highs), 400)
                 ax.plot(grid, exact[name].pdf(grid), "k--", lw=1.2, label="exact")
-            ax.set_title(name)
-            ax.legend(fontsize=8)
+            ax.set(title=name, xlabel=name, ylabel="posterior density")
+            ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
         fig.tight_layout()
         fig.savefig(path, dpi=110)
         plt.close(fig)

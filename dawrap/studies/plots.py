@@ -32,8 +32,17 @@ def _panels(count: int, width: float = 3.6, height: float = 3.0):
     return plt, fig, axes[0]
 
 
+def _legend_below(fig, ax) -> None:
+    """One legend for the figure, below the panels: never over the data."""
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="lower center", ncol=len(handles), fontsize=8,
+                   frameon=False, bbox_to_anchor=(0.5, 0.0))
+        fig.subplots_adjust(bottom=0.3)
+
+
 def _save(plt, fig, path):
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.1 if fig.legends else 0, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
@@ -52,7 +61,7 @@ def plot_ranks(pit: dict, path, bins: int = 20):
         ax.axhline(m / bins, color="0.4", lw=1)
         ax.hist(u, bins=np.linspace(0, 1, bins + 1), histtype="stepfilled", alpha=0.7)
         ax.set(title=method, xlabel="normalised rank", ylabel="trials")
-    axes[0].legend(fontsize=8)
+    _legend_below(fig, axes[0])
     return _save(plt, fig, path)
 
 
@@ -69,7 +78,7 @@ def plot_ecdf_difference(pit: dict, path, alpha: float = 0.05):
         ax.step(z, ecdf - z, where="mid", color="C0")
         ax.axhline(0.0, color="0.4", lw=0.8)
         ax.set(title=method, xlabel="normalised rank", ylabel="ECDF difference")
-    axes[0].legend(fontsize=8)
+    _legend_below(fig, axes[0])
     return _save(plt, fig, path)
 
 
