@@ -219,7 +219,7 @@ def _check_plausible(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: in
       spread, without any sign of it: no output is better than that.
 
     Cheap: one pass over about a hundred simulated records
-    (:func:`dawrap.start.simulated_contributions`) and O(size) arithmetic, plus two
+    (:func:`dawrap.runner.starts.simulated_contributions`) and O(size) arithmetic, plus two
     log-density evaluations per coordinate outside the range (none for an ordinary release).
     """
     bounds = _statistic_range(model, mechanism, s_dp, n)
@@ -310,7 +310,7 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method="record",
         ``"record"`` and ``"suffstat"``: initial theta for every chain, or one per chain as a
         list of dicts or a ``(chains, theta_size)`` array. Default: ``"record"`` resamples
         64 prior draws per chain by the central-limit approximation of the release's
-        likelihood (:mod:`dawrap.start`: each chain its own draws, so starts stay apart and
+        likelihood (:mod:`dawrap.runner.starts`: each chain its own draws, so starts stay apart and
         R-hat can still reveal chains stuck apart, but none begins where the release rules
         theta out); mechanisms without noise draws or whose statistic depends on the
         release, and ``"suffstat"``, start at a prior draw.
@@ -331,7 +331,7 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method="record",
         ``f(. | theta)``.
     variant : {"gibbs", "printed"}
         ``"suffstat"`` with a truncated release: the proper Gibbs update of the centre
-        statistic (default) or Algorithm 2 line 10 as printed (see :mod:`dawrap.suffstat`).
+        statistic (default) or Algorithm 2 line 10 as printed (see :mod:`dawrap.samplers.suffstat`).
     checkpoint : str or path, optional
         ``"record"``: a folder where each chain's complete state (database, running sums,
         generator state, draws so far) is written atomically every ``checkpoint_every``
@@ -343,12 +343,12 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method="record",
 
     interweave : bool or int, optional
         ``"record"``: after theta's kernel, a non-centred theta move that shifts every record
-        with theta (:mod:`dawrap.interweave`; needs ``Model(noncentred=...)``). ``True`` is
-        :data:`~dawrap.interweave.DEFAULT_STEPS` Metropolis steps of it per iteration, an
+        with theta (:mod:`dawrap.samplers.interweave`; needs ``Model(noncentred=...)``). ``True`` is
+        :data:`~dawrap.samplers.interweave.DEFAULT_STEPS` Metropolis steps of it per iteration, an
         integer that many (each a pass over the records), ``False`` or 0 none. Default: on
         when the model has a non-centred parameterisation and the estimated fraction of
-        missing information (:func:`dawrap.interweave.missing_information`) is at least
-        :data:`~dawrap.interweave.AUTO_THRESHOLD`, where measurement says it pays.
+        missing information (:func:`dawrap.samplers.interweave.missing_information`) is at least
+        :data:`~dawrap.samplers.interweave.AUTO_THRESHOLD`, where measurement says it pays.
     sweeps : int
         ``"record"``: record sweeps per theta update (default 1).
     scan : {"systematic", "random"}

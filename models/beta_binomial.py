@@ -195,9 +195,9 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, a: float = 1.0, b: fl
     .. math:: p(p \mid s_{dp}) = \sum_{k=0}^n w_k\, \mathrm{Beta}(p; a + k, b + n - k),\quad
               w_k \propto \mathrm{BetaBinomial}(k; n, a, b)\, g(s_{dp}, k),
 
-    a mixture of Betas with no grid error (:class:`dawrap.exact.BetaMixture`). The weights
+    a mixture of Betas with no grid error (:class:`dawrap.reference.BetaMixture`). The weights
     are computed in log space from the differences of :math:`\log g` between counts
-    (:func:`dawrap.exact.relative_log_g`), so a release far outside ``[0, n]`` gets its exact
+    (:func:`dawrap.reference.relative_log_g`), so a release far outside ``[0, n]`` gets its exact
     answer (with Laplace noise: :math:`w_k \propto \mathrm{BetaBinomial}(k)\, e^{\epsilon
     k}` for any release above ``n``), not the prior.
     """

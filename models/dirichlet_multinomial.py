@@ -140,7 +140,7 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, alpha):
 
     :math:`p(p \mid s_{dp}) = \sum_k w_k \mathrm{Dirichlet}(\alpha + k)`,
     :math:`w_k \propto \mathrm{DirMult}(k; n, \alpha)\, g(s_{dp}, k)`; the marginal of ``p_j``
-    under each component is a Beta. Returns one :class:`dawrap.exact.BetaMixture` per category.
+    under each component is a Beta. Returns one :class:`dawrap.reference.BetaMixture` per category.
     The number of count vectors is C(n + K - 1, K - 1): keep n and K small.
     """
     from scipy import special

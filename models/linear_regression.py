@@ -84,7 +84,7 @@ posterior is nearly the prior. At the published settings the median bulk ESS of 
 the non-centred parameterisation :math:`x_0 = m + L z_x`, :math:`y = x^\top\beta + \sigma
 z_y` (:math:`L L^\top = \Sigma`, :math:`z \sim N(0, I)`), with which
 ``dw.sample(..., interweave=True)`` adds a move of theta that shifts every record with it
-(:mod:`dawrap.interweave`; ``interweave=None``, the default, decides from the estimated
+(:mod:`dawrap.samplers.interweave`; ``interweave=None``, the default, decides from the estimated
 fraction of missing information).
 
 Examples
@@ -359,7 +359,7 @@ def _spec(p=2, intercept=True, sigma2=2.0, m=0.0, cov=None, prior_mean=0.0, prio
 def _record_functions(spec: _Spec):
     """The record sampler, the parameter space and the non-centred parameterisation
     ``x_0 = m + L z_x``, ``y = x beta + sigma z_y`` with ``z ~ N(0, I_{p+1})``, ``L L^T =
-    Sigma``, through which the interweaving move of :mod:`dawrap.interweave` shifts every
+    Sigma``, through which the interweaving move of :mod:`dawrap.samplers.interweave` shifts every
     record with theta."""
     p, q = spec.p, spec.q
     ones = int(spec.intercept)  # offset of the slopes in beta

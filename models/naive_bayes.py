@@ -469,7 +469,7 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, I: int, J, alpha=2.0,
 
     and :math:`p(r_{ki} \mid c, s_{dp}) \propto \mathrm{DirMult}(r; c_i, \alpha^k_i)
     \prod_j g_{kij}(r_j)`. Given all tables the parameters are Dirichlet, so each marginal is
-    a :class:`dawrap.exact.BetaMixture`. The work is C(n + I - 1, I - 1) class-count vectors
+    a :class:`dawrap.reference.BetaMixture`. The work is C(n + I - 1, I - 1) class-count vectors
     plus sum_k I C(n + J_k, J_k) rows: keep ``n``, ``I`` and ``J_k`` small.
 
     ``mechanism`` must have a density that is a product over coordinates (``dw.Laplace``,

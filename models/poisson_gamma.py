@@ -267,14 +267,14 @@ def _tilted_log_likelihood(lam: np.ndarray, c: int, n: int, rel: np.ndarray) -> 
 def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, c: float, alpha: float = 1.0,
                     beta: float = 1.0, grid_size: int = 4000):
     r"""The exact private posterior of ``lam`` when ``mechanism`` releases the total clamped
-    at ``c``, on a grid (:class:`dawrap.exact.Grid`).
+    at ``c``, on a grid (:class:`dawrap.reference.Grid`).
 
     For each grid value of :math:`\lambda` the distribution of
     :math:`S = \sum_i \min(x_i, c)` is the ``n``-fold convolution of the clamped Poisson pmf
     (by FFT, exponentially tilted so that its tails keep their relative accuracy:
     :func:`_tilted_log_likelihood`), and :math:`p(s_{dp} \mid \lambda) = \sum_S P(S \mid
     \lambda)\, g(s_{dp}, S)`, with the differences of :math:`\log g` between totals
-    computed exactly however extreme the release (:func:`dawrap.exact.relative_log_g`).
+    computed exactly however extreme the release (:func:`dawrap.reference.relative_log_g`).
     """
     from scipy import stats
 

@@ -461,7 +461,7 @@ class Mechanism:
 
     def noise_variance(self) -> np.ndarray | None:
         """The variance of each coordinate's noise when it is known in closed form (the
-        built-in mechanisms), else ``None`` (:mod:`dawrap.start` then estimates it from
+        built-in mechanisms), else ``None`` (:mod:`dawrap.runner.starts` then estimates it from
         ``draw_release``)."""
         return None
 
@@ -525,7 +525,7 @@ class Mechanism:
         (``Geometric``, ``DiscreteGaussian``) built with a ``contribution`` domain: each
         record's contribution is projected onto the integer points of that domain
         (:meth:`bounded_total`), then exact integer noise from the operating system's
-        cryptographic source is added (:mod:`dawrap.discrete`). Every input of a valid type and
+        cryptographic source is added (:mod:`dawrap.mechanisms.discrete`). Every input of a valid type and
         shape gets a release with the stated guarantee; nothing raised depends on the values.
         It takes no seed.
         """

@@ -61,7 +61,7 @@ class Model:
         leaving :math:`p(\theta \mid x)` invariant. Compiled with ``numba.njit``, the whole
         chain runs in compiled code; a plain Python function also works, at a per-iteration
         call cost. Without a conjugate update, build one from a log density with
-        :func:`dawrap.kernels.metropolis` or :func:`~dawrap.kernels.adaptive_metropolis`.
+        :func:`dawrap.samplers.kernels.metropolis` or :func:`~dawrap.samplers.kernels.adaptive_metropolis`.
     draw_prior : callable
         ``(rng) -> theta``: a draw from the prior :math:`p(\theta)`.
     model_stat : numba.njit function, optional
@@ -87,7 +87,7 @@ class Model:
         are checked against it.
     noncentred : dawrap.NonCentred, optional
         The records written through noise, :math:`x_i = h(\theta, z_i)`, and the log prior:
-        enables the interweaving move of :mod:`dawrap.interweave` (``dw.sample(...,
+        enables the interweaving move of :mod:`dawrap.samplers.interweave` (``dw.sample(...,
         interweave=True)``), which moves theta and all records together.
     family : dawrap.ExponentialFamily, optional
         The model's exponential-family description, which enables the sufficient-statistic

@@ -1,9 +1,9 @@
 """Driver of the record-level sampler: probe the user's functions, start and run the chains.
 
-The compiled kernel is in :mod:`dawrap.record`; this module prepares its inputs once (probing
+The compiled kernel is in :mod:`dawrap.samplers.record`; this module prepares its inputs once (probing
 each user function, so one that does not compile or writes the wrong shape fails here with its
 name, not deep inside compiled code), starts each chain from a release-informed prior draw
-(:mod:`dawrap.start`; or ``init_theta`` / ``init_x``) and runs the chains in parallel threads (the compiled loop releases the GIL).
+(:mod:`dawrap.runner.starts`; or ``init_theta`` / ``init_x``) and runs the chains in parallel threads (the compiled loop releases the GIL).
 """
 from __future__ import annotations
 
@@ -205,7 +205,7 @@ class _Setup:
                               move_state=self.init_move_state(theta))
 
     def initial_state(self, rng, init_theta, init_x, probe: bool):
-        """Theta (by default a release-informed prior draw, :mod:`dawrap.start`) and x (from
+        """Theta (by default a release-informed prior draw, :mod:`dawrap.runner.starts`) and x (from
         f(. | theta) by default) for one chain; with ``probe``, the user's functions are
         checked along the way."""
         model = self.model

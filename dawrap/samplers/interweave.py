@@ -19,7 +19,7 @@ the release says. One iteration interweaves the two:
    :math:`x_i` for discrete ones (a uniform for :math:`x_i = 1[u_i < p]`);
 3. :math:`\theta''`: a random-walk Metropolis step on :math:`p(\theta \mid z, s_{dp}) \propto
    p(\theta)\, g(s_{dp}, T(h(\theta, z)))` (O(n) per proposal), its full covariance
-   adapted during warm-up only (:func:`dawrap.kernels.rw_adapt`; theta's coordinates are
+   adapted during warm-up only (:func:`dawrap.samplers.kernels.rw_adapt`; theta's coordinates are
    often strongly correlated under the release); then :math:`x = h(\theta'', z)`;
 4. the record sweep(s).
 
@@ -81,7 +81,7 @@ class NonCentred(NamedTuple):
 
 #: Warm-up steps of the move (iterations times steps per iteration) before it may use the
 #: estimated theta covariance
-#: (:func:`dawrap.kernels.rw_adapt`).
+#: (:func:`dawrap.samplers.kernels.rw_adapt`).
 ADAPT_AFTER = 100
 
 

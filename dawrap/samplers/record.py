@@ -310,7 +310,7 @@ def no_move(rng, state, s_dp, params, fns, tuning):
 @numba.njit(nogil=True)
 def update_records(rng, state, s_dp, params, fns, sweep, tuning, move, sweeps):
     """After theta's kernel: the extra theta move (e.g. the non-centred move of
-    :mod:`dawrap.interweave`), then ``sweeps`` record sweeps. Returns the state and a
+    :mod:`dawrap.samplers.interweave`), then ``sweeps`` record sweeps. Returns the state and a
     :class:`StepInfo` over all sweeps."""
     state, move_accept, status = move(rng, state, s_dp, params, fns, tuning)
     if status != OK:
@@ -330,7 +330,7 @@ def step(rng, state, s_dp, params, fns, theta_kernel, sweep, tuning, move, sweep
     """One full iteration: theta from ``theta_kernel``, then :func:`update_records`.
 
     ``theta_kernel(rng, theta, x, stats, kernel_state, tuning) -> (theta, accept_prob)``
-    (the engine form of a :class:`dawrap.kernels.Kernel`; it may update ``kernel_state`` in
+    (the engine form of a :class:`dawrap.samplers.kernels.Kernel`; it may update ``kernel_state`` in
     place while ``tuning``); ``sweep`` from :func:`make_sweep`.
     """
     # A copy of the running statistic: a kernel that modifies its input cannot corrupt it.

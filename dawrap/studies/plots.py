@@ -67,7 +67,7 @@ def plot_ranks(pit: dict, path, bins: int = 20):
 
 def plot_ecdf_difference(pit: dict, path, alpha: float = 0.05):
     """ECDF minus the uniform CDF per method, with the simultaneous ``1 - alpha`` band
-    (:func:`dawrap.bands.ecdf_band`): a calibrated sampler's curve stays in the band."""
+    (:func:`dawrap.studies.bands.ecdf_band`): a calibrated sampler's curve stays in the band."""
     plt, fig, axes = _panels(len(pit))
     for ax, (method, u) in zip(axes, pit.items()):
         u = np.sort(np.asarray(u, dtype=float))
