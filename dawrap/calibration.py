@@ -85,7 +85,8 @@ def run_trial(study: Study, t: int) -> dict:
             # Short chains in a study may draw R-hat warnings; calibration is the verdict.
             warnings.simplefilter("ignore", RuntimeWarning)
             idata = sample(model, study.mechanism, s_dp, study.n, method=name,
-                           seed=method_seed, confidential=x, variant=variant or "gibbs",
+                           seed=method_seed, confidential=x,
+                           variant=(variant or None) if name == "suffstat" else None,
                            **kwargs)
         draws = _arviz.group(idata, "posterior")[study.parameter].values
         draws = draws.reshape(draws.shape[0], draws.shape[1], -1)[:, :, study.index]
@@ -190,7 +191,8 @@ def calibrate(model: Model, mechanism: Mechanism, n: int, methods: Sequence[str]
     n : int
         Records per database.
     methods : sequence of str
-        ``dw.sample`` methods; ``"suffstat:printed"`` runs the printed Algorithm 2 variant.
+        ``dw.sample`` methods; ``"suffstat:gibbs"``, ``"suffstat:marginal"`` and
+        ``"suffstat:printed"`` run that suffstat kernel (plain ``"suffstat"``: the default).
     trials, seed : int
         Number of simulated datasets, and the root seed.
     parameter, index
@@ -227,9 +229,10 @@ def calibrate(model: Model, mechanism: Mechanism, n: int, methods: Sequence[str]
         raise TypeError(f"methods must be a non-empty list of method names, got {methods!r}")
     for method in methods:
         name, _, variant = str(method).partition(":")
-        if name not in METHODS or variant not in ("", "gibbs", "printed"):
+        if name not in METHODS or variant not in ("", "gibbs", "printed", "marginal") or (
+                variant and name != "suffstat"):
             raise ValueError(f"methods: {method!r} is not one of {METHODS} (or "
-                             f"'suffstat:printed')")
+                             f"'suffstat:gibbs', 'suffstat:marginal', 'suffstat:printed')")
     parameter = parameter or next(iter(model.params))
     if parameter not in model.params:
         raise ValueError(f"parameter must be one of {list(model.params)}, got {parameter!r}")

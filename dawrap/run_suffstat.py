@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import threading
 import warnings
 
@@ -10,12 +11,28 @@ import numpy as np
 from . import suffstat
 from ._parallel import Output, deferred_interrupt, run_parallel
 from ._progress import Progress
-from .family import ExponentialFamily, no_cdf, no_natural
-from .mechanisms import DiscreteGaussian, Gaussian, Laplace, Mechanism
+from .family import ExponentialFamily, no_cdf, no_log_partition, no_natural
+from .mechanisms import DiscreteGaussian, Gaussian, Geometric, Laplace, Mechanism
 from .model import Model
 from .run_record import _initial_values, call_user
 
-__all__ = ["run_suffstat", "require_family"]
+__all__ = ["run_suffstat", "require_family", "choose_variant", "VARIANTS", "AUTO_THRESHOLD",
+           "PSEUDO_FRACTION"]
+
+#: ``variant`` values: the Bernstein-Sheldon Gibbs sampler (with the corrections of
+#: :mod:`dawrap.suffstat`), Algorithm 2 as printed, and the marginal kernel.
+VARIANTS = ("gibbs", "printed", "marginal")
+#: ``variant=None`` uses the marginal kernel when the estimated fraction of missing
+#: information (:func:`dawrap.interweave.missing_information`) is at least this, and the
+#: family has ``natural`` and ``log_partition`` (benchmarks/suffstat_mixing.py).
+AUTO_THRESHOLD = 0.5
+#: The marginal kernel's pseudo-sample starts at this fraction of the records' effective
+#: number ``n (1 - f)`` (then adapted during warm-up).
+PSEUDO_FRACTION = 1.0 / 3.0
+#: Acceptance rate the marginal kernel's warm-up adaptation aims at.
+TARGET_ACCEPT = 0.5
+#: The marginal kernel's Metropolis-Hastings steps per iteration.
+MOVES = 1
 
 
 def require_family(model: Model, method: str) -> ExponentialFamily:
@@ -57,24 +74,69 @@ def _check_release_statistic(family: ExponentialFamily, mech: Mechanism) -> None
                              f"{got[0]}, expected {want[0]}")
 
 
-def _config(family, mech, s_dp, n, variant) -> suffstat.SuffstatConfig:
+def noise_model(mech: Mechanism) -> tuple[float, float]:
+    r"""``(laplace_scale, gaussian_variance)`` of the continuous noise the sampler assumes
+    (exactly one is non-zero).
+
+    The CLT treats the statistic as continuous, so integer noise is replaced by the
+    continuous law of the same variance: two-sided geometric noise (``dw.Geometric``,
+    variance :math:`2\alpha/(1-\alpha)^2`) by Laplace noise of scale
+    :math:`\sqrt\alpha/(1-\alpha)` (within 1/(24 b) of ``b = sensitivity / epsilon``),
+    discrete Gaussian noise by Gaussian noise of its variance (:math:`\sigma^2` to 1e-16
+    for :math:`\sigma \ge 1`, less below). The likelihood of a total smooth on the unit
+    scale (sd of ``s`` given theta of one count or more, which the CLT needs anyway) depends
+    on the noise through its moments, so matching the variance leaves an error of the order
+    of the fourth cumulants' difference over :math:`(n\Sigma)^2`; where the CLT sd of the
+    statistic is below one count, neither approximation is meaningful.
+    """
     if isinstance(mech, Laplace):
-        scale = mech.scale
-    elif isinstance(mech, Gaussian):
-        # A DiscreteGaussian counts as Gaussian noise of the same sigma: for sigma >= 1 its
-        # variance is sigma^2 to within 1e-16 relative (Poisson summation); below, it is not.
-        if isinstance(mech, DiscreteGaussian) and mech.sigma < 1.0:
-            raise ValueError("method='suffstat' treats discrete Gaussian noise as Gaussian, "
-                             f"which needs sigma >= 1; got sigma = {mech.sigma}")
-        scale = 0.0
-    else:
-        raise ValueError(f"method='suffstat' supports the Laplace and Gaussian mechanisms, "
-                         f"got {mech.name}")
-    if variant not in ("gibbs", "printed"):
-        raise ValueError(f"variant must be 'gibbs' or 'printed', got {variant!r}")
+        return mech.scale, 0.0
+    if isinstance(mech, Geometric):
+        return math.sqrt(float(mech.noise_variance()[0]) / 2.0), 0.0
+    if isinstance(mech, DiscreteGaussian):
+        # sigma^2 itself for sigma >= 1 (equal to the variance to 1e-16, and unchanged from
+        # earlier versions, so seeded runs repeat); the true variance below.
+        return 0.0, (mech.sigma ** 2 if mech.sigma >= 1.0
+                     else float(mech.noise_variance()[0]))
+    if isinstance(mech, Gaussian):
+        return 0.0, mech.sigma ** 2
+    raise ValueError(f"method='suffstat' supports the Laplace, Gaussian, Geometric and "
+                     f"DiscreteGaussian mechanisms (noise whose law it knows), got {mech.name}")
+
+
+def has_marginal(family: ExponentialFamily) -> bool:
+    """Whether the family has what the marginal kernel needs: eta(theta) and A(eta)."""
+    return family.natural is not None and family.log_partition is not None
+
+
+def choose_variant(model: Model, mech: Mechanism, n: int, variant) -> str:
+    """The kernel ``variant=None`` stands for: ``"marginal"`` where the release leaves at least
+    :data:`AUTO_THRESHOLD` of the information missing and the family supports it, else
+    ``"gibbs"``. An explicit choice is checked."""
+    family = require_family(model, "suffstat")
+    if variant is None:
+        from .interweave import missing_information
+
+        f = missing_information(model, mech, n)
+        return "marginal" if (has_marginal(family) and f is not None
+                              and f >= AUTO_THRESHOLD) else "gibbs"
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS} or None, got {variant!r}")
+    if variant == "marginal" and not has_marginal(family):
+        raise ValueError("variant='marginal' needs the family's natural parameter and log "
+                         "partition function: ExponentialFamily(..., natural=..., "
+                         "log_partition=...)")
+    return variant
+
+
+def _config(family, mech, s_dp, n, variant) -> suffstat.SuffstatConfig:
+    scale, _ = noise_model(mech)
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
     lower, upper = mech.truncation or (0.0, 0.0)
     return suffstat.SuffstatConfig(float(n), s_dp, scale, mech.truncation is not None,
-                                   lower, upper, family.discrete, variant == "printed")
+                                   lower, upper, family.discrete, variant == "printed",
+                                   variant == "marginal", MOVES, TARGET_ACCEPT)
 
 
 def _initial_state(model, family, mech, config, rng, theta=None):
@@ -90,9 +152,15 @@ def _initial_state(model, family, mech, config, rng, theta=None):
         raise ValueError(f"mean_cov must return a finite mean of shape ({d},) and covariance of "
                          f"shape ({d}, {d}); got shapes {mu.shape}, {cov.shape}")
     s = config.n * mu
-    noise = (np.full(d, 2.0 * mech.scale ** 2) if config.laplace_scale > 0
-             else np.full(d, mech.sigma ** 2))
-    return suffstat.SuffstatState(theta, s.copy(), s.copy(), noise)
+    scale, gaussian_var = noise_model(mech)
+    noise = np.full(d, 2.0 * scale ** 2) if scale > 0 else np.full(d, gaussian_var)
+    # The marginal kernel's pseudo-sample: a fraction of the records' effective number
+    # n (1 - f), f = V / (n Sigma + V) at the start (adapted during warm-up).
+    spread = config.n * np.maximum(np.diag(cov), 0.0)
+    kept = float(np.mean(spread / (spread + noise))) if np.all(np.isfinite(spread)) else 1.0
+    pseudo_n = min(max(PSEUDO_FRACTION * config.n * kept, 1e-3), config.n)
+    return suffstat.SuffstatState(theta, s.copy(), s.copy(), noise,
+                                  np.array([math.log(pseudo_n), 0.0]))
 
 
 #: Iterations per compiled call: a fraction of a second, so Ctrl-C is honoured promptly; the
@@ -120,16 +188,22 @@ def _run_chain(state, config, fns, rng, draws, tune, keep_stats, theta_size, d, 
 
 def run_suffstat(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, rngs, *,
                  draws: int, tune: int, keep_stats: bool, cores: int,
-                 variant: str = "gibbs", init_theta=None,
+                 variant: str | None = None, init_theta=None,
                  progress: bool | None = None) -> Output:
-    """Run one Bernstein-Sheldon chain per generator in ``rngs``."""
+    """Run one sufficient-statistic chain per generator in ``rngs`` (``variant``: see
+    :func:`choose_variant`; the kernel used is ``Output.sample_stats``' ``variant``)."""
     family = require_family(model, "suffstat")
     _check_release_statistic(family, mechanism)
+    noise_model(mechanism)
+    variant = choose_variant(model, mechanism, n, variant)
     config = _config(family, mechanism, s_dp, n, variant)
+    marginal = variant == "marginal"
     fns = suffstat.SuffstatFunctions(family.mean_cov, family.conjugate_draw, family.valid,
-                                     family.natural if config.truncated else no_natural,
+                                     family.natural if (config.truncated or marginal)
+                                     else no_natural,
                                      family.cdf if config.truncated else no_cdf,
-                                     family.sf if config.truncated else no_cdf)
+                                     family.sf if config.truncated else no_cdf,
+                                     family.log_partition if marginal else no_log_partition)
     thetas, _ = _initial_values(model, len(rngs), n, init_theta, None)
     states = [_initial_state(model, family, mechanism, config, rng, thetas and thetas[c])
               for c, rng in enumerate(rngs)]
@@ -163,6 +237,7 @@ def run_suffstat(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, r
                       UserWarning, stacklevel=3)  # 1 here, 2 dw.sample, 3 the caller
     kept = min(max(0, r[3] - tune) for r in results)
     theta = np.stack([r[0][:kept] for r in results])
-    rejections = np.stack([r[1][:kept] for r in results])
+    per_draw = np.stack([r[1][:kept] for r in results])
     imputed = np.stack([r[2][:kept] for r in results]) if keep_stats else None
-    return Output(theta, {"rejections": rejections}, imputed)
+    stats = {"accept_prob": per_draw} if marginal else {"rejections": per_draw}
+    return Output(theta, stats, imputed)

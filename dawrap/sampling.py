@@ -23,7 +23,7 @@ from .mechanisms import Mechanism, _laplace_log_density
 from .model import Model
 from .start import noise_variance, simulated_contributions
 from .run_record import run_record
-from .run_suffstat import run_suffstat
+from .run_suffstat import VARIANTS, choose_variant, run_suffstat
 
 __all__ = ["sample", "METHODS"]
 
@@ -275,7 +275,7 @@ def _check_plausible(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: in
 def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method: str = "record",
            draws: int = 1000, tune: int = 1000, chains: int = 4, seed=None, init_theta=None,
            init_x=None, keep_stats: bool = False, cores: int | None = None,
-           confidential=None, variant: str = "gibbs", checkpoint=None,
+           confidential=None, variant: str | None = None, checkpoint=None,
            checkpoint_every: int = 1000, resume=None, progress: bool | None = None,
            interweave: bool | None = None, sweeps: int = 1, scan: str = "systematic"):
     r"""Sample :math:`p(\theta \mid s_{dp})` for a release of a confidential database.
@@ -328,9 +328,15 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method: str = "r
         not depend on it.
     confidential : array_like, optional
         The confidential records, for ``"nonprivate"`` and ``"ops"``.
-    variant : {"gibbs", "printed"}
-        ``"suffstat"`` with a truncated release: the proper Gibbs update of the centre
-        statistic (default) or Algorithm 2 line 10 as printed (see :mod:`dawrap.suffstat`).
+    variant : {None, "gibbs", "marginal", "printed"}
+        ``"suffstat"``'s kernel (:mod:`dawrap.suffstat`). ``"gibbs"``: the Bernstein-Sheldon
+        Gibbs sampler, with the proper update of the centre statistic for a truncated
+        release; ``"printed"``: Algorithm 2 line 10 as printed; ``"marginal"``: theta
+        updated with the statistic and the noise scale integrated out, which mixes where
+        the noise dominates (needs the family's ``natural`` and ``log_partition``).
+        Default ``None``: ``"marginal"`` where the estimated fraction of missing information
+        is at least :data:`dawrap.run_suffstat.AUTO_THRESHOLD` and the family supports it,
+        else ``"gibbs"``. The kernel used is the result's attribute ``variant``.
     checkpoint : str or path, optional
         ``"record"``: a folder where each chain's complete state (database, running sums,
         generator state, draws so far) is written atomically every ``checkpoint_every``
@@ -414,8 +420,9 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method: str = "r
         raise TypeError(f"progress must be True, False or None, got {progress!r}")
     progress = None if progress is None else bool(progress)
     _check_seed(seed)
-    variant = _choice(variant, "variant", ("gibbs", "printed"))
-    if method != "suffstat" and variant != "gibbs":
+    if variant is not None:
+        variant = _choice(variant, "variant", VARIANTS)
+    if method != "suffstat" and variant not in (None, "gibbs"):
         raise ValueError("variant applies to method='suffstat' only")
     if method in ("nonprivate", "ops") and confidential is None:
         raise ValueError(f"method={method!r} needs confidential= (the confidential records)")
@@ -440,6 +447,8 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method: str = "r
         if uses_release:
             _check_plausible(model, mechanism, s_dp, n)
         interweave = _interweave_steps(interweave, model, mechanism, n, method)
+        variant = choose_variant(model, mechanism, n, variant) if method == "suffstat" \
+            else None
         if checkpoint is not None or resume is not None:  # up front, not at the 1st save
             from .checkpoint import check_folder
 
@@ -477,8 +486,8 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method: str = "r
         raise KeyboardInterrupt("sampling interrupted")
     if method in ("record", "suffstat"):
         _warn_if_unconverged(model, out.theta)
-    kernel = {"interweave": interweave, "sweeps": sweeps, "scan": scan} \
-        if method == "record" else {}
+    kernel = ({"interweave": interweave, "sweeps": sweeps, "scan": scan} if method == "record"
+              else {"variant": variant} if method == "suffstat" else {})
     return _label(model, mechanism, s_dp, n, out, method, root, elapsed, tune, draws, kernel)
 
 

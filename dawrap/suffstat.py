@@ -35,6 +35,60 @@ released. Two corrections to the printed pseudo-code:
   ``variant="printed"`` reproduces both printed choices for comparison.
 
 Cost per iteration does not depend on ``n``.
+
+**The marginal kernel** (``variant="marginal"``). Where the noise dominates, the Gibbs sampler
+above crawls: given theta the statistic is pinned to within :math:`\sqrt{n\Sigma}`, given the
+statistic theta is pinned to within its complete-data posterior sd, while the release leaves
+both far wider (the fraction of missing information :math:`f = V/(n\Sigma + V)` is the
+lag-1 autocorrelation of theta, so the integrated autocorrelation time is about
+:math:`(1+f)/(1-f)`: 190 at n = 1000, epsilon = 0.01). The noise-scale augmentation adds a
+second slow coupling (a small :math:`\sigma^2` pins ``s`` to ``y``, which keeps
+:math:`\sigma^2` small). The marginal kernel removes both. Its target is the approximate joint
+with the statistic (and, univariate, the noise scale) integrated out,
+
+.. math:: \pi(\theta \mid y) \propto p(\theta)\, \ell(\theta),\qquad
+          \ell(\theta) = \int N(s; \mathbf m(\theta), \mathbf V(\theta))\, g(y \mid s)\, ds,
+
+with :math:`(\mathbf m, \mathbf V) = (n\mu, n\Sigma)` for a bounded statistic and the
+random-sum CLT of the centre part for a truncated one, and :math:`g` the exact noise density:
+for Laplace noise of scale :math:`b`, with :math:`r = \mathbf m - y`, :math:`v = \mathbf V`,
+
+.. math:: \ell = \frac{1}{2b}\Big[e^{r/b + v/2b^2}\,\Phi\big(\tfrac{-r - v/b}{\sqrt v}\big)
+          + e^{-r/b + v/2b^2}\,\Phi\big(\tfrac{r - v/b}{\sqrt v}\big)\Big]
+
+(evaluated in log space with the Mills ratio, :func:`log_normal_laplace`); Gaussian noise
+gives :math:`N(y; \mathbf m, \mathbf V + \tau^2)`. For a vector release with Laplace noise
+the integral has no closed form, so :math:`\sigma^2` is kept and :math:`\ell(\theta \mid
+\sigma^2) = N(y; n\mu, n\Sigma + \mathrm{diag}\,\sigma^2)`, followed by the Gibbs draws
+of ``s`` and :math:`\sigma^2`.
+
+Theta moves by Metropolis-Hastings with a *pseudo-data* proposal, which needs no prior
+density: draw a pseudo-total of :math:`\tilde n` records :math:`u \sim N(\tilde n\mu(\theta),
+\tilde n\Sigma(\theta))`, then :math:`\theta' \sim p(\theta \mid u, \tilde n)` by the
+family's conjugate update. That is a Gibbs step in :math:`(\theta, u)` for the extended target
+:math:`\pi(\theta)\,N(u; \tilde n\mu(\theta), \tilde n\Sigma(\theta))` followed by a
+Metropolis-Hastings step for :math:`\theta \mid u` with the conjugate proposal
+:math:`\propto p(\theta')\,e^{L(\theta'; u, \tilde n)}`, :math:`L(\theta; u, \tilde n) =
+\eta(\theta)^T u - \tilde n A(\eta(\theta))`. The prior cancels, leaving
+
+.. math:: \alpha = \min\Big\{1,\ \frac{\ell(\theta')\,N(u; \tilde n\mu(\theta'),
+          \tilde n\Sigma(\theta'))\,e^{L(\theta; u, \tilde n)}}{\ell(\theta)\,N(u;
+          \tilde n\mu(\theta), \tilde n\Sigma(\theta))\,e^{L(\theta'; u, \tilde n)}}\Big\}.
+
+(The ratio :math:`N(u; \cdot)/e^{L}` is nearly constant in theta, so the step is close to a
+Gibbs draw given ``u``.) :math:`\tilde n` sets the step: about the effective number of
+records the release carries, :math:`n(1 - f)`, makes the proposal as wide as the posterior.
+It starts there and is adapted during warm-up only (Robbins-Monro on the acceptance rate,
+then frozen), so the kept draws come from a fixed kernel. It needs the family's ``natural``
+and ``log_partition``. After theta, the statistic is drawn from its conditional (for output;
+for a vector Laplace release also to update :math:`\sigma^2`). The valid region of ``s`` is
+not imposed: the normal matches the first two moments of the exact statistic, which is what
+the convolution with wide noise depends on; truncating it to the valid region would shift its
+mean near the boundary. The two kernels target slightly different approximations: the Gibbs
+kernel's conditional of theta given ``s`` is exact (its error vanishes as the noise does);
+the marginal kernel's likelihood is the CLT convolved with the noise (its error vanishes as
+the noise grows). ``dw.sample`` uses the marginal kernel where the noise dominates (see
+docs/suffstat.md).
 """
 from __future__ import annotations
 
@@ -44,11 +98,12 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from .family import truncated_moments
+from .family import _as_vector, truncated_moments
+from .kernels import acceptance_probability
 from .record import _copy_into
 
 __all__ = ["SuffstatFunctions", "SuffstatState", "SuffstatConfig", "norm_product", "step",
-           "run", "MAX_REJECTIONS"]
+           "run", "MAX_REJECTIONS", "log_ndtr", "log_normal_laplace", "draw_normal_laplace"]
 
 #: Draws of ``s`` rejected in one iteration before the sampler gives up (status != 0).
 MAX_REJECTIONS = 10_000
@@ -70,13 +125,17 @@ class SuffstatFunctions(NamedTuple):
     natural: object
     cdf: object
     sf: object
+    log_partition: object  # the marginal kernel only
 
 
 class SuffstatState(NamedTuple):
     theta: np.ndarray      # (theta_size,)
-    s: np.ndarray          # (d,) full sufficient statistic
+    s: np.ndarray          # (d,) full sufficient statistic (Gibbs kernels; the marginal
+    #                        kernel draws only the released part, and keeps s = s_centre)
     s_centre: np.ndarray   # (d,) its released part (= s when bounded)
     noise_var: np.ndarray  # (d,) sigma_j^2
+    pseudo: np.ndarray     # (2,) marginal kernel: log of the pseudo-data size n~, and the
+    #                        number of warm-up adaptations of it so far
 
 
 class SuffstatConfig(NamedTuple):
@@ -88,6 +147,9 @@ class SuffstatConfig(NamedTuple):
     upper: float
     discrete: bool
     printed: bool          # Algorithm 2 line 10 as printed
+    marginal: bool = False  # the marginal kernel (module docstring)
+    moves: int = 1          # its Metropolis-Hastings steps per iteration
+    target_accept: float = 0.5  # acceptance rate its warm-up adaptation aims at
 
 
 @numba.njit(nogil=True, cache=True)
@@ -187,8 +249,11 @@ def _update_noise(rng, state, config):
 
 
 @numba.njit(nogil=True)
-def step(rng, state, config, fns):
-    """One Gibbs iteration. Returns ``(state, rejections, status)``."""
+def step(rng, state, config, fns, tuning=False):
+    """One iteration. Returns ``(state, rejections, status)`` (for the marginal kernel,
+    ``rejections`` is the mean acceptance probability of its moves)."""
+    if config.marginal:
+        return marginal_step(rng, state, config, fns, tuning)
     n = config.n
     rejections = 0
     if not config.truncated:
@@ -234,11 +299,12 @@ def step(rng, state, config, fns):
 
 @numba.njit(nogil=True)
 def run(rng, state, config, fns, start, stop, tune, out_theta, out_rejections, out_s):
-    """Iterations ``start..stop-1``; iteration ``it >= tune`` is kept in row ``it - tune``.
+    """Iterations ``start..stop-1``; iteration ``it >= tune`` is kept in row ``it - tune``
+    (``out_rejections``: the marginal kernel's acceptance probability instead).
 
     Returns ``(state, iterations done, status)``."""
     for it in range(start, stop):
-        state, rejections, status = step(rng, state, config, fns)
+        state, rejections, status = step(rng, state, config, fns, it < tune)
         if status != OK:
             return state, it, status
         if it >= tune:
@@ -248,3 +314,218 @@ def run(rng, state, config, fns, start, stop, tune, out_theta, out_rejections, o
             if out_s.shape[0] > 0:
                 _copy_into(out_s[row], state.s_centre)
     return state, stop, OK
+
+
+# ---------------------------------------------------------------------------------------------
+# The marginal kernel (module docstring): the statistic integrated out of theta's update.
+
+_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+@numba.njit(nogil=True, cache=True)
+def _log_ndtr_asymptotic_tail(x):
+    """log(Phi(x)) + x^2/2 for x <= -20, from the asymptotic series of the Mills ratio
+    (the next term is below 3e-12 there)."""
+    r = 1.0 / (x * x)
+    series = 1.0 - r * (1.0 - 3.0 * r * (1.0 - 5.0 * r * (1.0 - 7.0 * r * (1.0 - 9.0 * r))))
+    return -math.log(-x) - _LOG_SQRT_2PI + math.log(series)
+
+
+@numba.njit(nogil=True, cache=True)
+def log_ndtr(x):
+    """:math:`\\log\\Phi(x)`, accurate in both tails."""
+    if x > 0.0:
+        return math.log1p(-0.5 * math.erfc(x / math.sqrt(2.0)))
+    if x > -20.0:
+        return math.log(0.5 * math.erfc(-x / math.sqrt(2.0)))
+    return _log_ndtr_asymptotic_tail(x) - 0.5 * x * x
+
+
+@numba.njit(nogil=True, cache=True)
+def _log_piece(r, v, b, x, sign):
+    r"""log of :math:`\int N(s; m, v)\, e^{-|s - y|/b} ds` over one side of ``y`` (``sign``
+    +1: below, -1: above), with ``r = m - y`` and ``x`` the standardised end, i.e.
+    ``sign * r / b + v / (2 b^2) + log Phi(x)``. For ``x < 0`` the exponent and
+    :math:`x^2/2` are equal up to :math:`-r^2/2v`, which is used instead of the difference of
+    two large numbers."""
+    if x < 0.0:
+        if x > -20.0:
+            tail = math.log(0.5 * math.erfc(-x / math.sqrt(2.0))) + 0.5 * x * x
+        else:
+            tail = _log_ndtr_asymptotic_tail(x)
+        return -0.5 * r * r / v + tail
+    return sign * r / b + 0.5 * v / (b * b) + log_ndtr(x)
+
+
+@numba.njit(nogil=True, cache=True)
+def log_normal_laplace(r, v, b):
+    r""":math:`\log \int N(s; m, v)\, \frac{1}{2b} e^{-|y - s|/b}\, ds` with ``r = m - y``:
+    the likelihood of a Laplace release of scale ``b`` when the statistic is ``N(m, v)``."""
+    if not v > 0.0:
+        return -abs(r) / b - math.log(2.0 * b)
+    sd = math.sqrt(v)
+    below = _log_piece(r, v, b, (-r - v / b) / sd, 1.0)
+    above = _log_piece(r, v, b, (r - v / b) / sd, -1.0)
+    top = max(below, above)
+    return top + math.log(math.exp(below - top) + math.exp(above - top)) - math.log(2.0 * b)
+
+
+@numba.njit(nogil=True, cache=True)
+def _normal_above(rng, alpha):
+    """One draw of Z ~ N(0, 1) given Z > alpha: plain rejection for alpha < 0.5 (acceptance
+    above 0.3), else Robert's (1995) translated-exponential rejection (acceptance above
+    0.76)."""
+    if alpha < 0.5:
+        while True:
+            z = rng.standard_normal()
+            if z > alpha:
+                return z
+    rate = 0.5 * (alpha + math.sqrt(alpha * alpha + 4.0))
+    while True:
+        z = alpha + rng.exponential() / rate
+        if rng.random() <= math.exp(-0.5 * (z - rate) ** 2):
+            return z
+
+
+@numba.njit(nogil=True, cache=True)
+def draw_normal_laplace(rng, m, v, y, b):
+    r"""One draw of ``s`` with density :math:`\propto N(s; m, v)\, e^{-|y - s|/b}`: below
+    ``y`` it is :math:`N(m + v/b, v)` restricted to :math:`s < y`, above it :math:`N(m - v/b,
+    v)` restricted to :math:`s > y`, with the weights of :func:`log_normal_laplace`'s two
+    pieces (an exact draw, no augmentation)."""
+    if not v > 0.0:
+        return m
+    r, sd = m - y, math.sqrt(v)
+    x_below, x_above = (-r - v / b) / sd, (r - v / b) / sd
+    below = _log_piece(r, v, b, x_below, 1.0)
+    above = _log_piece(r, v, b, x_above, -1.0)
+    if rng.random() * (1.0 + math.exp(above - below)) < 1.0:
+        return m + v / b - sd * _normal_above(rng, -x_below)   # Z < x_below
+    return m - v / b + sd * _normal_above(rng, -x_above)       # Z > -x_above
+
+
+@numba.njit(nogil=True, cache=True)
+def log_normal_density(x, mean, cov):
+    """log N(x; mean, cov) for a positive semi-definite ``cov``: on its support (the span of
+    the eigenvectors whose eigenvalues exceed 1e-12 of the largest), with the pseudo-inverse
+    and pseudo-determinant, as for the multinomial's counts, which sum to n. The support
+    must not depend on theta (for the multinomial it is the hyperplane of that sum)."""
+    d = x.shape[0]
+    if d == 1:
+        v = cov[0, 0]
+        if not v > 0.0:
+            return -math.inf
+        r = x[0] - mean[0]
+        return -0.5 * r * r / v - 0.5 * math.log(v) - _LOG_SQRT_2PI
+    values, vectors = np.linalg.eigh(cov)
+    top = values[d - 1]
+    if not top > 0.0:
+        return -math.inf
+    z = vectors.T @ (x - mean)
+    out = 0.0
+    for j in range(d):
+        if values[j] > 1e-12 * top:
+            out -= 0.5 * z[j] * z[j] / values[j] + 0.5 * math.log(values[j]) + _LOG_SQRT_2PI
+    return out
+
+
+@numba.njit(nogil=True)
+def _release_moments(fns, theta, config):
+    """Mean (d,) and covariance (d, d) of the released statistic under the CLT: ``n mu`` and
+    ``n Sigma``, or the centre part's random-sum CLT (Prop. 1) for a truncated release."""
+    if config.truncated:
+        n = config.n
+        q, mean_hat, var_hat = _region_moments(fns, theta, config.lower, config.upper,
+                                               config.discrete)
+        return (np.array([n * q * mean_hat]),
+                np.array([[n * q * var_hat + n * q * (1.0 - q) * mean_hat ** 2]]))
+    mu, Sigma = fns.mean_cov(theta)
+    return config.n * mu, config.n * Sigma
+
+
+@numba.njit(nogil=True)
+def _release_log_likelihood(m, V, config, noise_var):
+    """log of the release's density given the statistic ~ N(m, V), the statistic integrated
+    out: in closed form for one coordinate; for a vector Laplace release given the current
+    noise variances ``noise_var`` (the Gaussian mechanism's fixed ones otherwise)."""
+    d = m.shape[0]
+    y = config.y
+    if d == 1 and config.laplace_scale > 0.0:
+        return log_normal_laplace(m[0] - y[0], V[0, 0], config.laplace_scale)
+    C = V.copy()
+    for j in range(d):
+        C[j, j] += noise_var[j]
+    return log_normal_density(y, m, C)
+
+
+@numba.njit(nogil=True)
+def _log_conjugate_likelihood(fns, theta, u, pseudo_n):
+    """eta(theta)^T u - n~ A(eta(theta)): theta's part of the conjugate posterior given the
+    total ``u`` of ``pseudo_n`` records (the prior is the rest, and cancels)."""
+    eta = _as_vector(fns.natural(theta))
+    return np.dot(eta, u) - pseudo_n * fns.log_partition(eta)
+
+
+@numba.njit(nogil=True)
+def _finite(theta):
+    for j in range(theta.shape[0]):
+        if not np.isfinite(theta[j]):
+            return False
+    return True
+
+
+@numba.njit(nogil=True)
+def marginal_step(rng, state, config, fns, tuning):
+    """One iteration of the marginal kernel: ``config.moves`` pseudo-data
+    Metropolis-Hastings steps for theta (module docstring), then the statistic, then (vector
+    Laplace release) the noise variances. Returns ``(state, mean acceptance, status)``."""
+    theta = state.theta.copy()
+    pseudo_n = math.exp(state.pseudo[0])
+    m, V = _release_moments(fns, theta, config)
+    log_lik = _release_log_likelihood(m, V, config, state.noise_var)
+    mu, Sigma = fns.mean_cov(theta)
+    mean_accept = 0.0
+    for _ in range(config.moves):
+        u = draw_normal(rng, pseudo_n * mu, pseudo_n * Sigma)
+        a = 0.0
+        if fns.valid(u, pseudo_n):
+            proposal = fns.conjugate_draw(rng, u, pseudo_n)
+            if not _finite(proposal):
+                return state, mean_accept, BAD_THETA
+            m_new, V_new = _release_moments(fns, proposal, config)
+            log_lik_new = _release_log_likelihood(m_new, V_new, config, state.noise_var)
+            mu_new, Sigma_new = fns.mean_cov(proposal)
+            log_ratio = (log_lik_new - log_lik
+                         + log_normal_density(u, pseudo_n * mu_new, pseudo_n * Sigma_new)
+                         - log_normal_density(u, pseudo_n * mu, pseudo_n * Sigma)
+                         + _log_conjugate_likelihood(fns, theta, u, pseudo_n)
+                         - _log_conjugate_likelihood(fns, proposal, u, pseudo_n))
+            if log_lik == -math.inf and log_lik_new > -math.inf:
+                log_ratio = math.inf  # leave a start the release rules out
+            a = acceptance_probability(log_ratio)
+            if a >= 1.0 or (a > 0.0 and rng.random() < a):
+                theta, log_lik, m, V, mu, Sigma = (proposal, log_lik_new, m_new, V_new,
+                                                   mu_new, Sigma_new)
+        mean_accept += a / config.moves
+    if tuning:
+        # Robbins-Monro on log n~: a larger pseudo-sample gives narrower proposals and more
+        # acceptances. Warm-up only; the kept draws use the frozen value.
+        state.pseudo[1] += 1.0
+        state.pseudo[0] -= (mean_accept - config.target_accept) / state.pseudo[1] ** 0.6
+        state.pseudo[0] = min(max(state.pseudo[0], math.log(1e-3)), math.log(config.n))
+    # The released statistic given theta (and the noise variances), for output and for the
+    # vector Laplace release's noise update; never constrained to its valid region (module
+    # docstring), so the pair (theta, s) is a draw of the same joint whose marginal is sampled.
+    d = m.shape[0]
+    if d == 1 and config.laplace_scale > 0.0:
+        s = np.array([draw_normal_laplace(rng, m[0], V[0, 0], config.y[0],
+                                          config.laplace_scale)])
+    else:
+        m_s, S_s = norm_product(m, V, config.y, state.noise_var)
+        s = draw_normal(rng, m_s, S_s)
+    _copy_into(state.theta, theta)
+    _copy_into(state.s, s)
+    _copy_into(state.s_centre, s)
+    if d > 1:
+        _update_noise(rng, state, config)
+    return state, mean_accept, OK

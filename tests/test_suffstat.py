@@ -3,6 +3,9 @@
 It is a CLT approximation, so these tests state the accuracy achieved and check that it
 improves with n; the tolerances add the Monte Carlo error (ESS-based) to the stated accuracy.
 """
+import math
+
+import numba
 import numpy as np
 import pytest
 
@@ -127,6 +130,11 @@ def test_keep_stats_and_sample_stats():
     assert _arviz.attrs(idata)["method"] == "suffstat"
 
 
+@numba.njit
+def _log_uniform(s_dp, t, params):
+    return -math.log(2 * params[0]) if abs(s_dp[0] - t[0]) < params[0] else -math.inf
+
+
 def test_suffstat_errors_name_the_problem():
     with pytest.raises(ValueError, match="truncated"):
         dw.sample(gamma_exponential.model(), dw.Laplace(gamma_exponential.value, 1.0, 3.0),
@@ -136,8 +144,9 @@ def test_suffstat_errors_name_the_problem():
                   method="suffstat")
     with pytest.raises(ValueError, match="family's sufficient statistic itself"):
         dw.sample(MODEL, dw.Laplace(poisson_gamma.count, 1.0), 10.0, 20, method="suffstat")
-    with pytest.raises(ValueError, match="Laplace and Gaussian"):
-        dw.sample(MODEL, beta_binomial.geometric(1.0), 10, 20, method="suffstat")
+    with pytest.raises(ValueError, match="Laplace, Gaussian, Geometric and DiscreteGaussian"):
+        dw.sample(MODEL, dw.Mechanism(beta_binomial.count, _log_uniform, params=[5.0]), 10, 20,
+                  method="suffstat")
     with pytest.raises(ValueError, match="variant must be"):
         dw.sample(MODEL, beta_binomial.laplace(1.0), 10, 20, method="suffstat", variant="x")
     plain = dw.Model(params={"p": ()}, record_size=1, draw_record=beta_binomial.draw_record,
