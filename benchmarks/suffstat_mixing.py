@@ -32,12 +32,13 @@ import numpy as np
 
 import dawrap as dw
 from dawrap import _arviz
+from dawrap.interweave import missing_information
 from dawrap.models import beta_binomial, dirichlet_multinomial, gamma_exponential
 
 OUT = Path(__file__).parent / "results"
 SETTINGS = {"draws": 5000, "tune": 1000, "chains": 4, "cores": 1, "seed": 1}
-BB_ROWS = [(1000, 0.01), (10000, 0.005), (100, 0.05), (1000, 0.1), (1000, 0.5), (1000, 1.0),
-           (100, 1.0), (10000, 0.1)]
+BB_ROWS = [(1000, 0.01), (10000, 0.005), (100, 0.05), (1000, 0.05), (1000, 0.1), (1000, 0.2),
+           (1000, 0.5), (1000, 1.0), (100, 0.3), (100, 1.0), (10000, 0.02), (10000, 0.1)]
 DM_ROWS = [(100, 0.01), (100, 0.1), (100, 1.0)]
 GE_ROWS = [(1000, 0.01), (1000, 0.1), (1000, 1.0)]
 
@@ -83,7 +84,8 @@ def measure(model, mech, s_dp, n, variant, exact, repeats):
             idata = dw.sample(model, mech, s_dp, n, method="suffstat", **SETTINGS, **kwargs)
             seconds.append(float(_arviz.attrs(idata)["sampling_time"]))
     seconds = min(seconds)
-    variant = _arviz.attrs(idata)["variant"] if variant == "default" else variant
+    if variant == "default":
+        variant = f"default ({_arviz.attrs(idata)['variant']})"
     theta = _arviz.group(idata, "posterior")[next(iter(model.params))].values
     theta = theta.reshape(theta.shape[0], theta.shape[1], -1)
     rows = []
@@ -93,7 +95,8 @@ def measure(model, mech, s_dp, n, variant, exact, repeats):
         z_mean = (x.mean() - ref.mean()) / _arviz.mcse(x, "mean")
         sd_ratio = x.std() / ref.std()
         z_sd = (x.std() - ref.std()) / _arviz.mcse(x, "sd")
-        rows.append((j, ess, _arviz.rhat(x), z_mean, sd_ratio, z_sd, seconds, ess / seconds))
+        rows.append((variant, j, ess, _arviz.rhat(x), z_mean, sd_ratio, z_sd, seconds,
+                     ess / seconds))
     return rows
 
 
@@ -119,15 +122,18 @@ def main():
              "Monte Carlo standard errors (|z| < 4 agrees). Seconds: the fastest of "
              f"{args.repeats} identical runs (this machine is shared). ESS/s: bulk ESS per "
              "second of sampling. variant default: the kernel dw.sample chose.", "",
-             "| model | n | epsilon | variant | j | bulk ESS | R-hat | mean z | sd/exact | "
-             "sd z | seconds | ESS/s |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "f: the estimated fraction of missing information "
+             "(dawrap.interweave.missing_information), on which the default kernel is chosen.",
+             "", "| model | n | epsilon | f | variant | j | bulk ESS | R-hat | mean z | sd/exact | "
+             "sd z | seconds | ESS/s |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     began = time.perf_counter()
     for label, n, eps, model, mech, s_dp, exact in releases(args.only.split(",")):
+        f = missing_information(model, mech, n)
         for variant in variants:
-            for j, ess, rhat, zm, ratio, zs, sec, rate in measure(model, mech, s_dp, n,
-                                                                   variant, exact,
-                                                                   args.repeats):
-                line = (f"| {label} | {n} | {eps:g} | {variant} | {j} | {ess:.0f} | "
+            for used, j, ess, rhat, zm, ratio, zs, sec, rate in measure(model, mech, s_dp, n,
+                                                                         variant, exact,
+                                                                         args.repeats):
+                line = (f"| {label} | {n} | {eps:g} | {f:.2f} | {used} | {j} | {ess:.0f} | "
                         f"{rhat:.3f} | {zm:+.1f} | {ratio:.3f} | {zs:+.1f} | {sec:.2f} | "
                         f"{rate:.0f} |")
                 print(line, flush=True)

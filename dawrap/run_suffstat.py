@@ -31,8 +31,11 @@ AUTO_THRESHOLD = 0.5
 PSEUDO_FRACTION = 1.0 / 3.0
 #: Acceptance rate the marginal kernel's warm-up adaptation aims at.
 TARGET_ACCEPT = 0.5
-#: The marginal kernel's Metropolis-Hastings steps per iteration.
+#: The marginal kernel's local (pseudo-data) Metropolis-Hastings steps per iteration.
 MOVES = 1
+#: Its independence steps per iteration (after warm-up), and their width.
+INDEPENDENCE_MOVES = 1
+INDEPENDENCE_WIDTH = 0.15
 
 
 def require_family(model: Model, method: str) -> ExponentialFamily:
@@ -136,7 +139,8 @@ def _config(family, mech, s_dp, n, variant) -> suffstat.SuffstatConfig:
     lower, upper = mech.truncation or (0.0, 0.0)
     return suffstat.SuffstatConfig(float(n), s_dp, scale, mech.truncation is not None,
                                    lower, upper, family.discrete, variant == "printed",
-                                   variant == "marginal", MOVES, TARGET_ACCEPT)
+                                   variant == "marginal", MOVES, TARGET_ACCEPT, np.eye(1),
+                                   INDEPENDENCE_MOVES, INDEPENDENCE_WIDTH)
 
 
 def _initial_state(model, family, mech, config, rng, theta=None):
@@ -159,8 +163,20 @@ def _initial_state(model, family, mech, config, rng, theta=None):
     spread = config.n * np.maximum(np.diag(cov), 0.0)
     kept = float(np.mean(spread / (spread + noise))) if np.all(np.isfinite(spread)) else 1.0
     pseudo_n = min(max(PSEUDO_FRACTION * config.n * kept, 1e-3), config.n)
-    return suffstat.SuffstatState(theta, s.copy(), s.copy(), noise,
-                                  np.array([math.log(pseudo_n), 0.0]))
+    pseudo = np.zeros(suffstat._PSEUDO_STATS + 3 * d)
+    pseudo[suffstat._PSEUDO_LOG_N] = math.log(pseudo_n)
+    return suffstat.SuffstatState(theta, s.copy(), s.copy(), noise, pseudo)
+
+
+def _support_basis(family: ExponentialFamily, states) -> np.ndarray:
+    """An orthonormal basis of the span of the statistic's covariance (its support: e.g. the
+    hyperplane of counts that sum to n), from the chains' starting values. The marginal
+    kernel's pseudo-totals live there."""
+    total = sum(np.asarray(call_user(family.mean_cov, "mean_cov", st.theta)[1], dtype=float)
+                for st in states)
+    values, vectors = np.linalg.eigh(0.5 * (total + total.T))
+    keep = values > 1e-10 * max(float(values[-1]), 1e-300)
+    return np.ascontiguousarray(vectors[:, keep])
 
 
 #: Iterations per compiled call: a fraction of a second, so Ctrl-C is honoured promptly; the
@@ -199,14 +215,16 @@ def run_suffstat(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, r
     config = _config(family, mechanism, s_dp, n, variant)
     marginal = variant == "marginal"
     fns = suffstat.SuffstatFunctions(family.mean_cov, family.conjugate_draw, family.valid,
-                                     family.natural if (config.truncated or marginal)
-                                     else no_natural,
+                                     family.natural if config.truncated else no_natural,
                                      family.cdf if config.truncated else no_cdf,
                                      family.sf if config.truncated else no_cdf,
-                                     family.log_partition if marginal else no_log_partition)
+                                     family.log_partition if marginal else no_log_partition,
+                                     family.natural if marginal else no_natural)
     thetas, _ = _initial_values(model, len(rngs), n, init_theta, None)
     states = [_initial_state(model, family, mechanism, config, rng, thetas and thetas[c])
               for c, rng in enumerate(rngs)]
+    if marginal:
+        config = config._replace(basis=_support_basis(family, states))
     probe = call_user(family.conjugate_draw, "conjugate_draw", np.random.default_rng(0),
                       states[0].s, config.n)
     model.pack(probe, "the theta returned by conjugate_draw")

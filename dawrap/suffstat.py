@@ -125,7 +125,10 @@ class SuffstatFunctions(NamedTuple):
     natural: object
     cdf: object
     sf: object
-    log_partition: object  # the marginal kernel only
+    log_partition: object  # the marginal kernel only, with:
+    likelihood_natural: object  # eta(theta) for the conjugate likelihood (``natural`` itself
+    #                             is a placeholder for bounded families, whose eta may be a
+    #                             vector, where the truncated moments need a float)
 
 
 class SuffstatState(NamedTuple):
@@ -134,8 +137,11 @@ class SuffstatState(NamedTuple):
     #                        kernel draws only the released part, and keeps s = s_centre)
     s_centre: np.ndarray   # (d,) its released part (= s when bounded)
     noise_var: np.ndarray  # (d,) sigma_j^2
-    pseudo: np.ndarray     # (2,) marginal kernel: log of the pseudo-data size n~, and the
-    #                        number of warm-up adaptations of it so far
+    pseudo: np.ndarray     # (4 + 3 d,) marginal kernel (see ``_PSEUDO_*``): log of the
+    #                        local move's pseudo-sample size, its warm-up adaptations so far,
+    #                        late-warm-up draws summarised, the independence move's
+    #                        pseudo-sample size (0: off), and the summaries: mean and sum of
+    #                        squared deviations of mu(theta), mean of diag Sigma(theta)
 
 
 class SuffstatConfig(NamedTuple):
@@ -150,6 +156,10 @@ class SuffstatConfig(NamedTuple):
     marginal: bool = False  # the marginal kernel (module docstring)
     moves: int = 1          # its Metropolis-Hastings steps per iteration
     target_accept: float = 0.5  # acceptance rate its warm-up adaptation aims at
+    basis: np.ndarray = np.eye(1)  # (d, r) orthonormal basis of the statistic's support
+    independence_moves: int = 1  # the marginal kernel's independence steps per iteration
+    independence_width: float = 0.5  # their pseudo-sample, as a fraction of the one that
+    #                                  matches the posterior spread of mu(theta)
 
 
 @numba.njit(nogil=True, cache=True)
@@ -249,11 +259,13 @@ def _update_noise(rng, state, config):
 
 
 @numba.njit(nogil=True)
-def step(rng, state, config, fns, tuning=False):
+def step(rng, state, config, fns, phase=0):
     """One iteration. Returns ``(state, rejections, status)`` (for the marginal kernel,
-    ``rejections`` is the mean acceptance probability of its moves)."""
+    ``rejections`` is the mean acceptance probability of its moves). ``phase``: 0 sampling,
+    1 the first half of warm-up, 2 the second (the marginal kernel adapts in both and
+    summarises the draws of the second)."""
     if config.marginal:
-        return marginal_step(rng, state, config, fns, tuning)
+        return marginal_step(rng, state, config, fns, phase)
     n = config.n
     rejections = 0
     if not config.truncated:
@@ -304,7 +316,10 @@ def run(rng, state, config, fns, start, stop, tune, out_theta, out_rejections, o
 
     Returns ``(state, iterations done, status)``."""
     for it in range(start, stop):
-        state, rejections, status = step(rng, state, config, fns, it < tune)
+        if it == tune and config.marginal:
+            freeze(state)
+        phase = 0 if it >= tune else (1 if 2 * it < tune else 2)
+        state, rejections, status = step(rng, state, config, fns, phase)
         if status != OK:
             return state, it, status
         if it >= tune:
@@ -405,28 +420,84 @@ def draw_normal_laplace(rng, m, v, y, b):
 
 
 @numba.njit(nogil=True, cache=True)
-def log_normal_density(x, mean, cov):
-    """log N(x; mean, cov) for a positive semi-definite ``cov``: on its support (the span of
-    the eigenvectors whose eigenvalues exceed 1e-12 of the largest), with the pseudo-inverse
-    and pseudo-determinant, as for the multinomial's counts, which sum to n. The support
-    must not depend on theta (for the multinomial it is the hyperplane of that sum)."""
-    d = x.shape[0]
-    if d == 1:
-        v = cov[0, 0]
-        if not v > 0.0:
-            return -math.inf
-        r = x[0] - mean[0]
-        return -0.5 * r * r / v - 0.5 * math.log(v) - _LOG_SQRT_2PI
-    values, vectors = np.linalg.eigh(cov)
-    top = values[d - 1]
-    if not top > 0.0:
-        return -math.inf
-    z = vectors.T @ (x - mean)
-    out = 0.0
+def cholesky(A):
+    """``(L, ok)``: the lower Cholesky factor of a small symmetric matrix, and whether it is
+    positive definite. Written out because for the few coordinates of a statistic a LAPACK
+    call costs more than the arithmetic."""
+    d = A.shape[0]
+    L = np.zeros((d, d))
     for j in range(d):
-        if values[j] > 1e-12 * top:
-            out -= 0.5 * z[j] * z[j] / values[j] + 0.5 * math.log(values[j]) + _LOG_SQRT_2PI
+        t = A[j, j]
+        for k in range(j):
+            t -= L[j, k] * L[j, k]
+        if not t > 0.0:
+            return L, False
+        L[j, j] = math.sqrt(t)
+        for i in range(j + 1, d):
+            t = A[i, j]
+            for k in range(j):
+                t -= L[i, k] * L[j, k]
+            L[i, j] = t / L[j, j]
+    return L, True
+
+
+@numba.njit(nogil=True, cache=True)
+def _log_normal_cholesky(r, L):
+    """log N(r; 0, L L^T) by forward substitution."""
+    d = r.shape[0]
+    z = np.empty(d)
+    out = -d * _LOG_SQRT_2PI
+    for i in range(d):
+        t = r[i]
+        for k in range(i):
+            t -= L[i, k] * z[k]
+        z[i] = t / L[i, i]
+        out -= 0.5 * z[i] * z[i] + math.log(L[i, i])
     return out
+
+
+@numba.njit(nogil=True, cache=True)
+def log_normal_density(x, mean, cov):
+    """log N(x; mean, cov) for a positive definite ``cov`` (-inf if it is not)."""
+    L, ok = cholesky(cov)
+    if not ok:
+        return -math.inf
+    return _log_normal_cholesky(x - mean, L)
+
+
+@numba.njit(nogil=True, cache=True)
+def _on_support(basis, x):
+    """Coordinates ``basis^T x`` of ``x`` in the statistic's support."""
+    return basis.T @ x
+
+
+@numba.njit(nogil=True, cache=True)
+def _cov_on_support(basis, S):
+    """``basis^T S basis``: a covariance restricted to the support (positive definite there
+    for the multinomial, whose counts sum to n)."""
+    return basis.T @ S @ basis
+
+
+@numba.njit(nogil=True, cache=True)
+def _spd_solve(A, B):
+    """A^{-1} B for a symmetric positive definite ``A`` (Cholesky; a LAPACK call costs more
+    than the arithmetic for a few coordinates)."""
+    L, ok = cholesky(A)
+    d, k = B.shape
+    X = np.empty((d, k))
+    for c in range(k):
+        z = np.empty(d)
+        for i in range(d):
+            t = B[i, c]
+            for j in range(i):
+                t -= L[i, j] * z[j]
+            z[i] = t / L[i, i]
+        for i in range(d - 1, -1, -1):
+            t = z[i]
+            for j in range(i + 1, d):
+                t -= L[j, i] * X[j, c]
+            X[i, c] = t / L[i, i]
+    return X
 
 
 @numba.njit(nogil=True)
@@ -462,7 +533,7 @@ def _release_log_likelihood(m, V, config, noise_var):
 def _log_conjugate_likelihood(fns, theta, u, pseudo_n):
     """eta(theta)^T u - n~ A(eta(theta)): theta's part of the conjugate posterior given the
     total ``u`` of ``pseudo_n`` records (the prior is the rest, and cancels)."""
-    eta = _as_vector(fns.natural(theta))
+    eta = _as_vector(fns.likelihood_natural(theta))
     return np.dot(eta, u) - pseudo_n * fns.log_partition(eta)
 
 
@@ -475,44 +546,138 @@ def _finite(theta):
 
 
 @numba.njit(nogil=True)
-def marginal_step(rng, state, config, fns, tuning):
-    """One iteration of the marginal kernel: ``config.moves`` pseudo-data
-    Metropolis-Hastings steps for theta (module docstring), then the statistic, then (vector
-    Laplace release) the noise variances. Returns ``(state, mean acceptance, status)``."""
+def _pseudo_factor(basis, pseudo_n, Sigma):
+    """Cholesky factor of the pseudo-total's covariance on the support, and whether it
+    exists (it does not at a theta on the boundary of the parameter space)."""
+    return cholesky(pseudo_n * _cov_on_support(basis, Sigma))
+
+
+# Layout of SuffstatState.pseudo.
+_PSEUDO_LOG_N, _PSEUDO_ADAPTED, _PSEUDO_SUMMARISED, _PSEUDO_INDEPENDENT, _PSEUDO_STATS = 0, 1, 2, 3, 4
+
+
+@numba.njit(nogil=True, cache=True)
+def freeze(state):
+    r"""End of warm-up: the independence move's pseudo-sample size from the summaries of the
+    second half of warm-up. The conjugate update given :math:`\tilde n` records of mean
+    :math:`\bar\mu` has spread about :math:`\Sigma/\tilde n` in :math:`\mu`, so
+    :math:`\tilde n = \bar\Sigma_{jj}/\mathrm{Var}(\mu_j)` (averaged over coordinates)
+    matches the posterior's; ``independence_width`` of it widens the proposal. Off (0)
+    when fewer than 20 draws were summarised or mu did not move."""
+    p = state.pseudo
+    d = (p.shape[0] - _PSEUDO_STATS) // 3
+    count = p[_PSEUDO_SUMMARISED]
+    p[_PSEUDO_INDEPENDENT] = 0.0
+    if count < 20.0:
+        return
+    total, used = 0.0, 0
+    for j in range(d):
+        var = p[_PSEUDO_STATS + d + j] / (count - 1.0)
+        sigma = p[_PSEUDO_STATS + 2 * d + j]
+        if var > 0.0 and sigma > 0.0:
+            total += sigma / var
+            used += 1
+    if used > 0:
+        p[_PSEUDO_INDEPENDENT] = total / used
+
+
+@numba.njit(nogil=True)
+def _summarise(state, mu, Sigma):
+    """Welford's running mean and squared deviations of mu(theta), mean of diag Sigma."""
+    p = state.pseudo
+    d = mu.shape[0]
+    p[_PSEUDO_SUMMARISED] += 1.0
+    count = p[_PSEUDO_SUMMARISED]
+    for j in range(d):
+        before = mu[j] - p[_PSEUDO_STATS + j]
+        p[_PSEUDO_STATS + j] += before / count
+        p[_PSEUDO_STATS + d + j] += before * (mu[j] - p[_PSEUDO_STATS + j])
+        p[_PSEUDO_STATS + 2 * d + j] += (Sigma[j, j] - p[_PSEUDO_STATS + 2 * d + j]) / count
+
+
+@numba.njit(nogil=True)
+def marginal_step(rng, state, config, fns, phase):
+    """One iteration of the marginal kernel: ``config.moves`` local pseudo-data
+    Metropolis-Hastings steps for theta and ``config.independence_moves`` independence steps
+    (module docstring), then the statistic, then (vector Laplace release) the noise
+    variances. Returns ``(state, mean acceptance of the local steps, status)``.
+
+    The pseudo-total lives on the statistic's support ``config.basis`` (an orthonormal basis
+    of the span of Sigma, the same for every theta: the hyperplane of counts summing to n for
+    the multinomial), where its covariance is positive definite; its density there is the
+    one the ratio needs."""
     theta = state.theta.copy()
-    pseudo_n = math.exp(state.pseudo[0])
+    basis = config.basis
+    pseudo_n = math.exp(state.pseudo[_PSEUDO_LOG_N])
     m, V = _release_moments(fns, theta, config)
     log_lik = _release_log_likelihood(m, V, config, state.noise_var)
     mu, Sigma = fns.mean_cov(theta)
+    L, ok = _pseudo_factor(basis, pseudo_n, Sigma)
+    r = basis.shape[1]
     mean_accept = 0.0
     for _ in range(config.moves):
-        u = draw_normal(rng, pseudo_n * mu, pseudo_n * Sigma)
         a = 0.0
-        if fns.valid(u, pseudo_n):
-            proposal = fns.conjugate_draw(rng, u, pseudo_n)
+        if ok:
+            z = rng.standard_normal(r)
+            u = pseudo_n * mu + basis @ (L @ z)
+            if fns.valid(u, pseudo_n):
+                proposal = fns.conjugate_draw(rng, u, pseudo_n)
+                if not _finite(proposal):
+                    return state, mean_accept, BAD_THETA
+                m_new, V_new = _release_moments(fns, proposal, config)
+                log_lik_new = _release_log_likelihood(m_new, V_new, config, state.noise_var)
+                mu_new, Sigma_new = fns.mean_cov(proposal)
+                L_new, ok_new = _pseudo_factor(basis, pseudo_n, Sigma_new)
+                if ok_new:
+                    log_u_new = _log_normal_cholesky(
+                        _on_support(basis, u - pseudo_n * mu_new), L_new)
+                    log_u = -0.5 * np.dot(z, z) - r * _LOG_SQRT_2PI
+                    for j in range(r):
+                        log_u -= math.log(L[j, j])
+                    log_ratio = (log_lik_new - log_lik + log_u_new - log_u
+                                 + _log_conjugate_likelihood(fns, theta, u, pseudo_n)
+                                 - _log_conjugate_likelihood(fns, proposal, u, pseudo_n))
+                    if log_lik == -math.inf and log_lik_new > -math.inf:
+                        log_ratio = math.inf  # leave a start the release rules out
+                    a = acceptance_probability(log_ratio)
+                    if a >= 1.0 or (a > 0.0 and rng.random() < a):
+                        theta, log_lik, m, V, mu, Sigma, L = (proposal, log_lik_new, m_new,
+                                                              V_new, mu_new, Sigma_new, L_new)
+        mean_accept += a / config.moves
+    reported, steps = mean_accept * config.moves, config.moves
+    independent_n = state.pseudo[_PSEUDO_INDEPENDENT] * config.independence_width
+    if phase == 0 and independent_n > 0.0:
+        # Independence Metropolis-Hastings: the conjugate update given the fixed pseudo-total
+        # independent_n * mean(mu) proposes from about the posterior, widened; the prior
+        # cancels and the proposal's own factor is e^{L(theta; u, n~)}.
+        d = mu.shape[0]
+        u = independent_n * state.pseudo[_PSEUDO_STATS:_PSEUDO_STATS + d]
+        for _ in range(config.independence_moves):
+            if not fns.valid(u, independent_n):
+                break
+            proposal = fns.conjugate_draw(rng, u, independent_n)
             if not _finite(proposal):
                 return state, mean_accept, BAD_THETA
             m_new, V_new = _release_moments(fns, proposal, config)
             log_lik_new = _release_log_likelihood(m_new, V_new, config, state.noise_var)
-            mu_new, Sigma_new = fns.mean_cov(proposal)
             log_ratio = (log_lik_new - log_lik
-                         + log_normal_density(u, pseudo_n * mu_new, pseudo_n * Sigma_new)
-                         - log_normal_density(u, pseudo_n * mu, pseudo_n * Sigma)
-                         + _log_conjugate_likelihood(fns, theta, u, pseudo_n)
-                         - _log_conjugate_likelihood(fns, proposal, u, pseudo_n))
-            if log_lik == -math.inf and log_lik_new > -math.inf:
-                log_ratio = math.inf  # leave a start the release rules out
+                         + _log_conjugate_likelihood(fns, theta, u, independent_n)
+                         - _log_conjugate_likelihood(fns, proposal, u, independent_n))
             a = acceptance_probability(log_ratio)
+            reported += a
+            steps += 1
             if a >= 1.0 or (a > 0.0 and rng.random() < a):
-                theta, log_lik, m, V, mu, Sigma = (proposal, log_lik_new, m_new, V_new,
-                                                   mu_new, Sigma_new)
-        mean_accept += a / config.moves
-    if tuning:
+                theta, log_lik, m, V = proposal, log_lik_new, m_new, V_new
+                mu, Sigma = fns.mean_cov(theta)
+    if phase > 0:
         # Robbins-Monro on log n~: a larger pseudo-sample gives narrower proposals and more
         # acceptances. Warm-up only; the kept draws use the frozen value.
-        state.pseudo[1] += 1.0
-        state.pseudo[0] -= (mean_accept - config.target_accept) / state.pseudo[1] ** 0.6
-        state.pseudo[0] = min(max(state.pseudo[0], math.log(1e-3)), math.log(config.n))
+        p = state.pseudo
+        p[_PSEUDO_ADAPTED] += 1.0
+        p[_PSEUDO_LOG_N] -= (mean_accept - config.target_accept) / p[_PSEUDO_ADAPTED] ** 0.6
+        p[_PSEUDO_LOG_N] = min(max(p[_PSEUDO_LOG_N], math.log(1e-3)), math.log(config.n))
+        if phase == 2:
+            _summarise(state, mu, Sigma)
     # The released statistic given theta (and the noise variances), for output and for the
     # vector Laplace release's noise update; never constrained to its valid region (module
     # docstring), so the pair (theta, s) is a draw of the same joint whose marginal is sampled.
@@ -520,12 +685,26 @@ def marginal_step(rng, state, config, fns, tuning):
     if d == 1 and config.laplace_scale > 0.0:
         s = np.array([draw_normal_laplace(rng, m[0], V[0, 0], config.y[0],
                                           config.laplace_scale)])
+    elif d == 1:
+        v, noise = V[0, 0], state.noise_var[0]
+        s = np.array([(m[0] * noise + config.y[0] * v) / (v + noise)
+                      + math.sqrt(v * noise / (v + noise)) * rng.standard_normal()])
     else:
-        m_s, S_s = norm_product(m, V, config.y, state.noise_var)
-        s = draw_normal(rng, m_s, S_s)
+        # s | theta, y ~ N(m + K^T (y - m), V - V K), K = (V + D)^{-1} V (norm_product's
+        # form, which keeps s on the support), drawn on the support.
+        M = V.copy()
+        for j in range(d):
+            M[j, j] += state.noise_var[j]
+        K = _spd_solve(M, V)
+        m_s = m + K.T @ (config.y - m)
+        S_s = V - V @ K
+        L_s, ok_s = cholesky(_cov_on_support(basis, 0.5 * (S_s + S_s.T)))
+        s = m_s.copy()
+        if ok_s:
+            s += basis @ (L_s @ rng.standard_normal(r))
     _copy_into(state.theta, theta)
     _copy_into(state.s, s)
     _copy_into(state.s_centre, s)
     if d > 1:
         _update_noise(rng, state, config)
-    return state, mean_accept, OK
+    return state, reported / max(steps, 1), OK
