@@ -1,17 +1,18 @@
 """Mixing of the sufficient-statistic sampler where the noise dominates (issue 16).
 
-For each release: 4 chains x 5000 draws (+1000 tune), seed 1, one chain at a time
-(``cores=1``, so seconds are comparable between kernels), against the exact posterior. Reports
-bulk ESS, R-hat, the posterior mean's error in Monte Carlo standard errors (z), the sd ratio to
-the exact sd with its z, seconds of sampling (after a compile call) and ESS per second.
+For each release and kernel (``variant``): 4 chains x 5000 draws (+1000 tune), seed 1, against
+the exact posterior. Reports bulk ESS, R-hat, the posterior mean's error in Monte Carlo
+standard errors (z), the sd ratio to the exact sd with its z, the cost per iteration (one chain,
+101 000 iterations, the fastest of ``--repeats`` runs) and ESS per second at that cost; and
+``f``, the estimated fraction of missing information, with the kernel ``variant=None`` picks.
 
 * beta-binomial, Laplace release of the count, p = 0.3 (releases as in
   benchmarks/suffstat_speed.py): the issue's rows (n, epsilon) = (1000, 0.01), (10000, 0.005),
   (100, 0.05), and rows where the Bernstein-Sheldon Gibbs sampler already mixes well
   (n = 1000, epsilon 0.5 and 1), and between;
-* Dirichlet-multinomial (K = 3, n = 100, Laplace per count): each p_j against the enumerated
+* Dirichlet-multinomial (K = 3, Laplace per count): each p_j against the enumerated
   exact posterior;
-* truncated gamma-exponential (Algorithm 2/3 release, n = 1000, bounds [0, 5]): against the
+* truncated gamma-exponential (Algorithm 2/3 release, bounds [0, 5]): against the
   exact posterior by characteristic functions (``gamma_exponential.exact_posterior``),
   prior Gamma(20, 20) as in benchmarks/calibration.py. (With bounds [0, 3] the expected
   truncated total at lam ~ 0.35-0.6 equals the one at lam ~ 1, and the exact posterior has a
@@ -33,14 +34,20 @@ import numpy as np
 import dawrap as dw
 from dawrap import _arviz
 from dawrap.interweave import missing_information
+try:
+    from dawrap.run_suffstat import choose_variant
+except ImportError:  # a dawrap from before the marginal kernel (for the "today" column)
+    def choose_variant(model, mech, n, variant):
+        return "gibbs"
 from dawrap.models import beta_binomial, dirichlet_multinomial, gamma_exponential
 
 OUT = Path(__file__).parent / "results"
 SETTINGS = {"draws": 5000, "tune": 1000, "chains": 4, "cores": 1, "seed": 1}
+ITERATIONS = SETTINGS["chains"] * (SETTINGS["draws"] + SETTINGS["tune"])
 BB_ROWS = [(1000, 0.01), (10000, 0.005), (100, 0.05), (1000, 0.05), (1000, 0.1), (1000, 0.2),
            (1000, 0.5), (1000, 1.0), (100, 0.3), (100, 1.0), (10000, 0.02), (10000, 0.1)]
-DM_ROWS = [(100, 0.01), (100, 0.1), (100, 1.0)]
-GE_ROWS = [(1000, 0.01), (1000, 0.1), (1000, 1.0)]
+DM_ROWS = [(1000, 0.01), (100, 0.05), (100, 0.01), (100, 0.1), (100, 1.0)]
+GE_ROWS = [(1000, 0.01), (10000, 0.005), (100, 0.05), (1000, 0.1), (1000, 1.0)]
 
 
 def releases(only):
@@ -71,19 +78,28 @@ def releases(only):
                    {0: gamma_exponential.exact_posterior(mech, s_dp, n, 20, 20)})
 
 
+def cost_per_iteration(model, mech, s_dp, n, kwargs, repeats, iterations=100_000):
+    """Seconds per iteration of one chain in a long run (the fastest of ``repeats``: the
+    least disturbed by the other jobs on this shared machine; a short run's fixed costs,
+    ~ms, would otherwise count)."""
+    seconds = []
+    for _ in range(repeats):
+        idata = dw.sample(model, mech, s_dp, n, method="suffstat", draws=iterations, tune=1000,
+                          chains=1, seed=2, **kwargs)
+        seconds.append(float(_arviz.attrs(idata)["sampling_time"]))
+    return min(seconds) / (iterations + 1000)
+
+
 def measure(model, mech, s_dp, n, variant, exact, repeats):
     kwargs = {} if variant == "default" else {"variant": variant}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         dw.sample(model, mech, s_dp, n, method="suffstat", draws=5, tune=0, chains=1, seed=0,
                   **kwargs)  # compile
-        # The same run (same seed, same draws) repeated: the fastest is the least disturbed
-        # by the other jobs on this shared machine.
-        seconds = []
-        for _ in range(repeats):
-            idata = dw.sample(model, mech, s_dp, n, method="suffstat", **SETTINGS, **kwargs)
-            seconds.append(float(_arviz.attrs(idata)["sampling_time"]))
-    seconds = min(seconds)
+        idata = dw.sample(model, mech, s_dp, n, method="suffstat", **SETTINGS, **kwargs)
+        cost = cost_per_iteration(model, mech, s_dp, n, kwargs, repeats)
+    # ESS per second of the 4 x 6000 iterations at the steady-state cost.
+    seconds = cost * ITERATIONS
     if variant == "default":
         variant = f"default ({_arviz.attrs(idata)['variant']})"
     theta = _arviz.group(idata, "posterior")[next(iter(model.params))].values
@@ -118,23 +134,28 @@ def main():
     variants = args.variants.split(",")
     lines = ["# Sufficient-statistic sampler: mixing against the exact posterior", "",
              f"`python benchmarks/suffstat_mixing.py --variants {args.variants} --only "
-             f"{args.only}`; 4 chains x 5000 draws (+1000 tune), seed 1, cores=1. z: error in "
-             "Monte Carlo standard errors (|z| < 4 agrees). Seconds: the fastest of "
-             f"{args.repeats} identical runs (this machine is shared). ESS/s: bulk ESS per "
-             "second of sampling. variant default: the kernel dw.sample chose.", "",
+             f"{args.only}`; 4 chains x 5000 draws (+1000 tune), seed 1. z: error in "
+             "Monte Carlo standard errors (|z| < 4 agrees). us/it: microseconds per iteration "
+             f"of one chain over 101 000 iterations, the fastest of {args.repeats} runs (this "
+             "machine is shared). ESS/s: bulk ESS per second of the 4 x 6000 iterations at "
+             "that cost. variant default: the kernel dw.sample chose.", "",
              "f: the estimated fraction of missing information "
-             "(dawrap.interweave.missing_information), on which the default kernel is chosen.",
-             "", "| model | n | epsilon | f | variant | j | bulk ESS | R-hat | mean z | sd/exact | "
-             "sd z | seconds | ESS/s |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "(dawrap.interweave.missing_information), on which the default kernel (the "
+             "column default) is chosen.",
+             "", "| model | n | epsilon | f | default | variant | j | bulk ESS | R-hat | mean z | sd/exact | "
+             "sd z | us/it | ESS/s |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     began = time.perf_counter()
     for label, n, eps, model, mech, s_dp, exact in releases(args.only.split(",")):
         f = missing_information(model, mech, n)
+        chosen = choose_variant(model, mech, n, None)
         for variant in variants:
             for used, j, ess, rhat, zm, ratio, zs, sec, rate in measure(model, mech, s_dp, n,
                                                                          variant, exact,
                                                                          args.repeats):
-                line = (f"| {label} | {n} | {eps:g} | {f:.2f} | {used} | {j} | {ess:.0f} | "
-                        f"{rhat:.3f} | {zm:+.1f} | {ratio:.3f} | {zs:+.1f} | {sec:.2f} | "
+                line = (f"| {label} | {n} | {eps:g} | {f:.2f} | {chosen} | {used} | {j} | "
+                        f"{ess:.0f} | "
+                        f"{rhat:.3f} | {zm:+.1f} | {ratio:.3f} | {zs:+.1f} | "
+                        f"{1e6 * sec / ITERATIONS:.2f} | "
                         f"{rate:.0f} |")
                 print(line, flush=True)
                 lines.append(line)

@@ -24,8 +24,11 @@ __all__ = ["run_suffstat", "require_family", "choose_variant", "VARIANTS", "AUTO
 VARIANTS = ("gibbs", "printed", "marginal")
 #: ``variant=None`` uses the marginal kernel when the estimated fraction of missing
 #: information (:func:`dawrap.interweave.missing_information`) is at least this, and the
-#: family has ``natural`` and ``log_partition`` (benchmarks/suffstat_mixing.py).
-AUTO_THRESHOLD = 0.5
+#: family has ``natural`` and ``log_partition``. Measured (benchmarks/suffstat_mixing.py,
+#: beta-binomial): at f = 0.52 and 0.56 the Gibbs kernel gives 1.2-1.4x the marginal
+#: kernel's ESS per second, at f = 0.68 the marginal kernel 1.6x, at 0.83 2.8x, above 0.95
+#: 12-100x; the Gibbs kernel's ESS per draw falls like (1 - f) / (1 + f).
+AUTO_THRESHOLD = 0.6
 #: The marginal kernel's pseudo-sample starts at this fraction of the records' effective
 #: number ``n (1 - f)`` (then adapted during warm-up).
 PSEUDO_FRACTION = 1.0 / 3.0
@@ -165,7 +168,8 @@ def _initial_state(model, family, mech, config, rng, theta=None):
     pseudo_n = min(max(PSEUDO_FRACTION * config.n * kept, 1e-3), config.n)
     pseudo = np.zeros(suffstat._PSEUDO_STATS + 3 * d)
     pseudo[suffstat._PSEUDO_LOG_N] = math.log(pseudo_n)
-    return suffstat.SuffstatState(theta, s.copy(), s.copy(), noise, pseudo)
+    return suffstat.SuffstatState(theta, s.copy(), s.copy(), noise, pseudo, np.zeros(d),
+                                  np.zeros((d, d)), np.zeros(2))
 
 
 def _support_basis(family: ExponentialFamily, states) -> np.ndarray:

@@ -142,6 +142,9 @@ class SuffstatState(NamedTuple):
     #                        late-warm-up draws summarised, the independence move's
     #                        pseudo-sample size (0: off), and the summaries: mean and sum of
     #                        squared deviations of mu(theta), mean of diag Sigma(theta)
+    release_mean: np.ndarray  # (d,) marginal kernel: the CLT moments of the release at theta,
+    release_cov: np.ndarray   # (d, d) kept between iterations (for a truncated release they
+    cached: np.ndarray        # (2,) cost three truncated moments); [valid, log likelihood]
 
 
 class SuffstatConfig(NamedTuple):
@@ -609,40 +612,70 @@ def marginal_step(rng, state, config, fns, phase):
     theta = state.theta.copy()
     basis = config.basis
     pseudo_n = math.exp(state.pseudo[_PSEUDO_LOG_N])
-    m, V = _release_moments(fns, theta, config)
-    log_lik = _release_log_likelihood(m, V, config, state.noise_var)
+    d = state.s.shape[0]
+    # theta's release moments (and, without noise variances to integrate over, its
+    # likelihood) are kept from the previous iteration.
+    univariate_exact = d == 1  # the likelihood does not depend on sigma^2
+    if state.cached[0] == 1.0:
+        m, V = state.release_mean.copy(), state.release_cov.copy()
+    else:
+        m, V = _release_moments(fns, theta, config)
+    if state.cached[0] == 1.0 and univariate_exact:
+        log_lik = state.cached[1]
+    else:
+        log_lik = _release_log_likelihood(m, V, config, state.noise_var)
     mu, Sigma = fns.mean_cov(theta)
-    L, ok = _pseudo_factor(basis, pseudo_n, Sigma)
     r = basis.shape[1]
     mean_accept = 0.0
+    if d == 1:
+        L, ok = np.empty((1, 1)), Sigma[0, 0] > 0.0
+    else:
+        L, ok = _pseudo_factor(basis, pseudo_n, Sigma)
     for _ in range(config.moves):
         a = 0.0
-        if ok:
+        if not ok:
+            mean_accept += a / config.moves
+            continue
+        if d == 1:
+            # The same step in scalars (no small arrays to allocate).
+            sd = math.sqrt(pseudo_n * Sigma[0, 0])
+            z1 = rng.standard_normal()
+            u = np.array([pseudo_n * mu[0] + sd * z1])
+            log_u = -0.5 * z1 * z1 - math.log(sd) - _LOG_SQRT_2PI
+        else:
             z = rng.standard_normal(r)
             u = pseudo_n * mu + basis @ (L @ z)
-            if fns.valid(u, pseudo_n):
-                proposal = fns.conjugate_draw(rng, u, pseudo_n)
-                if not _finite(proposal):
-                    return state, mean_accept, BAD_THETA
-                m_new, V_new = _release_moments(fns, proposal, config)
-                log_lik_new = _release_log_likelihood(m_new, V_new, config, state.noise_var)
-                mu_new, Sigma_new = fns.mean_cov(proposal)
+            log_u = -0.5 * np.dot(z, z) - r * _LOG_SQRT_2PI
+            for j in range(r):
+                log_u -= math.log(L[j, j])
+        if fns.valid(u, pseudo_n):
+            proposal = fns.conjugate_draw(rng, u, pseudo_n)
+            if not _finite(proposal):
+                return state, mean_accept, BAD_THETA
+            m_new, V_new = _release_moments(fns, proposal, config)
+            log_lik_new = _release_log_likelihood(m_new, V_new, config, state.noise_var)
+            mu_new, Sigma_new = fns.mean_cov(proposal)
+            if d == 1:
+                L_new, ok_new = L, Sigma_new[0, 0] > 0.0
+                if ok_new:
+                    v_new = pseudo_n * Sigma_new[0, 0]
+                    dev = u[0] - pseudo_n * mu_new[0]
+                    log_u_new = -0.5 * dev * dev / v_new - 0.5 * math.log(v_new) - _LOG_SQRT_2PI
+            else:
                 L_new, ok_new = _pseudo_factor(basis, pseudo_n, Sigma_new)
                 if ok_new:
                     log_u_new = _log_normal_cholesky(
                         _on_support(basis, u - pseudo_n * mu_new), L_new)
-                    log_u = -0.5 * np.dot(z, z) - r * _LOG_SQRT_2PI
-                    for j in range(r):
-                        log_u -= math.log(L[j, j])
-                    log_ratio = (log_lik_new - log_lik + log_u_new - log_u
-                                 + _log_conjugate_likelihood(fns, theta, u, pseudo_n)
-                                 - _log_conjugate_likelihood(fns, proposal, u, pseudo_n))
-                    if log_lik == -math.inf and log_lik_new > -math.inf:
-                        log_ratio = math.inf  # leave a start the release rules out
-                    a = acceptance_probability(log_ratio)
-                    if a >= 1.0 or (a > 0.0 and rng.random() < a):
-                        theta, log_lik, m, V, mu, Sigma, L = (proposal, log_lik_new, m_new,
-                                                              V_new, mu_new, Sigma_new, L_new)
+            if ok_new:
+                log_ratio = (log_lik_new - log_lik + log_u_new - log_u
+                             + _log_conjugate_likelihood(fns, theta, u, pseudo_n)
+                             - _log_conjugate_likelihood(fns, proposal, u, pseudo_n))
+                if log_lik == -math.inf and log_lik_new > -math.inf:
+                    log_ratio = math.inf  # leave a start the release rules out
+                a = acceptance_probability(log_ratio)
+                if a >= 1.0 or (a > 0.0 and rng.random() < a):
+                    theta, log_lik, m, V, mu, Sigma, L = (proposal, log_lik_new, m_new,
+                                                          V_new, mu_new, Sigma_new, L_new)
         mean_accept += a / config.moves
     reported, steps = mean_accept * config.moves, config.moves
     independent_n = state.pseudo[_PSEUDO_INDEPENDENT] * config.independence_width
@@ -705,6 +738,11 @@ def marginal_step(rng, state, config, fns, phase):
     _copy_into(state.theta, theta)
     _copy_into(state.s, s)
     _copy_into(state.s_centre, s)
+    _copy_into(state.release_mean, m)
+    for j in range(d):
+        _copy_into(state.release_cov[j], V[j])
+    state.cached[0] = 1.0
+    state.cached[1] = log_lik
     if d > 1:
         _update_noise(rng, state, config)
     return state, reported / max(steps, 1), OK
