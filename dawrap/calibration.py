@@ -21,7 +21,9 @@ records where :math:`\theta_t` falls among the posterior draws. For a calibrated
 
 The verdict (:meth:`Calibration.verdict`) is that a sampler is calibrated when its rank ECDF
 stays inside the simultaneous band *and* its coverage passes the two-sided binomial test at
-every level (each at ``alpha / levels``, Bonferroni).
+every level, with ``alpha`` split between the two checks and over the levels (Bonferroni:
+band at ``alpha / 2``, each level at ``alpha / (2 levels)``), so that a calibrated sampler is
+called miscalibrated with probability at most ``alpha``.
 
 Trial :math:`t`'s randomness is ``SeedSequence(seed).spawn(trials)[t]`` whichever worker runs
 it, so a study gives identical results serially, in threads, in processes or on a dask cluster.
@@ -184,31 +186,32 @@ class Calibration:
         return {m: ecdf_inside(self.pit[m], alpha) for m in self.methods}
 
     def verdict(self, alpha: float = 0.05) -> dict:
-        """``{method: bool}``: calibrated by both checks at level ``alpha``: the rank ECDF
-        inside the simultaneous band, and coverage passing at every level."""
-        band, cover = self.inside_band(alpha), self.coverage_test(alpha)
+        """``{method: bool}``: calibrated by both checks, with ``alpha`` split between them:
+        the rank ECDF inside the simultaneous ``1 - alpha/2`` band, and coverage passing at
+        every level (:meth:`coverage_test` at ``alpha / 2``)."""
+        band, cover = self.inside_band(alpha / 2), self.coverage_test(alpha / 2)
         return {m: bool(band[m] and np.all(cover[m].passed)) for m in self.methods}
 
     def __repr__(self) -> str:
+        alpha = 0.05
         levels = "".join(f"{f'cover {c:g}':>12s}" for c in self.levels)
-        lines = [f"{'method':18s}{'KS':>7s}{'p':>9s}{levels}{'in band':>9s}"
-                 f"{'calibrated':>12s}"]
-        band, tests, raw = self.inside_band(), self.coverage_test(), self.coverage()
-        verdict = self.verdict()
+        lines = [f"{'method':18s}{'KS':>7s}{'p':>9s}{levels}{'in band':>9s}  calibrated"]
+        band, tests = self.inside_band(alpha / 2), self.coverage_test(alpha / 2)
+        raw, verdict = self.coverage(), self.verdict(alpha)
         for m, (ks, p) in self.ks().items():
             t = tests[m]
             cells = "".join(f"{f'{c:.3f}' + ('' if ok else '*'):>12s}"
                             for c, ok in zip(t.coverage, t.passed))
             why = [] if band[m] else ["band"]
             why += [] if np.all(t.passed) else ["coverage"]
-            lines.append(f"{m:18s}{ks:7.3f}{p:9.2g}{cells}{'yes' if band[m] else 'NO':>9s}"
-                         + f"{'yes' if verdict[m] else 'NO (' + ', '.join(why) + ')':>12s}")
-        lines.append(f"cover c: fraction of trials in the central interval, from the ESS-thinned "
-                     f"ranks; * fails the binomial test (p < {0.05 / len(self.levels):.3g} "
-                     f"per level).")
-        lines.append("Intervals between raw-draw quantiles (ends with Monte Carlo error; not "
-                     "tested): " + "; ".join(f"{m} " + " ".join(f"{c:.3f}" for c in raw[m])
-                                             for m in self.methods))
+            lines.append(f"{m:18s}{ks:7.3f}{p:9.2g}{cells}{'yes' if band[m] else 'NO':>9s}  "
+                         + ("yes" if verdict[m] else f"NO ({', '.join(why)})"))
+        lines.append(f"Coverage from the ESS-thinned ranks; * fails the exact binomial test "
+                     f"(p < {alpha / 2 / len(self.levels):.3g} per level). Verdict at "
+                     f"{alpha:g}: ECDF band at {alpha / 2:g} and coverage, Bonferroni.")
+        lines.append("Intervals between raw-draw quantiles (their ends carry Monte Carlo "
+                     "error; not tested): " + "; ".join(
+                         f"{m} " + " ".join(f"{c:.3f}" for c in raw[m]) for m in self.methods))
         return f"Calibration over {self.theta.size} trials\n" + "\n".join(lines)
 
     @property
@@ -221,8 +224,8 @@ class Calibration:
                                                         for m in self.methods]))
         data["covered"] = (("sampler", "trial", "level"),
                            np.stack([self.covered[m] for m in self.methods]))
-        thinned, tests = self.thinned_covered(), self.coverage_test()
-        verdict = self.verdict()
+        thinned, tests = self.thinned_covered(), self.coverage_test(0.025)
+        verdict = self.verdict(0.05)
         data["thinned_covered"] = (("sampler", "trial", "level"),
                                    np.stack([thinned[m] for m in self.methods]))
         for key in ("coverage", "p_value", "passed"):
@@ -231,7 +234,9 @@ class Calibration:
         data["calibrated"] = ("sampler", np.array([verdict[m] for m in self.methods]))
         return xr.Dataset(data, coords={"sampler": self.methods, "level": list(self.levels),
                                         "trial": np.arange(self.theta.size)},
-                          attrs={k: str(v) for k, v in self.settings.items()})
+                          attrs={**{k: str(v) for k, v in self.settings.items()},
+                                 "verdict": "calibrated: ECDF band at 0.025 and coverage "
+                                            "(exact binomial, 0.025 / levels) both pass"})
 
     def to_netcdf(self, path) -> None:
         """Write :attr:`dataset` to a netCDF file."""

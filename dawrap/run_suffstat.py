@@ -28,7 +28,7 @@ VARIANTS = ("gibbs", "printed", "marginal")
 #: beta-binomial): at f = 0.52 and 0.56 the Gibbs kernel gives 1.2-1.4x the marginal
 #: kernel's ESS per second, at f = 0.68 the marginal kernel 1.6x, at 0.83 2.8x, above 0.95
 #: 12-100x; the Gibbs kernel's ESS per draw falls like (1 - f) / (1 + f).
-AUTO_THRESHOLD = 0.6
+AUTO_THRESHOLD = 0.5
 #: The marginal kernel's pseudo-sample starts at this fraction of the records' effective
 #: number ``n (1 - f)`` (then adapted during warm-up).
 PSEUDO_FRACTION = 1.0 / 3.0

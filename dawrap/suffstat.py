@@ -468,17 +468,59 @@ def log_normal_density(x, mean, cov):
     return _log_normal_cholesky(x - mean, L)
 
 
+# Small matrix products written out: numba sends ``@`` to BLAS, whose call costs more than
+# the arithmetic for the few coordinates of a statistic.
+
+@numba.njit(nogil=True, cache=True)
+def _dot(x, y):
+    out = 0.0
+    for i in range(x.shape[0]):
+        out += x[i] * y[i]
+    return out
+
+
+@numba.njit(nogil=True, cache=True)
+def _matvec(A, x):
+    """A x."""
+    out = np.zeros(A.shape[0])
+    for i in range(A.shape[0]):
+        for j in range(A.shape[1]):
+            out[i] += A[i, j] * x[j]
+    return out
+
+
+@numba.njit(nogil=True, cache=True)
+def _tmatvec(A, x):
+    """A^T x."""
+    out = np.zeros(A.shape[1])
+    for i in range(A.shape[0]):
+        for j in range(A.shape[1]):
+            out[j] += A[i, j] * x[i]
+    return out
+
+
 @numba.njit(nogil=True, cache=True)
 def _on_support(basis, x):
     """Coordinates ``basis^T x`` of ``x`` in the statistic's support."""
-    return basis.T @ x
+    return _tmatvec(basis, x)
 
 
 @numba.njit(nogil=True, cache=True)
 def _cov_on_support(basis, S):
     """``basis^T S basis``: a covariance restricted to the support (positive definite there
     for the multinomial, whose counts sum to n)."""
-    return basis.T @ S @ basis
+    d, r = basis.shape
+    SB = np.zeros((d, r))
+    for i in range(d):
+        for k in range(d):
+            for j in range(r):
+                SB[i, j] += S[i, k] * basis[k, j]
+    out = np.zeros((r, r))
+    for a in range(r):
+        for b in range(r):
+            for i in range(d):
+                out[a, b] += basis[i, a] * SB[i, b]
+    return out
 
 
 @numba.njit(nogil=True, cache=True)
@@ -537,7 +579,7 @@ def _log_conjugate_likelihood(fns, theta, u, pseudo_n):
     """eta(theta)^T u - n~ A(eta(theta)): theta's part of the conjugate posterior given the
     total ``u`` of ``pseudo_n`` records (the prior is the rest, and cancels)."""
     eta = _as_vector(fns.likelihood_natural(theta))
-    return np.dot(eta, u) - pseudo_n * fns.log_partition(eta)
+    return _dot(eta, u) - pseudo_n * fns.log_partition(eta)
 
 
 @numba.njit(nogil=True)
@@ -631,10 +673,10 @@ def marginal_step(rng, state, config, fns, phase):
         L, ok = np.empty((1, 1)), Sigma[0, 0] > 0.0
     else:
         L, ok = _pseudo_factor(basis, pseudo_n, Sigma)
-    for _ in range(config.moves):
+    local = config.moves
+    for _ in range(local):
         a = 0.0
         if not ok:
-            mean_accept += a / config.moves
             continue
         if d == 1:
             # The same step in scalars (no small arrays to allocate).
@@ -644,8 +686,8 @@ def marginal_step(rng, state, config, fns, phase):
             log_u = -0.5 * z1 * z1 - math.log(sd) - _LOG_SQRT_2PI
         else:
             z = rng.standard_normal(r)
-            u = pseudo_n * mu + basis @ (L @ z)
-            log_u = -0.5 * np.dot(z, z) - r * _LOG_SQRT_2PI
+            u = pseudo_n * mu + _matvec(basis, _matvec(L, z))
+            log_u = -0.5 * _dot(z, z) - r * _LOG_SQRT_2PI
             for j in range(r):
                 log_u -= math.log(L[j, j])
         if fns.valid(u, pseudo_n):
@@ -676,8 +718,8 @@ def marginal_step(rng, state, config, fns, phase):
                 if a >= 1.0 or (a > 0.0 and rng.random() < a):
                     theta, log_lik, m, V, mu, Sigma, L = (proposal, log_lik_new, m_new,
                                                           V_new, mu_new, Sigma_new, L_new)
-        mean_accept += a / config.moves
-    reported, steps = mean_accept * config.moves, config.moves
+        mean_accept += a / local
+    reported, steps = mean_accept * local, local
     independent_n = state.pseudo[_PSEUDO_INDEPENDENT] * config.independence_width
     if phase == 0 and independent_n > 0.0:
         # Independence Metropolis-Hastings: the conjugate update given the fixed pseudo-total
@@ -729,12 +771,16 @@ def marginal_step(rng, state, config, fns, phase):
         for j in range(d):
             M[j, j] += state.noise_var[j]
         K = _spd_solve(M, V)
-        m_s = m + K.T @ (config.y - m)
-        S_s = V - V @ K
+        m_s = m + _tmatvec(K, config.y - m)
+        S_s = V.copy()
+        for i in range(d):
+            for j in range(d):
+                for k in range(d):
+                    S_s[i, j] -= V[i, k] * K[k, j]
         L_s, ok_s = cholesky(_cov_on_support(basis, 0.5 * (S_s + S_s.T)))
         s = m_s.copy()
         if ok_s:
-            s += basis @ (L_s @ rng.standard_normal(r))
+            s += _matvec(basis, _matvec(L_s, rng.standard_normal(r)))
     _copy_into(state.theta, theta)
     _copy_into(state.s, s)
     _copy_into(state.s_centre, s)
