@@ -160,7 +160,7 @@ class Calibration:
         return {m: self.covered[m].mean(axis=0) for m in self.methods}
 
     def thinned_covered(self) -> dict:
-        """``{method: (trials, levels) bool}``: whether the central interval at each level
+        r"""``{method: (trials, levels) bool}``: whether the central interval at each level
         covered the truth, read from the ESS-thinned, jittered rank (:math:`|U - 1/2| \le
         c/2`): exactly Bernoulli(c) per trial for a calibrated sampler."""
         c = np.asarray(self.levels)
