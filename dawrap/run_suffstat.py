@@ -198,8 +198,9 @@ def _run_chain(state, config, fns, rng, draws, tune, keep_stats, theta_size, d, 
     done, total = 0, tune + draws
     while done < total and not stop.is_set():
         end = min(total, done + CHUNK)
-        state, done, status = suffstat.run(rng, state, config, fns, done, end, tune,
-                                           out_theta, out_rejections, out_s)
+        runner = suffstat.run_marginal if config.marginal else suffstat.run
+        state, done, status = runner(rng, state, config, fns, done, end, tune,
+                                     out_theta, out_rejections, out_s)
         bar.done[chain] = done
         if status != suffstat.OK:
             raise ValueError(f"{suffstat.STATUS_MESSAGES[status]} (iteration {done})")
@@ -239,8 +240,9 @@ def run_suffstat(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, r
     # interpreter); the chains end at their next chunk and the draws so far are returned.
     with deferred_interrupt(stop.set):
         # Compile here (zero iterations) before the chains start in threads.
-        suffstat.run(np.random.default_rng(0), states[0], config, fns, 0, 0, 0,
-                     np.empty((0, model.theta_size)), np.empty(0), np.empty((0, d)))
+        (suffstat.run_marginal if marginal else suffstat.run)(
+            np.random.default_rng(0), states[0], config, fns, 0, 0, 0,
+            np.empty((0, model.theta_size)), np.empty(0), np.empty((0, d)))
         if stop.is_set():
             raise KeyboardInterrupt("sampling interrupted before the chains started: no "
                                     "draws to return")

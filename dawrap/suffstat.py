@@ -103,7 +103,7 @@ from .kernels import acceptance_probability
 from .record import _copy_into
 
 __all__ = ["SuffstatFunctions", "SuffstatState", "SuffstatConfig", "norm_product", "step",
-           "run", "MAX_REJECTIONS", "log_ndtr", "log_normal_laplace", "draw_normal_laplace"]
+           "run", "marginal_step", "run_marginal", "MAX_REJECTIONS", "log_ndtr", "log_normal_laplace", "draw_normal_laplace"]
 
 #: Draws of ``s`` rejected in one iteration before the sampler gives up (status != 0).
 MAX_REJECTIONS = 10_000
@@ -262,13 +262,8 @@ def _update_noise(rng, state, config):
 
 
 @numba.njit(nogil=True)
-def step(rng, state, config, fns, phase=0):
-    """One iteration. Returns ``(state, rejections, status)`` (for the marginal kernel,
-    ``rejections`` is the mean acceptance probability of its moves). ``phase``: 0 sampling,
-    1 the first half of warm-up, 2 the second (the marginal kernel adapts in both and
-    summarises the draws of the second)."""
-    if config.marginal:
-        return marginal_step(rng, state, config, fns, phase)
+def step(rng, state, config, fns):
+    """One Gibbs iteration. Returns ``(state, rejections, status)``."""
     n = config.n
     rejections = 0
     if not config.truncated:
@@ -314,15 +309,12 @@ def step(rng, state, config, fns, phase=0):
 
 @numba.njit(nogil=True)
 def run(rng, state, config, fns, start, stop, tune, out_theta, out_rejections, out_s):
-    """Iterations ``start..stop-1``; iteration ``it >= tune`` is kept in row ``it - tune``
-    (``out_rejections``: the marginal kernel's acceptance probability instead).
+    """Iterations ``start..stop-1`` of the Gibbs kernels; iteration ``it >= tune`` is kept
+    in row ``it - tune``.
 
     Returns ``(state, iterations done, status)``."""
     for it in range(start, stop):
-        if it == tune and config.marginal:
-            freeze(state)
-        phase = 0 if it >= tune else (1 if 2 * it < tune else 2)
-        state, rejections, status = step(rng, state, config, fns, phase)
+        state, rejections, status = step(rng, state, config, fns)
         if status != OK:
             return state, it, status
         if it >= tune:
@@ -792,3 +784,25 @@ def marginal_step(rng, state, config, fns, phase):
     if d > 1:
         _update_noise(rng, state, config)
     return state, reported / max(steps, 1), OK
+
+
+@numba.njit(nogil=True)
+def run_marginal(rng, state, config, fns, start, stop, tune, out_theta, out_accept, out_s):
+    """:func:`run` for the marginal kernel (compiled apart, so that the Gibbs kernels' loop
+    is the one it always was): ``out_accept`` gets each iteration's mean acceptance
+    probability. Warm-up is in two halves: the local step adapts in both, the second is
+    summarised for the independence step, which :func:`freeze` sets up at ``it == tune``."""
+    for it in range(start, stop):
+        if it == tune:
+            freeze(state)
+        phase = 0 if it >= tune else (1 if 2 * it < tune else 2)
+        state, accept, status = marginal_step(rng, state, config, fns, phase)
+        if status != OK:
+            return state, it, status
+        if it >= tune:
+            row = it - tune
+            _copy_into(out_theta[row], state.theta)
+            out_accept[row] = accept
+            if out_s.shape[0] > 0:
+                _copy_into(out_s[row], state.s_centre)
+    return state, stop, OK
