@@ -21,6 +21,10 @@ standard errors (z), the sd ratio to the exact sd with its z, the cost per itera
 
 Run: python benchmarks/suffstat_mixing.py [--variants gibbs,marginal] [--only bb,dm,ge]
      [--out benchmarks/results/suffstat_mixing.md]
+The same with an older dawrap on PYTHONPATH (its Gibbs kernel) gives the "today" column;
+``--summary OLD.md NEW.md`` prints the table of docs/suffstat.md from the two result files:
+per release, the old Gibbs kernel against the new default (worst coordinate for the
+multinomial: smallest ESS, largest R-hat and |sd ratio - 1|, smallest ESS/s).
 """
 from __future__ import annotations
 
@@ -116,7 +120,46 @@ def measure(model, mech, s_dp, n, variant, exact, repeats):
     return rows
 
 
+def _rows(path):
+    """{(model, n, epsilon): {variant: [row per coordinate]}} from a results file."""
+    out = {}
+    for line in Path(path).read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 14 or not cells[1].isdigit():
+            continue
+        key = (cells[0], int(cells[1]), float(cells[2]))
+        row = {"f": float(cells[3]), "default": cells[4], "ess": float(cells[7]),
+               "rhat": float(cells[8]), "sd": float(cells[10]), "rate": float(cells[13])}
+        out.setdefault(key, {}).setdefault(cells[5], []).append(row)
+    return out
+
+
+def summary(old_path, new_path):
+    old, new = _rows(old_path), _rows(new_path)
+    lines = ["| release | f | default | before: ESS, R-hat, sd/exact | default: ESS, R-hat, "
+             "sd/exact | ESS/s, default / before |", "|---|---|---|---|---|---|"]
+    for key, variants in new.items():
+        chosen = variants[next(iter(variants))][0]["default"]
+        before, after = old[key]["gibbs"], variants[chosen]
+
+        def worst(rows):
+            return (min(r["ess"] for r in rows), max(r["rhat"] for r in rows),
+                    max((r["sd"] for r in rows), key=lambda v: abs(v - 1)),
+                    min(r["rate"] for r in rows))
+
+        b, a = worst(before), worst(after)
+        label = f"{key[0]} n = {key[1]}, epsilon = {key[2]:g}"
+        lines.append(f"| {label} | {after[0]['f']:.2f} | {chosen} | {b[0]:.0f}, {b[1]:.3f}, "
+                     f"{b[2]:.3f} | {a[0]:.0f}, {a[1]:.3f}, {a[2]:.3f} | {a[3] / b[3]:.1f}x |")
+    return "\n".join(lines)
+
+
 def main():
+    import sys
+
+    if len(sys.argv) == 4 and sys.argv[1] == "--summary":
+        print(summary(sys.argv[2], sys.argv[3]))
+        return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--variants", default="gibbs")
     ap.add_argument("--only", default="bb,dm,ge")

@@ -135,15 +135,18 @@ def choose_variant(model: Model, mech: Mechanism, n: int, variant) -> str:
     return variant
 
 
-def _config(family, mech, s_dp, n, variant) -> suffstat.SuffstatConfig:
+def _config(family, mech, s_dp, n, variant):
     scale, _ = noise_model(mech)
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
     lower, upper = mech.truncation or (0.0, 0.0)
-    return suffstat.SuffstatConfig(float(n), s_dp, scale, mech.truncation is not None,
-                                   lower, upper, family.discrete, variant == "printed",
-                                   variant == "marginal", MOVES, TARGET_ACCEPT, np.eye(1),
-                                   INDEPENDENCE_MOVES, INDEPENDENCE_WIDTH)
+    truncated = mech.truncation is not None
+    if variant == "marginal":
+        return suffstat.MarginalConfig(float(n), s_dp, scale, truncated, lower, upper,
+                                       family.discrete, np.eye(family.stat_size), MOVES,
+                                       TARGET_ACCEPT, INDEPENDENCE_MOVES, INDEPENDENCE_WIDTH)
+    return suffstat.SuffstatConfig(float(n), s_dp, scale, truncated, lower, upper,
+                                   family.discrete, variant == "printed")
 
 
 def _initial_state(model, family, mech, config, rng, theta=None):
@@ -161,6 +164,8 @@ def _initial_state(model, family, mech, config, rng, theta=None):
     s = config.n * mu
     scale, gaussian_var = noise_model(mech)
     noise = np.full(d, 2.0 * scale ** 2) if scale > 0 else np.full(d, gaussian_var)
+    if not isinstance(config, suffstat.MarginalConfig):
+        return suffstat.SuffstatState(theta, s.copy(), s.copy(), noise)
     # The marginal kernel's pseudo-sample: a fraction of the records' effective number
     # n (1 - f), f = V / (n Sigma + V) at the start (adapted during warm-up).
     spread = config.n * np.maximum(np.diag(cov), 0.0)
@@ -168,7 +173,7 @@ def _initial_state(model, family, mech, config, rng, theta=None):
     pseudo_n = min(max(PSEUDO_FRACTION * config.n * kept, 1e-3), config.n)
     pseudo = np.zeros(suffstat._PSEUDO_STATS + 3 * d)
     pseudo[suffstat._PSEUDO_LOG_N] = math.log(pseudo_n)
-    return suffstat.SuffstatState(theta, s.copy(), s.copy(), noise, pseudo, np.zeros(d),
+    return suffstat.MarginalState(theta, s.copy(), s.copy(), noise, pseudo, np.zeros(d),
                                   np.zeros((d, d)), np.zeros(2))
 
 
@@ -198,7 +203,8 @@ def _run_chain(state, config, fns, rng, draws, tune, keep_stats, theta_size, d, 
     done, total = 0, tune + draws
     while done < total and not stop.is_set():
         end = min(total, done + CHUNK)
-        runner = suffstat.run_marginal if config.marginal else suffstat.run
+        runner = (suffstat.run_marginal if isinstance(config, suffstat.MarginalConfig)
+                  else suffstat.run)
         state, done, status = runner(rng, state, config, fns, done, end, tune,
                                      out_theta, out_rejections, out_s)
         bar.done[chain] = done

@@ -294,8 +294,9 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method: str = "r
         small enough that ``chains`` databases of ``n`` records fit in memory).
     method : str
         ``"record"`` (default): record-level data augmentation (Ju et al. 2022), exact.
-        ``"suffstat"``: sufficient-statistic Gibbs (Bernstein & Sheldon 2018), a CLT
-        approximation whose cost does not grow with ``n``; needs ``model.family``.
+        ``"suffstat"``: the sufficient-statistic sampler (Bernstein & Sheldon 2018), a CLT
+        approximation whose cost does not grow with ``n``; needs ``model.family`` (kernel:
+        ``variant``).
         ``"naive"``: conjugate update on the projected noisy release (ignores the noise).
         ``"nonprivate"``: conjugate posterior from ``confidential`` (studies only).
         ``"ops"``: one-posterior-sample via the exponential mechanism, ``chains * draws``
@@ -336,7 +337,8 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method: str = "r
         the noise dominates (needs the family's ``natural`` and ``log_partition``).
         Default ``None``: ``"marginal"`` where the estimated fraction of missing information
         is at least :data:`dawrap.run_suffstat.AUTO_THRESHOLD` and the family supports it,
-        else ``"gibbs"``. The kernel used is the result's attribute ``variant``.
+        else ``"gibbs"``. The kernel used is the result's attribute ``variant``. (Other
+        methods accept only ``None`` or ``"gibbs"``, the former default.)
     checkpoint : str or path, optional
         ``"record"``: a folder where each chain's complete state (database, running sums,
         generator state, draws so far) is written atomically every ``checkpoint_every``

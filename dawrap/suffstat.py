@@ -102,7 +102,8 @@ from .family import _as_vector, truncated_moments
 from .kernels import acceptance_probability
 from .record import _copy_into
 
-__all__ = ["SuffstatFunctions", "SuffstatState", "SuffstatConfig", "norm_product", "step",
+__all__ = ["SuffstatFunctions", "SuffstatState", "SuffstatConfig", "MarginalState",
+           "MarginalConfig", "norm_product", "step",
            "run", "marginal_step", "run_marginal", "MAX_REJECTIONS", "log_ndtr", "log_normal_laplace", "draw_normal_laplace"]
 
 #: Draws of ``s`` rejected in one iteration before the sampler gives up (status != 0).
@@ -132,22 +133,15 @@ class SuffstatFunctions(NamedTuple):
 
 
 class SuffstatState(NamedTuple):
+    """The Gibbs kernels' state."""
     theta: np.ndarray      # (theta_size,)
-    s: np.ndarray          # (d,) full sufficient statistic (Gibbs kernels; the marginal
-    #                        kernel draws only the released part, and keeps s = s_centre)
+    s: np.ndarray          # (d,) full sufficient statistic
     s_centre: np.ndarray   # (d,) its released part (= s when bounded)
     noise_var: np.ndarray  # (d,) sigma_j^2
-    pseudo: np.ndarray     # (4 + 3 d,) marginal kernel (see ``_PSEUDO_*``): log of the
-    #                        local move's pseudo-sample size, its warm-up adaptations so far,
-    #                        late-warm-up draws summarised, the independence move's
-    #                        pseudo-sample size (0: off), and the summaries: mean and sum of
-    #                        squared deviations of mu(theta), mean of diag Sigma(theta)
-    release_mean: np.ndarray  # (d,) marginal kernel: the CLT moments of the release at theta,
-    release_cov: np.ndarray   # (d, d) kept between iterations (for a truncated release they
-    cached: np.ndarray        # (2,) cost three truncated moments); [valid, log likelihood]
 
 
 class SuffstatConfig(NamedTuple):
+    """The Gibbs kernels' settings."""
     n: float
     y: np.ndarray          # (d,) the release
     laplace_scale: float   # b; 0 for the Gaussian mechanism (noise_var fixed)
@@ -156,13 +150,44 @@ class SuffstatConfig(NamedTuple):
     upper: float
     discrete: bool
     printed: bool          # Algorithm 2 line 10 as printed
-    marginal: bool = False  # the marginal kernel (module docstring)
-    moves: int = 1          # its Metropolis-Hastings steps per iteration
-    target_accept: float = 0.5  # acceptance rate its warm-up adaptation aims at
-    basis: np.ndarray = np.eye(1)  # (d, r) orthonormal basis of the statistic's support
-    independence_moves: int = 1  # the marginal kernel's independence steps per iteration
-    independence_width: float = 0.5  # their pseudo-sample, as a fraction of the one that
-    #                                  matches the posterior spread of mu(theta)
+
+
+# The marginal kernel has its own state and settings (the Gibbs kernels' types, and so their
+# compiled loop and its cost, stay as they were: every array in a state passed by value costs
+# reference counting on each call).
+
+class MarginalState(NamedTuple):
+    """The marginal kernel's state: the Gibbs fields (``s`` is the released part only,
+    ``s = s_centre``) and its own."""
+    theta: np.ndarray
+    s: np.ndarray
+    s_centre: np.ndarray
+    noise_var: np.ndarray  # sigma_j^2 (augmented only for a vector Laplace release)
+    pseudo: np.ndarray     # (4 + 3 d,) see ``_PSEUDO_*``: log of the local step's
+    #                        pseudo-sample size, its warm-up adaptations so far, late-warm-up
+    #                        draws summarised, the independence step's pseudo-sample size (0:
+    #                        off), and the summaries: mean and sum of squared deviations of
+    #                        mu(theta), mean of diag Sigma(theta)
+    release_mean: np.ndarray  # (d,) the CLT moments of the release at theta, kept between
+    release_cov: np.ndarray   # (d, d) iterations (a truncated release's cost three truncated
+    cached: np.ndarray        # (2,) moments); [valid, log likelihood]
+
+
+class MarginalConfig(NamedTuple):
+    """The marginal kernel's settings: the Gibbs ones and its own."""
+    n: float
+    y: np.ndarray
+    laplace_scale: float
+    truncated: bool
+    lower: float
+    upper: float
+    discrete: bool
+    basis: np.ndarray      # (d, r) orthonormal basis of the statistic's support
+    moves: int = 1         # local Metropolis-Hastings steps per iteration
+    target_accept: float = 0.5  # acceptance rate their warm-up adaptation aims at
+    independence_moves: int = 1  # independence steps per iteration (after warm-up)
+    independence_width: float = 0.15  # their pseudo-sample, as a fraction of the one that
+    #                                   matches the posterior spread of mu(theta)
 
 
 @numba.njit(nogil=True, cache=True)
