@@ -44,25 +44,11 @@ __all__ = ["RecordFunctions", "RecordState", "StepInfo", "Trace", "init", "make_
 #: drift of the O(1) updates (continuous statistics) cannot accumulate over a long run.
 REFRESH_EVERY = 1000
 
-(OK, BAD_THETA, BAD_THETA_SIZE, BAD_RATIO, BAD_RECORD, BAD_STATS, BAD_SUPPORT, BAD_DRIFT,
- BAD_RECORD_SUPPORT) = range(9)
-STATUS_MESSAGES = {
-    BAD_THETA: "draw_theta returned a non-finite theta",
-    BAD_THETA_SIZE: "draw_theta returned a theta of the wrong size",
-    BAD_RATIO: "the acceptance ratio is NaN: the mechanism's statistic or log_density (or the "
-               "propose_record log ratio) produced NaN",
-    BAD_RECORD: "draw_record (or propose_record) wrote a non-finite value into a record "
-                "during the sweep",
-    BAD_STATS: "model_stat produced a non-finite running statistic",
-    BAD_SUPPORT: "draw_theta returned a theta outside the parameter space (the model's "
-                 "theta_support is False for it)",
-    BAD_DRIFT: "the running statistics disagree with the imputed database beyond rounding: "
-               "something modified x outside the record sweep (draw_theta, or a theta kernel, "
-               "must not write to its x argument), or model_stat / the mechanism's statistic "
-               "is not a pure function of the record",
-    BAD_RECORD_SUPPORT: "draw_record (or propose_record) produced a record outside the "
-                        "model's record_support during the sweep",
-}
+# One status enum for every compiled loop (dawrap.samplers.status).
+from .status import (OK, BAD_THETA, BAD_THETA_SIZE, BAD_RATIO, BAD_RECORD,  # noqa: E402
+                     BAD_STATS, BAD_SUPPORT, BAD_DRIFT, BAD_RECORD_SUPPORT, MESSAGES)
+STATUS_MESSAGES = {code: text.format(theta_step="draw_theta") for code, text in MESSAGES.items()
+                   if "{max_rejections}" not in text}
 
 
 @numba.njit(nogil=True, cache=True)

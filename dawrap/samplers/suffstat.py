@@ -52,13 +52,10 @@ __all__ = ["SuffstatFunctions", "SuffstatState", "SuffstatConfig", "norm_product
 
 #: Draws of ``s`` rejected in one iteration before the sampler gives up (status != 0).
 MAX_REJECTIONS = 10_000
-OK, TOO_MANY_REJECTIONS, BAD_THETA = 0, 1, 2
+from .status import OK, TOO_MANY_REJECTIONS, BAD_THETA, message  # noqa: E402
 STATUS_MESSAGES = {
-    TOO_MANY_REJECTIONS: f"{MAX_REJECTIONS} consecutive draws of the statistic fell outside "
-                         "its valid region: the normal approximation puts almost no mass on "
-                         "valid totals (n too small for the CLT, or a release far outside the "
-                         "possible range)",
-    BAD_THETA: "the family's conjugate_draw returned a non-finite theta",
+    TOO_MANY_REJECTIONS: message(TOO_MANY_REJECTIONS, max_rejections=MAX_REJECTIONS),
+    BAD_THETA: message(BAD_THETA, "the family's conjugate_draw"),
 }
 
 
