@@ -13,24 +13,55 @@ The package is layered, each layer using only those above it:
 * :mod:`dawrap.runner`: chains, starting values, Ctrl-C, progress and checkpoints;
 * :func:`sample` (:mod:`dawrap.sampling`) and :mod:`dawrap.diagnostics` (the ArviZ adapter);
 * :mod:`dawrap.studies`: comparisons and calibration studies built on :func:`sample`.
+
+``import dawrap`` is light: the public names below are imported on first use (PEP 562), so
+a script, a ``dawrap --help`` or a test that needs only part of the package does not wait
+for numba, SciPy or ArviZ (about 5 s of a cold import) to load the rest.
 """
+import importlib
+
 from . import _compat
-from . import diagnostics, random
-from .mechanisms import Box, DiscreteGaussian, Gaussian, Geometric, Laplace, Mechanism, Sparse
-from .model import ExponentialFamily, Model, recipe
-from .samplers import kernels
-from .samplers.interweave import NonCentred
-from .methods import OPS, Naive, NonPrivate, Record, Suffstat
-from .sampling import METHODS, sample
-from .studies.calibration import Calibration, calibrate
-from .studies.compare import Comparison, compare, mmd2
 
 __version__ = "0.2.0"
+
+#: Public name -> the module that defines it (imported on first access).
+_LAZY = {
+    "Model": ".model", "ExponentialFamily": ".model", "recipe": ".model",
+    "NonCentred": ".samplers.interweave",
+    "Mechanism": ".mechanisms", "Laplace": ".mechanisms", "Gaussian": ".mechanisms",
+    "Geometric": ".mechanisms", "DiscreteGaussian": ".mechanisms", "Box": ".mechanisms",
+    "Sparse": ".mechanisms",
+    "sample": ".sampling", "METHODS": ".sampling",
+    "Record": ".methods", "Suffstat": ".methods", "Naive": ".methods",
+    "NonPrivate": ".methods", "OPS": ".methods",
+    "compare": ".studies.compare", "Comparison": ".studies.compare", "mmd2": ".studies.compare",
+    "calibrate": ".studies.calibration", "Calibration": ".studies.calibration",
+}
+#: Public submodules, imported on first access as attributes (``dw.kernels``).
+_SUBMODULES = {"kernels": ".samplers.kernels", "random": ".random",
+               "diagnostics": ".diagnostics"}
 
 __all__ = ["Model", "ExponentialFamily", "NonCentred", "recipe",
            "Mechanism", "Laplace", "Gaussian", "Geometric", "DiscreteGaussian", "Box", "Sparse",
            "sample", "METHODS", "Record", "Suffstat", "Naive", "NonPrivate", "OPS",
            "kernels", "random", "diagnostics",
            "compare", "Comparison", "mmd2", "calibrate", "Calibration", "__version__"]
+
+
+def __getattr__(name: str):
+    """Import a public name on first access and keep it, so later accesses are plain lookups."""
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(_SUBMODULES[name], __name__)
+    else:
+        raise AttributeError(f"module 'dawrap' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
+
 
 _compat.install()

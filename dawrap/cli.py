@@ -467,8 +467,27 @@ def _add_model(parser) -> None:
     parser.add_argument("--n", type=int, required=True, help="number of records")
 
 
-def _parser() -> argparse.ArgumentParser:
-    from dawrap.sampling import METHODS
+#: Subcommands whose parsers list the built-in models or the samplers: only these import the
+#: models and dawrap.sampling (numba, SciPy, ArviZ: seconds), so ``dawrap --help`` and
+#: ``dawrap demo --help`` answer at once.
+_DETAILED = ("sample", "calibrate", "models")
+
+
+def _command(argv: list[str]) -> str | None:
+    """The subcommand named in ``argv`` (its first word that is not an option), or None."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def _parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser. The model catalogue and the sampler names are built only when
+    ``command`` needs them (see :data:`_DETAILED`); the other subcommands' parsers are
+    complete either way, and the top-level help shows only their one-line help."""
+    if command in _DETAILED:
+        from dawrap.sampling import METHODS
+
+        catalogue = _catalogue_text()
+    else:
+        METHODS, catalogue = None, None  # noqa: N806 (the same name as when imported)
 
     parser = argparse.ArgumentParser(
         prog="dawrap", description="Exact Bayesian inference from differentially private "
@@ -502,7 +521,6 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--force", action="store_true",
                       help="overwrite the demo's files in --out if they exist (default: refuse)")
 
-    catalogue = _catalogue_text()
     smp = sub.add_parser(
         "sample", help="sample the private posterior of a release, write netCDF",
         formatter_class=fmt, epilog=catalogue,
@@ -537,7 +555,8 @@ def _parser() -> argparse.ArgumentParser:
                     "--methods record,naive --trials 200")
     _add_model(cal)
     cal.add_argument("--methods", default="record,naive",
-                     help=f"comma-separated, from {', '.join(METHODS)} (default record,naive)")
+                     help=f"comma-separated, from {', '.join(METHODS or ('record', 'naive'))} "
+                          f"(default record,naive)")
     cal.add_argument("--trials", type=int, default=100, help="simulated releases (default 100)")
     cal.add_argument("--seed", type=int, default=0, help="root seed (default 0)")
     cal.add_argument("--parameter", help="parameter checked (default the first)")
@@ -561,7 +580,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``dawrap`` console script."""
-    args = _parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = _parser(_command(argv)).parse_args(argv)
     commands = {"demo": _demo, "sample": _sample, "calibrate": _calibrate,
                 "models": lambda _: print(_catalogue_text()) or 0}
     try:
