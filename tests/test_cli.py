@@ -24,6 +24,7 @@ def test_sample_writes_the_posterior(tmp_path, capsys):
     assert draws.shape == (2, 400) and abs(draws.mean() - 0.3124) < 0.01
 
 
+@pytest.mark.slow
 def test_sample_reads_a_vector_release_from_a_file(tmp_path):
     release = tmp_path / "release.txt"
     release.write_text("3.0, 5.0\n12.0\n")
@@ -58,6 +59,7 @@ def test_bad_input_exits_2_with_a_message(argv, message, capsys, tmp_path):
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_calibrate_writes_results_and_plots_and_resumes(tmp_path, capsys):
     out = tmp_path / "study"
     argv = ["calibrate", "beta_binomial", "--epsilon", "0.1", "--n", "50", "--methods",

@@ -4,6 +4,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from dawrap import diagnostics
 
@@ -17,6 +18,7 @@ def _load(name):
     return module
 
 
+@pytest.mark.slow
 def test_quickstart_runs_and_recovers_p():
     idata = _load("quickstart").main(n=1000, draws=500, tune=200)
     p = diagnostics.group(idata, "posterior")["p"].values
@@ -42,6 +44,7 @@ def _demo_rows(out: str) -> dict:
     return {m: (*map(float, v[:4]), v[4] == "yes", float(v[5])) for m, *v in rows}
 
 
+@pytest.mark.slow
 def test_cli_demo_makes_the_case(tmp_path, capsys):
     """On its default release (n = 100, epsilon = 0.1) the naive posterior is over-confident
     and misses p, the exact samplers (record by default, suffstat on request) match the
@@ -77,6 +80,7 @@ def test_cli_reports_bad_input(capsys):
     assert "epsilon must be a finite number > 0" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_logistic_regression_tutorial_runs_and_is_sensible():
     idata, reference = _load("private_logistic_regression").main(n=300, draws=400, tune=300)
     beta = diagnostics.group(idata, "posterior")["beta"].values.reshape(-1, 2)

@@ -180,6 +180,7 @@ def _readme() -> str:
     return text
 
 
+@pytest.mark.slow
 def test_the_bash_blocks_run_and_print_what_the_readme_shows(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     compared = 0
@@ -195,6 +196,7 @@ def test_the_bash_blocks_run_and_print_what_the_readme_shows(tmp_path, monkeypat
         assert (tmp_path / name).stat().st_size > 0, name
 
 
+@pytest.mark.slow
 def test_the_python_blocks_run_as_one_script_and_print_what_the_readme_shows(tmp_path):
     blocks = _with_outputs(_blocks(_readme()))
     python = [(code, expected) for language, code, expected in blocks if language == "python"]

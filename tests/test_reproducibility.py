@@ -32,6 +32,7 @@ CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_pinned_draws(case):
     kwargs = CASES[case]

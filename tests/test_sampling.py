@@ -15,6 +15,7 @@ CASES = [(30, 1.0, 0.4), (100, 0.1, 0.2), (1000, 0.1, 0.3), (1000, 1.0, 0.7), (5
 
 # At epsilon = 0.01 plain data augmentation mixes too slowly for a 4-MCSE check at this length
 # (ESS ~ 70 of 16000): that case is the one interweaving exists for, so it runs with it only.
+@pytest.mark.slow
 @pytest.mark.parametrize("n, epsilon, p_true, interweave",
                          [c + (False,) for c in CASES] + [c + (True,) for c in CASES]
                          + [(1000, 0.01, 0.3, True)])
@@ -27,6 +28,7 @@ def test_beta_binomial_laplace_is_exact(n, epsilon, p_true, interweave, check_po
     check_posterior(draws_of(idata, "p"), beta_binomial.exact_posterior(mech, s_dp, n, 2, 3))
 
 
+@pytest.mark.slow
 def test_beta_binomial_geometric_is_exact(check_posterior, draws_of):
     n, model, mech = 400, beta_binomial.model(), beta_binomial.geometric(0.2)
     s_dp = mech.release(model.simulate({"p": 0.55}, n, seed=3), seed=4)
@@ -45,6 +47,7 @@ def test_comparison_detects_a_wrong_posterior(find_discrepancies, draws_of):
     assert find_discrepancies(draws_of(idata, "p"), exact)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("interweave", [False, True], ids=["plain", "interweave"])
 @pytest.mark.parametrize("n, noise_sigma", [(50, 2.0), (200, 30.0)])
 def test_normal_mean_gaussian_matches_closed_form(n, noise_sigma, interweave, check_posterior,
@@ -65,6 +68,7 @@ def test_normal_mean_gaussian_matches_closed_form(n, noise_sigma, interweave, ch
         assert "move_accept" not in stats
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("options", [{"sweeps": 3}, {"scan": "random"}, {"interweave": 3},
                                      {"sweeps": 2, "scan": "random", "interweave": True}],
                          ids=["3 sweeps", "random scan", "3 non-centred steps", "all"])
@@ -76,6 +80,7 @@ def test_record_sweep_options_are_exact(options, check_posterior, draws_of):
     check_posterior(draws_of(idata, "p"), beta_binomial.exact_posterior(mech, s_dp, n, 2, 3))
 
 
+@pytest.mark.slow
 def test_poisson_gamma_clamped_release_is_exact(check_posterior, draws_of):
     n, c, model = 60, 4, poisson_gamma.model(alpha=3.0, beta=1.0)
     mech = poisson_gamma.laplace(epsilon=1.0, c=c)
@@ -89,6 +94,7 @@ def test_poisson_gamma_clamped_release_is_exact(check_posterior, draws_of):
     assert np.all((t >= 0) & (t <= n * c)) and np.all(t == np.round(t))
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:R-hat")  # 300 draws from prior starts: not the point here
 @pytest.mark.parametrize("epsilon", [0.05, 0.5, 2.0, 5.0])
 def test_acceptance_never_below_exp_minus_epsilon(epsilon):
@@ -135,6 +141,7 @@ def test_results_do_not_depend_on_parallelism():
     assert np.array_equal(_draws(two), _draws(runs[0])[:2])
 
 
+@pytest.mark.slow
 def test_python_theta_kernel_matches_compiled_kernel():
     """A plain-Python draw_theta runs the same chain as its compiled twin, draw for draw."""
     compiled = beta_binomial.model(a=2, b=3)

@@ -97,6 +97,7 @@ def identity_given_release(x_i, s_dp, out):
     out[0] = x_i[0]
 
 
+@pytest.mark.slow
 def test_statistic_may_depend_on_release():
     """A (x_i, s_dp, out) statistic is passed the release; here it ignores it, so the chain
     must equal the ordinary Laplace chain draw for draw."""
@@ -126,6 +127,7 @@ def log_uniform(s_dp, t, params):
     return -math.log(2.0 * h) if abs(s_dp[0] - t[0]) < h else -math.inf
 
 
+@pytest.mark.slow
 def test_custom_mechanism_with_zero_density_regions(check_posterior, draws_of):
     """Uniform noise: log g is -inf outside a window. Proposals leaving it are rejected, the
     start must lie inside it (condition A3), and the posterior is still exact."""

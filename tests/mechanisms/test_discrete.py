@@ -55,6 +55,7 @@ def test_discrete_gaussian_pmf_is_normalised_in_log_space(sigma):
     assert far == pytest.approx(-1e10 / (2 * sigma * sigma) - direct, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_discrete_gaussian_posterior_is_exact(check_posterior, draws_of):
     n, model = 300, beta_binomial.model(2, 2)
     mech = dw.DiscreteGaussian.from_zcdp(beta_binomial.count, rho=0.02, sensitivity=1.0)
@@ -99,6 +100,7 @@ def test_exact_samplers_take_any_positive_parameter():
     assert isinstance(discrete_laplace("1/3", rng), int)   # exact rationals as strings
 
 
+@pytest.mark.slow
 def test_opendp_releases_are_understood():
     """A count released by OpenDP (discrete Laplace / discrete Gaussian on integers) maps to
     dw.Geometric.from_scale / dw.DiscreteGaussian with the same scale: OpenDP's noise follows

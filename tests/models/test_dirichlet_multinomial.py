@@ -1,11 +1,13 @@
 """Vector parameters and a vector release: the record sampler against exact enumeration."""
 import numpy as np
+import pytest
 
 import dawrap as dw
 from dawrap import diagnostics
 from dawrap.models import dirichlet_multinomial
 
 
+@pytest.mark.slow
 def test_record_sampler_is_exact_for_each_marginal(check_posterior):
     alpha, n = [1.0, 2.0, 1.5], 40
     model, mech = dirichlet_multinomial.model(alpha), dirichlet_multinomial.laplace(0.5, 3)

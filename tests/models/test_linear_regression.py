@@ -166,6 +166,7 @@ def marginal_draws(post, name):
     return [draws] if draws.ndim == 2 else [draws[..., j] for j in range(draws.shape[2])]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_huge_epsilon_recovers_the_nonprivate_conjugate_posterior(variant, check_posterior):
     """At epsilon = 1e6 with bounds far outside the data the release is the sufficient
@@ -241,6 +242,7 @@ def disagreements(draws, batches, z=4.0):
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_record_sampler_matches_importance_sampling(variant):
     """n = 8 records, epsilon = 6, bounds that clamp about a third of the responses and a

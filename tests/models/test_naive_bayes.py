@@ -72,6 +72,7 @@ def test_records_follow_the_model_and_the_release_counts_them():
                                                  (post["p2"] - 1.0).ravel()]))
 
 
+@pytest.mark.slow
 def test_huge_epsilon_recovers_the_nonprivate_conjugate_posterior(check_posterior):
     """At epsilon = 1e6 the release is the table itself: the private posterior is the
     conjugate one. Unequal J_k and non-uniform priors, so a layout or prior mix-up shows."""
@@ -148,6 +149,7 @@ def test_exact_posterior_matches_brute_force_over_datasets():
         assert mixture.std() == pytest.approx(np.sqrt(second - mean ** 2), rel=1e-8)
 
 
+@pytest.mark.slow
 def test_record_sampler_is_exact_at_moderate_epsilon(check_posterior, find_discrepancies):
     """Every marginal against the exact mixture over count tables; the same draws are also
     shown to be distinguishable from the posterior under a wrong noise scale (sensitivity K

@@ -21,6 +21,7 @@ def test_missing_information_matches_the_closed_form(fmi):
     assert abs(estimate - fmi) < 0.05
 
 
+@pytest.mark.slow
 def test_the_default_turns_the_move_on_only_where_it_pays():
     model, n = beta_binomial.model(), 1000
     for eps, expect in ((0.01, True), (1.0, False)):

@@ -27,6 +27,7 @@ def _model(kernel):
                     draw_prior=base.draw_prior)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kernel", [kernels.metropolis(log_density, 0.3),
                                     kernels.adaptive_metropolis(log_density, 5.0)],
                          ids=["metropolis", "adaptive"])
@@ -68,6 +69,7 @@ def log_density_vector(theta, x, stats):
     return out
 
 
+@pytest.mark.slow
 def test_adaptive_kernel_in_several_dimensions(check_posterior, draws_of):
     from scipy import stats
 
@@ -158,6 +160,7 @@ def test_adaptation_recovers_from_an_initial_scale_far_too_wide():
     assert min(smallest) > 0.5
 
 
+@pytest.mark.slow
 def test_the_adapted_state_survives_a_checkpoint(tmp_path, interrupted):
     from dawrap.runner import record as run_record
 

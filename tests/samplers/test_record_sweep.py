@@ -74,6 +74,7 @@ def flip_record(rng, theta, x_i, out):
     return math.log(p) - math.log1p(-p) if out[0] == 1.0 else math.log1p(-p) - math.log(p)
 
 
+@pytest.mark.slow
 def test_general_proposal_is_exact(check_posterior, draws_of):
     base = beta_binomial.model(a=2, b=2)
     model = dw.Model(params={"p": ()}, record_size=1, draw_record=beta_binomial.draw_record,
@@ -103,6 +104,7 @@ def logit_random_walk(rng, theta, x, stats):
     return np.array([1.0 / (1.0 + math.exp(-z))]), prob
 
 
+@pytest.mark.slow
 def test_mh_theta_kernel_is_exact_and_reports_acceptance(check_posterior, draws_of):
     from dawrap import diagnostics
 
@@ -153,6 +155,7 @@ print("ok")
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("opt", ["0", "1"])
 def test_sweep_is_correct_at_every_llvm_optimisation_level(opt, tmp_path):
     """The stack buffers must not rely on inlining: at NUMBA_OPT=0 a buffer returned from a
@@ -191,6 +194,7 @@ def keep_theta(rng, theta, x, stats):
     return theta.copy()
 
 
+@pytest.mark.slow
 def test_general_proposal_on_heap_buffers_keeps_untouched_fields():
     """record_size 20 > STACK_FLOATS: heap buffers; fields the proposal leaves alone keep the
     record's values (they used to be uninitialised memory)."""

@@ -32,6 +32,7 @@ def _relative_errors(n, epsilon, seed):
 ACCURACY = [(30, 0.15, 0.08), (100, 0.10, 0.05), (10000, 0.02, 0.02)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("epsilon", [0.1, 1.0])
 @pytest.mark.parametrize("n, mean_bound, sd_bound", ACCURACY)
 def test_beta_binomial_stated_accuracy(n, mean_bound, sd_bound, epsilon):
@@ -51,6 +52,7 @@ def test_naive_is_overconfident_at_small_epsilon(n):
     assert naive.std() < 0.5 * exact.std()
 
 
+@pytest.mark.slow
 def test_gaussian_mechanism_without_augmentation(check_posterior, draws_of):
     """Gaussian noise needs no scale mixture; at n = 2000 the CLT is accurate."""
     n, mech = 2000, dw.Gaussian(beta_binomial.count, sigma=30.0)
@@ -59,6 +61,7 @@ def test_gaussian_mechanism_without_augmentation(check_posterior, draws_of):
     check_posterior(draws_of(idata, "p"), beta_binomial.exact_posterior(mech, s_dp, n, 1, 1))
 
 
+@pytest.mark.slow
 def test_dirichlet_multinomial_matches_exact_marginals():
     """Multivariate, singular CLT covariance (counts sum to n): each marginal p_j agrees with
     the exact posterior (enumerated) to 5% of its sd plus Monte Carlo error, at n = 60."""
@@ -76,6 +79,7 @@ def test_dirichlet_multinomial_matches_exact_marginals():
         assert abs(p[..., j].std() / sd - 1) <= 0.05 + 4 * diagnostics.mcse(p[..., j], "sd") / sd
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, model, mech, theta, init", [
     ("poisson", poisson_gamma.model(2, 1), poisson_gamma.laplace_truncated(1.0, 0, 8),
      {"lam": 3.0}, [3.0]),
@@ -98,6 +102,7 @@ def test_truncated_release_agrees_with_exact_record_sampler(name, model, mech, t
     assert abs(suf.std() / rec.std() - 1) <= 0.1
 
 
+@pytest.mark.slow
 def test_printed_variant_is_wider_than_the_exact_posterior():
     """Algorithm 2 line 10 as printed redraws s_c ignoring y, which unlinks sigma^2 from the
     release: on a truncated normal release its posterior sd is ~15% wider than the exact
@@ -157,6 +162,7 @@ def test_hopeless_release_stops_with_a_clear_error():
                   method="suffstat", draws=10, tune=0, chains=1)
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:R-hat")  # two modes: chains rightly disagree
 def test_truncated_bimodal_posterior_chains_stay_in_modes():
     """Regression: with the printed independent-parts CLT, chains drifted to lam 15-22 where

@@ -28,6 +28,7 @@ def _check(cal, calibrated, miscalibrated=()):
         assert cover[method][at_90] < 0.9 - 0.12, (method, cover[method])
 
 
+@pytest.mark.slow
 def test_binomial():
     cal = calibrate(beta_binomial.model(1, 1), beta_binomial.laplace(0.1), 100,
                     ["record", "suffstat", "nonprivate", "naive"], trials=TRIALS, seed=1,
@@ -35,6 +36,7 @@ def test_binomial():
     _check(cal, ["record", "suffstat", "nonprivate"], ["naive"])
 
 
+@pytest.mark.slow
 def test_multinomial():
     cal = calibrate(dirichlet_multinomial.model([1, 1, 1]), dirichlet_multinomial.laplace(0.1, 3),
                     100, ["record", "suffstat", "naive"], trials=TRIALS, seed=2,
@@ -42,6 +44,7 @@ def test_multinomial():
     _check(cal, ["record", "suffstat"], ["naive"])
 
 
+@pytest.mark.slow
 def test_exponential_truncated():
     # Prior Gamma(20, 20): lam near 1; bounds from the prior predictive, not from lam.
     cal = calibrate(gamma_exponential.model(20, 20), gamma_exponential.laplace(0.1, 0.0, 3.0),
@@ -50,6 +53,7 @@ def test_exponential_truncated():
     _check(cal, ["record", "suffstat", "nonprivate"])
 
 
+@pytest.mark.slow
 def test_ranks_are_thinned_by_ess():
     cal = calibrate(beta_binomial.model(), beta_binomial.laplace(0.05), 200, ["record"],
                     trials=5, seed=4, sample_kwargs={"draws": 400, "tune": 100, "chains": 2},
@@ -74,6 +78,7 @@ def _same(a, b):
             assert np.array_equal(getattr(a, key)[m], getattr(b, key)[m]), (m, key)
 
 
+@pytest.mark.slow
 def test_results_do_not_depend_on_the_executor():
     serial = _small_study("serial")
     _same(serial, _small_study("threads"))
@@ -81,6 +86,7 @@ def test_results_do_not_depend_on_the_executor():
     _same(serial, _small_study("serial"))  # and reproducible
 
 
+@pytest.mark.slow
 def test_a_dask_cluster_gives_the_same_study():
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=True,
@@ -114,6 +120,7 @@ def test_bad_executor_is_named():
         _small_study(object())
 
 
+@pytest.mark.slow
 def test_study_keeps_completed_trials_and_skips_them_on_restart(tmp_path, interrupted):
     from dawrap.studies import calibration
 
@@ -144,6 +151,7 @@ def test_store_accepts_numpy_index_and_an_empty_file(tmp_path):
                            **kw))
 
 
+@pytest.mark.slow
 def test_results_as_a_dataset_and_plots(tmp_path):
     cal = _small_study("serial")
     ds = cal.dataset
@@ -172,6 +180,7 @@ def test_a_store_knows_the_model_hyperparameters(tmp_path):
                   **kw)
 
 
+@pytest.mark.slow
 def test_sample_kwargs_reserved_and_record_only_keys():
     kw = dict(trials=2, seed=1, executor="serial")
     with pytest.raises(ValueError, match=r"sample_kwargs may not set \['seed'\]"):

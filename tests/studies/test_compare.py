@@ -6,6 +6,7 @@ import dawrap as dw
 from dawrap.models import beta_binomial, dirichlet_multinomial
 
 
+@pytest.mark.slow
 def test_compare_tabulates_each_method_and_plots(tmp_path):
     model, mech, n = beta_binomial.model(1, 1), beta_binomial.laplace(0.5), 1000
     x = model.simulate({"p": 0.3}, n, seed=1)
@@ -26,6 +27,7 @@ def test_compare_tabulates_each_method_and_plots(tmp_path):
     assert path.stat().st_size > 1000
 
 
+@pytest.mark.slow
 def test_compare_flattens_vector_parameters(tmp_path):
     model, mech = dirichlet_multinomial.model([1, 1, 1]), dirichlet_multinomial.laplace(1.0, 3)
     s_dp = mech.release(model.simulate({"p": np.array([0.2, 0.3, 0.5])}, 50, seed=1), seed=2)
