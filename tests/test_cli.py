@@ -14,6 +14,7 @@ def _load(path):
     return az.from_netcdf(str(path))
 
 
+@pytest.mark.slow
 def test_sample_writes_the_posterior(tmp_path, capsys):
     out = tmp_path / "post.nc"
     argv = ["sample", "beta_binomial", "--epsilon", "0.5", "--n", "1000", "--s-dp", "312.4",
@@ -143,6 +144,7 @@ def test_sample_says_which_seed_it_drew_and_the_seed_repeats_the_run(tmp_path, c
                           diagnostics.group(again, "posterior")["p"].values)
 
 
+@pytest.mark.slow
 def test_sample_notes_a_mechanism_without_a_guarantee(tmp_path, capsys):
     assert main(["sample", "normal_mean", "--mechanism", "gaussian", "--mechanism-arg",
                  "sigma=2", "--n", "20", "--s-dp", "3.0", "--draws", "20", "--tune", "10",
@@ -151,6 +153,7 @@ def test_sample_notes_a_mechanism_without_a_guarantee(tmp_path, capsys):
 
 
 # Tiny runs: the sufficient-statistic chains of the demo have not mixed, as they need not
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:R-hat")
 @pytest.mark.parametrize("command, written", [
     (["sample", "beta_binomial", "--epsilon", "0.5", "--n", "100", "--s-dp", "31.2",

@@ -98,6 +98,7 @@ def builtin_cases():
     return [pytest.param(model, mech, n, id=name) for name, model, mech, n in cases]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model, mech, n", builtin_cases())
 def test_releases_of_the_builtin_models_are_quiet(model, mech, n):
     """Releases simulated from prior draws, noise included, never trip the check; and the
@@ -135,6 +136,7 @@ def test_unbounded_statistics_are_not_judged():
     assert not judged(model, dw.Laplace(normal_mean.total, 1.0, 0.5), 1e12, 100)
 
 
+@pytest.mark.slow
 def test_check_does_not_touch_the_chains_generators(monkeypatch):
     """The simulated records come from a generator of their own: the same seed gives the same
     draws whether or not the check ran (here: once warned, once skipped by patching)."""

@@ -722,6 +722,7 @@ def cli_without_sampling():
         yield
 
 
+@pytest.mark.slow
 @settings(SETTINGS, max_examples=150)
 @example(argv=["sample", "beta_binomial", "--n", "3", "--epsilon", "1", "--s-dp", "1",
                "--out", "."], release="")

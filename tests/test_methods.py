@@ -15,6 +15,7 @@ def _p(idata):
     return diagnostics.group(idata, "posterior")["p"].values
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, options, method", [
     ("record", dict(interweave=True, sweeps=2, scan="random"),
      dw.Record(interweave=True, sweeps=2, scan="random")),

@@ -48,6 +48,7 @@ def test_sample_run_settings(draws, tune, chains, seed, cores):
                                                chains=chains, seed=seed, cores=cores)))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(init_theta=anything, init_x=anything, method=st.sampled_from(
     ["record", "suffstat", "naive", "nonprivate", "ops", "bogus"]))

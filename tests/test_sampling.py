@@ -37,6 +37,7 @@ def test_beta_binomial_geometric_is_exact(check_posterior, draws_of):
     check_posterior(draws_of(idata, "p"), beta_binomial.exact_posterior(mech, s_dp, n))
 
 
+@pytest.mark.slow
 def test_comparison_detects_a_wrong_posterior(find_discrepancies, draws_of):
     """The exactness check has power: draws for the wrong noise scale are rejected."""
     n, model = 1000, beta_binomial.model(a=2, b=3)
@@ -154,6 +155,7 @@ def test_python_theta_kernel_matches_compiled_kernel():
                           _draws(dw.sample(python, mech, 70.0, **kw)))
 
 
+@pytest.mark.slow
 def test_draws_are_states_after_each_update():
     """Row k holds theta after iteration tune + k's update: no off-by-one."""
 
@@ -169,6 +171,7 @@ def test_draws_are_states_after_each_update():
     assert np.array_equal(_draws(idata)[0], [3.0, 4.0, 5.0, 6.0])
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:R-hat")
 def test_output_groups_and_metadata():
     model, mech = poisson_gamma.model(2, 1), poisson_gamma.laplace(1.0, c=5)
@@ -190,6 +193,7 @@ def test_output_groups_and_metadata():
     assert "lam" in summary.index[0]
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:R-hat")
 def test_vector_parameters_are_unpacked():
     @numba.njit

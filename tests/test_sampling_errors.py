@@ -104,11 +104,13 @@ def test_bad_user_functions_are_named(kw, match):
         run(model=model_with(**kw))
 
 
+@pytest.mark.slow
 def test_non_finite_theta_midway_is_reported_with_iteration():
     with pytest.raises(ValueError, match=r"non-finite theta at iteration \d+"):
         run(model=model_with(draw_theta=late_nan_theta), draws=200)
 
 
+@pytest.mark.slow
 def test_uncompilable_function_is_named():
     with pytest.raises(TypeError, match="draw_record could not be compiled by numba"):
         run(model=model_with(draw_record=uncompilable))
@@ -119,6 +121,7 @@ def nan_density(s_dp, t, params):
     return math.nan if t[0] > 3 else 0.0
 
 
+@pytest.mark.slow
 def test_nan_mechanism_density_is_reported():
     mech = dw.Mechanism(beta_binomial.count, nan_density)
     with pytest.raises(ValueError, match="acceptance ratio is NaN"):
@@ -167,6 +170,7 @@ def test_model_hyperparameters_are_checked():
             beta_binomial.model(a=bad)
 
 
+@pytest.mark.slow
 def test_stuck_chains_raise_a_warning():
     """A truncated release where a chain started far out never sees the likelihood: the
     chains disagree and the user is told (R-hat), rather than handed a wrong posterior."""
@@ -184,6 +188,7 @@ def escape(rng, theta, x, stats):
     return np.array([1.5 if rng.random() < 0.3 else 0.5])
 
 
+@pytest.mark.slow
 def test_theta_outside_the_parameter_space_is_caught():
     with pytest.raises(ValueError, match="outside the parameter space"):
         run(model=model_with(draw_theta=escape, theta_support=beta_binomial.in_unit_interval),

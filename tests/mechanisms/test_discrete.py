@@ -27,6 +27,7 @@ def _pmf_fit(draws, log_pmf, width):
     return stats.chisquare(observed, expected * observed.sum() / expected.sum()).pvalue
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scale", [0.7, 2.0, 3.5])
 def test_discrete_laplace_sampler_has_the_right_pmf(scale):
     rng = random.Random(1)  # seeded source for a reproducible test; releases use secrets
@@ -36,6 +37,7 @@ def test_discrete_laplace_sampler_has_the_right_pmf(scale):
     assert _pmf_fit(draws, log_pmf, 12) > 1e-3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sigma", [0.6, 1.5, 4.0])
 def test_discrete_gaussian_sampler_has_the_right_pmf(sigma):
     rng = random.Random(2)
@@ -65,6 +67,7 @@ def test_discrete_gaussian_posterior_is_exact(check_posterior, draws_of):
     check_posterior(draws_of(idata, "p"), beta_binomial.exact_posterior(mech, s_dp, n, 2, 2))
 
 
+@pytest.mark.slow
 def test_secure_release_path():
     x = np.ones((25, 1))
     for mech in (beta_binomial.geometric(0.5),

@@ -87,6 +87,7 @@ def test_secure_release_is_noisy_and_integer():
     assert np.all(draws == np.round(draws)) and abs(draws.mean() - 30.0) < 0.6
 
 
+@pytest.mark.slow
 def test_secure_release_depends_only_on_the_projection(no_noise):
     mech = poisson_gamma.geometric(1.0, c=3)
     wild = np.array([np.nan, -5.0, 7.0, 2.0, np.inf, -np.inf, 1e300, 2.5, 1.5, -0.4])
@@ -122,6 +123,7 @@ def test_only_type_and_shape_can_stop_a_secure_release(x, error):
         beta_binomial.geometric(1.0).release(x, secure=True)
 
 
+@pytest.mark.slow
 def test_huge_python_integers_are_projected_not_refused(no_noise):
     x = np.array([10 ** 400, -10 ** 400, 1, 2 ** 70], dtype=object)
     assert beta_binomial.geometric(1.0).release(x, secure=True)[0] == 3.0
@@ -141,6 +143,7 @@ def test_a_raising_statistic_does_not_leak_its_message():
     assert err.value.__context__ is None and err.value.__cause__ is None
 
 
+@pytest.mark.slow
 def test_simulated_releases_do_not_print_the_total_either():
     with pytest.raises(ValueError, match="not an integer") as err:
         dw.Geometric(identity, 1.0).release(np.r_[np.full(31, 0.5), np.zeros(69)], seed=0)
@@ -239,6 +242,7 @@ MECHANISMS = [
 ]
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(x=records, which=st.integers(0, len(MECHANISMS) - 1))
 def test_every_float_database_gets_an_integer_release(x, which, no_noise):
@@ -254,6 +258,7 @@ def test_every_float_database_gets_an_integer_release(x, which, no_noise):
     assert release[0] == _box_total(x, lower, upper, statistic)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(x=records, sensitivity=st.floats(0.5, 3.0))
 def test_no_error_reveals_the_total(x, sensitivity):

@@ -41,6 +41,7 @@ def test_exponential(lam, v, w):
     assert got[2] == pytest.approx(ref[2], rel=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mu, v, w", [(0.0, -1.0, 2.0), (1.0, -INF, -3.0), (-2.0, 4.0, INF),
                                       (50.0, 40.0, 45.0)])
 def test_normal(mu, v, w):
@@ -131,6 +132,7 @@ def categorical_natural(theta):
     return np.array([math.log(theta[0] / theta[2]), math.log(theta[1] / theta[2])])
 
 
+@pytest.mark.slow
 def test_mean_and_covariance_from_the_log_partition():
     """mean_cov=None: gradient and Hessian of A(eta), against the closed forms."""
     ge = gamma_exponential.family()

@@ -19,6 +19,7 @@ def test_record_sampler_is_exact_for_each_marginal(check_posterior):
         check_posterior(p[..., j], exact)
 
 
+@pytest.mark.slow
 def test_one_hot_and_records():
     model = dirichlet_multinomial.model([1, 1, 1, 1])
     x = model.simulate({"p": np.array([0.1, 0.2, 0.3, 0.4])}, 20000, seed=0)

@@ -54,6 +54,7 @@ def max_pairwise_l1(rows):
 
 # -- (a) sensitivity ---------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("intercept", [True, False])
 @pytest.mark.parametrize("p", [1, 2, 3])
 def test_sensitivity_is_attained_and_never_exceeded(p, intercept):
@@ -99,6 +100,7 @@ def test_laplace_scale_and_sensitivity_override():
 
 # -- layout, records, model statistic ---------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("intercept", [True, False])
 def test_release_matches_the_reference_with_clamping(intercept):
     p, bounds_x, bound_y = 3, [(-1.0, 2.0), (0.0, 0.5), (-4.0, -1.0)], (-3.0, 6.0)
@@ -114,6 +116,7 @@ def test_release_matches_the_reference_with_clamping(intercept):
                        release_reference(x[:, [0, 1, 3]], [-1, -3, -2], [1, 3, 2]))
 
 
+@pytest.mark.slow
 def test_records_follow_the_model():
     cov = np.array([[1.0, 0.6], [0.6, 2.0]])
     model = lr.model(2, sigma2=None, m=None, cov=cov)

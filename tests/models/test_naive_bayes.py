@@ -48,6 +48,7 @@ def test_release_layout():
         assert np.array_equal(contribution(I, J, record), expected)
 
 
+@pytest.mark.slow
 def test_records_follow_the_model_and_the_release_counts_them():
     I, J, n = 3, [2, 4], 30000
     model = naive_bayes.model(I, J)
@@ -181,6 +182,7 @@ def test_record_sampler_is_exact_at_moderate_epsilon(check_posterior, find_discr
     assert caught_wrong > checked // 2 and caught_nonprivate > checked // 2
 
 
+@pytest.mark.slow
 def test_bad_input_names_the_argument():
     with pytest.raises(ValueError, match="I .*>= 2"):
         naive_bayes.model(1, [2])

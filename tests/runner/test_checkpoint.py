@@ -69,6 +69,7 @@ def test_sigkill_then_resume_is_bit_identical(tmp_path):
     assert np.array_equal(resumed, reference)
 
 
+@pytest.mark.slow
 def test_resume_checks_the_settings(tmp_path):
     model, mech = beta_binomial.model(), beta_binomial.laplace(1.0)
     dw.sample(model, mech, 30.0, 100, draws=20, tune=5, chains=1, seed=1, checkpoint=tmp_path,
@@ -136,6 +137,7 @@ def test_resume_of_a_run_with_starting_values(tmp_path):
         dw.sample(model, mech, 30.0, 100, resume=tmp_path, **{**kw, "init_theta": [0.8]})
 
 
+@pytest.mark.slow
 def test_mechanisms_that_print_alike_are_told_apart(tmp_path):
     from dawrap.models import poisson_gamma
 

@@ -65,6 +65,7 @@ def _draw_category(rng, theta, out):
     out[0] = 0.0 if rng.random() < 0.9 else 3.0  # mostly category 0, sometimes 3
 
 
+@pytest.mark.slow
 def test_a_statistic_writing_past_out_on_some_records_is_caught():
     """A single probe sees category 0 (90%); the full check of the starting database and of
     fresh draws finds the record that writes out[3] into an out of 2."""
@@ -81,6 +82,7 @@ def test_a_statistic_writing_past_out_on_some_records_is_caught():
         dw.sample(model_quiet, mech, [10.0, 1.0], 20, init_x=x, **KW)
 
 
+@pytest.mark.slow
 def test_a_kernel_that_modifies_x_fails_loudly():
     mech = dw.Laplace(_count, epsilon=1.0)
     with pytest.raises(ValueError, match="modified x outside the record sweep"):
@@ -108,6 +110,7 @@ def _is_binary(x_i):
     return x_i[0] == 0.0 or x_i[0] == 1.0
 
 
+@pytest.mark.slow
 def test_records_leaving_the_support_during_the_sweep_fail_loudly():
     """The probe's first draw is binary; later draws of 2 used to bias the posterior with
     only an R-hat warning."""

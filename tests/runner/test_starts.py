@@ -13,6 +13,7 @@ from dawrap.runner import starts
 from dawrap.models import dirichlet_multinomial, linear_regression, normal_mean
 
 
+@pytest.mark.slow
 def test_statistic_moments_are_the_records_mean_and_covariance():
     mech = linear_regression.laplace(1.0, p=2, bounds_x=3.0, bound_y=4.0)
     model = linear_regression.model(p=2, sigma2=1.0)
@@ -27,6 +28,7 @@ def test_statistic_moments_are_the_records_mean_and_covariance():
     assert np.allclose(cov, np.diag(np.var(t, axis=0)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mech", [dw.Laplace(normal_mean.total, 0.5, 2.0),
                                   dw.Geometric(normal_mean.total, 0.3),
                                   dw.Gaussian(normal_mean.total, 3.0)],
@@ -43,6 +45,7 @@ def log_uniform(s_dp, t, params):
     return -np.log(2 * params[0]) if abs(s_dp[0] - t[0]) < params[0] else -np.inf
 
 
+@pytest.mark.slow
 def test_a_scalar_noise_draw_is_estimated_and_used():
     # A custom mechanism without a closed form: variance estimated from draw_release, which
     # may return a scalar (as release() allows). U(-30, 30) has variance 300.
@@ -95,6 +98,7 @@ def test_no_start_without_noise_draws():
                                         None) is None
 
 
+@pytest.mark.slow
 def test_default_start_avoids_a_mode_the_release_rules_out():
     # Ju et al.'s regression at n = 10000, epsilon = 1: a start with beta_1 > 0 (prior draws
     # give one with seed 3) stayed there for 6000 iterations, 40 nats of misfit away from the
@@ -117,6 +121,7 @@ def log_normal_30(s_dp, t, params):
     return -0.5 * ((s_dp[0] - t[0]) / 30.0) ** 2
 
 
+@pytest.mark.slow
 def test_a_draw_release_that_fails_at_zero_only_costs_the_informed_start():
     # Noise that needs a positive total: the variance estimate (at a zero total) fails, and
     # the run must go on from prior draws, with a warning, not stop.

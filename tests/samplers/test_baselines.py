@@ -41,6 +41,7 @@ def test_naive_multinomial_projection_sums_to_n():
     assert np.allclose(p.sum(-1), 1.0) and p[..., 0].mean() < 0.05
 
 
+@pytest.mark.slow
 def test_ops_draws_from_the_tempered_truncated_posterior():
     """k = chains * draws samples at epsilon / k each: temperature 2 log((1-a0)/a0) k / eps."""
     n, eps, a0 = 200, 50.0, 0.1

@@ -41,6 +41,7 @@ def nan_off_the_start(s_dp, t, params):
     return 0.0 if abs(t[0] - params[0]) < 1e-6 else np.nan
 
 
+@pytest.mark.slow
 def test_a_nan_density_in_the_move_is_reported_not_rejected():
     model, n = normal_mean.model(0.0, 1.0, 1.0), 50
     theta = model.pack({"mu": 0.0})

@@ -88,6 +88,7 @@ def test_adaptive_kernel_in_several_dimensions(check_posterior, draws_of):
         check_posterior(mu[..., j], stats.norm(mean[j], precision ** -0.5))
 
 
+@pytest.mark.slow
 def test_adaptation_happens_only_while_tuning():
     kernel = kernels.adaptive_metropolis(log_density, 1.0, adapt_after=5)
     theta, x, stats = np.array([0.3]), np.zeros((10, 1)), np.array([2.0])
@@ -138,6 +139,7 @@ def log_density_standard_normal(theta, x, stats):
     return -0.5 * np.sum(theta * theta)
 
 
+@pytest.mark.slow
 def test_adaptation_recovers_from_an_initial_scale_far_too_wide():
     # initial_scale 100 on an N(0, I_4) target: the chain barely moves at first. A proposal
     # estimated from those few moves was near-singular and froze the chain in some direction

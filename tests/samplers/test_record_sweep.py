@@ -42,6 +42,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model, mech, theta, n", CASES)
 def test_compiled_sweep_matches_numpy_reference(model, mech, theta, n):
     theta = model.pack(theta)

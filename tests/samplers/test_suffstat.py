@@ -122,6 +122,7 @@ def test_printed_variant_is_wider_than_the_exact_posterior():
     assert ratio["printed"][0] - 1 >= 0.08 - 4 * ratio["printed"][1] > 0
 
 
+@pytest.mark.slow
 def test_keep_stats_and_sample_stats():
     mech = beta_binomial.laplace(0.5)
     idata = dw.sample(MODEL, mech, 40.0, 100, method="suffstat", seed=0, draws=200,

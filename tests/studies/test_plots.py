@@ -1,11 +1,13 @@
 """Every plot function writes a file (on the Agg backend, no display needed)."""
 import numpy as np
+import pytest
 
 import dawrap as dw
 from dawrap.models import beta_binomial
 from dawrap.studies.plots import plot_ecdf_difference, plot_ranks, plot_trace
 
 
+@pytest.mark.slow
 def test_each_plot_writes_a_png(tmp_path):
     model, mech = beta_binomial.model(), beta_binomial.laplace(1.0)
     s_dp = mech.release(model.simulate({"p": 0.4}, 50, seed=1), seed=2)
