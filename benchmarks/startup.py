@@ -126,7 +126,13 @@ def report(results: dict, cases, baseline: str | None, began: str) -> str:
             rows = results["this", "quickstart", temperature]
             lines.append(f"| {temperature} | {_cell(rows, 'compile_time')} | "
                          f"{_cell(rows, 'sampling_time')} |")
+    lines += ["", NOTE]
     return "\n".join(lines) + "\n"
+
+
+NOTE = ("The Quickstart and the demo are compile-bound: a warm cache cannot help them until the "
+        "record chain itself loads from numba's disk cache (docs/compile_cache.md: today it "
+        "recompiles in every process, so their cold and warm times differ only by load).")
 
 
 def main() -> None:
