@@ -48,6 +48,7 @@ def test_refusal_says_where_the_laplace_posterior_is_exact():
         run(s_dp=1e18, n=1000)
 
 
+@pytest.mark.slow
 def test_implausible_release_warns_and_still_gets_the_exact_posterior(check_posterior,
                                                                       draws_of):
     """1e6 with n = 200 is 5e5 noise scales above every possible count: warned, and the
@@ -188,6 +189,7 @@ def test_extreme_arguments_are_named(kw, error, match):
     assert time.perf_counter() - began < 5.0  # refused up front, not after minutes
 
 
+@pytest.mark.slow
 def test_numpy_scalars_are_accepted():
     idata = run(n=np.int64(20), draws=np.int32(20), tune=np.uint8(5), chains=np.int16(1),
                 seed=np.uint64(4), keep_stats=np.True_, progress=np.False_, sweeps=np.int64(1),

@@ -98,6 +98,7 @@ def test_model_registration(params, record_size):
                             draw_prior=MODEL.draw_prior))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv", [["demo", "--n", "0"], ["demo", "--epsilon", "nan"],
                                   ["demo", "--draws", "-3"], ["demo", "--p", "1.5"]])
 def test_cli_rejects_bad_options(argv, capsys, tmp_path):

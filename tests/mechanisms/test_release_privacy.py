@@ -60,6 +60,7 @@ def _box_total(x, lower, upper, statistic=lambda v: v):
 
 # -- the issue's examples -----------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_fractional_records_neither_fail_nor_reveal_the_total(no_noise):
     """31 records of 0.5: the old release raised 'the confidential total is [15.5]'."""
     mech = beta_binomial.geometric(1.0)
@@ -129,6 +130,7 @@ def test_huge_python_integers_are_projected_not_refused(no_noise):
     assert beta_binomial.geometric(1.0).release(x, secure=True)[0] == 3.0
 
 
+@pytest.mark.slow
 def test_a_raising_statistic_does_not_leak_its_message():
     @numba.njit
     def loud(x_i, out):

@@ -89,6 +89,7 @@ def test_resume_checks_the_settings(tmp_path):
                           diagnostics.group(b, "posterior")["p"].values)
 
 
+@pytest.mark.slow
 def test_keyboard_interrupt_returns_the_draws_so_far(interrupted):
     """Ctrl-C mid-run: the draws so far come back as a valid ArviZ object, with a warning."""
     from dawrap.runner import record as run_record

@@ -89,6 +89,7 @@ def test_a_kernel_that_modifies_x_fails_loudly():
         dw.sample(_model(draw_theta=_modifies_x), mech, 300.0, 1000, **KW)
 
 
+@pytest.mark.slow
 def test_a_python_kernel_gets_a_read_only_database():
     def modifies(rng, theta, x, stats):
         x[0, 0] = 0.5

@@ -121,6 +121,7 @@ def test_mh_theta_kernel_is_exact_and_reports_acceptance(check_posterior, draws_
     assert accept.shape == (4, 8000) and 0.2 < accept.mean() < 0.95
 
 
+@pytest.mark.slow
 def test_refresh_recomputes_running_sums():
     model, mech = normal_mean.model(0, 2, 1), normal_mean.laplace(1.0, -2, 2)
     theta = model.pack({"mu": 0.1})

@@ -156,6 +156,7 @@ def test_suffstat_errors_name_the_problem():
             10.0, 20, method="suffstat")
 
 
+@pytest.mark.slow
 def test_hopeless_release_stops_with_a_clear_error():
     """A release far outside what n records can produce leaves the CLT no valid totals."""
     with pytest.raises(ValueError, match="valid region"):
