@@ -109,6 +109,10 @@ def layout(model: pm.Model, records: Sequence[str] | None = None) -> Layout:
             raise ValueError(f"records must list each observed variable once, in record "
                              f"order: {sorted(by_name)}, got {records!r}")
         observed = [by_name[name] for name in records]
+    if model.potentials:
+        raise UnsupportedModel(
+            f"the model has Potentials {[v.name for v in model.potentials]}: dawrap cannot "
+            f"tell whether they read the records; write them as distributions")
     free = list(model.free_RVs)
     if not free:
         raise UnsupportedModel("the model has no free parameter to infer")

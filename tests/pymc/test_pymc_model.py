@@ -102,6 +102,15 @@ def test_unmodelled_covariates_are_refused():
         dwpm.from_pymc(model)
 
 
+def test_a_potential_is_refused():
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 1.0)
+        pm.Normal("y", mu, 1.0, observed=np.zeros(10))
+        pm.Potential("shift", -mu * mu)
+    with pytest.raises(dwpm.UnsupportedModel, match="Potentials \\['shift'\\]"):
+        dwpm.from_pymc(model)
+
+
 def test_a_size_changing_transform_is_refused():
     with pm.Model() as model:
         w = pm.Dirichlet("w", np.ones(3))
