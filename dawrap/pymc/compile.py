@@ -65,9 +65,11 @@ def _rebuild(rv, rng, rows, lay: Layout, memo: dict):
     node, op = rv.owner, rv.owner.op
     params = _replace(list(node.inputs[2:]), memo)
     batch = rv.type.ndim - op.ndim_supp
-    size = pt.stack([pt.as_tensor(rows, dtype="int64"),
-                     *[pt.as_tensor(d, dtype="int64")
-                       for d in lay.row_shapes[rv.name][:batch - 1]]])
+    rest = list(lay.row_shapes[rv.name][:batch - 1])
+    # a constant size where the row count is known (one record): no shape work per draw
+    size = pt.as_tensor(np.array([rows, *rest], dtype="int64")) if isinstance(rows, int) \
+        else pt.stack([pt.as_tensor(rows, dtype="int64"),
+                       *[pt.as_tensor(d, dtype="int64") for d in rest]])
     return op.make_node(rng, size, *params).outputs
 
 
