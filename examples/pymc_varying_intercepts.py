@@ -5,10 +5,12 @@ through per-group counts and clamped sums.
     python examples/pymc_varying_intercepts.py
 
 Each confidential record is (g, y): a group g in 0..G-1 (public group shares) and an outcome
-y ~ N(mu + tau a_g, sigma^2), with the group effects a_g ~ N(0, 1) written non-centred (the
+y ~ N(mu + tau a_g, SIGMA^2) with SIGMA known, with the group effects a_g ~ N(0, 1) written non-centred (the
 usual cure for the funnel of a centred hierarchy, and what HMC wants). The curator publishes,
 for each group, the number of records and the sum of y clamped to [-C, C], with Laplace noise.
-dawrap imputes the records; HMC moves (mu, tau, a, sigma) given them.
+dawrap imputes the records; HMC moves (mu, tau, a) given them. (With sigma unknown, counts and
+sums say almost nothing about it, and the record sampler then crawls along its prior: release
+clamped sums of squares too, or fix it as here.)
 """
 import numba
 import numpy as np
@@ -20,6 +22,7 @@ import dawrap.pymc
 G = 4                           # groups
 SHARES = np.full(G, 1.0 / G)    # public group shares
 C = 4.0                         # clamping bound of the released sums
+SIGMA = 1.0                     # known within-group sd
 
 
 def pymc_model(n: int) -> pm.Model:
@@ -28,9 +31,8 @@ def pymc_model(n: int) -> pm.Model:
         mu = pm.Normal("mu", 0.0, 2.0)
         tau = pm.HalfNormal("tau", 1.0)
         a = pm.Normal("a", 0.0, 1.0, shape=G)
-        sigma = pm.HalfNormal("sigma", 1.0)
         g = pm.Categorical("g", p=SHARES, observed=np.zeros(n, dtype=int))
-        pm.Normal("y", mu + tau * a[g], sigma, observed=np.zeros(n))
+        pm.Normal("y", mu + tau * a[g], SIGMA, observed=np.zeros(n))
     return hierarchy
 
 
@@ -57,7 +59,7 @@ def main(n=400, epsilon=1.0, draws=1000, tune=1000, seed=7):
     import arviz as az
 
     model, mech = private_model(n), mechanism(epsilon)
-    truth = {"mu": 1.0, "tau": 0.8, "a": np.array([-1.2, -0.3, 0.4, 1.1]), "sigma": 1.0}
+    truth = {"mu": 1.0, "tau": 0.8, "a": np.array([-1.2, -0.3, 0.4, 1.1])}
     records = model.simulate(truth, n, seed=seed)                 # confidential
     s_dp = mech.release(records, seed=seed + 1)                   # published
     idata = dw.sample(model, mech, s_dp, n, draws=draws, tune=tune, chains=4, seed=seed + 2)

@@ -13,7 +13,7 @@ __all__ = ["from_pymc"]
 
 
 def from_pymc(model: pm.Model, records: Sequence[str] | None = None, *, name: str | None = None,
-              **hmc_options) -> Model:
+              draw_record=None, **hmc_options) -> Model:
     r"""Turn a PyMC model of the confidential records into a :class:`dawrap.Model`.
 
     The sampler's ``theta`` is the concatenation of the free parameters' constrained values
@@ -36,6 +36,12 @@ def from_pymc(model: pm.Model, records: Sequence[str] | None = None, *, name: st
         The observed variables in record order (default: the order they were defined).
     name : str, optional
         A label stored with results (default: the PyMC model's name, or ``"pymc"``).
+    draw_record : numba.njit function, optional
+        ``(rng, theta, out)``: a hand-written record draw to use instead of the one compiled
+        from PyMC's graph. Each PyTensor random-variable node has a fixed cost per call, which
+        on a cheap likelihood dominates the record sweep (``benchmarks/pymc_record_draw.py``);
+        a hand-written draw must follow the same likelihood, with ``theta`` and the record in
+        the layout above.
     **hmc_options
         Passed to :func:`dawrap.kernels.hmc` (``step_size``, ``path_length``, ``max_steps``,
         ``target``).
@@ -64,6 +70,7 @@ def from_pymc(model: pm.Model, records: Sequence[str] | None = None, *, name: st
     kernel = hmc(parts.logp_and_grad, to_unconstrained=parts.to_unconstrained,
                  to_constrained=parts.to_constrained, **hmc_options)
     record_size = lay.columns[lay.observed[-1].name].stop
-    return Model(params=lay.params, record_size=record_size, draw_record=parts.draw_record,
+    return Model(params=lay.params, record_size=record_size,
+                 draw_record=parts.draw_record if draw_record is None else draw_record,
                  draw_theta=kernel, draw_prior=parts.draw_prior,
                  name=name or model.name or "pymc")

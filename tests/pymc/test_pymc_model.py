@@ -126,3 +126,16 @@ def test_bad_arguments_are_named():
         dwpm.from_pymc(regression(), records=["y"])
     with pytest.raises(ValueError, match="step_size"):
         dwpm.from_pymc(regression(), records=["y", "X"], step_size=-1.0)
+
+
+def test_a_hand_written_record_draw_replaces_the_compiled_one():
+    import numba
+
+    @numba.njit
+    def draw(rng, theta, out):
+        out[1], out[2] = rng.standard_normal(), rng.standard_normal()
+        out[0] = out[1:] @ theta[1:] + theta[0] * rng.standard_normal()
+
+    assert dwpm.from_pymc(regression(), records=["y", "X"], draw_record=draw).draw_record is draw
+    with pytest.raises(TypeError, match="draw_record"):
+        dwpm.from_pymc(regression(), records=["y", "X"], draw_record=lambda rng, t, out: None)
