@@ -53,7 +53,7 @@ def _flat(parts: list):
     return pt.concatenate([pt.cast(p, "float64").flatten() for p in parts])
 
 
-def _replace(graphs, replace: dict, strict=False):
+def _replace(graphs, replace: dict):
     """``graphs`` with ``replace`` substituted, node types recomputed (a one-row draw stands
     where the model's data had n rows)."""
     return clone_replace(graphs, replace=replace, rebuild_strict=False)
@@ -152,7 +152,7 @@ def compile_model(model: pm.Model, records: Sequence[str] | None = None) -> Comp
         transform = model.rvs_to_transforms.get(rv)
         forward.append(part if transform is None else
                        transform.forward(part, *rv.owner.inputs))
-    forward = _replace(_flat(forward), dict(zip(lay.free, theta_parts)), strict=False)
+    forward = _replace(_flat(forward), dict(zip(lay.free, theta_parts)))
     backward = replace_rvs_by_values(
         lay.free, rvs_to_values=dict(zip(lay.free, _pieces(u, value_shapes))),
         rvs_to_transforms=model.rvs_to_transforms)
