@@ -267,3 +267,9 @@ def adaptive_metropolis(log_density, initial_scale=0.1, target: float | None = N
         return out, a
 
     return Kernel(step, lambda theta: rw_init_state(theta, initial), "adaptive_metropolis")
+
+
+# Gradient-based kernels live in their own module; imported last (it uses Kernel above).
+from .hmc import hmc  # noqa: E402
+
+__all__ += ["hmc"]
