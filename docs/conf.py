@@ -39,6 +39,9 @@ extensions = [
     "numpydoc",
     "myst_parser",
     "sphinx_gallery.gen_gallery",
+    # MathJax shipped with the site, so that formulas render without network access (the
+    # package's import name has hyphens; importlib accepts it).
+    "sphinx-mathjax-offline",
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
