@@ -133,15 +133,17 @@ fig.tight_layout()
 #
 # *Where the private posterior is wide.* The cost of privacy is set by the noise scale,
 # ``2 / epsilon`` counts per cell, against the counts that carry the answer. The Dole share
-# among Democrats rests on about 20 Dole voters out of nearly 500 Democrats, and the
-# Independent row holds only 37 respondents in all: at epsilon = 0.05-0.1 (noise scale 20-40
-# counts) the private posterior of these shares is several times wider than the
-# non-private one (the sd ratios printed above), and for Independents it spans most of
-# [0, 1]: the release does not say how Independents voted. At epsilon = 1 (scale 2) the
-# private posterior is close to the non-private one everywhere. The big Republican row
-# holds up best.
+# among Democrats rests on about 20 Dole voters out of nearly 500 Democrats, the Clinton
+# share among Republicans on about 60, and the Independent row holds only 37 respondents
+# in all. At epsilon = 0.05-0.1 (noise scale 20-40 counts per cell) the private posteriors
+# of these shares are several times wider than the non-private ones (the sd ratios printed
+# above), and for Independents the posterior is close to the prior, spread over most of [0, 1]:
+# the release does not say how Independents voted, and dawrap says so. At epsilon = 1
+# (scale 2) the private posterior is close to the non-private one in every row.
 #
-# *The naive posterior* is about as narrow as the non-private one at every epsilon, but it is
-# centred on the noisy counts: at small epsilon its 90% interval can exclude the
-# non-private answer, claiming a precision that the release does not have. The private
-# posterior accounts for the noise; it is wide exactly where the data are thin.
+# *The naive posterior* ignores the noise. Where the noisy counts are large it is about as
+# narrow as the non-private posterior but centred on the noisy counts, so at small epsilon
+# its 90% interval can exclude the non-private answer, claiming a precision that the release
+# does not have; where the noise pushes a count below zero it is projected to zero, and the
+# naive answer for that row is whatever the projection leaves. The private posterior
+# accounts for the noise: it is wide exactly where the data are thin.
