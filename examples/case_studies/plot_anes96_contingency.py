@@ -137,8 +137,8 @@ fig.tight_layout()
 # share among Republicans on about 60, and the Independent row holds only 37 respondents
 # in all. At epsilon = 0.05-0.1 (noise scale 20-40 counts per cell) the private posteriors
 # of these shares are several times wider than the non-private ones (the sd ratios printed
-# above), and for Independents the posterior is close to the prior, spread over most of [0, 1]:
-# the release does not say how Independents voted, and dawrap says so. At epsilon = 1
+# above), and for Independents the posterior is close to the prior, spread over most of
+# [0, 1]: the release does not say how Independents voted, and dawrap says so. At epsilon = 1
 # (scale 2) the private posterior is close to the non-private one in every row.
 #
 # *The naive posterior* ignores the noise. Where the noisy counts are large it is about as
