@@ -138,8 +138,10 @@ fig.tight_layout()
 # in all. At epsilon = 0.05-0.1 (noise scale 20-40 counts per cell) the private posteriors
 # of these shares are several times wider than the non-private ones (the sd ratios printed
 # above), and for Independents the posterior is close to the prior, spread over most of
-# [0, 1]: the release does not say how Independents voted, and dawrap says so. At epsilon = 1
-# (scale 2) the private posterior is close to the non-private one in every row.
+# [0, 1]: the release does not say how Independents voted, and dawrap says so. At
+# epsilon = 1 (scale 2) the private posteriors come much closer to the non-private ones,
+# but the Independent row, with 11 Dole voters, still moves with a few counts of noise: its
+# private posterior can stay visibly wider, and shifted, at this budget.
 #
 # *The naive posterior* ignores the noise. Where the noisy counts are large it is about as
 # narrow as the non-private posterior but centred on the noisy counts, so at small epsilon
