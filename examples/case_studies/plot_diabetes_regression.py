@@ -151,11 +151,10 @@ fig.tight_layout()
 # The private posterior of the slopes is then several times wider than the non-private one
 # (the sd ratios above): the release supports the sign of the BMI effect at best, not its
 # size. Only at the large budgets (epsilon = 10-16, weak privacy) does it approach the
-# non-private posterior. This is what a regression release costs on a few hundred records;
-# the Ju et al. reproduction uses 10,000 records and more.
+# non-private posterior. This is what a regression release costs on a few hundred records.
 #
-# *The naive posterior* ignores the noise: it is as narrow as the non-private one, but
-# centred on noisy sums (and on a cross-product matrix that may have needed repair), so at
+# *The naive posterior* ignores the noise: it is as narrow as the non-private one or
+# narrower, but centred on noisy sums (and on a cross-product matrix that may have needed repair), so at
 # epsilon = 1 it can sit far from the non-private answer with full confidence, sometimes
 # outside the plotted range altogether (the printed intervals show where). There is no
 # principled fix short of modelling the noise, which is what the private posterior does.
