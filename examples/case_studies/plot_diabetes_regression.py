@@ -154,10 +154,11 @@ fig.tight_layout()
 # non-private posterior. This is what a regression release costs on a few hundred records.
 #
 # *The naive posterior* ignores the noise: it is as narrow as the non-private one or
-# narrower, but centred on noisy sums (and on a cross-product matrix that may have needed repair), so at
-# epsilon = 1 it can sit far from the non-private answer with full confidence, sometimes
-# outside the plotted range altogether (the printed intervals show where). There is no
-# principled fix short of modelling the noise, which is what the private posterior does.
+# narrower, but centred on noisy sums (and on a cross-product matrix that may have needed
+# repair), so at epsilon = 1 it can sit far from the non-private answer with full
+# confidence, sometimes outside the plotted range altogether (the printed intervals show
+# where). There is no principled fix short of modelling the noise, which is what the
+# private posterior does.
 #
 # *Model assumptions.* The private analysis also relies on the predictor model (independent
 # standard normals, ``Sigma = I``); BMI and blood pressure are correlated (0.40). The
