@@ -88,6 +88,9 @@ class Model:
 
     Examples
     --------
+    >>> import numba
+    >>> import numpy as np
+    >>> import dawrap as dw
     >>> @numba.njit
     ... def draw_record(rng, theta, out):
     ...     out[0] = 1.0 if rng.random() < theta[0] else 0.0
