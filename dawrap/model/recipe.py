@@ -7,10 +7,15 @@ import path and arguments; pickling such an object stores only that recipe, and 
 calls the factory again (once per process: rebuilt objects are cached, so a worker compiles a
 model once however many tasks it runs).
 
->>> @dw.recipe
-... def my_model(a=1.0):
-...     return dw.Model(...)
->>> pickle.loads(pickle.dumps(my_model(a=2.0)))   # calls my_model(a=2.0) again
+>>> import pickle
+>>> from dawrap.models import beta_binomial
+>>> model = beta_binomial.model(a=2.0)             # every built-in factory is a recipe
+>>> again = pickle.loads(pickle.dumps(model))      # calls beta_binomial.model(a=2.0) again
+>>> again.name
+'beta_binomial(a=2, b=1)'
+
+Your own factory is decorated the same way, ``@dw.recipe`` above ``def my_model(a=1.0):``,
+in a module the workers can import.
 
 Every factory in :mod:`dawrap.models` is a recipe. A factory defined in a script's
 ``__main__`` works with the local process pool (workers re-import the script) but not on a

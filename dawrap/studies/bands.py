@@ -7,8 +7,13 @@ whole curve; the simultaneous band uses the pointwise level :math:`\gamma` at wh
 :math:`1 - \alpha` of simulated uniform ECDFs stay inside everywhere on the grid. Plotting
 :math:`F_M(z) - z` (the ECDF difference) makes departures visible at every :math:`z`.
 
+>>> import numpy as np
 >>> z, lower, upper = ecdf_band(100, alpha=0.05)
->>> inside = ecdf_inside(u, alpha=0.05)    # False: reject uniformity at level 0.05
+>>> u = np.random.default_rng(0).uniform(size=100)
+>>> bool(ecdf_inside(u, alpha=0.05))          # uniform values stay inside the band
+True
+>>> bool(ecdf_inside(u ** 3, alpha=0.05))     # False: reject uniformity at level 0.05
+False
 """
 from __future__ import annotations
 

@@ -1,8 +1,16 @@
 r"""Compare methods on one release: a tidy table, the ArviZ results, and an overlay plot.
 
->>> cmp = dw.compare(model, mech, s_dp, n, methods=("record", "suffstat", "naive"))
->>> cmp.table["ess_per_second"]            # one row per (method, scalar parameter)
->>> cmp.plot("posteriors.png", exact={"p": beta_binomial.exact_posterior(mech, s_dp, n)})
+>>> import os, tempfile
+>>> import dawrap as dw
+>>> from dawrap.models import beta_binomial
+>>> model, mech, n = beta_binomial.model(), beta_binomial.laplace(epsilon=0.5), 200
+>>> s_dp = mech.release(model.simulate({"p": 0.3}, n, seed=1), seed=2)
+>>> cmp = dw.compare(model, mech, s_dp, n, methods=("record", "suffstat", "naive"),
+...                  draws=500, tune=250, seed=0, progress=False)
+>>> len(cmp.table["ess_per_second"])       # one row per (method, scalar parameter)
+3
+>>> _ = cmp.plot(os.path.join(tempfile.mkdtemp(), "posteriors.png"),
+...              exact={"p": beta_binomial.exact_posterior(mech, s_dp, n)})
 
 Also :func:`mmd2`, the unbiased squared maximum mean discrepancy between two samples with a
 Gaussian kernel (Gretton et al. 2012), the utility measure of Bernstein & Sheldon (2018).

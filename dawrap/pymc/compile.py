@@ -1,0 +1,177 @@
+r"""PyMC graphs compiled with PyTensor's numba backend into the functions dawrap's compiled
+chain calls: a record draw, the unconstrained log density and its gradient, and the maps
+between the sampler's (constrained) ``theta`` and the unconstrained :math:`u`.
+
+Each PyTensor function's numba dispatcher (``fn.vm.jit_fn``) is wrapped in a small
+``numba.njit`` function with dawrap's signature, so the whole chain stays in compiled code. The
+record draw's random generator is a *mutable* input: the chain's own
+``numpy.random.Generator`` is passed in and advanced in place (an immutable input would be
+copied on every call and never advance).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+import numba
+import numpy as np
+import pymc as pm
+import pytensor
+import pytensor.tensor as pt
+from pymc.logprob.utils import replace_rvs_by_values
+from pytensor.graph.replace import clone_replace
+from pytensor.tensor.random.type import random_generator_type
+
+from .graph import Layout, layout
+
+__all__ = ["Compiled", "compile_model"]
+
+MODE = "NUMBA"
+
+
+class Compiled(NamedTuple):
+    """The compiled pieces of a PyMC model (see :func:`compile_model`)."""
+    layout: Layout
+    draw_record: object          # njit (rng, theta, out)
+    logp_and_grad: object        # njit (u, x) -> (logp, grad)
+    to_unconstrained: object     # njit (theta) -> u
+    to_constrained: object       # njit (u) -> theta
+    draw_prior: Callable         # (rng) -> theta
+
+
+def _pieces(vector, shapes: Sequence[tuple]) -> list:
+    out, start = [], 0
+    for shape in shapes:
+        size = math.prod(shape)
+        out.append(vector[start:start + size].reshape(shape))
+        start += size
+    return out
+
+
+def _flat(parts: list):
+    return pt.concatenate([pt.cast(p, "float64").flatten() for p in parts])
+
+
+def _replace(graphs, replace: dict):
+    """``graphs`` with ``replace`` substituted, node types recomputed (a one-row draw stands
+    where the model's data had n rows)."""
+    return clone_replace(graphs, replace=replace, rebuild_strict=False)
+
+
+def _rebuild(rv, rng, rows, lay: Layout, memo: dict):
+    """``rv``'s node with ``rows`` records, its parameters' random variables replaced by
+    ``memo`` and its generator by ``rng``: returns (next generator, draw)."""
+    node, op = rv.owner, rv.owner.op
+    params = _replace(list(node.inputs[2:]), memo)
+    batch = rv.type.ndim - op.ndim_supp
+    rest = list(lay.row_shapes[rv.name][:batch - 1])
+    # a constant size where the row count is known (one record): no shape work per draw
+    size = pt.as_tensor(np.array([rows, *rest], dtype="int64")) if isinstance(rows, int) \
+        else pt.stack([pt.as_tensor(rows, dtype="int64"),
+                       *[pt.as_tensor(d, dtype="int64") for d in rest]])
+    return op.make_node(rng, size, *params).outputs
+
+
+def _jit(inputs: list, outputs: list):
+    # PyMC's compile turns parameter checks (0 <= p <= 1, sigma > 0) into -inf rather than
+    # an exception, so a wild leapfrog step is rejected instead of stopping the chain.
+    fn = pm.pytensorf.compile(inputs, outputs, mode=MODE, on_unused_input="ignore")
+    return fn.vm.jit_fn
+
+
+def compile_model(model: pm.Model, records: Sequence[str] | None = None) -> Compiled:
+    """Compile ``model``'s record draw, log density, gradient, transforms and prior draw.
+
+    Parameters
+    ----------
+    model : pymc.Model
+        As for :func:`dawrap.pymc.from_pymc`.
+    records : sequence of str, optional
+        Observed variables in record order.
+
+    Returns
+    -------
+    Compiled
+
+    Examples
+    --------
+    >>> parts = compile_model(logistic, records=["y", "X"])
+    >>> logp, grad = parts.logp_and_grad(np.zeros(2), x)
+    """
+    lay = layout(model, records)
+    shapes = list(lay.params.values())
+    theta = pt.vector("theta", dtype="float64")
+    theta_parts = _pieces(theta, shapes)
+
+    # record draw: observed variables in definition order (a later one may depend on an
+    # earlier one, e.g. y on the covariates X), written out in record order
+    rng = random_generator_type("rng")
+    memo = dict(zip(lay.free, theta_parts))
+    current, draws = rng, {}
+    for rv in [v for v in model.observed_RVs if v in lay.observed]:
+        current, draws[rv.name] = _rebuild(rv, current, 1, lay, memo)
+        memo[rv] = draws[rv.name]
+    record_fn = _jit([pytensor.In(rng, mutable=True), theta],
+                     [_flat([draws[rv.name] for rv in lay.observed])])
+
+    @numba.njit(nogil=True)
+    def draw_record(rng, theta, out):
+        row = record_fn(rng, theta)[0]
+        for j in range(out.shape[0]):
+            out[j] = row[j]
+
+    # The log density on u with the records as input x: the priors' terms (Jacobians
+    # included) from PyMC, the likelihood from the observed variables rebuilt with x's row
+    # count (PyMC's own graph has the model data's row count built in).
+    values = [model.rvs_to_values[rv] for rv in lay.free]
+    value_shapes = [tuple(int(d) for d in model.initial_point()[v.name].shape) for v in values]
+    u = pt.vector("u", dtype="float64")
+    x = pt.matrix("x", dtype="float64")
+    u_parts = _pieces(u, value_shapes)
+    logp = _replace(model.logp(vars=lay.free), dict(zip(values, u_parts)))
+    constrained = replace_rvs_by_values(lay.free, rvs_to_values=dict(zip(lay.free, u_parts)),
+                                        rvs_to_transforms=model.rvs_to_transforms)
+    memo = dict(zip(lay.free, constrained))
+    for rv in [v for v in model.observed_RVs if v in lay.observed]:
+        data = x[:, lay.columns[rv.name]].reshape((x.shape[0], *lay.row_shapes[rv.name]))
+        data = pt.cast(data, rv.type.dtype)
+        rebuilt = _rebuild(rv, random_generator_type("unused"), x.shape[0], lay, memo)[1]
+        logp = logp + pm.logp(rebuilt, data).sum()
+        memo[rv] = data
+    logp_fn = _jit([u, x], [logp, pt.grad(logp, u)])
+
+    @numba.njit(nogil=True)
+    def logp_and_grad(u, x):
+        out = logp_fn(u, x)
+        return out[0].item(), out[1]
+
+    # theta <-> u through PyMC's transforms (bounds may depend on other parameters)
+    forward = []
+    for rv, part in zip(lay.free, theta_parts):
+        transform = model.rvs_to_transforms.get(rv)
+        forward.append(part if transform is None else
+                       transform.forward(part, *rv.owner.inputs))
+    forward = _replace(_flat(forward), dict(zip(lay.free, theta_parts)))
+    backward = replace_rvs_by_values(
+        lay.free, rvs_to_values=dict(zip(lay.free, _pieces(u, value_shapes))),
+        rvs_to_transforms=model.rvs_to_transforms)
+    fwd_fn, bwd_fn = _jit([theta], [forward]), _jit([u], [_flat(backward)])
+
+    @numba.njit(nogil=True)
+    def to_unconstrained(theta):
+        return fwd_fn(theta)[0]
+
+    @numba.njit(nogil=True)
+    def to_constrained(u):
+        return bwd_fn(u)[0]
+
+    prior_fn = pm.pytensorf.compile([], _flat(lay.free), mode=MODE)
+    prior_rngs = [v for v in prior_fn.get_shared() if isinstance(v.type, type(rng.type))]
+
+    def draw_prior(rng: np.random.Generator) -> np.ndarray:
+        pm.pytensorf.reseed_rngs(prior_rngs, int(rng.integers(2 ** 62)))
+        return np.asarray(prior_fn(), dtype=np.float64)
+
+    return Compiled(lay, draw_record, logp_and_grad, to_unconstrained, to_constrained,
+                    draw_prior)

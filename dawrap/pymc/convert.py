@@ -1,0 +1,76 @@
+r"""A PyMC model of the confidential records as a :class:`dawrap.Model`."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pymc as pm
+
+from ..model import Model
+from ..samplers.hmc import hmc
+from .compile import compile_model
+
+__all__ = ["from_pymc"]
+
+
+def from_pymc(model: pm.Model, records: Sequence[str] | None = None, *, name: str | None = None,
+              draw_record=None, **hmc_options) -> Model:
+    r"""Turn a PyMC model of the confidential records into a :class:`dawrap.Model`.
+
+    The sampler's ``theta`` is the concatenation of the free parameters' constrained values
+    (so the ArviZ output shows, e.g., ``sigma`` > 0), in the order PyMC defines them. A
+    record is the concatenation of one row of each observed variable, in ``records`` order;
+    the release statistic reads records in that layout. ``theta`` moves by
+    :func:`dawrap.kernels.hmc` on the unconstrained joint density
+
+    .. math:: \log p(u) + \log\lvert J(u)\rvert + \sum_i \log f(x_i \mid \theta(u)),
+
+    with the imputed database :math:`x` as an input, tuned during warm-up and then frozen.
+
+    Parameters
+    ----------
+    model : pymc.Model
+        Priors on continuous parameters and one or more observed variables, each with the
+        records as its first dimension (same number of rows). The observed data only fix the
+        row shapes: dawrap imputes the records.
+    records : sequence of str, optional
+        The observed variables in record order (default: the order they were defined).
+    name : str, optional
+        A label stored with results (default: the PyMC model's name, or ``"pymc"``).
+    draw_record : numba.njit function, optional
+        ``(rng, theta, out)``: a hand-written record draw to use instead of the one compiled
+        from PyMC's graph. Each PyTensor random-variable node has a fixed cost per call, which
+        on a cheap likelihood dominates the record sweep (``benchmarks/pymc_record_draw.py``);
+        a hand-written draw must follow the same likelihood, with ``theta`` and the record in
+        the layout above.
+    **hmc_options
+        Passed to :func:`dawrap.kernels.hmc` (``step_size``, ``path_length``, ``max_steps``,
+        ``target``).
+
+    Returns
+    -------
+    dawrap.Model
+
+    Raises
+    ------
+    dawrap.pymc.UnsupportedModel
+        For a model without an observed variable, with observed variables of different row
+        counts, with discrete parameters, with size-changing transforms, or with an observed
+        variable that is not a basic distribution or depends on data that is not modelled.
+
+    Examples
+    --------
+    >>> with pm.Model() as beta_binomial:
+    ...     p = pm.Beta("p", 1.0, 1.0)
+    ...     pm.Bernoulli("y", p=p, observed=np.zeros(100))
+    >>> model = dawrap.pymc.from_pymc(beta_binomial)
+    >>> idata = dw.sample(model, dw.Laplace(count, epsilon=1.0), s_dp, 100)
+    """
+    parts = compile_model(model, records)
+    lay = parts.layout
+    kernel = hmc(parts.logp_and_grad, to_unconstrained=parts.to_unconstrained,
+                 to_constrained=parts.to_constrained, **hmc_options)
+    record_size = lay.columns[lay.observed[-1].name].stop
+    return Model(params=lay.params, record_size=record_size,
+                 draw_record=parts.draw_record if draw_record is None else draw_record,
+                 draw_theta=kernel, draw_prior=parts.draw_prior,
+                 name=name or model.name or "pymc")

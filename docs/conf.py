@@ -1,0 +1,96 @@
+"""Sphinx configuration for the dawrap documentation.
+
+Build (warnings are errors):
+
+    python3 -m pip install -e ".[docs]" && python3 -m sphinx -W -b html docs docs/_build/html
+
+Executed examples: sphinx-gallery, not myst-nb. The examples are plain ``.py`` scripts, so
+they stay runnable with ``python examples/...py``, diff well in review, need no Jupyter
+kernel, and sphinx-gallery captures their printed output and matplotlib figures (with
+thumbnails) and links every ``dw.*`` name in them to the API reference. ``DAWRAP_DOCS_FAST=1``
+makes every example use its reduced size (fewer draws, fewer epsilons), as ``.ci/docs`` does.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+
+import dawrap  # noqa: E402
+
+warnings.filterwarnings("ignore", message=".*ArviZ is undergoing a major refactor.*")
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+project = "dawrap"
+author = "dawrap developers"
+copyright = "dawrap developers"
+release = version = dawrap.__version__
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.mathjax",
+    "sphinx.ext.intersphinx",
+    "numpydoc",
+    "myst_parser",
+    "sphinx_gallery.gen_gallery",
+    # MathJax shipped with the site, so that formulas render without network access (the
+    # package's import name has hyphens; importlib accepts it).
+    "sphinx-mathjax-offline",
+]
+
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+exclude_patterns = ["_build", "README.md", "**/GALLERY_HEADER.rst", "**.ipynb", "**.py",
+                    "**.zip", "**.md5", "**.pickle", "**sg_execution_times.rst"]
+root_doc = "index"
+
+myst_enable_extensions = ["dollarmath", "colon_fence", "deflist"]
+myst_heading_anchors = 3
+
+autosummary_generate = True
+autodoc_default_options = {"members": True, "inherited-members": False}
+autodoc_typehints = "none"
+numpydoc_show_class_members = False
+numpydoc_class_members_toctree = False
+numpydoc_validation_checks: set = set()
+numpydoc_xref_param_type = False
+
+intersphinx_mapping: dict = {}   # no network at build time
+
+html_theme = "pydata_sphinx_theme"
+html_title = f"dawrap {release}"
+html_static_path: list = []
+templates_path = ["_templates"]
+html_theme_options = {
+    "navigation_with_keys": False,
+    "show_toc_level": 2,
+    "secondary_sidebar_items": ["page-toc"],
+}
+html_sidebars = {"index": []}
+
+sphinx_gallery_conf = {
+    "examples_dirs": ["../examples/gallery", "../examples/models", "../examples/case_studies"],
+    "gallery_dirs": ["auto_examples", "catalogue", "case_studies"],
+    "filename_pattern": r"/plot_",
+    "within_subsection_order": "FileNameSortKey",
+    "download_all_examples": False,
+    "remove_config_comments": True,
+    "reference_url": {"dawrap": None},
+    "doc_module": ("dawrap",),
+    "backreferences_dir": None,
+    "abort_on_example_error": True,
+    "only_warn_on_example_error": False,
+    "show_memory": False,
+    "matplotlib_animations": False,
+    "image_scrapers": ("matplotlib",),
+    "reset_modules": ("matplotlib",),
+    "min_reported_time": 10**9,
+}
+
+nitpicky = False
+suppress_warnings = ["config.cache"]

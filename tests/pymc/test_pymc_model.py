@@ -1,0 +1,169 @@
+"""dawrap.pymc: parameter and record layout, record and prior draws from PyMC's graphs with the
+chain's own generator, constraining maps, and clear errors for models it cannot take."""
+import numpy as np
+import pytest
+from scipy import stats
+
+pm = pytest.importorskip("pymc")
+
+import dawrap.pymc as dwpm  # noqa: E402
+
+
+def regression(n=20):
+    with pm.Model() as model:
+        sigma = pm.HalfNormal("sigma", 1.0)
+        beta = pm.Normal("beta", 0.0, 1.0, shape=2)
+        X = pm.Normal("X", 0.0, 1.0, observed=np.zeros((n, 2)))
+        pm.Normal("y", X @ beta, sigma, observed=np.zeros(n))
+    return model
+
+
+@pytest.fixture(scope="module")
+def parts():
+    return dwpm.compile_model(regression(), records=["y", "X"])
+
+
+def test_layout_names_parameters_and_record_columns(parts):
+    lay = parts.layout
+    assert lay.params == {"sigma": (), "beta": (2,)}
+    assert lay.columns == {"y": slice(0, 1), "X": slice(1, 3)} and lay.n == 20
+
+
+def test_record_draws_follow_the_likelihood_and_advance_the_generator(parts):
+    # theta = (sigma, beta): y | x ~ N(x . beta, sigma^2), x ~ N(0, I). Residuals are
+    # N(0, sigma^2): a Kolmogorov-Smirnov test at a fixed seed, and the generator moves on.
+    theta, rng = np.array([0.5, 1.0, -2.0]), np.random.default_rng(3)
+    rows = np.empty((4000, 3))
+    for row in rows:
+        parts.draw_record(rng, theta, row)
+    assert not np.array_equal(rows[0], rows[1])
+    resid = rows[:, 0] - rows[:, 1:] @ theta[1:]
+    assert stats.kstest(resid, stats.norm(0, 0.5).cdf).pvalue > 1e-3
+    assert stats.kstest(rows[:, 1], stats.norm().cdf).pvalue > 1e-3
+    # the same seed gives the same records
+    again, rng2 = np.empty(3), np.random.default_rng(3)
+    parts.draw_record(rng2, theta, again)
+    assert np.array_equal(again, rows[0])
+
+
+def test_constraining_maps_invert_each_other(parts):
+    theta = np.array([0.7, 0.3, -1.2])
+    u = parts.to_unconstrained(theta)
+    assert np.isclose(u[0], np.log(0.7)) and np.allclose(u[1:], theta[1:])
+    assert np.allclose(parts.to_constrained(u), theta)
+
+
+def test_prior_draws_follow_the_prior(parts):
+    rng = np.random.default_rng(4)
+    draws = np.array([parts.draw_prior(rng) for _ in range(2000)])
+    assert draws.shape == (2000, 3) and np.all(draws[:, 0] > 0)
+    assert stats.kstest(draws[:, 0], stats.halfnorm().cdf).pvalue > 1e-3
+    assert stats.kstest(draws[:, 2], stats.norm().cdf).pvalue > 1e-3
+
+
+def test_a_model_without_observed_variable_is_refused():
+    with pm.Model() as model:
+        pm.Normal("mu", 0.0, 1.0)
+    with pytest.raises(dwpm.UnsupportedModel, match="no observed variable"):
+        dwpm.from_pymc(model)
+
+
+def test_observed_variables_with_different_row_counts_are_refused():
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 1.0)
+        pm.Normal("a", mu, 1.0, observed=np.zeros(10))
+        pm.Normal("b", mu, 1.0, observed=np.zeros(12))
+    with pytest.raises(dwpm.UnsupportedModel, match="different numbers of rows"):
+        dwpm.from_pymc(model)
+
+
+def test_a_discrete_parameter_is_refused():
+    with pm.Model() as model:
+        k = pm.Poisson("k", 3.0)
+        pm.Normal("y", k, 1.0, observed=np.zeros(10))
+    with pytest.raises(dwpm.UnsupportedModel, match="'k' is discrete"):
+        dwpm.from_pymc(model)
+
+
+def test_an_observed_variable_that_is_not_a_basic_distribution_is_refused():
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 1.0)
+        pm.Censored("y", pm.Normal.dist(mu, 1.0), lower=-1.0, upper=1.0, observed=np.zeros(10))
+    with pytest.raises(dwpm.UnsupportedModel, match="'y' is a .*basic"):
+        dwpm.from_pymc(model)
+
+
+def test_unmodelled_covariates_are_refused():
+    with pm.Model() as model:
+        x = pm.Data("x", np.ones(10))
+        beta = pm.Normal("beta", 0.0, 1.0)
+        pm.Normal("y", beta * x, 1.0, observed=np.zeros(10))
+    with pytest.raises(dwpm.UnsupportedModel, match="make 'x' an observed variable"):
+        dwpm.from_pymc(model)
+
+
+def test_a_potential_is_refused():
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 1.0)
+        pm.Normal("y", mu, 1.0, observed=np.zeros(10))
+        pm.Potential("shift", -mu * mu)
+    with pytest.raises(dwpm.UnsupportedModel, match="Potentials \\['shift'\\]"):
+        dwpm.from_pymc(model)
+
+
+def test_a_size_changing_transform_is_refused():
+    with pm.Model() as model:
+        w = pm.Dirichlet("w", np.ones(3))
+        pm.Categorical("g", p=w, observed=np.zeros(10, dtype=int))
+    with pytest.raises(dwpm.UnsupportedModel, match="'w'.*changes its size"):
+        dwpm.from_pymc(model)
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(TypeError, match="model must be a pymc.Model"):
+        dwpm.from_pymc("not a model")
+    with pytest.raises(ValueError, match="records must list each observed variable"):
+        dwpm.from_pymc(regression(), records=["y"])
+    with pytest.raises(ValueError, match="step_size"):
+        dwpm.from_pymc(regression(), records=["y", "X"], step_size=-1.0)
+
+
+def test_a_hand_written_record_draw_replaces_the_compiled_one():
+    import numba
+
+    @numba.njit
+    def draw(rng, theta, out):
+        out[1], out[2] = rng.standard_normal(), rng.standard_normal()
+        out[0] = out[1:] @ theta[1:] + theta[0] * rng.standard_normal()
+
+    assert dwpm.from_pymc(regression(), records=["y", "X"], draw_record=draw).draw_record is draw
+    with pytest.raises(TypeError, match="draw_record"):
+        dwpm.from_pymc(regression(), records=["y", "X"], draw_record=lambda rng, t, out: None)
+
+
+def test_the_hierarchical_example_density_is_the_hand_computed_one():
+    # examples/pymc_varying_intercepts.py: theta = (mu, tau, a_0..a_3), records (g, y); the
+    # HMC density on u = (mu, log tau, a) includes the Jacobian log tau.
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "pymc_varying_intercepts.py"
+    spec = importlib.util.spec_from_file_location("pymc_varying_intercepts", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    parts = dwpm.compile_model(example.pymc_model(30), records=["g", "y"])
+    assert parts.layout.params == {"mu": (), "tau": (), "a": (example.G,)}
+    rng = np.random.default_rng(6)
+    x = np.column_stack([rng.integers(0, example.G, 25), rng.normal(1.0, 1.5, 25)])
+    u = np.array([0.4, np.log(0.7), -0.5, 0.1, 0.9, -1.3])
+    mu, tau, a = u[0], np.exp(u[1]), u[2:]
+    expected = (stats.norm(0, 2).logpdf(mu) + stats.halfnorm().logpdf(tau) + u[1]
+                + stats.norm().logpdf(a).sum() + 25 * np.log(1 / example.G)
+                + stats.norm(mu + tau * a[x[:, 0].astype(int)], example.SIGMA).logpdf(x[:, 1]).sum())
+    lp, grad = parts.logp_and_grad(u, x)
+    assert np.isclose(lp, expected, rtol=1e-12)
+    step = 1e-6
+    numeric = [(parts.logp_and_grad(u + step * e, x)[0] - parts.logp_and_grad(u - step * e, x)[0])
+               / (2 * step) for e in np.eye(u.size)]
+    assert np.allclose(grad, numeric, rtol=1e-6, atol=1e-6)
+    assert np.allclose(parts.to_constrained(u), [mu, tau, *a])
