@@ -25,6 +25,7 @@ def logp_and_grad(theta, x):
     return logp, grad
 
 
+@pytest.mark.slow
 def test_hmc_recovers_the_exact_normal_mean_posterior(check_posterior, draws_of):
     base = normal_mean.model(MU0, SD0, SIGMA)
     model = dw.Model(params={"mu": ()}, record_size=1, draw_record=base.draw_record,
@@ -82,6 +83,7 @@ def logp_log_scale(u, x):
     return logp, grad
 
 
+@pytest.mark.slow
 def test_hmc_through_a_constraining_map_on_the_exact_non_private_posterior(check_posterior,
                                                                            draws_of):
     # With noise so small that it pins the sums of squares, p(sigma_j | s_dp) is the
