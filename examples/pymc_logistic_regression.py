@@ -11,7 +11,7 @@ sum_i y_i clamp(x_i) and sum_i y_i with Laplace noise. dawrap.pymc.from_pymc com
 PyMC model into a dawrap model (record draws, prior draws, and an HMC step on beta given the
 imputed records); the release statistic and the mechanism are dawrap's. To check the result, run
 the same release through the hand-written model of private_logistic_regression.py: the two
-posteriors agree within Monte Carlo error (tests/pymc/test_pymc_posteriors.py does this).
+posteriors agree within Monte Carlo error (tests/dawrap_pymc/test_pymc_posteriors.py does this).
 """
 import numba
 import numpy as np
