@@ -17,6 +17,7 @@ The package is layered, each layer using only those above it:
 from . import _compat
 from . import diagnostics, random
 from .mechanisms import Box, DiscreteGaussian, Gaussian, Geometric, Laplace, Mechanism, Sparse
+from .mechanisms.separable import declare_sparse
 from .model import ExponentialFamily, Model, recipe
 from .samplers import kernels
 from .samplers.interweave import NonCentred
@@ -29,7 +30,7 @@ __version__ = "0.2.0"
 
 __all__ = ["Model", "ExponentialFamily", "NonCentred", "recipe",
            "Mechanism", "Laplace", "Gaussian", "Geometric", "DiscreteGaussian", "Box", "Sparse",
-           "sample", "METHODS", "Record", "Suffstat", "Naive", "NonPrivate", "OPS",
+           "declare_sparse", "sample", "METHODS", "Record", "Suffstat", "Naive", "NonPrivate", "OPS",
            "kernels", "random", "diagnostics",
            "compare", "Comparison", "mmd2", "calibrate", "Calibration", "__version__"]
 

@@ -21,7 +21,7 @@ import numpy as np
 
 import dawrap as dw
 
-__all__ = ["model", "one_hot", "draw_record", "laplace", "exact_posterior"]
+__all__ = ["model", "one_hot", "one_hot_entries", "draw_record", "laplace", "exact_posterior"]
 
 
 @numba.njit(nogil=True, cache=True)
@@ -44,6 +44,18 @@ def one_hot(x_i, out):
     for j in range(out.shape[0]):
         out[j] = 0.0
     out[int(x_i[0])] = 1.0
+
+
+@numba.njit(nogil=True, cache=True)
+def one_hot_entries(x_i, index, value):
+    """:func:`one_hot` as its one non-zero entry (the sparse path: O(1) per record
+    whatever the number of categories)."""
+    index[0] = int(x_i[0])
+    value[0] = 1.0
+    return 1
+
+
+dw.declare_sparse(one_hot, one_hot_entries, nnz=1)
 
 
 @numba.njit(nogil=True, cache=True)
