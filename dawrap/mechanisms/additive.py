@@ -556,6 +556,9 @@ class Mechanism:
             s = self.check_release(s_dp)
         else:
             s = np.zeros(self.size)
+        if self.sparse is not None:  # O(n nnz + size) rather than O(n size)
+            return separable.sparse_total(x, s, self.sparse.entries, self.sparse.nnz,
+                                          self.size)
         return sum_statistic(x, s, self.engine_statistic, self.size)
 
     # -- curator side ------------------------------------------------------------------------

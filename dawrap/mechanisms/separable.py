@@ -37,11 +37,12 @@ from __future__ import annotations
 import functools
 
 import numba
+import numpy as np
 
 from .._checks import as_count, require_arity, require_njit
 
 __all__ = ["declare_sparse", "sparse_form", "laplace_coordinate", "gaussian_coordinate",
-           "no_entries", "no_coordinate", "entries_given_release", "SparseForm"]
+           "no_entries", "no_coordinate", "entries_given_release", "SparseForm", "sparse_total"]
 
 _ATTRIBUTE = "_dawrap_sparse"
 
@@ -132,3 +133,20 @@ def gaussian_coordinate(s_j, t_j, j, params):
     the Gaussian and discrete Gaussian term, without the constant."""
     z = (s_j - t_j) * params[j]
     return -0.5 * z * z
+
+
+@numba.njit(nogil=True)  # takes a function argument: not cacheable
+def sparse_total(x, s_dp, entries, nnz, size):
+    """``sum_i t(x_i)`` through the entries, O(n nnz + size); raises on a count outside
+    ``0..nnz`` or an index outside the statistic."""
+    total = np.zeros(size)
+    index, value = np.empty(nnz, np.int64), np.empty(nnz)
+    for i in range(x.shape[0]):
+        count = entries(x[i], s_dp, index, value)
+        if count < 0 or count > nnz:
+            raise ValueError("the statistic's entries returned a count outside 0..nnz")
+        for a in range(count):
+            if index[a] < 0 or index[a] >= size:
+                raise ValueError("the statistic's entries wrote an index outside the statistic")
+            total[index[a]] += value[a]
+    return total

@@ -37,7 +37,7 @@ from ..mechanisms.additive import as_records
 from ..samplers import record
 
 __all__ = ["initial_values", "release_informed_theta", "noise_variance", "statistic_moments",
-           "simulated_contributions", "CANDIDATES", "RECORDS", "FULL_COVARIANCE_UP_TO"]
+           "sparse_moments", "record_variances", "missing_information", "simulated_contributions", "CANDIDATES", "RECORDS", "FULL_COVARIANCE_UP_TO"]
 
 #: Prior draws weighed per chain, and records simulated per draw.
 CANDIDATES, RECORDS = 64, 1000
@@ -47,10 +47,9 @@ FULL_COVARIANCE_UP_TO = 32
 
 
 @numba.njit(nogil=True)
-def statistic_moments(x, s_dp, statistic, size, full):
-    """Mean and covariance over the records ``x`` of the mechanism's per-record statistic
-    (with ``full`` False only the diagonal of the covariance is computed: O(size))."""
-    t, mean, scatter = np.empty(size), np.zeros(size), np.zeros((size, size))
+def _moments(x, s_dp, statistic, size, full):
+    t, mean, var = np.empty(size), np.zeros(size), np.zeros(size)
+    scatter = np.zeros((size, size) if full else (1, 1))
     for i in range(x.shape[0]):
         statistic(x[i], s_dp, t)
         count = i + 1.0
@@ -61,9 +60,46 @@ def statistic_moments(x, s_dp, statistic, size, full):
             if full:
                 for k in range(size):
                     scatter[j, k] += before[j] * (t[k] - mean[k])
-            else:
-                scatter[j, j] += before[j] * (t[j] - mean[j])
-    return mean, scatter / x.shape[0]
+            var[j] += before[j] * (t[j] - mean[j])
+    return mean, scatter / x.shape[0], var / x.shape[0]
+
+
+def statistic_moments(x, s_dp, statistic, size: int, full: bool):
+    """Mean and covariance over the records ``x`` of the mechanism's per-record statistic;
+    with ``full`` False the variances only, as a vector (O(size) memory: no size x size
+    array)."""
+    mean, cov, var = _moments(x, s_dp, statistic, size, full)
+    return mean, (cov if full else var)
+
+
+@numba.njit(nogil=True)
+def sparse_moments(x, s_dp, entries, nnz, size):
+    """Mean and variance of each coordinate of a sparse statistic (its ``entries``), O(records
+    nnz + size): the statistic's values are small counts, so the one-pass sums of values and
+    squares lose nothing to cancellation."""
+    first, second = np.zeros(size), np.zeros(size)
+    index, value, cell = np.empty(nnz, np.int64), np.empty(nnz), np.zeros(size)
+    for i in range(x.shape[0]):
+        count = entries(x[i], s_dp, index, value)
+        for a in range(count):  # a repeated index adds up before squaring
+            cell[index[a]] += value[a]
+        for a in range(count):
+            j = index[a]
+            if cell[j] != 0.0:
+                first[j] += cell[j]
+                second[j] += cell[j] * cell[j]
+                cell[j] = 0.0
+    mean = first / x.shape[0]
+    return mean, np.maximum(second / x.shape[0] - mean * mean, 0.0)
+
+
+def record_variances(x, s_dp, mechanism):
+    """Mean and variance of each coordinate of the mechanism's statistic over the records
+    ``x``: through the sparse entries when declared (O(records nnz + size)), else densely."""
+    if mechanism.sparse is not None:
+        return sparse_moments(x, s_dp, mechanism.sparse.entries, mechanism.sparse.nnz,
+                              mechanism.size)
+    return statistic_moments(x, s_dp, mechanism.engine_statistic, mechanism.size, False)
 
 
 def noise_variance(mechanism, rng=None, draws: int = 1000) -> np.ndarray | None:
@@ -129,13 +165,16 @@ def _clt_log_likelihood(model, mechanism, s_dp, n, theta, noise, seed, records) 
     x = record.draw_database(np.random.default_rng(seed), theta, records, model.record_size,
                             model.draw_record)
     full = mechanism.size <= FULL_COVARIANCE_UP_TO
-    mean, cov = statistic_moments(x, s_dp, mechanism.engine_statistic, mechanism.size, full)
+    if full:
+        mean, cov = statistic_moments(x, s_dp, mechanism.engine_statistic, mechanism.size, True)
+    else:
+        mean, var = record_variances(x, s_dp, mechanism)
     # An extreme release or candidate overflows to inf or NaN, which the caller treats as
     # "never chosen": no warning is due.
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         misfit = s_dp - n * mean
         if not full:
-            var = n * np.diag(cov) + noise
+            var = n * var + noise
             return -0.5 * float(np.sum(misfit ** 2 / var + np.log(var)))
         total_cov = n * cov + np.diag(noise)
         sign, logdet = np.linalg.slogdet(total_cov)
@@ -192,3 +231,31 @@ def initial_values(model, chains: int, n: int, init_theta, init_x):
                              f"({n}, {model.record_size}), got {x.shape}")
         xs = [x] * chains
     return thetas, xs
+
+
+def missing_information(model, mechanism, n: int, priors: int = 5,
+                        records: int = 2000) -> float | None:
+    r"""The fraction of information about the released statistic that the noise removes,
+
+    .. math:: \max_j \frac{v_j}{n\, \mathrm{Var}(t_j(x_i)) + v_j},
+
+    with :math:`v_j` the noise variance of coordinate :math:`j` and the per-record variance
+    of the statistic the median over ``priors`` prior draws of theta (``records`` simulated
+    records each; fixed seeds, so the decision is reproducible). It is the rate at which
+    plain data augmentation mixes in the linear-Gaussian case (0: the release is the
+    confidential total; near 1: the noise swamps it). ``None`` when the mechanism cannot
+    draw releases (no noise variance to estimate). Only the variances are used (the
+    diagonal), in O(size) memory; a sparse statistic costs O(records nnz + size) per prior
+    draw.
+    """
+    rng = np.random.default_rng(20220101)
+    noise = noise_variance(mechanism, rng)
+    if noise is None:
+        return None
+    spread = []
+    for _ in range(priors):
+        theta = model.pack(model.draw_prior(rng), "the theta returned by draw_prior")
+        x = model.simulate(theta, min(n, records), seed=rng)
+        spread.append(record_variances(x, np.zeros(mechanism.size), mechanism)[1])
+    per_record = np.median(spread, axis=0)
+    return float(np.max(noise / (n * per_record + noise)))

@@ -38,7 +38,7 @@ import numpy as np
 from . import record
 from .arrays import all_finite
 from .._checks import as_count, require_njit
-from ..runner.starts import noise_variance, statistic_moments
+from ..runner.starts import missing_information  # noqa: F401 - moved there; re-exported
 from .kernels import (acceptance_probability, rw_adapt, rw_init_state, rw_propose,
                       scale_vector)
 
@@ -162,31 +162,3 @@ DEFAULT_STEPS = 2
 #: is at least this: where plain data augmentation already mixes well the move's extra passes
 #: over the records cost more than they gain (measured crossover; see docs/kernels.md).
 AUTO_THRESHOLD = 0.3
-
-
-def missing_information(model, mechanism, n: int, priors: int = 5,
-                        records: int = 2000) -> float | None:
-    r"""The fraction of information about the released statistic that the noise removes,
-
-    .. math:: \max_j \frac{v_j}{n\, \mathrm{Var}(t_j(x_i)) + v_j},
-
-    with :math:`v_j` the noise variance of coordinate :math:`j` and the per-record variance
-    of the statistic the median over ``priors`` prior draws of theta (``records`` simulated
-    records each; fixed seeds, so the decision is reproducible). It is the rate at which
-    plain data augmentation mixes in the linear-Gaussian case (0: the release is the
-    confidential total; near 1: the noise swamps it). ``None`` when the mechanism cannot
-    draw releases (no noise variance to estimate).
-    """
-    rng = np.random.default_rng(20220101)
-    noise = noise_variance(mechanism, rng)
-    if noise is None:
-        return None
-    spread = []
-    for _ in range(priors):
-        theta = model.pack(model.draw_prior(rng), "the theta returned by draw_prior")
-        x = model.simulate(theta, min(n, records), seed=rng)
-        _, cov = statistic_moments(x, np.zeros(mechanism.size), mechanism.engine_statistic,
-                                   mechanism.size, False)
-        spread.append(np.diag(cov))
-    per_record = np.median(spread, axis=0)
-    return float(np.max(noise / (n * per_record + noise)))
