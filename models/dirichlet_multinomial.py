@@ -41,7 +41,7 @@ def draw_record(rng, theta, out):
 
 @numba.njit(nogil=True, cache=True)
 def propose_uniform(rng, theta, x_i, out):
-    """A category drawn uniformly, an O(1) proposal whatever the number of categories
+    r"""A category drawn uniformly, an O(1) proposal whatever the number of categories
     (:func:`draw_record` scans the probabilities, O(K)); the log Hastings ratio is
     :math:`\log p_{new} - \log p_{old}`."""
     j = rng.integers(0, theta.shape[0])
