@@ -12,7 +12,7 @@ Reported: ns per record update (sweeps only, theta fixed at the truth), the rati
 smallest K, and ms per full iteration (conjugate theta draw, O(K), plus one sweep).
 
 Run: python benchmarks/tables_scaling.py [--n 20000] [--cells 10 100 1000 10000 100000]
-     [--sweeps 20] [--dense-up-to 10000]
+     [--sweeps 5] [--rounds 5] [--dense-up-to 1000]
 """
 from __future__ import annotations
 
@@ -51,54 +51,76 @@ def setup(model, mech, k, n, seed):
     return state, s_dp, fns, sweep
 
 
-def time_sweeps(model, mech, k, n, sweeps, seed):
-    """Best of 3 over ``sweeps`` sweeps: ns per record update; and ms per full iteration."""
-    state, s_dp, fns, sweep = setup(model, mech, k, n, seed)
-    rng = np.random.default_rng(seed)
-    sweep(rng, state, s_dp, mech.params, fns)  # compile
-    best = np.inf
-    for _ in range(3):
+class Case:
+    """One variant at one K, ready to time: its state, functions and sweep."""
+
+    def __init__(self, model, mech, k, n, seed):
+        self.model, self.mech, self.k, self.n = model, mech, k, n
+        self.state, self.s_dp, self.fns, self.sweep = setup(model, mech, k, n, seed)
+        self.rng = np.random.default_rng(seed)
+        self.best = np.inf
+        self.run(1)  # compile
+
+    def run(self, sweeps):
         t = time.perf_counter()
         for _ in range(sweeps):
-            state, info = sweep(rng, state, s_dp, mech.params, fns)
-        best = min(best, time.perf_counter() - t)
+            self.state, info = self.sweep(self.rng, self.state, self.s_dp, self.mech.params,
+                                          self.fns)
         assert info.status == record.OK
-    kernel = engine_form(model.draw_theta, False).step
-    trace = record.Trace(*(np.empty((sweeps, k)) if f == "theta" else
-                           np.empty((0, k)) if f == "total" else np.empty(sweeps)
-                           for f in record.Trace._fields))
-    args = (s_dp, mech.params, fns, kernel, sweep)
-    record.run(rng, state, *args, 0, 1, 0, trace, record.no_move, 1)  # compile
-    t = time.perf_counter()
-    record.run(rng, state, *args, 0, sweeps, 0, trace, record.no_move, 1)
-    iteration = (time.perf_counter() - t) / sweeps
-    return best / (sweeps * n) * 1e9, iteration * 1e3, info.accept_rate
+        self.accept = info.accept_rate
+        return time.perf_counter() - t
+
+    def time(self, sweeps):
+        self.best = min(self.best, self.run(sweeps) / (sweeps * self.n) * 1e9)
+
+    def iteration_ms(self, sweeps):
+        """ms per full iteration: the conjugate theta draw (O(K)) and one sweep."""
+        kernel = engine_form(self.model.draw_theta, False).step
+        k = self.k
+        trace = record.Trace(np.empty((sweeps, k)), *(np.empty(sweeps) for _ in range(4)),
+                             np.empty((0, k)))
+        args = (self.s_dp, self.mech.params, self.fns, kernel, self.sweep)
+        record.run(self.rng, self.state, *args, 0, 1, 0, trace, record.no_move, 1)  # compile
+        t = time.perf_counter()
+        record.run(self.rng, self.state, *args, 0, sweeps, 0, trace, record.no_move, 1)
+        return (time.perf_counter() - t) / sweeps * 1e3
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=20_000)
     ap.add_argument("--cells", type=int, nargs="+", default=[10, 100, 1000, 10_000, 100_000])
-    ap.add_argument("--sweeps", type=int, default=20)
-    ap.add_argument("--dense-up-to", type=int, default=10_000)
+    ap.add_argument("--sweeps", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--dense-up-to", type=int, default=1000)
     args = ap.parse_args()
-    print(f"n = {args.n:,} records, {args.sweeps} sweeps, best of 3; Laplace(epsilon = 1)\n")
-    print("| K | sparse ns/update | ratio to smallest K | sparse ms/iteration | accept | "
-          "dense ns/update | sparse, prior proposal ns/update |")
-    print("|---|---|---|---|---|---|---|")
-    base = None
+    cases = {}
     for k in args.cells:
         mech = dm.laplace(epsilon=1.0, categories=k)
         uniform = dm.model(np.ones(k), proposal="uniform")
-        ns, ms, acc = time_sweeps(uniform, mech, k, args.n, args.sweeps, 1)
-        base = base or ns
-        dense = prior = "-"
+        cases[k, "sparse"] = Case(uniform, mech, k, args.n, 1)
         if k <= args.dense_up_to:
-            dense_mech = dw.Laplace(dense_one_hot, epsilon=1.0, sensitivity=2.0, size=k)
-            dense = f"{time_sweeps(uniform, dense_mech, k, args.n, args.sweeps, 1)[0]:,.0f}"
-            prior = f"{time_sweeps(dm.model(np.ones(k)), mech, k, args.n, args.sweeps, 1)[0]:,.0f}"
-        print(f"| {k:,} | {ns:,.0f} | {ns / base:.2f} | {ms:.2f} | {acc:.2f} | {dense} | {prior} |",
-              flush=True)
+            dense = dw.Laplace(dense_one_hot, epsilon=1.0, sensitivity=2.0, size=k)
+            cases[k, "dense"] = Case(uniform, dense, k, args.n, 1)
+            cases[k, "prior"] = Case(dm.model(np.ones(k)), mech, k, args.n, 1)
+    # Rounds over every case in turn, keeping each case's best: a machine shared with other
+    # work slows some rounds, and interleaving spreads that over all cases alike.
+    for _ in range(args.rounds):
+        for case in cases.values():
+            case.time(args.sweeps)
+    print(f"n = {args.n:,} records, Laplace(epsilon = 1); ns per record update, best of "
+          f"{args.rounds} interleaved rounds of {args.sweeps} sweeps\n")
+    print("| K | sparse ns/update | ratio to smallest K | sparse ms/iteration | accept | "
+          "dense ns/update | sparse, prior proposal ns/update |")
+    print("|---|---|---|---|---|---|---|")
+    base = cases[args.cells[0], "sparse"].best
+    for k in args.cells:
+        sparse_case = cases[k, "sparse"]
+        other = {v: f"{cases[k, v].best:,.0f}" if (k, v) in cases else "-"
+                 for v in ("dense", "prior")}
+        print(f"| {k:,} | {sparse_case.best:,.0f} | {sparse_case.best / base:.2f} | "
+              f"{sparse_case.iteration_ms(args.sweeps):.2f} | {sparse_case.accept:.2f} | "
+              f"{other['dense']} | {other['prior']} |", flush=True)
 
 
 if __name__ == "__main__":
