@@ -557,8 +557,11 @@ class Mechanism:
         else:
             s = np.zeros(self.size)
         if self.sparse is not None:  # O(n nnz + size) rather than O(n size)
-            return separable.sparse_total(x, s, self.sparse.entries, self.sparse.nnz,
-                                          self.size)
+            total, ok = separable.sparse_total(x, s, self.sparse.entries, self.sparse.nnz,
+                                               self.size)
+            if ok:
+                return total
+            # A record the entries reject: the dense statistic says what it contributes.
         return sum_statistic(x, s, self.engine_statistic, self.size)
 
     # -- curator side ------------------------------------------------------------------------

@@ -137,16 +137,16 @@ def gaussian_coordinate(s_j, t_j, j, params):
 
 @numba.njit(nogil=True)  # takes a function argument: not cacheable
 def sparse_total(x, s_dp, entries, nnz, size):
-    """``sum_i t(x_i)`` through the entries, O(n nnz + size); raises on a count outside
-    ``0..nnz`` or an index outside the statistic."""
+    """``(sum_i t(x_i), ok)`` through the entries, O(n nnz + size); ``ok`` is False (and the
+    sum incomplete) at the first count outside ``0..nnz`` or index outside the statistic."""
     total = np.zeros(size)
     index, value = np.empty(nnz, np.int64), np.empty(nnz)
     for i in range(x.shape[0]):
         count = entries(x[i], s_dp, index, value)
         if count < 0 or count > nnz:
-            raise ValueError("the statistic's entries returned a count outside 0..nnz")
+            return total, False
         for a in range(count):
             if index[a] < 0 or index[a] >= size:
-                raise ValueError("the statistic's entries wrote an index outside the statistic")
+                return total, False
             total[index[a]] += value[a]
-    return total
+    return total, True

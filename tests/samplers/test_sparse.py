@@ -124,3 +124,24 @@ def test_suffstat_refuses_a_long_release_naming_the_record_sampler():
     with pytest.raises(ValueError, match="suffstat.*O\\(size\\^3\\).*method='record'"):
         dw.sample(dm.model(np.ones(k)), mech, np.zeros(k), 100, method="suffstat", draws=2,
                   tune=0, chains=1, seed=0, progress=False)
+
+
+def test_naive_bayes_entries_agree_with_its_counts_on_every_record():
+    import itertools
+
+    from dawrap.models import naive_bayes
+    from dawrap.samplers import sparse
+
+    I, J = 3, [2, 4]
+    mech = naive_bayes.laplace(1.0, I, J)
+    model = naive_bayes.model(I, J)
+    assert mech.sparse is not None and mech.sparse.nnz == len(J)
+    recs = np.array(list(itertools.product(range(I), *(range(j) for j in J))), float)
+    fns = record.RecordFunctions(model.draw_record, model.propose_record, model.model_stat,
+                                 mech.engine_statistic, mech.log_density,
+                                 **sparse.sparse_fields(model, mech))
+    assert fns.model_nnz == len(J)
+    assert sparse.check_entries(recs, np.zeros(mech.size), fns, model.stat_size, mech.size,
+                                len(recs)) == (-1, 0, 0)
+    # A record out of range still contributes NaN (the dense statistic's answer).
+    assert np.all(np.isnan(mech.total([[1, 1, 0], [3, 1, 0]])))
