@@ -148,13 +148,16 @@ def _kernels(cum: tuple, areas: int, cats: int, a0: float, b0: float, step: floa
 
 
 @dw.recipe
-def model(sizes, categories: int, a0: float = 2.0, b0: float = 1.0, step: float = 0.2,
+def model(sizes, categories: int, a0: float = 2.0, b0: float = 1.0, step: float | None = None,
           hyper_steps: int = 5) -> dw.Model:
     """The small-area model for areas of public ``sizes`` (records per area), ``categories``
     categories, hyperprior ``alpha_c ~ Gamma(a0, rate b0)``; ``step`` is the random-walk
-    scale of ``log_alpha``, ``hyper_steps`` its Metropolis steps per iteration."""
+    scale of ``log_alpha`` (default ``1 / sqrt(areas)``: given ``p``, each area adds about
+    one unit of information about ``log_alpha``, so its posterior sd shrinks as
+    ``1 / sqrt(areas)``), ``hyper_steps`` its Metropolis steps per iteration."""
     sizes = _check_sizes(sizes)
     areas, cats = len(sizes), int(categories)
+    step = 1.0 / math.sqrt(areas) if step is None else step
     if cats < 2 or not (a0 > 0 and b0 > 0 and step > 0 and hyper_steps >= 1):
         raise ValueError("small_area.model: categories >= 2, a0, b0, step > 0 and "
                          "hyper_steps >= 1 are required")
