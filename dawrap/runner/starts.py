@@ -37,8 +37,12 @@ from ..mechanisms.additive import as_records
 from ..samplers import record
 
 __all__ = ["initial_values", "release_informed_theta", "noise_variance", "statistic_moments",
-           "sparse_moments", "record_variances", "missing_information", "simulated_contributions", "CANDIDATES", "RECORDS", "FULL_COVARIANCE_UP_TO"]
+           "sparse_moments", "record_variances", "missing_information",
+           "simulated_contributions", "SUMMARISED_ABOVE", "CANDIDATES", "RECORDS",
+           "FULL_COVARIANCE_UP_TO"]
 
+#: Releases longer than this get a min / max summary from simulated_contributions.
+SUMMARISED_ABOVE = 1024
 #: Prior draws weighed per chain, and records simulated per draw.
 CANDIDATES, RECORDS = 64, 1000
 #: Releases longer than this are weighed with the covariance's diagonal only (the full one
@@ -139,10 +143,17 @@ def simulated_contributions(model, mechanism, s_dp: np.ndarray, thetas: int = 8,
     compiles nothing that sampler would not; about 2 ms for 128 records. Every output buffer
     has four NaN guard entries beyond its end, where a function writing slightly past ``out``
     lands (and is caught) instead of corrupting memory.
+
+    Releases longer than :data:`SUMMARISED_ABOVE` coordinates get two rows instead, each
+    coordinate's smallest and largest contribution (all the plausibility check uses), so
+    that memory stays O(size).
     """
     rng = np.random.default_rng(seed)
     size, record_size = mechanism.size, model.record_size
-    out = np.empty((thetas * records, size))
+    summary = size > SUMMARISED_ABOVE
+    out = np.empty((2 if summary else thetas * records, size))
+    if summary:
+        out[0], out[1] = np.inf, -np.inf
     x, t = np.full(record_size + 4, np.nan), np.full(size + 4, np.nan)
     record_, stat = x[:record_size], t[:size]
     try:
@@ -151,7 +162,11 @@ def simulated_contributions(model, mechanism, s_dp: np.ndarray, thetas: int = 8,
             for b in range(records):
                 model.draw_record(rng, theta, record_)
                 mechanism.engine_statistic(record_, s_dp, stat)
-                out[a * records + b] = stat
+                if summary:
+                    np.minimum(out[0], stat, out=out[0])
+                    np.maximum(out[1], stat, out=out[1])
+                else:
+                    out[a * records + b] = stat
     except Exception:  # noqa: BLE001 - the user's functions; the run's probe names the culprit
         return None
     # A write past the end lands in the NaN guards (checked once, at the end: it is cheap).

@@ -185,3 +185,14 @@ def test_a_release_of_many_cells_starts_and_decides_without_a_square_array():
     assert theta.shape == (k,) and np.isclose(theta.sum(), 1.0)
     fraction = starts.missing_information(model, mech, n, priors=2, records=50)
     assert 0.0 <= fraction <= 1.0
+
+
+def test_a_long_release_gets_the_extremes_of_its_contributions():
+    k = starts.SUMMARISED_ABOVE + 1
+    model = dirichlet_multinomial.model(alpha=[1.0] * k, proposal="uniform")
+    mech = dirichlet_multinomial.laplace(epsilon=1.0, categories=k)
+    seen = starts.simulated_contributions(model, mech, np.zeros(k))
+    # 128 one-hot records: each cell's smallest contribution is 0, and at most 128 cells
+    # (at least one) saw a 1.
+    assert seen.shape == (2, k) and np.all(seen[0] == 0.0)
+    assert 1 <= seen[1].sum() <= 128 and set(np.unique(seen[1])) <= {0.0, 1.0}
