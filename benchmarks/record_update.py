@@ -2,7 +2,9 @@
 
 Both run the same sampler (Ju et al. Algorithm 1, Laplace mechanism, conjugate theta step)
 on the same data, in the same process; the fused loop is written out by hand for one model
-with everything inlined. The ratio generic / fused is the price of the engine's generality.
+with everything inlined and reports what the engine reports (acceptance rate, smallest
+acceptance probability). The ratio generic / fused is the price of the engine's generality;
+"vs minimal loop" compares with a beta-binomial loop that keeps no statistics at all.
 
 Run: python benchmarks/record_update.py [--n 1000000] [--sweeps 20]
 """
@@ -50,6 +52,26 @@ def fused_beta_binomial(rng, x, total, s_dp, scale, a, b, sweeps):
 
 
 @numba.njit(nogil=True)
+def minimal_beta_binomial(rng, x, total, s_dp, scale, a, b, sweeps):
+    """The sweep with no bookkeeping at all (issue 13's yardstick): conjugate draw, propose,
+    skip an unchanged record, accept on ``la >= 0 or u < exp(la)``."""
+    n = x.shape[0]
+    for it in range(sweeps):
+        p = rng.beta(a + total, b + n - total)
+        log_g = -abs(s_dp - total) / scale
+        for i in range(n):
+            new = 1.0 if rng.random() < p else 0.0
+            if new == x[i]:
+                continue
+            t_new = total + new - x[i]
+            log_g_new = -abs(s_dp - t_new) / scale
+            la = log_g_new - log_g
+            if la >= 0.0 or rng.random() < math.exp(la):
+                x[i], total, log_g = new, t_new, log_g_new
+    return total
+
+
+@numba.njit(nogil=True)
 def fused_poisson_gamma(rng, x, total, clamped, s_dp, scale, c, alpha, beta, sweeps):
     n = x.shape[0]
     accept_rate, min_prob = np.empty(sweeps), np.empty(sweeps)
@@ -88,12 +110,14 @@ def time_engine(model, mech, theta, n, sweeps, seed):
     trace = record.Trace(np.empty((sweeps, 1)), np.empty(sweeps), np.empty(sweeps),
                          np.empty(sweeps), np.empty(sweeps), np.empty((0, 1)))
 
+    engine = record.Engine(s_dp, mech.params, fns, sweep, record.no_move, 1, kernel)
+
     def go(k):
-        state = record.init(model.pack(theta), x.copy(), s_dp, mech.params, fns, model.stat_size)
+        state = record.init(model.pack(theta), x.copy(), engine, model.stat_size, np.empty(0),
+                            np.empty(0))
         rng = np.random.default_rng(seed)
         t = time.perf_counter()
-        record.run(rng, state, s_dp, mech.params, fns, kernel, sweep, 0, k, 0, trace,
-                   record.no_move, 1)
+        record.run(rng, state, engine, 0, k, 0, trace)
         return time.perf_counter() - t
 
     go(1)  # compile
@@ -126,6 +150,10 @@ def main():
         np.random.default_rng(1), x[:, 0].copy(), float(x.sum()), float(s_dp[0]), 2.0, 1.0,
         1.0, k), sweeps)
     report("beta_binomial, Laplace(eps=0.5)", t_engine, t_fused, n * sweeps)
+    t_minimal = time_fused(minimal_beta_binomial, lambda k: (
+        np.random.default_rng(1), x[:, 0].copy(), float(x.sum()), float(s_dp[0]), 2.0, 1.0,
+        1.0, k), sweeps)
+    report("  vs minimal loop (no bookkeeping)", t_engine, t_minimal, n * sweeps)
 
     c = 5.0
     model, mech = poisson_gamma.model(2.0, 1.0), poisson_gamma.laplace(1.0, c=c)

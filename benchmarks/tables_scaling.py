@@ -47,8 +47,10 @@ def setup(model, mech, k, n, seed):
     shared = model.user_model_stat is mech.statistic
     sweep = record.make_sweep(1, k, k, model.general_proposal, shared, False,
                               sparse=fns.nnz > 0)
-    state = record.init(p, x, s_dp, mech.params, fns, k)
-    return state, s_dp, fns, sweep
+    kernel = engine_form(model.draw_theta, False).step
+    engine = record.Engine(s_dp, mech.params, fns, sweep, record.no_move, 1, kernel)
+    state = record.init(p, x, engine, k, np.empty(0), np.empty(0))
+    return state, s_dp, fns, sweep, engine
 
 
 class Case:
@@ -56,7 +58,8 @@ class Case:
 
     def __init__(self, model, mech, k, n, seed):
         self.model, self.mech, self.k, self.n = model, mech, k, n
-        self.state, self.s_dp, self.fns, self.sweep = setup(model, mech, k, n, seed)
+        self.state, self.s_dp, self.fns, self.sweep, self.engine = setup(model, mech, k, n,
+                                                                         seed)
         self.rng = np.random.default_rng(seed)
         self.best = np.inf
         self.run(1)  # compile
@@ -75,14 +78,12 @@ class Case:
 
     def iteration_ms(self, sweeps):
         """ms per full iteration: the conjugate theta draw (O(K)) and one sweep."""
-        kernel = engine_form(self.model.draw_theta, False).step
         k = self.k
         trace = record.Trace(np.empty((sweeps, k)), *(np.empty(sweeps) for _ in range(4)),
                              np.empty((0, k)))
-        args = (self.s_dp, self.mech.params, self.fns, kernel, self.sweep)
-        record.run(self.rng, self.state, *args, 0, 1, 0, trace, record.no_move, 1)  # compile
+        record.run(self.rng, self.state, self.engine, 0, 1, 0, trace)  # compile
         t = time.perf_counter()
-        record.run(self.rng, self.state, *args, 0, sweeps, 0, trace, record.no_move, 1)
+        record.run(self.rng, self.state, self.engine, 0, sweeps, 0, trace)
         return (time.perf_counter() - t) / sweeps * 1e3
 
 

@@ -115,3 +115,12 @@ def call_user(func, name: str, *args):
         raise TypeError(f"{name} could not be compiled by numba for arguments "
                         f"({', '.join(type(a).__name__ for a in args)}): "
                         f"{first[0] if first else err}") from err
+
+
+def scale_vector(scale, name: str) -> np.ndarray:
+    """A positive proposal scale: one value, or one per theta entry."""
+    arr = np.atleast_1d(np.asarray(scale, dtype=np.float64))
+    if arr.ndim != 1 or not np.all(np.isfinite(arr)) or not np.all(arr > 0):
+        raise ValueError(f"{name} must be a positive number or a vector of positive numbers "
+                         f"(one per theta entry), got {scale!r}")
+    return arr

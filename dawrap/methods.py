@@ -134,7 +134,8 @@ class Record(Method):
                              f"iteration, got {iw}")
 
     def prepare(self, model, mechanism, n):
-        from .samplers.interweave import AUTO_THRESHOLD, DEFAULT_STEPS, missing_information
+        from .runner.information import missing_information
+        from .samplers.interweave import AUTO_THRESHOLD, DEFAULT_STEPS
 
         iw = self.interweave
         if iw is None:
@@ -157,13 +158,7 @@ class Record(Method):
     def run(self, model, mechanism, s_dp, n, rngs, shared):
         from .runner.record import run_record
 
-        return run_record(model, mechanism, s_dp, n, rngs, draws=shared.draws,
-                          tune=shared.tune, keep_stats=shared.keep_stats, cores=shared.cores,
-                          init_theta=shared.init_theta, init_x=self.init_x,
-                          checkpoint=self.checkpoint, checkpoint_every=self.checkpoint_every,
-                          resume=self.resume, seed_entropy=shared.seed_entropy,
-                          progress=shared.progress, interweave=int(self.interweave or 0),
-                          sweeps=self.sweeps, random_scan=self.scan == "random")
+        return run_record(model, mechanism, s_dp, n, rngs, self, shared)
 
     def attrs(self):
         return {"interweave": int(self.interweave or 0), "sweeps": self.sweeps,

@@ -347,7 +347,7 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method="record",
         :data:`~dawrap.samplers.interweave.DEFAULT_STEPS` Metropolis steps of it per iteration, an
         integer that many (each a pass over the records), ``False`` or 0 none. Default: on
         when the model has a non-centred parameterisation and the estimated fraction of
-        missing information (:func:`dawrap.samplers.interweave.missing_information`) is at least
+        missing information (:func:`dawrap.runner.information.missing_information`) is at least
         :data:`~dawrap.samplers.interweave.AUTO_THRESHOLD`, where measurement says it pays.
     sweeps : int
         ``"record"``: record sweeps per theta update (default 1).

@@ -18,20 +18,11 @@ import numba
 import numpy as np
 
 from .._checks import as_count, n_positional, require_arity, require_njit
+from .protocols import (Kernel, NonCentred, anywhere, draw_database, first_outside,
+                        no_proposal, no_statistic)
 from .recipe import reduce_by_recipe
 
 __all__ = ["Model"]
-
-
-@numba.njit(nogil=True, cache=True)
-def no_statistic(x_i, out):
-    """Placeholder model statistic for models that keep no running sums."""
-
-
-@numba.njit(nogil=True, cache=True)
-def no_proposal(rng, theta, x_i, out):
-    """Placeholder record proposal: the engine proposes from ``draw_record`` instead."""
-    return 0.0
 
 
 def _as_shape(shape, name: str) -> tuple:
@@ -135,8 +126,6 @@ class Model:
         # Every user function's arity is checked here: a wrong one would otherwise surface
         # inside dw.sample as a numba typing error naming neither function nor signature.
         require_arity(draw_record, "draw_record", "(rng, theta, out)", 3)
-        from ..samplers.kernels import Kernel
-
         if isinstance(draw_theta, Kernel):  # e.g. dw.kernels.adaptive_metropolis(...)
             require_njit(draw_theta.step, "draw_theta.step",
                          "(rng, theta, x, stats, state, tuning) -> (theta, accept_prob)")
@@ -180,8 +169,6 @@ class Model:
             raise TypeError(f"family must be a dawrap.ExponentialFamily, got "
                             f"{type(family).__name__}")
         self.family = family
-        from ..samplers.record import anywhere
-
         self.theta_support = anywhere if theta_support is None else require_njit(
             theta_support, "theta_support", "(theta) -> bool")
         self.record_support = anywhere if record_support is None else require_njit(
@@ -190,8 +177,6 @@ class Model:
             require_arity(theta_support, "theta_support", "(theta) -> bool", 1)
         if record_support is not None:
             require_arity(record_support, "record_support", "(x_i) -> bool", 1)
-        from ..samplers.interweave import NonCentred
-
         if noncentred is not None and not isinstance(noncentred, NonCentred):
             raise TypeError(f"noncentred must be a dawrap.NonCentred, got "
                             f"{type(noncentred).__name__}")
@@ -256,8 +241,6 @@ class Model:
 
     def check_records(self, x: np.ndarray, name: str) -> None:
         """Raise naming ``name`` if any row of ``x`` is outside ``record_support``."""
-        from ..samplers.record import first_outside
-
         bad = first_outside(x, self.record_support)
         if bad >= 0:
             raise ValueError(f"{name}[{bad}] = {x[bad]} is not a possible record under the "
@@ -268,12 +251,10 @@ class Model:
 
         ``theta`` is a dict of parameters or a flat array; returns an ``(n, record_size)`` array.
         """
-        from ..samplers import record
-
         theta = self.pack(theta)
         n = as_count(n, "n")
         rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-        return record.draw_database(rng, theta, n, self.record_size, self.draw_record)
+        return draw_database(rng, theta, n, self.record_size, self.draw_record)
 
     def unpack(self, draws: np.ndarray) -> dict:
         """Split ``(..., theta_size)`` draws into a dict of ``(..., *shape)`` arrays."""

@@ -1,9 +1,10 @@
 """Driver of the record-level sampler: probe the user's functions, start and run the chains.
 
-The compiled kernel is in :mod:`dawrap.samplers.record`; this module prepares its inputs once (probing
-each user function, so one that does not compile or writes the wrong shape fails here with its
-name, not deep inside compiled code), starts each chain from a release-informed prior draw
-(:mod:`dawrap.runner.starts`; or ``init_theta`` / ``init_x``) and runs the chains in parallel threads (the compiled loop releases the GIL).
+The compiled sampler is in :mod:`dawrap.samplers.record`; this module prepares its inputs once
+(probing each user function, so one that does not compile or writes the wrong shape fails here
+with its name, not deep inside compiled code), starts each chain from a release-informed prior
+draw (:mod:`dawrap.runner.starts`; or ``init_theta`` / ``init_x``) and runs the chains in
+parallel threads (the compiled loop releases the GIL).
 """
 from __future__ import annotations
 
@@ -86,11 +87,12 @@ class _Setup:
         self.shared = (model.user_model_stat is mechanism.statistic
                        and not mechanism.depends_on_release
                        and model.stat_size == mechanism.size)
-        self.theta_kernel = None  # the compiled engine form, when draw_theta is compiled
         self.kernel = Kernel(None, no_state, "draw_theta")  # a plain Python kernel: no state
-        self.sweep = record.make_sweep(model.record_size, mechanism.size, model.stat_size,
-                                       model.general_proposal, self.shared, random_scan,
-                                       sparse=self.fns.nnz > 0)
+        sweep = record.make_sweep(model.record_size, mechanism.size, model.stat_size,
+                                  model.general_proposal, self.shared, random_scan,
+                                  sparse=self.fns.nnz > 0)
+        # theta_kernel is set by probe_theta when draw_theta is compiled.
+        self.engine = record.Engine(s_dp, self.params, self.fns, sweep, self.move, sweeps)
 
     @functools.cached_property
     def noise(self):
@@ -182,8 +184,7 @@ class _Setup:
         """Check draw_theta once and pick the compiled kernel form, if it is compiled."""
         model = self.model
         rng = np.random.default_rng(0)
-        state = record.init(theta.copy(), x, self.s_dp, self.params, self.fns,
-                            model.stat_size)
+        state = self.fresh_state(theta.copy(), x)
         if isinstance(model.draw_theta, Kernel):
             kernel = model.draw_theta
             kernel_state = np.asarray(call_user(kernel.init_state, "draw_theta.init_state",
@@ -206,13 +207,12 @@ class _Setup:
                                 f"(array, accept_prob)), got {type(theta_part).__name__}")
             self.kernel = model.draw_theta if isinstance(model.draw_theta, Kernel) \
                 else engine_form(model.draw_theta, isinstance(out, tuple))
-            self.theta_kernel = self.kernel.step
+            self.engine = self.engine._replace(theta_kernel=self.kernel.step)
 
     def fresh_state(self, theta, x):
         """A chain's starting state: running sums from ``x``, the kernel's initial state."""
-        state = record.init(theta, x, self.s_dp, self.params, self.fns, self.model.stat_size)
-        return state._replace(kernel_state=self.kernel.init_state(theta),
-                              move_state=self.init_move_state(theta))
+        return record.init(theta, x, self.engine, self.model.stat_size,
+                           self.kernel.init_state(theta), self.init_move_state(theta))
 
     def initial_state(self, rng, init_theta, init_x, probe: bool):
         """Theta (by default a release-informed prior draw, :mod:`dawrap.runner.starts`) and x (from
@@ -261,12 +261,15 @@ def _new_trace(draws: int, theta_size: int, size: int, keep_stats: bool) -> reco
 
 
 def _advance(setup: _Setup, rng, state, start: int, stop: int, tune: int, trace):
-    """Iterations ``start..stop-1``; returns the state (raises on a bad user function)."""
-    model = setup.model
-    args = (setup.s_dp, setup.params, setup.fns)
-    if setup.theta_kernel is not None:
-        state, done, status = record.run(rng, state, *args, setup.theta_kernel, setup.sweep,
-                                         start, stop, tune, trace, setup.move, setup.sweeps)
+    """Iterations ``start..stop-1``; returns the state (raises on a bad user function).
+
+    A compiled theta kernel runs inside the compiled loop (:func:`record.run`); a plain
+    Python ``draw_theta`` is called here, once per iteration, and the rest of the iteration
+    is the same compiled :func:`record.after_theta`.
+    """
+    model, engine = setup.model, setup.engine
+    if engine.theta_kernel is not None:
+        state, done, status = record.run(rng, state, engine, start, stop, tune, trace)
     else:
         done, status = stop, record.OK
         # A read-only view: a Python kernel that writes to x fails at once, by name.
@@ -275,19 +278,11 @@ def _advance(setup: _Setup, rng, state, start: int, stop: int, tune: int, trace)
         for it in range(start, stop):
             out = model.draw_theta(rng, state.theta, x_view, state.stats.copy())
             theta_new, theta_accept = _theta_output(out, model, "draw_theta")
-            state.theta[:] = theta_new
-            state, info = record.update_records(rng, state, *args, setup.sweep, it < tune,
-                                                setup.move, setup.sweeps)
-            if info.status != record.OK:
-                done, status = it, info.status
+            state, status = record.after_theta(rng, state, engine, theta_new, theta_accept,
+                                               it, tune, trace)
+            if status != record.OK:
+                done = it
                 break
-            if (it + 1) % record.REFRESH_EVERY == 0:
-                state, status = record.refresh(state, *args)
-                if status != record.OK:
-                    done = it
-                    break
-            if it >= tune:
-                record.store_draw(trace, it - tune, state, info, theta_accept)
     if status == record.OK and stop == tune + trace.theta.shape[0]:
         # The chain's last iteration: the same check as every refresh, so that a run shorter
         # than REFRESH_EVERY iterations is checked too (one pass over x, once).
@@ -368,50 +363,48 @@ def _compile(setup: _Setup, theta, x, keep_stats: bool) -> None:
     copy of a few records (same types; no copy of a large database). Its outcome is unused."""
     state = setup.fresh_state(theta.copy(), x[:8].copy())
     rng = np.random.default_rng(0)
-    if setup.theta_kernel is not None:
-        trace = _new_trace(1, theta.shape[0], setup.s_dp.shape[0], keep_stats)
-        record.run(rng, state, setup.s_dp, setup.params, setup.fns, setup.theta_kernel,
-                   setup.sweep, 0, 1, 0, trace, setup.move, setup.sweeps)
+    trace = _new_trace(1, theta.shape[0], setup.s_dp.shape[0], keep_stats)
+    if setup.engine.theta_kernel is not None:
+        record.run(rng, state, setup.engine, 0, 1, 0, trace)
     else:
-        record.update_records(rng, state, setup.s_dp, setup.params, setup.fns, setup.sweep,
-                              True, setup.move, setup.sweeps)
+        record.after_theta(rng, state, setup.engine, theta.copy(), np.nan, 0, 0, trace)
 
 
-def run_record(*args, **kwargs) -> Output:
-    """Run one record-level chain per generator (see :func:`_run_record` for the arguments),
-    with Ctrl-C deferred to the next chunk boundary on every path, one chain or many
-    (:func:`dawrap._parallel.deferred_interrupt`)."""
-    stop = threading.Event()
-    with deferred_interrupt(stop.set):
-        return _run_record(*args, stop=stop, **kwargs)
-
-
-def _run_record(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, rngs, *,
-                draws: int, tune: int, keep_stats: bool, cores: int, init_theta=None,
-                init_x=None, checkpoint=None, checkpoint_every: int = 1000, resume=None,
-                seed_entropy: str = "", progress: bool | None = None,
-                interweave: int = 0, sweeps: int = 1, random_scan: bool = False,
-                stop: threading.Event | None = None) -> Output:
+def run_record(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, rngs,
+               method, shared) -> Output:
     """Run one record-level chain per generator in ``rngs``.
 
-    With ``checkpoint`` (a folder), each chain's complete state is saved every
-    ``checkpoint_every`` iterations; ``resume`` (a folder) continues such a run. On Ctrl-C the
-    chains stop at their next chunk boundary and the draws so far are returned, with a
-    warning.
+    ``method`` is a prepared :class:`dawrap.Record` (its kernel options, starting database,
+    checkpoint and resume folders); ``shared`` the :class:`dawrap.methods.Shared` options of
+    every method (draws, tune, chains' cores, ...). With ``method.checkpoint`` (a folder)
+    each chain's complete state is saved every ``method.checkpoint_every`` iterations;
+    ``method.resume`` continues such a run. Ctrl-C is deferred to the next chunk boundary on
+    every path, one chain or many (:func:`dawrap.runner.chains.deferred_interrupt`): the
+    chains stop there and the draws so far are returned, with a warning.
     """
+    stop = threading.Event()
+    with deferred_interrupt(stop.set):
+        return _run_record(model, mechanism, s_dp, n, rngs, method, shared, stop)
+
+
+def _run_record(model, mechanism, s_dp, n, rngs, method, shared, stop) -> Output:
+    draws, tune, keep_stats = shared.draws, shared.tune, shared.keep_stats
+    init_theta, init_x = shared.init_theta, method.init_x
+    checkpoint, resume = method.checkpoint, method.resume
+    interweave, sweeps = int(method.interweave or 0), method.sweeps
+    random_scan = method.scan == "random"
     chains = len(rngs)
     settings = {"model": model.fingerprint, "mechanism": mechanism.fingerprint, "n": n,
                 "draws": draws, "kernel": getattr(model.draw_theta, "name", "draw_theta"),
                 "tune": tune, "chains": chains, "keep_stats": bool(keep_stats),
-                "s_dp": [float(v) for v in s_dp], "seed": seed_entropy,
+                "s_dp": [float(v) for v in s_dp], "seed": shared.seed_entropy,
                 "theta_size": model.theta_size, "record_size": model.record_size,
                 "init": _fingerprint_starts(init_theta, init_x), "interweave": interweave,
                 "sweeps": sweeps, "random_scan": random_scan}
-    bar = Progress("dawrap record", chains, tune + draws, enabled=progress)
-    control = Control(n, checkpoint if checkpoint is not None else resume, checkpoint_every,
-                      settings, bar)
-    if stop is not None:  # set by Ctrl-C (deferred_interrupt), polled between chunks
-        control.stop = stop
+    bar = Progress("dawrap record", chains, tune + draws, enabled=shared.progress)
+    control = Control(n, checkpoint if checkpoint is not None else resume,
+                      method.checkpoint_every, settings, bar)
+    control.stop = stop  # set by Ctrl-C (deferred_interrupt), polled between chunks
     setup = _Setup(model, mechanism, s_dp, n, interweave, sweeps, random_scan)
     if resume is not None:
         # Chains that had saved nothing restart from their starts: the same init_theta /
@@ -436,7 +429,7 @@ def _run_record(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, rn
     for c, (theta, x) in enumerate(starts):
         setup.check_writes(theta, x, "init_x" if init_x is not None else
                            f"the starting database of chain {c}")
-    if cores > 1 and chains > 1:
+    if shared.cores > 1 and chains > 1:
         _compile(setup, *starts[0], keep_stats)
     if control.stop.is_set():  # Ctrl-C while the functions were probed or compiled
         raise KeyboardInterrupt("sampling interrupted before the chains started: no draws "
@@ -445,13 +438,12 @@ def _run_record(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, rn
         results = run_parallel(
             [functools.partial(_run_chain, setup, c, rng, th, x, tune, draws, keep_stats,
                                control, saved)
-             for c, (rng, (th, x), saved) in enumerate(zip(rngs, starts, resumed))], cores,
+             for c, (rng, (th, x), saved) in enumerate(zip(rngs, starts, resumed))], shared.cores,
             on_interrupt=control.stop.set)
     traces, kept = _finished(results, tune, draws, control)
     stack = lambda field: np.stack([getattr(t, field)[:kept] for t in traces])  # noqa: E731
-    sample_stats = {"accept_rate": stack("accept_rate"),
-                    "min_accept_prob": stack("min_accept_prob")}
-    for name in ("theta_accept", "move_accept"):  # when the kernel / a move reports one
+    sample_stats = {}
+    for name in record.SAMPLE_STATS:  # those a run reports (not NaN throughout)
         values = stack(name)
         if not np.all(np.isnan(values)):
             sample_stats[name] = values

@@ -37,7 +37,7 @@ from ..mechanisms.additive import as_records
 from ..samplers import record
 
 __all__ = ["initial_values", "release_informed_theta", "noise_variance", "statistic_moments",
-           "sparse_moments", "record_variances", "missing_information",
+           "sparse_moments", "record_variances",
            "simulated_contributions", "SUMMARISED_ABOVE", "CANDIDATES", "RECORDS",
            "FULL_COVARIANCE_UP_TO"]
 
@@ -246,31 +246,3 @@ def initial_values(model, chains: int, n: int, init_theta, init_x):
                              f"({n}, {model.record_size}), got {x.shape}")
         xs = [x] * chains
     return thetas, xs
-
-
-def missing_information(model, mechanism, n: int, priors: int = 5,
-                        records: int = 2000) -> float | None:
-    r"""The fraction of information about the released statistic that the noise removes,
-
-    .. math:: \max_j \frac{v_j}{n\, \mathrm{Var}(t_j(x_i)) + v_j},
-
-    with :math:`v_j` the noise variance of coordinate :math:`j` and the per-record variance
-    of the statistic the median over ``priors`` prior draws of theta (``records`` simulated
-    records each; fixed seeds, so the decision is reproducible). It is the rate at which
-    plain data augmentation mixes in the linear-Gaussian case (0: the release is the
-    confidential total; near 1: the noise swamps it). ``None`` when the mechanism cannot
-    draw releases (no noise variance to estimate). Only the variances are used (the
-    diagonal), in O(size) memory; a sparse statistic costs O(records nnz + size) per prior
-    draw.
-    """
-    rng = np.random.default_rng(20220101)
-    noise = noise_variance(mechanism, rng)
-    if noise is None:
-        return None
-    spread = []
-    for _ in range(priors):
-        theta = model.pack(model.draw_prior(rng), "the theta returned by draw_prior")
-        x = model.simulate(theta, min(n, records), seed=rng)
-        spread.append(record_variances(x, np.zeros(mechanism.size), mechanism)[1])
-    per_record = np.median(spread, axis=0)
-    return float(np.max(noise / (n * per_record + noise)))

@@ -30,53 +30,17 @@ exact. Register the map with ``Model(noncentred=dw.NonCentred(...))``.
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple
 
 import numba
 import numpy as np
 
 from . import record
 from .arrays import all_finite
-from .._checks import as_count, require_njit
-from ..runner.starts import missing_information  # noqa: F401 - moved there; re-exported
-from .kernels import (acceptance_probability, rw_adapt, rw_init_state, rw_propose,
-                      scale_vector)
+from ..model.protocols import NonCentred
+from .kernels import acceptance_probability, rw_adapt, rw_init_state, rw_propose
 
-__all__ = ["NonCentred", "make_move", "missing_information", "AUTO_THRESHOLD",
+__all__ = ["NonCentred", "make_move", "AUTO_THRESHOLD",
            "DEFAULT_STEPS"]
-
-
-class NonCentred(NamedTuple):
-    """A model's non-centred parameterisation (all ``numba.njit``).
-
-    Attributes
-    ----------
-    record_from_noise : ``(theta, z_i, out) -> None``
-        Writes :math:`x_i = h(\\theta, z_i)` into ``out``.
-    noise_from_record : ``(rng, theta, x_i, z_out) -> None``
-        Writes a draw of :math:`z_i \\sim p(z_i \\mid x_i, \\theta)` into ``z_out``; for every
-        such draw ``record_from_noise(theta, z_i)`` must give back ``x_i``.
-    log_prior : ``(theta) -> float``
-        :math:`\\log p(\\theta)` up to a constant; ``-inf`` outside the parameter space.
-    noise_size : int
-        Floats per record's noise.
-    initial_scale : float or array
-        Random-walk proposal sd for theta before warm-up has learned one.
-    """
-    record_from_noise: object
-    noise_from_record: object
-    log_prior: object
-    noise_size: int = 1
-    initial_scale: object = 0.1
-
-    def checked(self) -> "NonCentred":
-        require_njit(self.record_from_noise, "record_from_noise", "(theta, z_i, out)")
-        require_njit(self.noise_from_record, "noise_from_record", "(rng, theta, x_i, z_out)")
-        require_njit(self.log_prior, "log_prior", "(theta) -> float")
-        scale = scale_vector(self.initial_scale, "initial_scale")
-        # A tuple, so that the parameterisation is hashable and its move compiled once.
-        return self._replace(noise_size=as_count(self.noise_size, "noise_size"),
-                             initial_scale=tuple(float(v) for v in scale))
 
 
 #: Warm-up steps of the move (iterations times steps per iteration) before it may use the

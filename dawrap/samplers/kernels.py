@@ -27,28 +27,15 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
-from typing import NamedTuple
 
 import numba
 import numpy as np
 
-from .._checks import require_njit
+from .._checks import require_njit, scale_vector
+from ..model.protocols import Kernel, no_state
 
 __all__ = ["Kernel", "metropolis", "adaptive_metropolis", "engine_form",
            "acceptance_probability", "rw_propose", "rw_adapt", "rw_init_state"]
-
-
-class Kernel(NamedTuple):
-    """A theta kernel with per-chain state (see the module docstring)."""
-    step: object                     # njit (rng, theta, x, stats, state, tuning) -> (theta, a)
-    init_state: Callable             # (theta) -> float64 array
-    name: str = "kernel"
-
-
-def no_state(theta) -> np.ndarray:
-    """The state of a kernel that keeps none."""
-    return np.empty(0)
 
 
 @functools.lru_cache(maxsize=None)
@@ -72,15 +59,6 @@ def acceptance_probability(log_ratio):
     if log_ratio != log_ratio:  # NaN: the proposal is rejected
         return 0.0
     return 1.0 if log_ratio >= 0.0 else math.exp(log_ratio)
-
-
-def scale_vector(scale, name: str) -> np.ndarray:
-    """A positive proposal scale: one value, or one per theta entry."""
-    arr = np.atleast_1d(np.asarray(scale, dtype=np.float64))
-    if arr.ndim != 1 or not np.all(np.isfinite(arr)) or not np.all(arr > 0):
-        raise ValueError(f"{name} must be a positive number or a vector of positive numbers "
-                         f"(one per theta entry), got {scale!r}")
-    return arr
 
 
 def check_scale_length(scale: np.ndarray, theta: np.ndarray, name: str) -> None:

@@ -9,12 +9,13 @@ One iteration (Algorithm 1; supplement Algorithm 2 with a user proposal):
    :math:`T^\star = T - t(x_i) + t(x_i^\star)` in O(1) and accept with probability
    :math:`\min\{1, g(s_{dp}, T^\star)/g(s_{dp}, T)\}` (times the Hastings ratio of ``q``).
 
-Written in the BlackJAX style: ``init`` builds a :class:`RecordState`, ``step`` advances it and
-returns a :class:`StepInfo`. The database ``x`` and the running sums live in arrays that ``step``
-updates in place, so memory stays at one ``(n, record_size)`` array per chain whatever the
-number of draws. Everything here is ``numba.njit``; the user's functions are passed in as
-first-class arguments (:class:`RecordFunctions`), so a model's functions compile into one fused
-loop.
+Written in the BlackJAX style: :func:`init` builds a :class:`RecordState` and :func:`step`
+advances it by one iteration; what an iteration needs besides the state (the release, the
+user's functions, the compiled sweep, the extra move) is one :class:`Engine` value. The
+database ``x`` and the running sums live in arrays that the sweep updates in place, so memory
+stays at one ``(n, record_size)`` array per chain whatever the number of draws. Everything
+here is ``numba.njit``; the user's functions are passed in as first-class arguments
+(:class:`RecordFunctions`), so a model's functions compile into one fused loop.
 
 The functions that take the user's functions are not cached on disk: numba's cache index keys
 a function-typed argument by a weak reference to its dispatcher, and once a user's function (a
@@ -34,13 +35,15 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from ..model.protocols import anywhere, draw_database, first_outside  # re-exported
 from .arrays import add_into, all_finite, copy_into
 from .sparse import merge_entries, sparse_consistency, sparse_sums
 from ..mechanisms.separable import no_coordinate, no_entries, no_model_entries
 
-__all__ = ["RecordFunctions", "RecordState", "StepInfo", "Trace", "init", "make_sweep", "step",
-           "update_records", "no_move", "run", "store_draw", "draw_database", "STATUS_MESSAGES",
-           "REFRESH_EVERY", "consistency", "refresh", "first_overflow", "draw_guarded"]
+__all__ = ["RecordFunctions", "RecordState", "StepInfo", "Trace", "Engine", "SAMPLE_STATS",
+           "init", "make_sweep", "step", "after_theta", "update_records", "no_move", "run",
+           "store_draw", "draw_database", "STATUS_MESSAGES", "REFRESH_EVERY", "consistency",
+           "refresh", "first_overflow", "draw_guarded", "anywhere", "first_outside"]
 
 #: Running totals are recomputed from ``x`` every this many iterations, so that floating-point
 #: drift of the O(1) updates (continuous statistics) cannot accumulate over a long run.
@@ -52,12 +55,6 @@ from .status import (OK, BAD_THETA, BAD_THETA_SIZE, BAD_RATIO, BAD_RECORD,  # no
                      MESSAGES)
 STATUS_MESSAGES = {code: text.format(theta_step="draw_theta") for code, text in MESSAGES.items()
                    if "{max_rejections}" not in text}
-
-
-@numba.njit(nogil=True, cache=True)
-def anywhere(value):
-    """Default support: everything finite is allowed."""
-    return True
 
 
 class RecordFunctions(NamedTuple):
@@ -108,32 +105,43 @@ class Trace(NamedTuple):
     total: np.ndarray            # (draws, size), or (0, size) when not kept
 
 
-@numba.njit(nogil=True)
-def first_outside(x, support):
-    """Index of the first row of ``x`` outside ``support``, or -1."""
-    for i in range(x.shape[0]):
-        if not support(x[i]):
-            return i
-    return -1
+class Engine(NamedTuple):
+    """Everything an iteration needs besides the chain's state, built once per run.
+
+    BlackJAX builds a kernel by closing over these; numba compiles a closure per call site,
+    so here they travel as one value instead and every chain of a run shares one compiled
+    loop. ``theta_kernel`` is ``None`` when ``draw_theta`` is plain Python (the runner then
+    calls it between compiled :func:`after_theta` calls).
+    """
+    s_dp: np.ndarray    # (size,) the release
+    params: object      # the mechanism's parameters, passed to log_density
+    fns: RecordFunctions
+    sweep: object       # from make_sweep: (rng, state, s_dp, params, fns) -> (state, StepInfo)
+    move: object        # the extra theta move: (rng, state, s_dp, params, fns, tuning)
+    sweeps: int         # record sweeps per theta update
+    theta_kernel: object = None  # (rng, theta, x, stats, kernel_state, tuning) -> (theta, a)
+
+
+#: The per-iteration statistics the record sampler emits (each a column of :class:`Trace`
+#: and a variable of the result's ``sample_stats``), with what they mean. Those that are NaN
+#: throughout a run (no Metropolis theta kernel, no extra move) are left out of the result.
+SAMPLE_STATS = {
+    "accept_rate": "fraction of record proposals accepted in the iteration's sweeps",
+    "min_accept_prob": "smallest record acceptance probability met in the iteration",
+    "theta_accept": "acceptance probability of the theta kernel (a Metropolis step)",
+    "move_accept": "mean acceptance probability of the non-centred (interweaving) move",
+}
 
 
 @numba.njit(nogil=True)
-def draw_database(rng, theta, n, record_size, draw_record):
-    """``n`` records from ``f(. | theta)``: the default initial database."""
-    x = np.empty((n, record_size))
-    for i in range(n):
-        draw_record(rng, theta, x[i])
-    return x
-
-
-@numba.njit(nogil=True)
-def init(theta, x, s_dp, params, fns, stat_size):
-    """A :class:`RecordState` with the running sums computed from scratch (and an empty
-    kernel state: the driver puts the kernel's in)."""
+def init(theta, x, engine, stat_size, kernel_state, move_state):
+    """A chain's :class:`RecordState`: the running sums computed from ``x``, the cached
+    ``log g``, and the theta kernel's and the extra move's initial states."""
+    s_dp, fns = engine.s_dp, engine.fns
     if fns.nnz > 0:  # the sparse path: O(n nnz + size); bad entries are checked before a run
         stats, total, _, _, _ = sparse_sums(x, s_dp, fns, stat_size, s_dp.shape[0], False)
-        return RecordState(theta, x, stats, total, fns.log_density(s_dp, total, params),
-                           np.empty(0), np.empty(0))
+        return RecordState(theta, x, stats, total, fns.log_density(s_dp, total, engine.params),
+                           kernel_state, move_state)
     stats = np.zeros(stat_size)
     total = np.zeros(s_dp.shape[0])
     buf_s = np.empty(stat_size)
@@ -143,8 +151,8 @@ def init(theta, x, s_dp, params, fns, stat_size):
         fns.mech_stat(x[i], s_dp, buf_t)
         add_into(stats, buf_s)
         add_into(total, buf_t)
-    return RecordState(theta, x, stats, total, fns.log_density(s_dp, total, params),
-                       np.empty(0), np.empty(0))
+    return RecordState(theta, x, stats, total, fns.log_density(s_dp, total, engine.params),
+                       kernel_state, move_state)
 
 
 @numba.njit(nogil=True)
@@ -198,8 +206,8 @@ def make_sweep(record_size: int, size: int, stat_size: int, general: bool, share
     Why a factory: with the sizes and flags as compile-time constants, LLVM unrolls the small
     per-record loops and keeps the per-record buffers, which live on the stack, in registers.
     On the heap it must assume they may alias the database and the totals and reload after
-    every write. Together that makes a record update about 20% cheaper
-    (benchmarks/record_update.py).
+    every write. Together that makes a record update markedly cheaper (measured by
+    ``benchmarks/record_update.py``; see docs/kernels.md).
     """
     on_stack = max(record_size, size, stat_size) <= STACK_FLOATS
     m, k = size, stat_size
@@ -402,41 +410,64 @@ def no_move(rng, state, s_dp, params, fns, tuning):
 
 
 @numba.njit(nogil=True)
-def update_records(rng, state, s_dp, params, fns, sweep, tuning, move, sweeps):
+def update_records(rng, state, engine, tuning):
     """After theta's kernel: the extra theta move (e.g. the non-centred move of
-    :mod:`dawrap.samplers.interweave`), then ``sweeps`` record sweeps. Returns the state and a
-    :class:`StepInfo` over all sweeps."""
-    state, move_accept, status = move(rng, state, s_dp, params, fns, tuning)
+    :mod:`dawrap.samplers.interweave`), then ``engine.sweeps`` record sweeps. Returns the
+    state and a :class:`StepInfo` over all sweeps."""
+    s_dp, params, fns = engine.s_dp, engine.params, engine.fns
+    state, move_accept, status = engine.move(rng, state, s_dp, params, fns, tuning)
     if status != OK:
         return state, StepInfo(0.0, 0.0, status, move_accept)
     accepted, min_accept = 0.0, 1.0
-    for _ in range(sweeps):
-        state, info = sweep(rng, state, s_dp, params, fns)
+    for _ in range(engine.sweeps):
+        state, info = engine.sweep(rng, state, s_dp, params, fns)
         if info.status != OK:
             return state, info
         accepted += info.accept_rate
         min_accept = min(min_accept, info.min_accept_prob)
-    return state, StepInfo(accepted / sweeps, min_accept, OK, move_accept)
+    return state, StepInfo(accepted / engine.sweeps, min_accept, OK, move_accept)
 
 
 @numba.njit(nogil=True)
-def step(rng, state, s_dp, params, fns, theta_kernel, sweep, tuning, move, sweeps):
-    """One full iteration: theta from ``theta_kernel``, then :func:`update_records`.
+def after_theta(rng, state, engine, theta_new, theta_accept, it, tune, trace):
+    """Everything iteration ``it`` does once theta is drawn: check and store theta, the
+    extra move and the record sweeps, the periodic refresh of the running sums, and the kept
+    draw (row ``it - tune`` of ``trace`` once ``it >= tune``). Returns ``(state, status)``.
 
-    ``theta_kernel(rng, theta, x, stats, kernel_state, tuning) -> (theta, accept_prob)``
-    (the engine form of a :class:`dawrap.samplers.kernels.Kernel`; it may update ``kernel_state`` in
-    place while ``tuning``); ``sweep`` from :func:`make_sweep`.
+    The one end of an iteration for both loops: :func:`run` (compiled theta kernel) and the
+    runner's loop around a plain Python ``draw_theta``.
     """
-    # A copy of the running statistic: a kernel that modifies its input cannot corrupt it.
-    theta_new, theta_accept = theta_kernel(rng, state.theta, state.x, state.stats.copy(),
-                                           state.kernel_state, tuning)
     status = set_theta(state, theta_new)
-    if status == OK and not fns.theta_support(state.theta):
+    if status == OK and not engine.fns.theta_support(state.theta):
         status = BAD_SUPPORT
     if status != OK:
-        return state, StepInfo(0.0, 0.0, status, math.nan), theta_accept
-    state, info = update_records(rng, state, s_dp, params, fns, sweep, tuning, move, sweeps)
-    return state, info, theta_accept
+        return state, status
+    state, info = update_records(rng, state, engine, it < tune)
+    if info.status != OK:
+        return state, info.status
+    if (it + 1) % REFRESH_EVERY == 0:
+        state, status = refresh(state, engine.s_dp, engine.params, engine.fns)
+        if status != OK:
+            return state, status
+    if it >= tune:
+        store_draw(trace, it - tune, state, info, theta_accept)
+    return state, OK
+
+
+@numba.njit(nogil=True)
+def step(rng, state, engine, it, tune, trace):
+    """Iteration ``it`` with a compiled theta kernel: theta from ``engine.theta_kernel``,
+    then :func:`after_theta`. Returns ``(state, status)``.
+
+    ``theta_kernel(rng, theta, x, stats, kernel_state, tuning) -> (theta, accept_prob)`` is
+    the engine form of a :class:`dawrap.samplers.kernels.Kernel`; it may update
+    ``kernel_state`` in place while tuning (``it < tune``).
+    """
+    # A copy of the running statistic: a kernel that modifies its input cannot corrupt it.
+    theta_new, theta_accept = engine.theta_kernel(rng, state.theta, state.x,
+                                                  state.stats.copy(), state.kernel_state,
+                                                  it < tune)
+    return after_theta(rng, state, engine, theta_new, theta_accept, it, tune, trace)
 
 
 @numba.njit(nogil=True)
@@ -570,23 +601,15 @@ def draw_guarded(rng, theta, fns, record_size, count):
 
 
 @numba.njit(nogil=True)
-def run(rng, state, s_dp, params, fns, theta_kernel, sweep, start, stop, tune, trace, move,
-        sweeps):
+def run(rng, state, engine, start, stop, tune, trace):
     """Iterations ``start..stop-1`` of a chain whose theta kernel is compiled.
 
-    Iterations before ``tune`` are warm-up (the kernel may adapt); iteration ``it`` is kept
-    in row ``it - tune`` of ``trace`` when ``it >= tune``. Returns the
-    final state, the number of iterations done and a status code.
+    Iterations before ``tune`` are warm-up (the kernel and the move may adapt); iteration
+    ``it`` is kept in row ``it - tune`` of ``trace`` when ``it >= tune``. Returns the final
+    state, the number of iterations done and a status code (:mod:`.status`).
     """
     for it in range(start, stop):
-        state, info, theta_accept = step(rng, state, s_dp, params, fns, theta_kernel, sweep,
-                                         it < tune, move, sweeps)
-        if info.status != OK:
-            return state, it, info.status
-        if (it + 1) % REFRESH_EVERY == 0:
-            state, status = refresh(state, s_dp, params, fns)
-            if status != OK:
-                return state, it, status
-        if it >= tune:
-            store_draw(trace, it - tune, state, info, theta_accept)
+        state, status = step(rng, state, engine, it, tune, trace)
+        if status != OK:
+            return state, it, status
     return state, stop, OK

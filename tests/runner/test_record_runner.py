@@ -124,7 +124,8 @@ def test_consistency_tolerates_rounding_only():
     fns = record.RecordFunctions(model.draw_record, model.propose_record, model.model_stat,
                                  mech.engine_statistic, mech.log_density)
     s_dp = np.array([60.0])
-    state = record.init(theta, x, s_dp, mech.params, fns, model.stat_size)
+    engine = record.Engine(s_dp, mech.params, fns, None, record.no_move, 1)
+    state = record.init(theta, x, engine, model.stat_size, np.empty(0), np.empty(0))
     assert record.consistency(state, s_dp, fns)[2] == record.OK
     state.total[0] += 1e-12 * x.sum()
     assert record.consistency(state, s_dp, fns)[2] == record.OK

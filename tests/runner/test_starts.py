@@ -183,7 +183,9 @@ def test_a_release_of_many_cells_starts_and_decides_without_a_square_array():
     theta = starts.release_informed_theta(np.random.default_rng(3), model, mech, s_dp, n,
                                           starts.noise_variance(mech), candidates=4, records=50)
     assert theta.shape == (k,) and np.isclose(theta.sum(), 1.0)
-    fraction = starts.missing_information(model, mech, n, priors=2, records=50)
+    from dawrap.runner.information import missing_information
+
+    fraction = missing_information(model, mech, n, priors=2, records=50)
     assert 0.0 <= fraction <= 1.0
 
 

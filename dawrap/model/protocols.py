@@ -1,0 +1,115 @@
+"""The user-function protocols, written once: the theta :class:`Kernel`, the non-centred
+parameterisation :class:`NonCentred`, the defaults a :class:`dawrap.Model` fills in for the
+functions a user leaves out, and the compiled helpers that apply a model's functions to a
+whole database.
+
+The signatures (compiled with ``numba.njit`` unless marked Python; ``out`` arguments are
+written in place):
+
+====================  ==========================================  ==========================
+function              signature                                   role
+====================  ==========================================  ==========================
+``draw_record``       ``(rng, theta, out)``                       a record from f(. | theta)
+``propose_record``    ``(rng, theta, x_i, out) -> log_ratio``     a record proposal q
+``model_stat``        ``(x_i, out)``                              running sums for draw_theta
+``draw_theta``        ``(rng, theta, x, stats) -> theta`` or      the non-private update (may
+                      ``(theta, accept_prob)``, or a Kernel       be Python)
+``draw_prior``        ``(rng) -> theta``                          a prior draw (Python)
+``theta_support``     ``(theta) -> bool``                         the parameter space
+``record_support``    ``(x_i) -> bool``                           the record space
+====================  ==========================================  ==========================
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from .._checks import as_count, require_njit, scale_vector
+
+__all__ = ["Kernel", "NonCentred", "no_state", "anywhere", "no_statistic", "no_proposal",
+           "draw_database", "first_outside"]
+
+
+class Kernel(NamedTuple):
+    """A theta kernel with per-chain state: a compiled ``step(rng, theta, x, stats, state,
+    tuning) -> (theta, accept_prob)`` and ``init_state(theta)``, the per-chain state (a float64
+    array) that ``step`` may update in place while ``tuning`` (see :mod:`dawrap.kernels`)."""
+    step: object                     # njit (rng, theta, x, stats, state, tuning) -> (theta, a)
+    init_state: Callable             # (theta) -> float64 array
+    name: str = "kernel"
+
+
+def no_state(theta) -> np.ndarray:
+    """The state of a kernel that keeps none."""
+    return np.empty(0)
+
+
+class NonCentred(NamedTuple):
+    """A model's non-centred parameterisation (all ``numba.njit``).
+
+    Attributes
+    ----------
+    record_from_noise : ``(theta, z_i, out) -> None``
+        Writes :math:`x_i = h(\\theta, z_i)` into ``out``.
+    noise_from_record : ``(rng, theta, x_i, z_out) -> None``
+        Writes a draw of :math:`z_i \\sim p(z_i \\mid x_i, \\theta)` into ``z_out``; for every
+        such draw ``record_from_noise(theta, z_i)`` must give back ``x_i``.
+    log_prior : ``(theta) -> float``
+        :math:`\\log p(\\theta)` up to a constant; ``-inf`` outside the parameter space.
+    noise_size : int
+        Floats per record's noise.
+    initial_scale : float or array
+        Random-walk proposal sd for theta before warm-up has learned one.
+    """
+    record_from_noise: object
+    noise_from_record: object
+    log_prior: object
+    noise_size: int = 1
+    initial_scale: object = 0.1
+
+    def checked(self) -> "NonCentred":
+        require_njit(self.record_from_noise, "record_from_noise", "(theta, z_i, out)")
+        require_njit(self.noise_from_record, "noise_from_record", "(rng, theta, x_i, z_out)")
+        require_njit(self.log_prior, "log_prior", "(theta) -> float")
+        scale = scale_vector(self.initial_scale, "initial_scale")
+        # A tuple, so that the parameterisation is hashable and its move compiled once.
+        return self._replace(noise_size=as_count(self.noise_size, "noise_size"),
+                             initial_scale=tuple(float(v) for v in scale))
+
+
+@numba.njit(nogil=True, cache=True)
+def anywhere(value):
+    """Default support: everything finite is allowed."""
+    return True
+
+
+@numba.njit(nogil=True, cache=True)
+def no_statistic(x_i, out):
+    """Placeholder model statistic for models that keep no running sums."""
+
+
+@numba.njit(nogil=True, cache=True)
+def no_proposal(rng, theta, x_i, out):
+    """Placeholder record proposal: the engine proposes from ``draw_record`` instead."""
+    return 0.0
+
+
+@numba.njit(nogil=True)
+def draw_database(rng, theta, n, record_size, draw_record):
+    """``n`` records from ``f(. | theta)``: the default initial database."""
+    x = np.empty((n, record_size))
+    for i in range(n):
+        draw_record(rng, theta, x[i])
+    return x
+
+
+@numba.njit(nogil=True)
+def first_outside(x, support):
+    """Index of the first row of ``x`` outside ``support``, or -1."""
+    for i in range(x.shape[0]):
+        if not support(x[i]):
+            return i
+    return -1
