@@ -30,7 +30,7 @@ _LAZY = {
     "NonCentred": ".samplers.interweave",
     "Mechanism": ".mechanisms", "Laplace": ".mechanisms", "Gaussian": ".mechanisms",
     "Geometric": ".mechanisms", "DiscreteGaussian": ".mechanisms", "Box": ".mechanisms",
-    "Sparse": ".mechanisms",
+    "Sparse": ".mechanisms", "declare_sparse": ".mechanisms.separable",
     "sample": ".sampling", "METHODS": ".sampling",
     "Record": ".methods", "Suffstat": ".methods", "Naive": ".methods",
     "NonPrivate": ".methods", "OPS": ".methods",
@@ -43,7 +43,8 @@ _SUBMODULES = {"kernels": ".samplers.kernels", "random": ".random",
 
 __all__ = ["Model", "ExponentialFamily", "NonCentred", "recipe",
            "Mechanism", "Laplace", "Gaussian", "Geometric", "DiscreteGaussian", "Box", "Sparse",
-           "sample", "METHODS", "Record", "Suffstat", "Naive", "NonPrivate", "OPS",
+           "declare_sparse", "sample", "METHODS", "Record", "Suffstat", "Naive", "NonPrivate",
+           "OPS",
            "kernels", "random", "diagnostics",
            "compare", "Comparison", "mmd2", "calibrate", "Calibration", "__version__"]
 

@@ -165,6 +165,10 @@ class Record(Method):
                 "scan": self.scan}
 
 
+#: The longest release the sufficient-statistic sampler accepts (see Suffstat.prepare).
+SUFFSTAT_LARGEST_RELEASE = 500
+
+
 @dataclasses.dataclass(frozen=True)
 class Suffstat(Method):
     """The sufficient-statistic sampler (Bernstein & Sheldon 2018),
@@ -184,6 +188,18 @@ class Suffstat(Method):
 
     def __post_init__(self):
         _choice(self.variant, "variant", ("gibbs", "printed"))
+
+    def prepare(self, model, mechanism, n):
+        # Each iteration factorises size x size covariances, O(size^3): 0.28 s at 300 cells
+        # (issue 14), so about 1.3 s at this limit and hours at census sizes.
+        if mechanism.size > SUFFSTAT_LARGEST_RELEASE:
+            raise ValueError(
+                f"method='suffstat': the release has {mechanism.size} coordinates, above "
+                f"{SUFFSTAT_LARGEST_RELEASE}; the sufficient-statistic sampler costs "
+                f"O(size^3) per iteration. Use method='record' (the default): with a sparse "
+                f"statistic and a separable mechanism its record update does not grow with "
+                f"the release's size (docs/tables.md)")
+        return self
 
     def run(self, model, mechanism, s_dp, n, rngs, shared):
         from .runner.suffstat import run_suffstat

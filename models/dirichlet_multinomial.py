@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 
 import numba
 import numpy as np
 
 import dawrap as dw
 
-__all__ = ["model", "one_hot", "draw_record", "laplace", "exact_posterior"]
+__all__ = ["model", "one_hot", "one_hot_entries", "draw_record", "propose_uniform", "laplace", "exact_posterior"]
 
 
 @numba.njit(nogil=True, cache=True)
@@ -39,11 +40,33 @@ def draw_record(rng, theta, out):
 
 
 @numba.njit(nogil=True, cache=True)
+def propose_uniform(rng, theta, x_i, out):
+    r"""A category drawn uniformly, an O(1) proposal whatever the number of categories
+    (:func:`draw_record` scans the probabilities, O(K)); the log Hastings ratio is
+    :math:`\log p_{new} - \log p_{old}`."""
+    j = rng.integers(0, theta.shape[0])
+    out[0] = j
+    return math.log(theta[j]) - math.log(theta[int(x_i[0])])
+
+
+@numba.njit(nogil=True, cache=True)
 def one_hot(x_i, out):
     """The record's contribution to the count vector."""
     for j in range(out.shape[0]):
         out[j] = 0.0
     out[int(x_i[0])] = 1.0
+
+
+@numba.njit(nogil=True, cache=True)
+def one_hot_entries(x_i, index, value):
+    """:func:`one_hot` as its one non-zero entry (the sparse path: O(1) per record
+    whatever the number of categories)."""
+    index[0] = int(x_i[0])
+    value[0] = 1.0
+    return 1
+
+
+dw.declare_sparse(one_hot, one_hot_entries, nnz=1)
 
 
 @numba.njit(nogil=True, cache=True)
@@ -114,8 +137,15 @@ def _check_alpha(alpha) -> tuple:
 
 
 @dw.recipe
-def model(alpha) -> dw.Model:
-    """The Dirichlet-multinomial model, prior ``Dirichlet(alpha)`` on the parameter ``p``."""
+def model(alpha, proposal: str = "prior") -> dw.Model:
+    """The Dirichlet-multinomial model, prior ``Dirichlet(alpha)`` on the parameter ``p``.
+
+    ``proposal="prior"`` proposes each record from ``Categorical(p)`` (Ju et al. Algorithm
+    1), O(K) per record; ``"uniform"`` proposes a uniformly drawn category with its
+    Hastings ratio (supplement Algorithm 2), O(1) per record: for many categories."""
+    if proposal not in ("prior", "uniform"):
+        raise ValueError(f"dirichlet_multinomial.model: proposal must be 'prior' or "
+                         f"'uniform', got {proposal!r}")
     alpha = _check_alpha(alpha)
     k = len(alpha)
     draw_theta, posterior_draw, on_simplex, is_category = _kernels(alpha)
@@ -126,7 +156,9 @@ def model(alpha) -> dw.Model:
                     draw_theta=draw_theta, model_stat=one_hot, stat_size=k,
                     draw_prior=lambda rng: rng.dirichlet(alpha_arr), family=family,
                     theta_support=on_simplex, record_support=is_category,
-                    name=f"dirichlet_multinomial(alpha={list(alpha)})")
+                    propose_record=propose_uniform if proposal == "uniform" else None,
+                    name=f"dirichlet_multinomial(alpha={list(alpha)}"
+                         + (", proposal='uniform')" if proposal == "uniform" else ")"))
 
 
 @dw.recipe

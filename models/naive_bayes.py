@@ -219,6 +219,24 @@ def _record_functions(I: int, J: tuple):
         cooccurrence(x_i, I, J_arr, out)
 
     @numba.njit(nogil=True)
+    def cooccurrence_entries(x_i, index, value):
+        # One cell per feature table (the sparse path: O(K) per record whatever the tables'
+        # sizes); a code out of range gives -1, which the engine reports as bad entries.
+        y, start = x_i[0], 0
+        if not 0.0 <= y < I:
+            return -1
+        for k in range(J_arr.shape[0]):
+            v = x_i[1 + k]
+            if not 0.0 <= v < J_arr[k]:
+                return -1
+            index[k] = start + int(y) * J_arr[k] + int(v)
+            value[k] = 1.0
+            start += I * J_arr[k]
+        return J_arr.shape[0]
+
+    dw.declare_sparse(cooccurrence_counts, cooccurrence_entries, nnz=len(J))
+
+    @numba.njit(nogil=True)
     def theta_support(theta):
         return on_simplices(theta, I, J_arr)
 

@@ -88,3 +88,9 @@ def test_logistic_regression_tutorial_runs_and_is_sensible():
         # The private posterior covers the truth and is wider than the non-private one.
         assert abs(beta[:, j].mean() - true) < 4 * beta[:, j].std()
         assert beta[:, j].std() > reference[:, j].std()
+
+
+def test_census_example_runs_and_summarises():
+    idata = _load("census").main(blocks=20, per_block=20, draws=100, tune=50)
+    p = diagnostics.group(idata, "posterior")["p"].values
+    assert p.shape == (2, 100, 20, 6) and np.allclose(p.sum(-1), 1.0)

@@ -36,6 +36,7 @@ import numpy as np
 from .._checks import (as_count, as_float_vector, as_positive_float, n_positional, require_arity,
                       require_njit)
 from ..model.recipe import reduce_by_recipe
+from . import separable
 
 __all__ = ["Mechanism", "Laplace", "Gaussian", "Geometric", "DiscreteGaussian", "Box", "Sparse"]
 
@@ -410,6 +411,15 @@ class Mechanism:
     truncation : (float, float), optional
         Bounds ``(a, b)`` when the statistic is a truncated one, :math:`1_{[a,b]}(x)\,t(x)`
         (records outside contribute zero), as the sufficient-statistic sampler needs to know.
+    coordinate_log_density : numba.njit function, optional
+        ``(s_j, t_j, j, params) -> float``: declares the density separable, :math:`\log g =
+        c + \sum_j \ell_j(s_j, t_j)`, with this function the term :math:`\ell_j` (up to a
+        constant). With a sparse statistic the record sampler then updates a record in
+        O(nnz) instead of O(size) (:mod:`dawrap.mechanisms.separable`).
+    entries, nnz : numba.njit function and int, optional
+        The statistic's sparse form, ``(x_i, index, value) -> count`` with at most ``nnz``
+        pairs; by default the one declared with :func:`dawrap.declare_sparse`, if any. Only
+        a separable mechanism can use it.
 
     Examples
     --------
@@ -423,7 +433,8 @@ class Mechanism:
 
     def __init__(self, statistic, log_density, *, size: int = 1, params=(),
                  draw_release=None, epsilon: float | None = None, name: str = "Mechanism",
-                 truncation: tuple | None = None):
+                 truncation: tuple | None = None, coordinate_log_density=None, entries=None,
+                 nnz: int | None = None):
         require_njit(statistic, "statistic", "(x_i, out) or (x_i, s_dp, out)")
         require_njit(log_density, "log_density", "(s_dp, t, params) -> float")
         # A wrong arity would otherwise fail only inside dw.sample, as a numba typing error.
@@ -451,6 +462,41 @@ class Mechanism:
         #: The declared per-record contribution domain (:class:`Box`, :class:`Sparse`), which
         #: secure releases project onto; only the integer mechanisms take one.
         self.contribution = None
+        self._declare_sparse(coordinate_log_density, entries, nnz)
+
+    def _declare_sparse(self, coordinate_log_density, entries, nnz) -> None:
+        """Set ``coordinate_log_density`` (None: not separable) and ``sparse`` (the
+        statistic's :class:`~dawrap.mechanisms.separable.SparseForm` in the engine's
+        ``(x_i, s_dp, index, value)`` form, or None: the dense path)."""
+        self.coordinate_log_density = None
+        if coordinate_log_density is not None:
+            sig = "(s_j, t_j, j, params) -> float"
+            require_njit(coordinate_log_density, "coordinate_log_density", sig)
+            require_arity(coordinate_log_density, "coordinate_log_density", sig, 4)
+            self.coordinate_log_density = coordinate_log_density
+        if entries is None and nnz is not None:
+            raise TypeError(f"{type(self).__name__}: nnz = {nnz!r} was given without entries")
+        if entries is not None:
+            if nnz is None:
+                raise TypeError(f"{type(self).__name__}: entries needs nnz, the most (index, "
+                                f"value) pairs one record has")
+            if self.coordinate_log_density is None:
+                raise ValueError(f"{type(self).__name__}: a sparse statistic (entries) needs a "
+                                 f"separable density; give coordinate_log_density "
+                                 f"(s_j, t_j, j, params) -> float, or leave entries out to use "
+                                 f"the dense statistic")
+            if self.depends_on_release:
+                raise ValueError(f"{type(self).__name__}: entries are (x_i, index, value): a "
+                                 f"statistic that depends on the release cannot be sparse")
+            form = separable.SparseForm(require_njit(entries, "entries",
+                                                     "(x_i, index, value) -> count"),
+                                        as_count(nnz, "nnz"))
+        else:
+            form = separable.sparse_form(self.statistic)
+        usable = (form is not None and self.coordinate_log_density is not None
+                  and not self.depends_on_release)
+        self.sparse = (separable.SparseForm(separable.entries_given_release(form.entries),
+                                            form.nnz) if usable else None)
 
     # -- description -------------------------------------------------------------------------
     @property
@@ -510,6 +556,12 @@ class Mechanism:
             s = self.check_release(s_dp)
         else:
             s = np.zeros(self.size)
+        if self.sparse is not None:  # O(n nnz + size) rather than O(n size)
+            total, ok = separable.sparse_total(x, s, self.sparse.entries, self.sparse.nnz,
+                                               self.size)
+            if ok:
+                return total
+            # A record the entries reject: the dense statistic says what it contributes.
         return sum_statistic(x, s, self.engine_statistic, self.size)
 
     # -- curator side ------------------------------------------------------------------------
@@ -651,6 +703,7 @@ class Laplace(Mechanism):
         super().__init__(statistic, _laplace_log_density, size=size,
                          params=_params(1.0 / self.scale, size, -math.log(2.0 * self.scale)),
                          epsilon=epsilon, name="Laplace", truncation=truncation,
+                         coordinate_log_density=separable.laplace_coordinate,
                          draw_release=lambda rng, t: t + rng.laplace(0.0, self.scale, t.shape))
 
     @property
@@ -705,7 +758,8 @@ class Geometric(Mechanism):
                          params=_params(-log_alpha, size, math.log(-math.expm1(log_alpha))
                                         - math.log1p(self.alpha)),
                          epsilon=epsilon, name="Geometric", draw_release=self._draw,
-                         truncation=truncation)
+                         truncation=truncation,
+                         coordinate_log_density=separable.laplace_coordinate)
         self.integer_statistic = True
         self.contribution = domain
 
@@ -775,7 +829,8 @@ class Gaussian(Mechanism):
         super().__init__(statistic, _gaussian_log_density, size=size,
                          params=_params(1.0 / self.sigma, size, -self._log_normaliser()),
                          name=type(self).__name__, truncation=truncation,
-                         draw_release=self._draw)
+                         draw_release=self._draw,
+                         coordinate_log_density=separable.gaussian_coordinate)
 
     def _log_normaliser(self) -> float:
         return math.log(self.sigma) + 0.5 * math.log(2.0 * math.pi)

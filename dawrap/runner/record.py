@@ -14,7 +14,7 @@ import warnings
 
 import numpy as np
 
-from ..samplers import record
+from ..samplers import record, sparse
 from .._checks import call_user, is_real
 from ..samplers.output import Output
 from .chains import deferred_interrupt, run_parallel
@@ -73,7 +73,8 @@ class _Setup:
         self.fns = record.RecordFunctions(model.draw_record, model.propose_record,
                                           model.model_stat, mechanism.engine_statistic,
                                           mechanism.log_density, model.theta_support,
-                                          model.record_support)
+                                          model.record_support,
+                                          **sparse.sparse_fields(model, mechanism))
         # The model statistic rides on the mechanism's when they are the same function.
         if (model.user_model_stat is mechanism.statistic
                 and model.stat_size != mechanism.size):
@@ -88,7 +89,8 @@ class _Setup:
                        and model.stat_size == mechanism.size)
         self.kernel = Kernel(None, no_state, "draw_theta")  # a plain Python kernel: no state
         sweep = record.make_sweep(model.record_size, mechanism.size, model.stat_size,
-                                  model.general_proposal, self.shared, random_scan)
+                                  model.general_proposal, self.shared, random_scan,
+                                  sparse=self.fns.nnz > 0)
         # theta_kernel is set by probe_theta when draw_theta is compiled.
         self.engine = record.Engine(s_dp, self.params, self.fns, sweep, self.move, sweeps)
 
@@ -107,6 +109,14 @@ class _Setup:
         if bad >= 0:
             raise ValueError(f"draw_record writes past the end of out: out has record_size = "
                              f"{model.record_size} value(s), but it wrote more")
+        if self.fns.nnz > 0:  # O(n nnz): the dense check below costs O(n size)
+            for records, where in ((fresh, "256 records drawn from the model"), (x, name)):
+                i, which, why = sparse.check_entries(records, self.s_dp, self.fns,
+                                                     model.stat_size, mech.size,
+                                                     sparse.ENTRIES_COMPARED)
+                if i >= 0:
+                    raise ValueError(sparse.entries_error(i, which, why, where, mech))
+            x = x[:0]  # the dense check on the fresh draws only
         for records, label in ((fresh, "a record drawn from the model"), (x, None)):
             i, which = record.first_overflow(records, self.s_dp, self.fns, model.stat_size,
                                              mech.size)

@@ -37,8 +37,12 @@ from ..mechanisms.additive import as_records
 from ..samplers import record
 
 __all__ = ["initial_values", "release_informed_theta", "noise_variance", "statistic_moments",
-           "simulated_contributions", "CANDIDATES", "RECORDS", "FULL_COVARIANCE_UP_TO"]
+           "sparse_moments", "record_variances",
+           "simulated_contributions", "SUMMARISED_ABOVE", "CANDIDATES", "RECORDS",
+           "FULL_COVARIANCE_UP_TO"]
 
+#: Releases longer than this get a min / max summary from simulated_contributions.
+SUMMARISED_ABOVE = 1024
 #: Prior draws weighed per chain, and records simulated per draw.
 CANDIDATES, RECORDS = 64, 1000
 #: Releases longer than this are weighed with the covariance's diagonal only (the full one
@@ -47,10 +51,9 @@ FULL_COVARIANCE_UP_TO = 32
 
 
 @numba.njit(nogil=True)
-def statistic_moments(x, s_dp, statistic, size, full):
-    """Mean and covariance over the records ``x`` of the mechanism's per-record statistic
-    (with ``full`` False only the diagonal of the covariance is computed: O(size))."""
-    t, mean, scatter = np.empty(size), np.zeros(size), np.zeros((size, size))
+def _moments(x, s_dp, statistic, size, full):
+    t, mean, var = np.empty(size), np.zeros(size), np.zeros(size)
+    scatter = np.zeros((size, size) if full else (1, 1))
     for i in range(x.shape[0]):
         statistic(x[i], s_dp, t)
         count = i + 1.0
@@ -61,9 +64,46 @@ def statistic_moments(x, s_dp, statistic, size, full):
             if full:
                 for k in range(size):
                     scatter[j, k] += before[j] * (t[k] - mean[k])
-            else:
-                scatter[j, j] += before[j] * (t[j] - mean[j])
-    return mean, scatter / x.shape[0]
+            var[j] += before[j] * (t[j] - mean[j])
+    return mean, scatter / x.shape[0], var / x.shape[0]
+
+
+def statistic_moments(x, s_dp, statistic, size: int, full: bool):
+    """Mean and covariance over the records ``x`` of the mechanism's per-record statistic;
+    with ``full`` False the variances only, as a vector (O(size) memory: no size x size
+    array)."""
+    mean, cov, var = _moments(x, s_dp, statistic, size, full)
+    return mean, (cov if full else var)
+
+
+@numba.njit(nogil=True)
+def sparse_moments(x, s_dp, entries, nnz, size):
+    """Mean and variance of each coordinate of a sparse statistic (its ``entries``), O(records
+    nnz + size): the statistic's values are small counts, so the one-pass sums of values and
+    squares lose nothing to cancellation."""
+    first, second = np.zeros(size), np.zeros(size)
+    index, value, cell = np.empty(nnz, np.int64), np.empty(nnz), np.zeros(size)
+    for i in range(x.shape[0]):
+        count = entries(x[i], s_dp, index, value)
+        for a in range(count):  # a repeated index adds up before squaring
+            cell[index[a]] += value[a]
+        for a in range(count):
+            j = index[a]
+            if cell[j] != 0.0:
+                first[j] += cell[j]
+                second[j] += cell[j] * cell[j]
+                cell[j] = 0.0
+    mean = first / x.shape[0]
+    return mean, np.maximum(second / x.shape[0] - mean * mean, 0.0)
+
+
+def record_variances(x, s_dp, mechanism):
+    """Mean and variance of each coordinate of the mechanism's statistic over the records
+    ``x``: through the sparse entries when declared (O(records nnz + size)), else densely."""
+    if mechanism.sparse is not None:
+        return sparse_moments(x, s_dp, mechanism.sparse.entries, mechanism.sparse.nnz,
+                              mechanism.size)
+    return statistic_moments(x, s_dp, mechanism.engine_statistic, mechanism.size, False)
 
 
 def noise_variance(mechanism, rng=None, draws: int = 1000) -> np.ndarray | None:
@@ -103,10 +143,17 @@ def simulated_contributions(model, mechanism, s_dp: np.ndarray, thetas: int = 8,
     compiles nothing that sampler would not; about 2 ms for 128 records. Every output buffer
     has four NaN guard entries beyond its end, where a function writing slightly past ``out``
     lands (and is caught) instead of corrupting memory.
+
+    Releases longer than :data:`SUMMARISED_ABOVE` coordinates get two rows instead, each
+    coordinate's smallest and largest contribution (all the plausibility check uses), so
+    that memory stays O(size).
     """
     rng = np.random.default_rng(seed)
     size, record_size = mechanism.size, model.record_size
-    out = np.empty((thetas * records, size))
+    summary = size > SUMMARISED_ABOVE
+    out = np.empty((2 if summary else thetas * records, size))
+    if summary:
+        out[0], out[1] = np.inf, -np.inf
     x, t = np.full(record_size + 4, np.nan), np.full(size + 4, np.nan)
     record_, stat = x[:record_size], t[:size]
     try:
@@ -115,7 +162,11 @@ def simulated_contributions(model, mechanism, s_dp: np.ndarray, thetas: int = 8,
             for b in range(records):
                 model.draw_record(rng, theta, record_)
                 mechanism.engine_statistic(record_, s_dp, stat)
-                out[a * records + b] = stat
+                if summary:
+                    np.minimum(out[0], stat, out=out[0])
+                    np.maximum(out[1], stat, out=out[1])
+                else:
+                    out[a * records + b] = stat
     except Exception:  # noqa: BLE001 - the user's functions; the run's probe names the culprit
         return None
     # A write past the end lands in the NaN guards (checked once, at the end: it is cheap).
@@ -129,13 +180,16 @@ def _clt_log_likelihood(model, mechanism, s_dp, n, theta, noise, seed, records) 
     x = record.draw_database(np.random.default_rng(seed), theta, records, model.record_size,
                             model.draw_record)
     full = mechanism.size <= FULL_COVARIANCE_UP_TO
-    mean, cov = statistic_moments(x, s_dp, mechanism.engine_statistic, mechanism.size, full)
+    if full:
+        mean, cov = statistic_moments(x, s_dp, mechanism.engine_statistic, mechanism.size, True)
+    else:
+        mean, var = record_variances(x, s_dp, mechanism)
     # An extreme release or candidate overflows to inf or NaN, which the caller treats as
     # "never chosen": no warning is due.
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         misfit = s_dp - n * mean
         if not full:
-            var = n * np.diag(cov) + noise
+            var = n * var + noise
             return -0.5 * float(np.sum(misfit ** 2 / var + np.log(var)))
         total_cov = n * cov + np.diag(noise)
         sign, logdet = np.linalg.slogdet(total_cov)

@@ -37,6 +37,8 @@ from numba.extending import intrinsic
 
 from ..model.protocols import anywhere, draw_database, first_outside  # re-exported
 from .arrays import add_into, all_finite, copy_into
+from .sparse import merge_entries, sparse_consistency, sparse_sums
+from ..mechanisms.separable import no_coordinate, no_entries, no_model_entries
 
 __all__ = ["RecordFunctions", "RecordState", "StepInfo", "Trace", "Engine", "SAMPLE_STATS",
            "init", "make_sweep", "step", "after_theta", "update_records", "no_move", "run",
@@ -49,7 +51,8 @@ REFRESH_EVERY = 1000
 
 # One status enum for every compiled loop (dawrap.samplers.status).
 from .status import (OK, BAD_THETA, BAD_THETA_SIZE, BAD_RATIO, BAD_RECORD,  # noqa: E402
-                     BAD_STATS, BAD_SUPPORT, BAD_DRIFT, BAD_RECORD_SUPPORT, MESSAGES)
+                     BAD_STATS, BAD_SUPPORT, BAD_DRIFT, BAD_RECORD_SUPPORT, BAD_ENTRIES,
+                     MESSAGES)
 STATUS_MESSAGES = {code: text.format(theta_step="draw_theta") for code, text in MESSAGES.items()
                    if "{max_rejections}" not in text}
 
@@ -63,6 +66,14 @@ class RecordFunctions(NamedTuple):
     log_density: object     # (s_dp, t, params) -> log g
     theta_support: object = anywhere  # (theta) -> bool
     record_support: object = anywhere  # (x_i) -> bool, checked at every refresh
+    # The sparse path (dawrap.samplers.sparse): the mechanism's and the model's statistics as
+    # at most nnz / model_nnz (index, value) pairs (0: dense), and the mechanism's density
+    # per coordinate.
+    entries: object = no_entries  # (x_i, s_dp, index, value) -> count
+    model_entries: object = no_model_entries  # (x_i, index, value) -> count
+    coordinate_log_density: object = no_coordinate  # (s_j, t_j, j, params) -> float
+    nnz: int = 0
+    model_nnz: int = 0
 
 
 class RecordState(NamedTuple):
@@ -127,6 +138,10 @@ def init(theta, x, engine, stat_size, kernel_state, move_state):
     """A chain's :class:`RecordState`: the running sums computed from ``x``, the cached
     ``log g``, and the theta kernel's and the extra move's initial states."""
     s_dp, fns = engine.s_dp, engine.fns
+    if fns.nnz > 0:  # the sparse path: O(n nnz + size); bad entries are checked before a run
+        stats, total, _, _, _ = sparse_sums(x, s_dp, fns, stat_size, s_dp.shape[0], False)
+        return RecordState(theta, x, stats, total, fns.log_density(s_dp, total, engine.params),
+                           kernel_state, move_state)
     stats = np.zeros(stat_size)
     total = np.zeros(s_dp.shape[0])
     buf_s = np.empty(stat_size)
@@ -168,7 +183,7 @@ def _stack_floats(typingctx):
 
 @functools.lru_cache(maxsize=None)
 def make_sweep(record_size: int, size: int, stat_size: int, general: bool, shared: bool,
-               random_scan: bool = False):
+               random_scan: bool = False, sparse: bool = False):
     """The compiled record sweep for one shape of problem (cached per shape).
 
     Parameters
@@ -183,6 +198,10 @@ def make_sweep(record_size: int, size: int, stat_size: int, general: bool, share
     random_scan : bool
         Visit ``n`` records drawn uniformly with replacement instead of each record in turn
         (both leave the posterior invariant; systematic scan is the paper's).
+    sparse : bool
+        The sparse path (:mod:`dawrap.samplers.sparse`): the statistics come as the
+        ``entries`` of ``fns`` (``fns.nnz > 0``) and the mechanism's density changes by
+        ``fns.coordinate_log_density`` terms, so a record update costs O(nnz), not O(size).
 
     Why a factory: with the sizes and flags as compile-time constants, LLVM unrolls the small
     per-record loops and keeps the per-record buffers, which live on the stack, in registers.
@@ -278,7 +297,96 @@ def make_sweep(record_size: int, size: int, stat_size: int, general: bool, share
         return RecordState(theta, x, stats, total, log_g, state.kernel_state,
                            state.move_state), info
 
-    return sweep
+    @numba.njit(nogil=True)
+    def move_model_stats(fns, x_i, proposal, stats, index, value, touched, delta, s_old,
+                         s_new):
+        """``stats += model_stat(proposal) - model_stat(x_i)`` through the model's entries
+        when it has them (O(model_nnz)), else densely; False on bad entries."""
+        if fns.model_nnz == 0:
+            _move_model_stat(fns.model_stat, x_i, proposal, stats, s_old, s_new)
+            return True
+        used = merge_entries(fns.model_entries(x_i, index, value), index, value, -1.0,
+                             fns.model_nnz, k, touched, delta, 0)
+        if used >= 0:
+            used = merge_entries(fns.model_entries(proposal, index, value), index, value, 1.0,
+                                 fns.model_nnz, k, touched, delta, used)
+        for b in range(used):
+            stats[touched[b]] += delta[b]
+        return used >= 0
+
+    @numba.njit(nogil=True)
+    def sparse_sweep(rng, state, s_dp, params, fns):
+        """The sweep of a sparse statistic with a separable density: each record update
+        touches the union of the old and the new record's cells only."""
+        theta, x, stats, total = state.theta, state.x, state.stats, state.total
+        n = x.shape[0]
+        nnz = max(fns.nnz, fns.model_nnz)
+        proposal = np.empty(record_size)
+        index, value = np.empty(nnz, np.int64), np.empty(nnz)
+        touched, delta = np.empty(2 * nnz, np.int64), np.empty(2 * nnz)
+        m_touched, m_delta = np.empty(2 * nnz, np.int64), np.empty(2 * nnz)
+        s_old, s_new = np.empty(k), np.empty(k)
+        log_g = state.log_g
+        accepted = 0
+        min_log_alpha = 0.0
+        nan_seen = False
+        status = OK
+        for visit in range(n):
+            i = rng.integers(0, n) if random_scan else visit
+            x_i = x[i]
+            if general:
+                for j in range(record_size):
+                    proposal[j] = x_i[j]
+                log_alpha = fns.propose_record(rng, theta, x_i, proposal)
+            else:
+                fns.draw_record(rng, theta, proposal)
+                log_alpha = 0.0
+            used = merge_entries(fns.entries(x_i, s_dp, index, value), index, value, -1.0,
+                                 fns.nnz, m, touched, delta, 0)
+            if used >= 0:
+                used = merge_entries(fns.entries(proposal, s_dp, index, value), index, value,
+                                     1.0, fns.nnz, m, touched, delta, used)
+            if used < 0:
+                status = BAD_ENTRIES
+                break
+            change = 0.0
+            for b in range(used):
+                if delta[b] != 0.0:
+                    j = touched[b]
+                    change += (fns.coordinate_log_density(s_dp[j], total[j] + delta[b], j,
+                                                          params)
+                               - fns.coordinate_log_density(s_dp[j], total[j], j, params))
+            log_alpha += change
+            nan_seen |= log_alpha != log_alpha
+            if log_alpha < min_log_alpha:
+                min_log_alpha = log_alpha
+            if log_alpha >= 0.0 or rng.random() < math.exp(log_alpha):
+                if shared:
+                    for b in range(used):
+                        stats[touched[b]] += delta[b]
+                elif not move_model_stats(fns, x_i, proposal, stats, index, value,
+                                          m_touched, m_delta, s_old, s_new):
+                    status = BAD_ENTRIES
+                    break
+                for b in range(used):
+                    total[touched[b]] += delta[b]
+                for j in range(record_size):
+                    x_i[j] = proposal[j]
+                # The cached log g drifts by rounding only; refresh recomputes it.
+                log_g += change
+                accepted += 1
+        if status == OK:
+            if nan_seen:
+                status = BAD_RATIO
+            elif not all_finite(x):
+                status = BAD_RECORD
+            elif not all_finite(stats):
+                status = BAD_STATS
+        info = StepInfo(accepted / n, math.exp(min_log_alpha), status, math.nan)
+        return RecordState(theta, x, stats, total, log_g, state.kernel_state,
+                           state.move_state), info
+
+    return sparse_sweep if sparse else sweep
 
 
 @numba.njit(nogil=True)
@@ -397,6 +505,8 @@ def consistency(state, s_dp, fns):
     the recomputation beyond rounding (something wrote to ``x`` behind the sweep's back), else
     ``OK``. One pass over the records, like the refresh it is part of.
     """
+    if fns.nnz > 0:  # the sparse path: O(n nnz + size)
+        return sparse_consistency(state, s_dp, fns, DRIFT_TOLERANCE)
     x = state.x
     k, m = state.stats.shape[0], state.total.shape[0]
     stats, total = np.zeros(k), np.zeros(m)

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 __all__ = ["OK", "BAD_THETA", "BAD_THETA_SIZE", "BAD_RATIO", "BAD_RECORD", "BAD_STATS",
            "BAD_SUPPORT", "BAD_DRIFT", "BAD_RECORD_SUPPORT", "TOO_MANY_REJECTIONS",
-           "MESSAGES", "message"]
+           "BAD_ENTRIES", "MESSAGES", "message"]
 
 (OK, BAD_THETA, BAD_THETA_SIZE, BAD_RATIO, BAD_RECORD, BAD_STATS, BAD_SUPPORT, BAD_DRIFT,
- BAD_RECORD_SUPPORT, TOO_MANY_REJECTIONS) = range(10)
+ BAD_RECORD_SUPPORT, TOO_MANY_REJECTIONS, BAD_ENTRIES) = range(11)
 
 #: What each code means; ``{theta_step}`` names the function that draws theta.
 MESSAGES = {
@@ -35,6 +35,9 @@ MESSAGES = {
                          "its valid region: the normal approximation puts almost no mass on "
                          "valid totals (n too small for the CLT, or a release far outside the "
                          "possible range)",
+    BAD_ENTRIES: "a sparse statistic's entries function (declared with dw.declare_sparse or "
+                 "a mechanism's entries) returned a count outside 0..nnz or an index outside "
+                 "0..size-1 during the sweep",
 }
 
 

@@ -25,7 +25,7 @@ def test_statistic_moments_are_the_records_mean_and_covariance():
     assert np.allclose(cov, np.cov(t.T, bias=True))
     mean, cov = starts.statistic_moments(x, np.zeros(mech.size), mech.engine_statistic,
                                         mech.size, False)
-    assert np.allclose(cov, np.diag(np.var(t, axis=0)))
+    assert np.allclose(cov, np.var(t, axis=0))
 
 
 @pytest.mark.slow
@@ -166,3 +166,40 @@ def test_simulated_contributions_are_evidence_only():
         bad = dw.Model(params={"p": ()}, record_size=1, draw_record=draw_record,
                        draw_theta=model.draw_theta, draw_prior=model.draw_prior)
         assert starts.simulated_contributions(bad, mech, np.array([3.0])) is None
+
+
+def test_sparse_moments_match_the_dense_ones():
+    k = 40
+    model = dirichlet_multinomial.model(alpha=[0.5] * k)
+    mech = dirichlet_multinomial.laplace(epsilon=1.0, categories=k)
+    x = model.simulate({"p": np.random.default_rng(0).dirichlet(np.ones(k))}, 3000, seed=1)
+    dense = starts.statistic_moments(x, np.zeros(k), mech.engine_statistic, k, False)
+    sparse = starts.sparse_moments(x, np.zeros(k), mech.sparse.entries, 1, k)
+    assert np.allclose(dense[0], sparse[0]) and np.allclose(dense[1], sparse[1])
+
+
+def test_a_release_of_many_cells_starts_and_decides_without_a_square_array():
+    # 30 000 cells: a size x size covariance would need 7.2 GB.
+    k, n = 30_000, 2000
+    model = dirichlet_multinomial.model(alpha=[1.0] * k, proposal="uniform")
+    mech = dirichlet_multinomial.laplace(epsilon=1.0, categories=k)
+    truth = np.random.default_rng(0).dirichlet(np.ones(k))
+    s_dp = mech.release(model.simulate({"p": truth}, n, seed=1), seed=2)
+    theta = starts.release_informed_theta(np.random.default_rng(3), model, mech, s_dp, n,
+                                          starts.noise_variance(mech), candidates=4, records=50)
+    assert theta.shape == (k,) and np.isclose(theta.sum(), 1.0)
+    from dawrap.runner.information import missing_information
+
+    fraction = missing_information(model, mech, n, priors=2, records=50)
+    assert 0.0 <= fraction <= 1.0
+
+
+def test_a_long_release_gets_the_extremes_of_its_contributions():
+    k = starts.SUMMARISED_ABOVE + 1
+    model = dirichlet_multinomial.model(alpha=[1.0] * k, proposal="uniform")
+    mech = dirichlet_multinomial.laplace(epsilon=1.0, categories=k)
+    seen = starts.simulated_contributions(model, mech, np.zeros(k))
+    # 128 one-hot records: each cell's smallest contribution is 0, and at most 128 cells
+    # (at least one) saw a 1.
+    assert seen.shape == (2, k) and np.all(seen[0] == 0.0)
+    assert 1 <= seen[1].sum() <= 128 and set(np.unique(seen[1])) <= {0.0, 1.0}

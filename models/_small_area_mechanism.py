@@ -1,0 +1,104 @@
+"""The small-area release: area-by-category and region-by-category counts, discrete Gaussian
+noise per level (see :mod:`dawrap.models.small_area`)."""
+from __future__ import annotations
+
+import functools
+import math
+
+import numba
+import numpy as np
+
+import dawrap as dw
+from dawrap.mechanisms import additive, separable
+
+__all__ = ["statistics", "discrete_gaussian", "LevelledDiscreteGaussian"]
+
+
+@functools.lru_cache(maxsize=16)
+def statistics(areas: int, cats: int, regions: tuple | None):
+    """``(statistic, entries)`` of the area-by-category counts (``regions`` None: the model's
+    statistic) or of those counts followed by the region-by-category counts, ``regions[a]``
+    the region of area ``a``; each declared sparse (one or two cells per record)."""
+    region = np.array(regions if regions is not None else [0], dtype=np.int64)
+    levels = 1 if regions is None else 2
+    offset = areas * cats
+
+    @numba.njit(nogil=True)
+    def entries(x_i, index, value):
+        a, c = int(x_i[0]), int(x_i[1])
+        index[0] = a * cats + c
+        value[0] = 1.0
+        if levels == 2:
+            index[1] = offset + region[a] * cats + c
+            value[1] = 1.0
+        return levels
+
+    size = offset + (0 if regions is None else (int(region.max()) + 1) * cats)
+
+    @numba.njit(nogil=True)
+    def statistic(x_i, out):
+        for j in range(out.shape[0]):
+            out[j] = 0.0
+        a, c = int(x_i[0]), int(x_i[1])
+        out[a * cats + c] = 1.0
+        if levels == 2:
+            out[offset + region[a] * cats + c] = 1.0
+
+    dw.declare_sparse(statistic, entries, nnz=levels)
+    return statistic, size
+
+
+class LevelledDiscreteGaussian(dw.Mechanism):
+    r"""Discrete Gaussian noise with its own sigma per block of coordinates (a geography
+    level), :math:`\sigma_l = \Delta_2/\sqrt{2\rho_l}`; the release is
+    :math:`\sum_l \rho_l`-zCDP. Separable, so sparse statistics take the O(nnz) path."""
+
+    def __init__(self, statistic, sizes, rho, sensitivity: float):
+        self.sizes = [int(s) for s in sizes]
+        self.rho = [float(r) for r in rho]
+        if len(self.rho) != len(self.sizes) or not all(r > 0 and math.isfinite(r)
+                                                         for r in self.rho):
+            raise ValueError(f"LevelledDiscreteGaussian: one positive finite rho per level "
+                             f"({len(self.sizes)}), got {rho!r}")
+        self.sensitivity = float(sensitivity)
+        self.sigmas = [self.sensitivity / math.sqrt(2.0 * r) for r in self.rho]
+        inverse = np.concatenate([np.full(s, 1.0 / sg) for s, sg in zip(self.sizes,
+                                                                          self.sigmas)])
+        norm = sum(s * additive.discrete_gaussian_log_normaliser(sg)
+                   for s, sg in zip(self.sizes, self.sigmas))
+        super().__init__(statistic, additive._gaussian_log_density, size=sum(self.sizes),
+                         params=np.r_[inverse, -norm], draw_release=self._draw,
+                         name="LevelledDiscreteGaussian",
+                         coordinate_log_density=separable.gaussian_coordinate)
+        self.integer_statistic = True
+
+    def _draw(self, rng, t):
+        from dawrap.mechanisms.discrete import discrete_gaussian
+
+        source = additive._NumpyIntegers(rng)
+        sigma = np.repeat(self.sigmas, self.sizes)
+        return np.array([v + discrete_gaussian(s, source) for v, s in zip(t, sigma)],
+                        dtype=np.float64)
+
+    @property
+    def privacy(self) -> dict:
+        out = {f"rho_{l}": r for l, r in enumerate(self.rho)}
+        return {**out, "rho": sum(self.rho), "sensitivity": self.sensitivity}
+
+    def noise_variance(self) -> np.ndarray:
+        return np.repeat([additive.discrete_gaussian_variance(s) for s in self.sigmas],
+                         self.sizes)
+
+
+@dw.recipe
+def discrete_gaussian(regions, categories: int, rho) -> LevelledDiscreteGaussian:
+    """Area-by-category counts (areas ``0..len(regions)-1``) and region-by-category counts
+    (``regions[a]`` the region of area ``a``), with discrete Gaussian noise of budgets
+    ``rho = (rho_areas, rho_regions)``; each level's L2 sensitivity is sqrt(2)."""
+    regions = tuple(int(r) for r in regions)
+    if min(regions) < 0:
+        raise ValueError("small_area.discrete_gaussian: regions must be indices >= 0")
+    statistic, size = statistics(len(regions), int(categories), regions)
+    areas_size = len(regions) * int(categories)
+    return LevelledDiscreteGaussian(statistic, [areas_size, size - areas_size], rho,
+                                    math.sqrt(2.0))

@@ -1,0 +1,192 @@
+r"""Census-style counts: records in known areas, one category each; released are the
+area-by-category counts and the same counts aggregated to a coarser geography, each level
+with its own discrete Gaussian noise (zCDP).
+
+.. math:: \alpha_c \sim \mathrm{Gamma}(a_0, b_0), \quad p_a \mid \alpha \sim
+          \mathrm{Dirichlet}(\alpha), \quad x_i \mid p \sim \mathrm{Categorical}(p_{a(i)}),
+
+    s_{dp} = \big(N_{ac} + z_{ac}\big)_{a,c} \cup \big(\textstyle\sum_{a \in r} N_{ac} +
+    z'_{rc}\big)_{r,c}, \quad z \sim \mathcal N_{\mathbb Z}(0, \sigma_1^2),\
+    z' \sim \mathcal N_{\mathbb Z}(0, \sigma_2^2),
+
+with :math:`N_{ac}` the number of records of area :math:`a` in category :math:`c` and
+:math:`r` the coarser regions (e.g. blocks ``a`` within tracts ``r``). The area sizes
+:math:`n_a` are public, as in a census: a record is ``[area, category]`` and only its category
+is imputed (the record proposal keeps the area and draws the category from
+:math:`p_{a(i)}`), so the database the sampler starts from must hold the right areas: pass
+``init_x=records(sizes)``.
+
+Replacing one record moves two cells by one at each level, so each level's L2 sensitivity is
+:math:`\sqrt2` (brute-forced in the tests) and level :math:`l` with budget :math:`\rho_l` has
+:math:`\sigma_l = \sqrt2/\sqrt{2\rho_l} = 1/\sqrt{\rho_l}`; the release is
+:math:`(\sum_l \rho_l)`-zCDP. The statistic is declared sparse (two cells per record), so a
+record update costs the same whatever the number of areas.
+
+theta is ``p`` (areas x categories) then ``log_alpha``. The theta step is collapsed:
+``log_alpha`` by ``hyper_steps`` random-walk Metropolis steps on its posterior given the
+counts with every ``p`` integrated out (Dirichlet-multinomial; acceptance from
+:func:`dawrap.kernels.acceptance_probability`), then each area's ``p`` from its conjugate
+Dirichlet given ``alpha``.
+
+Examples
+--------
+>>> sizes, tracts = [120, 80, 100], [0, 0, 1]
+>>> model = small_area.model(sizes, categories=6)
+>>> mech = small_area.discrete_gaussian(tracts, categories=6, rho=(0.5, 0.5))
+>>> idata = dw.sample(model, mech, s_dp, n=300, init_x=small_area.records(sizes))  # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+import numba
+import numpy as np
+
+import dawrap as dw
+from ._small_area_mechanism import LevelledDiscreteGaussian, discrete_gaussian, statistics
+from ._small_area_exact import exact_posterior
+
+__all__ = ["model", "records", "discrete_gaussian", "LevelledDiscreteGaussian",
+           "exact_posterior", "statistics"]
+
+
+def records(sizes, categories=None) -> np.ndarray:
+    """The ``(n, 2)`` database ``[area, category]`` with ``sizes[a]`` records in area ``a``
+    (categories 0, or the given ones): the start that fixes the public area sizes."""
+    sizes = _check_sizes(sizes)
+    area = np.repeat(np.arange(len(sizes)), sizes)
+    cat = np.zeros(area.shape[0]) if categories is None else np.asarray(categories, float)
+    return np.column_stack([area.astype(float), cat])
+
+
+def _check_sizes(sizes) -> np.ndarray:
+    arr = np.asarray(sizes)
+    if arr.ndim != 1 or arr.shape[0] < 1 or arr.dtype.kind not in "iu" and not (
+            arr.dtype.kind == "f" and np.all(arr == np.round(arr))) or np.any(arr < 1):
+        raise ValueError(f"small_area: sizes must be a list of positive whole numbers (records "
+                         f"per area), got {sizes!r}")
+    return arr.astype(np.int64)
+
+
+@numba.njit(nogil=True, cache=True)
+def _log_target(eta, stats, areas, a0, b0):
+    """log p(eta | N) up to a constant, eta = log alpha, with the areas' probabilities
+    integrated out: the Gamma(a0, b0) prior on alpha with its Jacobian, times each area's
+    Dirichlet-multinomial probability of its counts N_a. O(areas x categories)."""
+    cats = eta.shape[0]
+    alpha = np.exp(eta)
+    total = alpha.sum()
+    out = 0.0
+    for c in range(cats):
+        out += a0 * eta[c] - b0 * alpha[c]
+    lg_total, lg_alpha = math.lgamma(total), np.empty(cats)
+    for c in range(cats):
+        lg_alpha[c] = math.lgamma(alpha[c])
+    for a in range(areas):
+        n_a = 0.0
+        for c in range(cats):
+            count = stats[a * cats + c]
+            if count > 0.0:  # a zero count's terms cancel
+                out += math.lgamma(alpha[c] + count) - lg_alpha[c]
+                n_a += count
+        out += lg_total - math.lgamma(total + n_a)
+    return out
+
+
+@functools.lru_cache(maxsize=16)
+def _kernels(cum: tuple, areas: int, cats: int, a0: float, b0: float, step: float,
+             hyper_steps: int):
+    cumulative = np.array(cum)  # cumulative area shares, for simulated records
+    acceptance = dw.kernels.acceptance_probability
+
+    @numba.njit(nogil=True)
+    def draw_record(rng, theta, out):
+        a = min(np.searchsorted(cumulative, rng.random(), side="right"), areas - 1)
+        out[0] = a
+        out[1] = _category(rng, theta, a)
+
+    @numba.njit(nogil=True)
+    def _category(rng, theta, a):
+        u, acc = rng.random(), 0.0
+        for c in range(cats - 1):
+            acc += theta[a * cats + c]
+            if u < acc:
+                return c
+        return cats - 1
+
+    @numba.njit(nogil=True)
+    def propose_record(rng, theta, x_i, out):
+        # The area is public: keep it, draw the category from its conditional prior.
+        out[1] = _category(rng, theta, int(x_i[0]))
+        return 0.0
+
+    @numba.njit(nogil=True)
+    def draw_theta(rng, theta, x, stats):
+        # Collapsed: log_alpha given the counts with every p integrated out (random-walk
+        # Metropolis), then each area's p given alpha and its counts (conjugate). Updating
+        # alpha given p instead mixes slowly: 10^4 areas' p pin alpha down.
+        out = theta.copy()
+        eta = theta[areas * cats:].copy()
+        current = _log_target(eta, stats, areas, a0, b0)
+        for _ in range(hyper_steps):
+            proposal = eta + step * rng.standard_normal(cats)
+            candidate = _log_target(proposal, stats, areas, a0, b0)
+            a = acceptance(candidate - current)
+            if a >= 1.0 or rng.random() < a:
+                eta, current = proposal, candidate
+        alpha = np.exp(eta)
+        g = np.empty(cats)
+        for a in range(areas):
+            for c in range(cats):
+                g[c] = dw.random.gamma(rng, alpha[c] + stats[a * cats + c], 1.0)
+            s = g.sum()
+            for c in range(cats):
+                out[a * cats + c] = g[c] / s
+        out[areas * cats:] = eta
+        return out
+
+    @numba.njit(nogil=True)
+    def on_simplex(theta):
+        for a in range(areas):
+            row = theta[a * cats:(a + 1) * cats]
+            if np.any(row < 0.0) or abs(row.sum() - 1.0) > 1e-9:
+                return False
+        return True
+
+    @numba.njit(nogil=True)
+    def valid_record(x_i):
+        return (0 <= x_i[0] < areas and x_i[0] == np.floor(x_i[0])
+                and 0 <= x_i[1] < cats and x_i[1] == np.floor(x_i[1]))
+
+    return draw_record, propose_record, draw_theta, on_simplex, valid_record
+
+
+@dw.recipe
+def model(sizes, categories: int, a0: float = 2.0, b0: float = 1.0, step: float | None = None,
+          hyper_steps: int = 5) -> dw.Model:
+    """The small-area model for areas of public ``sizes`` (records per area), ``categories``
+    categories, hyperprior ``alpha_c ~ Gamma(a0, rate b0)``; ``step`` is the random-walk
+    scale of ``log_alpha`` (default ``1 / sqrt(areas)``: each area's counts add
+    information about ``log_alpha``, so its posterior sd shrinks as ``1 / sqrt(areas)``), ``hyper_steps`` its Metropolis steps per iteration."""
+    sizes = _check_sizes(sizes)
+    areas, cats = len(sizes), int(categories)
+    step = 1.0 / math.sqrt(areas) if step is None else step
+    if cats < 2 or not (a0 > 0 and b0 > 0 and step > 0 and hyper_steps >= 1):
+        raise ValueError("small_area.model: categories >= 2, a0, b0, step > 0 and "
+                         "hyper_steps >= 1 are required")
+    cum = tuple(float(v) for v in np.cumsum(sizes) / sizes.sum())
+    draw_record, propose_record, draw_theta, on_simplex, valid_record = _kernels(
+        cum, areas, cats, float(a0), float(b0), float(step), int(hyper_steps))
+    model_stat, _ = statistics(areas, cats, None)
+
+    def draw_prior(rng):
+        alpha = rng.gamma(a0, 1.0 / b0, cats)
+        return {"p": rng.dirichlet(alpha, areas), "log_alpha": np.log(alpha)}
+
+    return dw.Model(params={"p": (areas, cats), "log_alpha": (cats,)}, record_size=2,
+                    draw_record=draw_record, propose_record=propose_record,
+                    draw_theta=draw_theta, model_stat=model_stat, stat_size=areas * cats,
+                    draw_prior=draw_prior, theta_support=on_simplex,
+                    record_support=valid_record,
+                    name=f"small_area(areas={areas}, categories={cats}, a0={a0}, b0={b0})")

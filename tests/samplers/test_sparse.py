@@ -1,0 +1,147 @@
+"""The sparse record path: exact against enumeration, the same posterior as the dense path,
+and clear errors for bad declarations."""
+import numba
+import numpy as np
+import pytest
+
+import dawrap as dw
+from dawrap import diagnostics
+from dawrap.models import dirichlet_multinomial as dm
+from dawrap.samplers import record
+from dawrap.samplers.status import BAD_ENTRIES
+
+
+@numba.njit
+def dense_one_hot(x_i, out):
+    """The same statistic as dm.one_hot, without a sparse declaration: the dense path."""
+    dm.one_hot(x_i, out)
+
+
+def _posterior(mech, s_dp, n, alpha, seed, draws=3000):
+    idata = dw.sample(dm.model(alpha), mech, s_dp, n, seed=seed, draws=draws, tune=300,
+                      chains=4, progress=False)
+    return diagnostics.group(idata, "posterior")["p"].values
+
+
+def test_built_in_count_mechanisms_take_the_sparse_path():
+    for mech in (dm.laplace(1.0, 4), dw.Gaussian(dm.one_hot, 2.0, size=4),
+                 dw.Geometric(dm.one_hot, 1.0, 2.0, size=4),
+                 dw.DiscreteGaussian.from_zcdp(dm.one_hot, 0.5, 2 ** 0.5, size=4)):
+        assert mech.sparse is not None and mech.sparse.nnz == 1
+        assert mech.coordinate_log_density is not None
+    assert dw.Laplace(dense_one_hot, 1.0, 2.0, size=4).sparse is None
+
+
+@pytest.mark.parametrize("which", ["laplace", "discrete_gaussian"])
+def test_many_cells_mostly_zero_sparse_and_dense_match_enumeration(which, check_posterior):
+    # 8 cells, 5 records: most released cells have a true count of zero.
+    alpha, n, k = [0.5] * 8, 5, 8
+    if which == "laplace":
+        make = lambda stat: dw.Laplace(stat, epsilon=1.0, sensitivity=2.0, size=k)  # noqa
+    else:
+        make = lambda stat: dw.DiscreteGaussian.from_zcdp(stat, 0.5, 2 ** 0.5, size=k)  # noqa
+    sparse, dense = make(dm.one_hot), make(dense_one_hot)
+    assert sparse.sparse is not None and dense.sparse is None
+    x = np.array([[0.0], [0.0], [3.0], [3.0], [5.0]])
+    s_dp = sparse.release(x, seed=11)
+    exact = dm.exact_posterior(sparse, s_dp, n, alpha)
+    for mech, seed in ((sparse, 1), (dense, 2)):
+        p = _posterior(mech, s_dp, n, alpha, seed)
+        for j in (0, 3, 7):
+            check_posterior(p[..., j], exact[j])
+
+
+@numba.njit
+def entries_out_of_range(x_i, index, value):
+    index[0] = int(x_i[0]) + 100
+    value[0] = 1.0
+    return 1
+
+
+@numba.njit
+def entries_too_many(x_i, index, value):
+    return 2
+
+
+@numba.njit
+def entries_wrong(x_i, index, value):
+    index[0] = 0
+    value[0] = 1.0
+    return 1
+
+
+@numba.njit
+def not_separable(s_dp, t, params):
+    return -np.sum(np.abs(s_dp - t))
+
+
+@pytest.mark.parametrize("entries, words", [
+    (entries_out_of_range, "index outside the statistic"),
+    (entries_too_many, "count outside 0..nnz"),
+    (entries_wrong, "disagree with the dense statistic")])
+def test_bad_entries_raise_naming_the_function(entries, words):
+    mech = dw.Mechanism(dense_one_hot, dm.laplace(1.0, 3).log_density, size=3,
+                        params=dm.laplace(1.0, 3).params, entries=entries, nnz=1,
+                        coordinate_log_density=dw.mechanisms.separable.laplace_coordinate)
+    with pytest.raises(ValueError, match=f"entries.*{words}"):
+        dw.sample(dm.model([1, 1, 1]), mech, [3.0, 1.0, 1.0], 5, draws=10, tune=0,
+                  chains=1, seed=0, progress=False)
+
+
+def test_a_sparse_statistic_needs_a_separable_density():
+    with pytest.raises(ValueError, match="Mechanism: a sparse statistic .* coordinate_log_density"):
+        dw.Mechanism(dense_one_hot, not_separable, size=3, entries=dm.one_hot_entries, nnz=1)
+    with pytest.raises(TypeError, match="entries needs nnz"):
+        dw.Mechanism(dense_one_hot, not_separable, size=3, entries=dm.one_hot_entries)
+    # A declared sparse statistic with a non-separable density keeps the dense path.
+    assert dw.Mechanism(dm.one_hot, not_separable, size=3).sparse is None
+
+
+def test_the_sweep_stops_on_entries_outside_the_statistic():
+    mech = dw.Mechanism(dense_one_hot, dm.laplace(1.0, 3).log_density, size=3,
+                        params=dm.laplace(1.0, 3).params, entries=entries_out_of_range, nnz=1,
+                        coordinate_log_density=dw.mechanisms.separable.laplace_coordinate)
+    model = dm.model([1.0, 1.0, 1.0])
+    fns = record.RecordFunctions(model.draw_record, model.propose_record, model.model_stat,
+                                 mech.engine_statistic, mech.log_density,
+                                 entries=mech.sparse.entries, nnz=1,
+                                 coordinate_log_density=mech.coordinate_log_density)
+    sweep = record.make_sweep(1, 3, 3, False, False, False, sparse=True)
+    s_dp = np.zeros(3)
+    x = np.zeros((4, 1))
+    state = record.RecordState(np.full(3, 1 / 3), x, np.zeros(3), np.zeros(3), 0.0,
+                               np.empty(0), np.empty(0))
+    _, info = sweep(np.random.default_rng(0), state, s_dp, mech.params, fns)
+    assert info.status == BAD_ENTRIES
+    assert "entries" in record.STATUS_MESSAGES[BAD_ENTRIES]
+
+
+def test_suffstat_refuses_a_long_release_naming_the_record_sampler():
+    from dawrap.methods import SUFFSTAT_LARGEST_RELEASE
+
+    k = SUFFSTAT_LARGEST_RELEASE + 1
+    mech = dm.laplace(1.0, k)
+    with pytest.raises(ValueError, match="suffstat.*O\\(size\\^3\\).*method='record'"):
+        dw.sample(dm.model(np.ones(k)), mech, np.zeros(k), 100, method="suffstat", draws=2,
+                  tune=0, chains=1, seed=0, progress=False)
+
+
+def test_naive_bayes_entries_agree_with_its_counts_on_every_record():
+    import itertools
+
+    from dawrap.models import naive_bayes
+    from dawrap.samplers import sparse
+
+    I, J = 3, [2, 4]
+    mech = naive_bayes.laplace(1.0, I, J)
+    model = naive_bayes.model(I, J)
+    assert mech.sparse is not None and mech.sparse.nnz == len(J)
+    recs = np.array(list(itertools.product(range(I), *(range(j) for j in J))), float)
+    fns = record.RecordFunctions(model.draw_record, model.propose_record, model.model_stat,
+                                 mech.engine_statistic, mech.log_density,
+                                 **sparse.sparse_fields(model, mech))
+    assert fns.model_nnz == len(J)
+    assert sparse.check_entries(recs, np.zeros(mech.size), fns, model.stat_size, mech.size,
+                                len(recs)) == (-1, 0, 0)
+    # A record out of range still contributes NaN (the dense statistic's answer).
+    assert np.all(np.isnan(mech.total([[1, 1, 0], [3, 1, 0]])))
