@@ -27,7 +27,7 @@ __version__ = "0.2.0"
 #: Public name -> the module that defines it (imported on first access).
 _LAZY = {
     "Model": ".model", "ExponentialFamily": ".model", "recipe": ".model",
-    "NonCentred": ".samplers.interweave",
+    "NonCentred": ".model.protocols",
     "Mechanism": ".mechanisms", "Laplace": ".mechanisms", "Gaussian": ".mechanisms",
     "Geometric": ".mechanisms", "DiscreteGaussian": ".mechanisms", "Box": ".mechanisms",
     "Sparse": ".mechanisms", "declare_sparse": ".mechanisms.separable",
