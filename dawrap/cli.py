@@ -445,12 +445,26 @@ def _demo(args) -> int:
     return 0
 
 
+def _count(minimum: int):
+    """An argparse type: an integer >= ``minimum`` (checked before anything compiles)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {value}")
+        return value
+    parse.__name__ = f"integer >= {minimum}"
+    return parse
+
+
 def _add_sampling(parser, draws: int, tune: int, chains: int) -> None:
-    parser.add_argument("--draws", type=int, default=draws,
+    parser.add_argument("--draws", type=_count(1), default=draws,
                         help=f"draws per chain after warm-up (default {draws})")
-    parser.add_argument("--tune", type=int, default=tune,
+    parser.add_argument("--tune", type=_count(0), default=tune,
                         help=f"warm-up iterations per chain (default {tune})")
-    parser.add_argument("--chains", type=int, default=chains, help=f"chains (default {chains})")
+    parser.add_argument("--chains", type=_count(1), default=chains, help=f"chains (default {chains})")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="progress line on stderr (default: only on a terminal)")
 
@@ -504,16 +518,16 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
                     "interval and whether it covers the true p, and how often each method's "
                     "interval covers p over repeated experiments. Writes demo_posterior.nc, "
                     "demo_trace.png and demo_posteriors.png to --out.")
-    demo.add_argument("--n", type=int, default=100, help="records (default 100)")
+    demo.add_argument("--n", type=_count(1), default=100, help="records (default 100)")
     demo.add_argument("--p", type=float, default=0.3, help="true Bernoulli p (default 0.3)")
     demo.add_argument("--epsilon", type=float, default=0.1, help="privacy budget (default 0.1)")
-    demo.add_argument("--draws", type=int, default=2000, help="draws per chain (default 2000)")
-    demo.add_argument("--tune", type=int, default=500, help="warm-up per chain (default 500)")
-    demo.add_argument("--chains", type=int, default=4, help="chains (default 4)")
+    demo.add_argument("--draws", type=_count(1), default=2000, help="draws per chain (default 2000)")
+    demo.add_argument("--tune", type=_count(0), default=500, help="warm-up per chain (default 500)")
+    demo.add_argument("--chains", type=_count(1), default=4, help="chains (default 4)")
     demo.add_argument("--methods", default="record,naive",
                       help="samplers, comma-separated: record and naive, and suffstat if "
                            "wanted (default record,naive)")
-    demo.add_argument("--repeats", type=int, default=2000,
+    demo.add_argument("--repeats", type=_count(0), default=2000,
                       help="repeated experiments for the coverage line, computed in closed "
                            "form (default 2000; 0 skips it)")
     demo.add_argument("--seed", type=int, default=2022, help="random seed (default 2022)")

@@ -170,3 +170,23 @@ def test_outputs_are_not_overwritten_without_force(command, written, tmp_path, c
     assert (tmp_path / written).read_text() == "precious"
     assert main(command + ["--out", str(out), "--force"]) == 0
     assert (tmp_path / written).read_bytes() != b"precious"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["demo", "--draws", "-3"], "argument --draws: must be an integer >= 1, got -3"),
+    (["demo", "--chains", "0"], "argument --chains: must be an integer >= 1, got 0"),
+    (["demo", "--tune", "x"], "argument --tune: expected an integer, got 'x'"),
+    (["sample", "beta_binomial", "--epsilon", "1", "--n", "3", "--s-dp", "1", "--draws", "0"],
+     "argument --draws: must be an integer >= 1, got 0"),
+])
+def test_counts_are_checked_before_anything_compiles(argv, message, capsys, monkeypatch):
+    import dawrap.sampling
+
+    def compile_nothing(*args, **kwargs):
+        raise AssertionError("dw.sample was called with an invalid count")
+
+    monkeypatch.setattr(dawrap.sampling, "sample", compile_nothing)
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
