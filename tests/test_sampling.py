@@ -228,3 +228,30 @@ def test_progress_line_only_when_asked_or_on_a_terminal(capsys):
     assert "dawrap record: 120/120 iterations (100%)" in err and err.endswith("done   \n")
     dw.sample(model, mech, 300.0, 1000, draws=50, tune=10, chains=2, seed=0, progress=False)
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.slow
+def test_compile_time_is_reported_apart_from_sampling_time():
+    """A model's first call compiles its chain; the attrs say how long, and sampling_time
+    leaves it out (the same call again compiles nothing new)."""
+    import time
+
+    @numba.njit
+    def draw_theta(rng, theta, x, stats):  # a new function: its chain is not compiled yet
+        return np.array([rng.beta(1 + stats[0], 1 + x.shape[0] - stats[0])])
+
+    base = beta_binomial.model()
+    model = dw.Model(params={"p": ()}, record_size=1, draw_record=base.draw_record,
+                     draw_theta=draw_theta, model_stat=base.user_model_stat, stat_size=1,
+                     draw_prior=base.draw_prior)
+    mech = beta_binomial.laplace(1.0)
+    times = []
+    for _ in range(2):
+        start = time.perf_counter()
+        idata = dw.sample(model, mech, 30.0, n=100, draws=50, tune=10, chains=1, seed=0)
+        wall = time.perf_counter() - start
+        attrs = diagnostics.attrs(idata)
+        assert attrs["compile_time"] >= 0 and attrs["sampling_time"] >= 0
+        assert attrs["compile_time"] + attrs["sampling_time"] <= wall
+        times.append(attrs["compile_time"])
+    assert times[0] > 0.2 and times[1] < 0.1 * times[0]
