@@ -18,6 +18,8 @@ record update does not depend on the size of the tables.
 
 Examples
 --------
+>>> import dawrap as dw
+>>> from dawrap.models import contingency
 >>> levels, margins = (4, 2, 3), [(0, 1), (0, 2), (1, 2)]
 >>> model = contingency.model(levels, alpha=1.0)
 >>> mech = contingency.laplace(levels, margins, epsilon=[0.5, 0.5, 0.5])

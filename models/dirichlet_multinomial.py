@@ -8,6 +8,8 @@ by one each, so the L1 sensitivity of the count vector is 2.
 
 Examples
 --------
+>>> import dawrap as dw
+>>> from dawrap.models import dirichlet_multinomial
 >>> model = dirichlet_multinomial.model(alpha=[1, 1, 1])
 >>> mech = dirichlet_multinomial.laplace(epsilon=1.0, categories=3)
 """

@@ -10,6 +10,8 @@ The statistic :math:`t(x) = x` is unbounded, so the release drops records outsid
 
 Examples
 --------
+>>> import dawrap as dw
+>>> from dawrap.models import gamma_exponential
 >>> model = gamma_exponential.model(alpha=2, beta=1)
 >>> mech = gamma_exponential.laplace(epsilon=1.0, lower=0.0, upper=3.0)
 """

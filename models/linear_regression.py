@@ -89,6 +89,8 @@ fraction of missing information).
 
 Examples
 --------
+>>> import dawrap as dw
+>>> from dawrap.models import linear_regression
 >>> settings = linear_regression.published_settings()
 >>> model = linear_regression.model(**settings["model"])
 >>> mech = linear_regression.laplace(1.0, **settings["mechanism"])

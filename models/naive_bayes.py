@@ -48,6 +48,8 @@ draw from it: O(I sum J_k) per iteration, independent of ``n``.
 
 Examples
 --------
+>>> import dawrap as dw
+>>> from dawrap.models import naive_bayes
 >>> model = naive_bayes.model(I=3, J=[2, 4], alpha=2.0, alpha_feature=2.0)
 >>> mech = naive_bayes.laplace(epsilon=1.0, I=3, J=[2, 4])   # scale 2K / epsilon = 4
 >>> x = model.simulate(naive_bayes.draw_parameters(3, [2, 4], seed=0), n=200, seed=1)

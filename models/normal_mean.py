@@ -9,6 +9,8 @@ closed form (useful for testing and for the fraction-of-missing-information stud
 
 Examples
 --------
+>>> import dawrap as dw
+>>> from dawrap.models import normal_mean
 >>> model = normal_mean.model(mu0=0, sd0=10, sigma=1)
 >>> mech = normal_mean.laplace(epsilon=1.0, lower=-5, upper=5)
 """

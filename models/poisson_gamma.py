@@ -9,6 +9,8 @@ mechanism sees the clamped sum: the engine keeps both current.
 
 Examples
 --------
+>>> import dawrap as dw
+>>> from dawrap.models import poisson_gamma
 >>> model = poisson_gamma.model(alpha=2, beta=1)
 >>> mech = poisson_gamma.laplace(epsilon=1.0, c=5)
 """

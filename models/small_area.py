@@ -30,6 +30,8 @@ Dirichlet given ``alpha``.
 
 Examples
 --------
+>>> import dawrap as dw
+>>> from dawrap.models import small_area
 >>> sizes, tracts = [120, 80, 100], [0, 0, 1]
 >>> model = small_area.model(sizes, categories=6)
 >>> mech = small_area.discrete_gaussian(tracts, categories=6, rho=(0.5, 0.5))

@@ -687,6 +687,8 @@ class Laplace(Mechanism):
 
     Examples
     --------
+    >>> import dawrap as dw
+    >>> from dawrap.models import beta_binomial
     >>> mech = dw.Laplace(beta_binomial.count, epsilon=0.5, sensitivity=1.0)
     >>> s_dp = mech.release(x, seed=1)  # doctest: +SKIP
     """

@@ -12,12 +12,14 @@ the model's running sums, so an exponential-family model costs O(1); otherwise u
 also learns the proposal during warm-up (``tune``) only and then freezes it, so the kept draws
 come from a fixed, exact Metropolis-within-Gibbs chain.
 
+>>> import numba, numpy as np, dawrap as dw
 >>> @numba.njit
 ... def log_density(theta, x, stats):      # logistic regression, N(0, 2^2) prior
 ...     eta = x[:, 1:] @ theta
 ...     return -0.125 * theta @ theta + np.sum(x[:, 0] * eta - np.log1p(np.exp(eta)))
+>>> kernel = dw.kernels.adaptive_metropolis(log_density, initial_scale=0.1)
 >>> model = dw.Model(params={"beta": (2,)}, record_size=3, draw_record=draw_record,
-...                  draw_theta=dw.kernels.adaptive_metropolis(log_density, 0.1), ...)
+...                  draw_theta=kernel, draw_prior=draw_prior)  # doctest: +SKIP
 
 A kernel is a :class:`Kernel`: a compiled ``step(rng, theta, x, stats, state, tuning) ->
 (theta, accept_prob)`` plus ``init_state(theta)``, the per-chain state it may update in place
