@@ -395,3 +395,20 @@ def test_marginal_kernel_leaves_a_start_on_the_boundary():
     assert np.all(np.isfinite(p))
     for chain in p:
         assert np.all(chain[:, 0] > 0) and np.ptp(chain[:, 0]) > 0.5
+
+
+def test_marginal_kernel_needs_the_family_log_partition():
+    """Without ``natural`` and ``log_partition`` the default stays Gibbs even where the noise
+    dominates, and asking for the marginal kernel names what is missing."""
+    import copy
+
+    family = copy.copy(MODEL.family)
+    family.log_partition = None
+    model = copy.copy(MODEL)
+    model.family = family
+    mech = beta_binomial.laplace(0.01)
+    assert dw.Suffstat().prepare(model, mech, 1000).variant == "gibbs"
+    assert dw.Suffstat().prepare(MODEL, mech, 1000).variant == "marginal"
+    with pytest.raises(ValueError, match="variant='marginal' needs the family's natural"):
+        dw.sample(model, mech, 300.0, 1000, method="suffstat", variant="marginal", draws=10,
+                  tune=10)
