@@ -63,7 +63,8 @@ def main():
                     f"{x.std() / exact.std():.3f} | "
                     f"{(x.std() - exact.std()) / diagnostics.mcse(x, 'sd'):+.1f} | "
                     f"{(x.mean() - exact.mean()) / diagnostics.mcse(x):+.1f} | "
-                    f"{np.mean(x < 0.6):.4f} | {diagnostics.ess(x):.0f} | {diagnostics.rhat(x):.3f} |")
+                    f"{np.mean(x < 0.6):.4f} | {diagnostics.ess(x):.0f} | "
+                    f"{diagnostics.rhat(x):.3f} |")
             print(line, flush=True)
             lines.append(line)
     lines += ["", f"{(time.perf_counter() - began) / 60:.1f} min."]

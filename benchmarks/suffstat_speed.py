@@ -1,10 +1,11 @@
 """Sufficient-statistic sampler: cost per iteration, and effective samples per second against
 the record sampler.
 
-1. Microseconds per iteration of ``method="suffstat"`` (the default kernel, then the other) at
-   n = 1000 for the beta-binomial and the truncated gamma-exponential, beside the cost reported for the authors' published Python
-   implementation (about 0.6 ms and 4-5 ms per iteration). That figure was measured on their
-   machine, not here, so the ratio is indicative; the in-run comparison is part 2.
+1. Microseconds per iteration of ``method="suffstat"`` (the default kernel, then the other)
+   at n = 1000 for the beta-binomial and the truncated gamma-exponential, beside the cost
+   reported for the authors' published Python implementation (about 0.6 ms and 4-5 ms per
+   iteration). That figure was measured on their machine, not here, so the ratio is
+   indicative; the in-run comparison is part 2.
 2. ESS (bulk, of p) per second of sampling for suffstat and record on the same releases,
    beta-binomial, over n and epsilon, both measured in this run after a warm-up (compile)
    call. Writes benchmarks/results/suffstat_vs_record.md.
@@ -16,8 +17,6 @@ from __future__ import annotations
 import argparse
 import warnings
 from pathlib import Path
-
-import numpy as np
 
 import dawrap as dw
 from dawrap import diagnostics

@@ -29,8 +29,8 @@ VARIANTS = ("gibbs", "printed", "marginal")
 #: ``variant=None`` uses the marginal kernel when the estimated fraction of missing
 #: information (:func:`dawrap.samplers.interweave.missing_information`) is at least this,
 #: and the family has ``natural`` and ``log_partition``: where the two kernels' ESS per
-#: second cross (the Gibbs kernel's ESS per draw falls like (1 - f) / (1 + f), the marginal kernel's does
-#: not, at about twice the cost per iteration; measured in benchmarks/results/
+#: second cross (the Gibbs kernel's ESS per draw falls like (1 - f) / (1 + f), the marginal
+#: kernel's does not, at about twice the cost per iteration; measured in benchmarks/results/
 #: suffstat_mixing.md, summarised in docs/suffstat.md).
 AUTO_THRESHOLD = 0.5
 #: The marginal kernel's pseudo-sample starts at this fraction of the records' effective

@@ -15,7 +15,7 @@ r"""Closed forms the sufficient-statistic sampler's marginal kernel needs, compi
 Examples
 --------
 >>> from dawrap.samplers.suffstat_densities import log_normal_laplace
->>> round(log_normal_laplace(0.0, 1e-12, 2.0), 6)  # v -> 0: the Laplace density at y
+>>> round(log_normal_laplace(0.0, 0.0, 2.0), 6)  # v = 0: the Laplace density at y
 -1.386294
 """
 from __future__ import annotations

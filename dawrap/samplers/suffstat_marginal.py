@@ -1,8 +1,9 @@
 r"""The sufficient-statistic sampler's marginal kernel (``variant="marginal"``), compiled.
 
 Where the noise dominates, the Gibbs sampler of :mod:`dawrap.samplers.suffstat` crawls:
-given theta the statistic is pinned to within :math:`\sqrt{n\Sigma}`, given the statistic theta is pinned to within its complete-data posterior sd, while the release leaves
-both far wider (the fraction of missing information :math:`f = V/(n\Sigma + V)` is the
+given theta the statistic is pinned to within :math:`\sqrt{n\Sigma}`, given the statistic
+theta is pinned to within its complete-data posterior sd, while the release leaves both far
+wider (the fraction of missing information :math:`f = V/(n\Sigma + V)` is the
 lag-1 autocorrelation of theta, so the integrated autocorrelation time is about
 :math:`(1+f)/(1-f)`: about 200 at f = 0.99). The noise-scale augmentation adds a
 second, lesser, slow coupling (a small :math:`\sigma^2` pins ``s`` to ``y``, which keeps
@@ -283,8 +284,9 @@ def marginal_step(rng, state, config, fns, phase):
 def run_marginal(rng, state, config, fns, start, stop, tune, out_theta, out_accept, out_s):
     """:func:`dawrap.samplers.suffstat.run` for the marginal kernel (compiled apart, so that
     the Gibbs kernels' loop is the one it always was): ``out_accept`` gets each iteration's
-    mean acceptance probability. Warm-up is in two halves: the local step adapts in both, the second is
-    summarised for the independence step, which :func:`freeze` sets up at ``it == tune``."""
+    mean acceptance probability. Warm-up is in two halves: the local step adapts in both,
+    the second is summarised for the independence step, which
+    :func:`~dawrap.samplers.suffstat_marginal_parts.freeze` sets up at ``it == tune``."""
     for it in range(start, stop):
         if it == tune:
             freeze(state)
