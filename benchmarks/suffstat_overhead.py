@@ -8,7 +8,8 @@ runs is the least disturbed by other jobs on this shared machine.
 Run: python benchmarks/suffstat_overhead.py --against /path/to/other/checkout [--rounds 5]
 [--quick]
 (the other checkout's dawrap must be importable from it, e.g. a ``git archive`` of a commit
-with ``dawrap/models`` linked to its ``models``). Writes benchmarks/results/suffstat_overhead.md.
+with ``dawrap/models`` linked to its ``models``; a checkout of the package layout finds its
+top-level ``models`` itself). Writes ``--out``, default benchmarks/results/suffstat_overhead.md.
 """
 from __future__ import annotations
 
@@ -67,6 +68,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--against", required=True)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--out", default=str(OUT / "suffstat_overhead.md"))
     ap.add_argument("--quick", action="store_true", help="one round of 3000 iterations, not "
                     "written to results: checks that the script runs")
     args = ap.parse_args()
@@ -91,8 +93,8 @@ def main():
                      f"{1e6 * other:.3f} | {this / other:.3f} |")
     print("\n".join(lines))
     if not args.quick:
-        OUT.mkdir(exist_ok=True)
-        (OUT / "suffstat_overhead.md").write_text("\n".join(lines) + "\n")
+        Path(args.out).parent.mkdir(exist_ok=True)
+        Path(args.out).write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
