@@ -83,7 +83,7 @@ def main():
     labels = list(results["this"][0])
     lines = ["# Cost per iteration of the default suffstat kernel where Gibbs mixes well", "",
              f"`python benchmarks/suffstat_overhead.py --against {args.against} --rounds "
-             f"{args.rounds}`: one chain, 200 000 iterations, fastest of {args.rounds} "
+             f"{args.rounds}`: one chain, {iterations:,} iterations, fastest of {args.rounds} "
              "alternating runs of each version (us/iteration).", "",
              "| release | kernel | this checkout | other | ratio |", "|---|---|---|---|---|"]
     for label in labels:
