@@ -177,17 +177,32 @@ class Suffstat(Method):
 
     Parameters
     ----------
-    variant : {"gibbs", "printed"}
-        With a truncated release: the proper Gibbs update of the centre statistic (default)
-        or Algorithm 2 line 10 as printed.
+    variant : {None, "gibbs", "marginal", "printed"}
+        The kernel. ``"gibbs"``: the Bernstein-Sheldon Gibbs sampler, with the proper update
+        of the centre statistic for a truncated release; ``"printed"``: Algorithm 2 line 10
+        as printed; ``"marginal"``: theta updated with the statistic and the noise scale
+        integrated out (:mod:`dawrap.samplers.suffstat_marginal`), which mixes where the noise
+        dominates (needs the family's ``natural`` and ``log_partition``). ``None`` (default)
+        decides by the estimated fraction of missing information: ``"marginal"`` at
+        :data:`dawrap.runner.suffstat.AUTO_THRESHOLD` or more, where the family supports it,
+        else ``"gibbs"``. The kernel used is the result's attribute ``variant``.
     """
 
     name: ClassVar[str] = "suffstat"
     takes_init_theta: ClassVar[bool] = True
-    variant: str = "gibbs"
+    variant: str | None = None
 
     def __post_init__(self):
-        _choice(self.variant, "variant", ("gibbs", "printed"))
+        from .runner.suffstat import VARIANTS
+
+        if self.variant is not None:
+            _choice(self.variant, "variant", VARIANTS)
+
+    def prepare(self, model, mechanism, n):
+        from .runner.suffstat import choose_variant
+
+        return dataclasses.replace(self, variant=choose_variant(model, mechanism, n,
+                                                                self.variant))
 
     def prepare(self, model, mechanism, n):
         # Each iteration factorises size x size covariances, O(size^3): 0.28 s at 300 cells
@@ -208,6 +223,9 @@ class Suffstat(Method):
                             tune=shared.tune, keep_stats=shared.keep_stats, cores=shared.cores,
                             variant=self.variant, init_theta=shared.init_theta,
                             progress=shared.progress)
+
+    def attrs(self):
+        return {"variant": self.variant}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -293,7 +311,8 @@ def as_method(method, options: dict) -> Method:
     # one set of options to every method. ``confidential`` is the data a study also has; the
     # methods that sample from the release do not read it.
     given = [k for k, v in stray.items()
-             if k != "confidential" and not _is_default(v, _DEFAULTS[k][1])]
+             if k != "confidential" and not _is_default(v, _DEFAULTS[k][1])
+             and not _is_default(v, _FORMER_DEFAULTS.get(k, _DEFAULTS[k][1]))]
     for k in given:  # a bad value is reported as such before its method is
         METHODS[_DEFAULTS[k][0]](**{k: stray[k]})
     if given:
@@ -309,6 +328,9 @@ def _is_default(value, default) -> bool:
     return isinstance(value, type(default)) and value == default
 
 
+#: Options whose default changed, and the value that was their default: for the other methods
+#: it still means "not used", so option sets written for earlier versions keep working.
+_FORMER_DEFAULTS = {"variant": "gibbs"}
 #: Every method-specific option: the method it belongs to and its default.
 _DEFAULTS = {f.name: (cls.name, f.default) for cls in METHODS.values()
              for f in dataclasses.fields(cls)}

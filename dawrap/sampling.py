@@ -329,9 +329,10 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method="record",
     init_x : array_like, optional
         ``"record"``: initial ``(n, record_size)`` database; default ``n`` draws from
         ``f(. | theta)``.
-    variant : {"gibbs", "printed"}
-        ``"suffstat"`` with a truncated release: the proper Gibbs update of the centre
-        statistic (default) or Algorithm 2 line 10 as printed (see :mod:`dawrap.samplers.suffstat`).
+    variant : {None, "gibbs", "marginal", "printed"}
+        ``"suffstat"``'s kernel (:class:`~dawrap.Suffstat`): ``None`` (default) picks
+        ``"marginal"`` where the noise dominates and ``"gibbs"`` elsewhere; the kernel used is
+        the result's attribute ``variant``.
     checkpoint : str or path, optional
         ``"record"``: a folder where each chain's complete state (database, running sums,
         generator state, draws so far) is written atomically every ``checkpoint_every``
@@ -374,8 +375,8 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method="record",
     arviz.InferenceData or xarray.DataTree
         Groups ``posterior``, ``sample_stats`` (``"record"``: ``accept_rate``,
         ``min_accept_prob``, ``theta_accept`` when the kernel reports it, ``move_accept``
-        with ``interweave``; ``"suffstat"``: ``rejections``),
-        ``observed_data`` (``s_dp``), ``constant_data`` (``n`` and the mechanism's
+        with ``interweave``; ``"suffstat"``: ``rejections``, or ``accept_prob`` for the
+        marginal kernel), ``observed_data`` (``s_dp``), ``constant_data`` (``n`` and the mechanism's
         parameters), and ``imputed_statistic`` with ``keep_stats``. Attributes: method,
         model, mechanism, seed, dawrap version, ``compile_time`` (seconds of the call spent
         compiling, or loading compiled code from numba's disk cache: mostly the first call

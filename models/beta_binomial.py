@@ -15,6 +15,7 @@ Examples
 from __future__ import annotations
 
 import functools
+import math
 
 import numba
 import numpy as np
@@ -72,6 +73,20 @@ def mean_cov(theta):
     """Mean and variance of one Bernoulli record."""
     p = theta[0]
     return np.array([p]), np.array([[p * (1.0 - p)]])
+
+
+@numba.njit(nogil=True, cache=True)
+def natural(theta):
+    """The natural parameter log(p / (1 - p))."""
+    p = theta[0]
+    return math.log(p) - math.log1p(-p)
+
+
+@numba.njit(nogil=True, cache=True)
+def log_partition(eta):
+    """A(eta) = log(1 + e^eta), without overflow."""
+    e = eta[0]
+    return e + math.log1p(math.exp(-e)) if e > 0.0 else math.log1p(math.exp(e))
 
 
 @numba.njit(nogil=True, cache=True)
@@ -150,6 +165,7 @@ def _family(a: float, b: float, a0: float):
         return np.array([tempered_truncated_beta(rng, alpha, beta, a0, 1.0 - a0)])
 
     return dw.ExponentialFamily(count, 1, mean_cov, posterior_draw, valid, bounded=True,
+                                natural=natural, log_partition=log_partition,
                                 project=project, ops_draw=ops_draw)
 
 

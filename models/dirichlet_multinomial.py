@@ -88,6 +88,19 @@ def mean_cov(theta):
 
 
 @numba.njit(nogil=True, cache=True)
+def natural(theta):
+    """The natural parameter log p (overcomplete: A(log p) = log sum p = 0)."""
+    return np.log(theta)
+
+
+@numba.njit(nogil=True, cache=True)
+def log_partition(eta):
+    """A(eta) = log sum_j e^eta_j."""
+    top = np.max(eta)
+    return top + np.log(np.sum(np.exp(eta - top)))
+
+
+@numba.njit(nogil=True, cache=True)
 def valid(s, n):
     """Counts are non-negative (they sum to n by construction of the normal approximation)."""
     for j in range(s.shape[0]):
@@ -152,6 +165,7 @@ def model(alpha, proposal: str = "prior") -> dw.Model:
     k = len(alpha)
     draw_theta, posterior_draw, on_simplex, is_category = _kernels(alpha)
     family = dw.ExponentialFamily(one_hot, k, mean_cov, posterior_draw, valid, bounded=True,
+                                  natural=natural, log_partition=log_partition,
                                   project=project)
     alpha_arr = np.array(alpha)
     return dw.Model(params={"p": (k,)}, record_size=1, draw_record=draw_record,

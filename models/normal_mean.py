@@ -125,6 +125,10 @@ def family(mu0: float = 0.0, sd0: float = 1.0, sigma: float = 1.0) -> dw.Exponen
         return theta[0] / var
 
     @numba.njit(nogil=True)
+    def log_partition(eta):
+        return 0.5 * var * eta[0] * eta[0]
+
+    @numba.njit(nogil=True)
     def mean_cov(theta):
         return np.array([theta[0]]), np.array([[var]])
 
@@ -141,7 +145,7 @@ def family(mu0: float = 0.0, sd0: float = 1.0, sigma: float = 1.0) -> dw.Exponen
         return conjugate_draw(rng, mu0, sd0, sigma, s[0], n)
 
     return dw.ExponentialFamily(total, 1, mean_cov, posterior_draw, valid, bounded=False,
-                                natural=natural, cdf=cdf, sf=sf,
+                                natural=natural, cdf=cdf, sf=sf, log_partition=log_partition,
                                 project=project)
 
 

@@ -143,6 +143,12 @@ def natural(theta):
 
 
 @numba.njit(nogil=True, cache=True)
+def log_partition(eta):
+    """A(eta) = e^eta."""
+    return math.exp(eta[0])
+
+
+@numba.njit(nogil=True, cache=True)
 def mean_cov(theta):
     return np.array([theta[0]]), np.array([[theta[0]]])
 
@@ -156,6 +162,7 @@ def family(alpha: float = 1.0, beta: float = 1.0) -> dw.ExponentialFamily:
 
     return dw.ExponentialFamily(count, 1, mean_cov, posterior_draw, nonnegative_total,
                                 bounded=False, natural=natural, cdf=cdf, sf=sf, discrete=True,
+                                log_partition=log_partition,
                                 project=nearest_nonnegative_total)
 
 

@@ -178,9 +178,9 @@ def test_check_does_not_touch_the_chains_generators(monkeypatch):
     (dict(method=None), TypeError, "method must be one of"),
     (dict(scan=np.array("random")), TypeError, "scan must be 'systematic' or 'random'"),
     (dict(scan=None), TypeError, "scan must be 'systematic' or 'random'"),
-    (dict(variant=3), TypeError, "variant must be 'gibbs' or 'printed'"),
+    (dict(variant=3), TypeError, "variant must be one of"),
     (dict(variant="printed"), ValueError, "variant applies to method='suffstat' only"),
-    (dict(variant="Gibbs"), ValueError, "variant must be 'gibbs' or 'printed'"),
+    (dict(variant="Gibbs"), ValueError, "variant must be one of"),
 ])
 def test_extreme_arguments_are_named(kw, error, match):
     began = time.perf_counter()

@@ -20,6 +20,7 @@ def _p(idata):
     ("record", dict(interweave=True, sweeps=2, scan="random"),
      dw.Record(interweave=True, sweeps=2, scan="random")),
     ("suffstat", {}, dw.Suffstat()),
+    ("suffstat", dict(variant="marginal"), dw.Suffstat(variant="marginal")),
     ("naive", {}, dw.Naive()),
 ])
 def test_a_name_with_options_is_the_method_object(name, options, method):
@@ -30,6 +31,19 @@ def test_a_name_with_options_is_the_method_object(name, options, method):
     assert attrs["method"] == name
     if name == "record":
         assert (attrs["interweave"], attrs["sweeps"], attrs["scan"]) == (2, 2, "random")
+    if name == "suffstat":  # the kernel used: chosen by prepare when not given
+        assert attrs["variant"] == options.get("variant", "gibbs")
+
+
+def test_suffstat_prepare_chooses_the_kernel_by_missing_information():
+    """variant=None resolves to a kernel for the problem (as Record resolves interweave);
+    an explicit choice is kept."""
+    method = dw.Suffstat()
+    assert method.prepare(MODEL, MECH, 200).variant == "gibbs"    # f ~ 0.16
+    assert method.prepare(MODEL, beta_binomial.laplace(0.01), 1000).variant == "marginal"
+    assert dw.Suffstat(variant="printed").prepare(MODEL, MECH, 200).variant == "printed"
+    with pytest.raises(TypeError, match="variant must be one of"):
+        dw.Suffstat(variant=1)
 
 
 def test_baselines_from_confidential_records():
@@ -55,7 +69,7 @@ def test_options_belong_to_their_method():
         dw.Record(sweeps=0)
     with pytest.raises(ValueError, match="scan must be 'systematic' or 'random'"):
         dw.Record(scan="backwards")
-    with pytest.raises(ValueError, match="variant must be 'gibbs' or 'printed'"):
+    with pytest.raises(ValueError, match="variant must be one of"):
         dw.Suffstat(variant="Gibbs")
 
 

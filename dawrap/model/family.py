@@ -165,7 +165,12 @@ class ExponentialFamily:
         truncated moments of an unbounded statistic need; else an array).
     log_partition : numba.njit function, optional
         ``(eta) -> A(eta)`` with ``eta`` a float64 array: the log-partition function, used when
-        ``mean_cov`` is ``None``.
+        ``mean_cov`` is ``None``. With ``natural`` it also enables the suffstat sampler's
+        marginal kernel (``variant="marginal"``), whose Metropolis-Hastings ratio needs
+        theta's part of the conjugate likelihood, :math:`\eta(\theta)^T s - n A(\eta(\theta))`
+        (so that it must be the same parameterisation as ``conjugate_draw``: the
+        conjugate posterior is :math:`\propto p(\theta)\, e^{\eta(\theta)^T s -
+        n A(\eta(\theta))}`).
     cdf, sf : numba.njit functions, optional
         ``(x, eta) -> float``: :math:`P(X \le x)` and :math:`P(X \ge x)` at natural parameter
         ``eta`` (unbounded only). For a discrete family ``sf(x) = P(X >= x)``.
@@ -238,6 +243,12 @@ class ExponentialFamily:
 @numba.njit(nogil=True, cache=True)
 def no_natural(theta):
     """Placeholder for bounded families (never called)."""
+    return 0.0
+
+
+@numba.njit(nogil=True, cache=True)
+def no_log_partition(eta):
+    """Placeholder for the Gibbs kernels (never called)."""
     return 0.0
 
 

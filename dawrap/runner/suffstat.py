@@ -2,22 +2,47 @@
 from __future__ import annotations
 
 import functools
+import math
 import threading
 import warnings
 
 import numpy as np
 
-from ..samplers import suffstat
+from ..mechanisms.additive import DiscreteGaussian, Gaussian, Geometric, Laplace, Mechanism
+from ..model.family import (ExponentialFamily, no_cdf, no_log_partition, no_natural,
+                            require_family)
+from ..model.model import Model
+from ..samplers import suffstat, suffstat_marginal
 from ..samplers.output import Output
+from ..samplers.suffstat_marginal_parts import PSEUDO_LOG_N, PSEUDO_STATS
+from .._checks import call_user
 from .chains import deferred_interrupt, run_parallel
 from .progress import Progress
-from ..model.family import ExponentialFamily, no_cdf, no_natural, require_family
-from ..mechanisms.additive import DiscreteGaussian, Gaussian, Laplace, Mechanism
-from ..model.model import Model
-from .._checks import call_user
 from .starts import initial_values
 
-__all__ = ["run_suffstat"]
+__all__ = ["run_suffstat", "choose_variant", "noise_model", "has_marginal", "VARIANTS",
+           "AUTO_THRESHOLD", "PSEUDO_FRACTION"]
+
+#: ``variant`` values: the Bernstein-Sheldon Gibbs sampler (with the corrections of
+#: :mod:`dawrap.samplers.suffstat`), Algorithm 2 as printed, and the marginal kernel.
+VARIANTS = ("gibbs", "printed", "marginal")
+#: ``variant=None`` uses the marginal kernel when the estimated fraction of missing
+#: information (:func:`dawrap.samplers.interweave.missing_information`) is at least this,
+#: and the family has ``natural`` and ``log_partition``: where the two kernels' ESS per
+#: second cross (the Gibbs kernel's ESS per draw falls like (1 - f) / (1 + f), the marginal
+#: kernel's does not, at about twice the cost per iteration; measured in benchmarks/results/
+#: suffstat_mixing.md, summarised in docs/suffstat.md).
+AUTO_THRESHOLD = 0.5
+#: The marginal kernel's pseudo-sample starts at this fraction of the records' effective
+#: number ``n (1 - f)`` (then adapted during warm-up).
+PSEUDO_FRACTION = 1.0 / 3.0
+#: Acceptance rate the marginal kernel's warm-up adaptation aims at.
+TARGET_ACCEPT = 0.5
+#: The marginal kernel's local (pseudo-data) Metropolis-Hastings steps per iteration.
+MOVES = 1
+#: Its independence steps per iteration (after warm-up), and their width.
+INDEPENDENCE_MOVES = 1
+INDEPENDENCE_WIDTH = 0.15
 
 
 def _check_release_statistic(family: ExponentialFamily, mech: Mechanism) -> None:
@@ -51,24 +76,74 @@ def _check_release_statistic(family: ExponentialFamily, mech: Mechanism) -> None
                              f"{got[0]}, expected {want[0]}")
 
 
-def _config(family, mech, s_dp, n, variant) -> suffstat.SuffstatConfig:
+def noise_model(mech: Mechanism) -> tuple[float, float]:
+    r"""``(laplace_scale, gaussian_variance)`` of the continuous noise the sampler assumes
+    (exactly one is non-zero).
+
+    The CLT treats the statistic as continuous, so integer noise is replaced by the
+    continuous law of the same variance: two-sided geometric noise (``dw.Geometric``,
+    variance :math:`2\alpha/(1-\alpha)^2`) by Laplace noise of scale
+    :math:`\sqrt\alpha/(1-\alpha)` (within 1/(24 b) of ``b = sensitivity / epsilon``),
+    discrete Gaussian noise by Gaussian noise of its variance (:math:`\sigma^2` to 1e-16
+    for :math:`\sigma \ge 1`, less below). The likelihood of a total smooth on the unit
+    scale (sd of ``s`` given theta of one count or more, which the CLT needs anyway) depends
+    on the noise through its moments, so matching the variance leaves an error of the order
+    of the fourth cumulants' difference over :math:`(n\Sigma)^2`; where the CLT sd of the
+    statistic is below one count, neither approximation is meaningful.
+    """
     if isinstance(mech, Laplace):
-        scale = mech.scale
-    elif isinstance(mech, Gaussian):
-        # A DiscreteGaussian counts as Gaussian noise of the same sigma: for sigma >= 1 its
-        # variance is sigma^2 to within 1e-16 relative (Poisson summation); below, it is not.
-        if isinstance(mech, DiscreteGaussian) and mech.sigma < 1.0:
-            raise ValueError("method='suffstat' treats discrete Gaussian noise as Gaussian, "
-                             f"which needs sigma >= 1; got sigma = {mech.sigma}")
-        scale = 0.0
-    else:
-        raise ValueError(f"method='suffstat' supports the Laplace and Gaussian mechanisms, "
-                         f"got {mech.name}")
-    if variant not in ("gibbs", "printed"):
-        raise ValueError(f"variant must be 'gibbs' or 'printed', got {variant!r}")
+        return mech.scale, 0.0
+    if isinstance(mech, Geometric):
+        return math.sqrt(float(mech.noise_variance()[0]) / 2.0), 0.0
+    if isinstance(mech, DiscreteGaussian):
+        # sigma^2 itself for sigma >= 1 (equal to the variance to 1e-16, and unchanged from
+        # earlier versions, so seeded runs repeat); the true variance below.
+        return 0.0, (mech.sigma ** 2 if mech.sigma >= 1.0
+                     else float(mech.noise_variance()[0]))
+    if isinstance(mech, Gaussian):
+        return 0.0, mech.sigma ** 2
+    raise ValueError(f"method='suffstat' supports the Laplace, Gaussian, Geometric and "
+                     f"DiscreteGaussian mechanisms (noise whose law it knows), got {mech.name}")
+
+
+def has_marginal(family: ExponentialFamily) -> bool:
+    """Whether the family has what the marginal kernel needs: eta(theta) and A(eta)."""
+    return family.natural is not None and family.log_partition is not None
+
+
+def choose_variant(model: Model, mech: Mechanism, n: int, variant) -> str:
+    """The kernel ``variant=None`` stands for: ``"marginal"`` where the release leaves at least
+    :data:`AUTO_THRESHOLD` of the information missing and the family supports it, else
+    ``"gibbs"``. An explicit choice is checked."""
+    family = require_family(model, "suffstat")
+    if variant is None:
+        from ..samplers.interweave import missing_information
+
+        f = missing_information(model, mech, n)
+        return "marginal" if (has_marginal(family) and f is not None
+                              and f >= AUTO_THRESHOLD) else "gibbs"
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS} or None, got {variant!r}")
+    if variant == "marginal" and not has_marginal(family):
+        raise ValueError("variant='marginal' needs the family's natural parameter and log "
+                         "partition function: ExponentialFamily(..., natural=..., "
+                         "log_partition=...)")
+    return variant
+
+
+def _config(family, mech, s_dp, n, variant):
+    scale, _ = noise_model(mech)
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
     lower, upper = mech.truncation or (0.0, 0.0)
-    return suffstat.SuffstatConfig(float(n), s_dp, scale, mech.truncation is not None,
-                                   lower, upper, family.discrete, variant == "printed")
+    truncated = mech.truncation is not None
+    if variant == "marginal":
+        return suffstat_marginal.MarginalConfig(
+            float(n), s_dp, scale, truncated, lower, upper, family.discrete,
+            np.eye(family.stat_size), MOVES, TARGET_ACCEPT, INDEPENDENCE_MOVES,
+            INDEPENDENCE_WIDTH)
+    return suffstat.SuffstatConfig(float(n), s_dp, scale, truncated, lower, upper,
+                                   family.discrete, variant == "printed")
 
 
 def _initial_state(model, family, mech, config, rng, theta=None):
@@ -84,9 +159,48 @@ def _initial_state(model, family, mech, config, rng, theta=None):
         raise ValueError(f"mean_cov must return a finite mean of shape ({d},) and covariance of "
                          f"shape ({d}, {d}); got shapes {mu.shape}, {cov.shape}")
     s = config.n * mu
-    noise = (np.full(d, 2.0 * mech.scale ** 2) if config.laplace_scale > 0
-             else np.full(d, mech.sigma ** 2))
-    return suffstat.SuffstatState(theta, s.copy(), s.copy(), noise)
+    scale, gaussian_var = noise_model(mech)
+    noise = np.full(d, 2.0 * scale ** 2) if scale > 0 else np.full(d, gaussian_var)
+    if not isinstance(config, suffstat_marginal.MarginalConfig):
+        return suffstat.SuffstatState(theta, s.copy(), s.copy(), noise)
+    # The marginal kernel's pseudo-sample: a fraction of the records' effective number
+    # n (1 - f), f = V / (n Sigma + V) at the start (adapted during warm-up).
+    spread = config.n * np.maximum(np.diag(cov), 0.0)
+    kept = float(np.mean(spread / (spread + noise))) if np.all(np.isfinite(spread)) else 1.0
+    pseudo_n = min(max(PSEUDO_FRACTION * config.n * kept, 1e-3), config.n)
+    pseudo = np.zeros(PSEUDO_STATS + 3 * d)
+    pseudo[PSEUDO_LOG_N] = math.log(pseudo_n)
+    return suffstat_marginal.MarginalState(theta, s.copy(), s.copy(), noise, pseudo, np.zeros(d),
+                                  np.zeros((d, d)), np.zeros(2))
+
+
+def _span(covariances) -> np.ndarray:
+    """Orthonormal basis of the span of a sum of covariance matrices."""
+    total = sum(covariances)
+    values, vectors = np.linalg.eigh(0.5 * (total + total.T))
+    keep = values > 1e-10 * max(float(values[-1]), 1e-300)
+    return np.ascontiguousarray(vectors[:, keep])
+
+
+def _support_basis(model: Model, family: ExponentialFamily, states) -> np.ndarray:
+    """An orthonormal basis of the span of the statistic's covariance (its support: e.g. the
+    hyperplane of counts that sum to n), where the marginal kernel's pseudo-totals live.
+
+    From the covariances at the chains' starts; when those span less than the covariances at
+    16 prior draws (a fixed seed: the chains' generators are not touched) and at their mean
+    do (a start on the boundary of the parameter space, a probability of exactly 0), from
+    all of them."""
+    def cov_at(theta):
+        cov = np.asarray(call_user(family.mean_cov, "mean_cov", theta)[1], dtype=float)
+        return cov if np.all(np.isfinite(cov)) else np.zeros_like(cov)
+
+    starts = _span([cov_at(st.theta) for st in states])
+    rng = np.random.default_rng(20180101)
+    draws = [model.pack(model.draw_prior(rng), "the theta returned by draw_prior")
+             for _ in range(16)]
+    wider = _span([cov_at(st.theta) for st in states]
+                  + [cov_at(theta) for theta in draws + [np.mean(draws, axis=0)]])
+    return starts if starts.shape[1] == wider.shape[1] else wider
 
 
 #: Iterations per compiled call: a fraction of a second, so Ctrl-C is honoured promptly; the
@@ -104,8 +218,10 @@ def _run_chain(state, config, fns, rng, draws, tune, keep_stats, theta_size, d, 
     done, total = 0, tune + draws
     while done < total and not stop.is_set():
         end = min(total, done + CHUNK)
-        state, done, status = suffstat.run(rng, state, config, fns, done, end, tune,
-                                           out_theta, out_rejections, out_s)
+        runner = (suffstat_marginal.run_marginal
+                  if isinstance(config, suffstat_marginal.MarginalConfig) else suffstat.run)
+        state, done, status = runner(rng, state, config, fns, done, end, tune,
+                                     out_theta, out_rejections, out_s)
         bar.done[chain] = done
         if status != suffstat.OK:
             raise ValueError(f"{suffstat.STATUS_MESSAGES[status]} (iteration {done})")
@@ -114,19 +230,27 @@ def _run_chain(state, config, fns, rng, draws, tune, keep_stats, theta_size, d, 
 
 def run_suffstat(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, rngs, *,
                  draws: int, tune: int, keep_stats: bool, cores: int,
-                 variant: str = "gibbs", init_theta=None,
+                 variant: str | None = None, init_theta=None,
                  progress: bool | None = None) -> Output:
-    """Run one Bernstein-Sheldon chain per generator in ``rngs``."""
+    """Run one sufficient-statistic chain per generator in ``rngs`` (``variant``: see
+    :func:`choose_variant`; the kernel used is ``Output.sample_stats``' ``variant``)."""
     family = require_family(model, "suffstat")
     _check_release_statistic(family, mechanism)
+    noise_model(mechanism)
+    variant = choose_variant(model, mechanism, n, variant)
     config = _config(family, mechanism, s_dp, n, variant)
+    marginal = variant == "marginal"
     fns = suffstat.SuffstatFunctions(family.mean_cov, family.conjugate_draw, family.valid,
                                      family.natural if config.truncated else no_natural,
                                      family.cdf if config.truncated else no_cdf,
-                                     family.sf if config.truncated else no_cdf)
+                                     family.sf if config.truncated else no_cdf,
+                                     family.log_partition if marginal else no_log_partition,
+                                     family.natural if marginal else no_natural)
     thetas, _ = initial_values(model, len(rngs), n, init_theta, None)
     states = [_initial_state(model, family, mechanism, config, rng, thetas and thetas[c])
               for c, rng in enumerate(rngs)]
+    if marginal:
+        config = config._replace(basis=_support_basis(model, family, states))
     probe = call_user(family.conjugate_draw, "conjugate_draw", np.random.default_rng(0),
                       states[0].s, config.n)
     model.pack(probe, "the theta returned by conjugate_draw")
@@ -137,8 +261,9 @@ def run_suffstat(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, r
     # interpreter); the chains end at their next chunk and the draws so far are returned.
     with deferred_interrupt(stop.set):
         # Compile here (zero iterations) before the chains start in threads.
-        suffstat.run(np.random.default_rng(0), states[0], config, fns, 0, 0, 0,
-                     np.empty((0, model.theta_size)), np.empty(0), np.empty((0, d)))
+        (suffstat_marginal.run_marginal if marginal else suffstat.run)(
+            np.random.default_rng(0), states[0], config, fns, 0, 0, 0,
+            np.empty((0, model.theta_size)), np.empty(0), np.empty((0, d)))
         if stop.is_set():
             raise KeyboardInterrupt("sampling interrupted before the chains started: no "
                                     "draws to return")
@@ -157,6 +282,7 @@ def run_suffstat(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, r
                       UserWarning, stacklevel=3)  # 1 here, 2 dw.sample, 3 the caller
     kept = min(max(0, r[3] - tune) for r in results)
     theta = np.stack([r[0][:kept] for r in results])
-    rejections = np.stack([r[1][:kept] for r in results])
+    per_draw = np.stack([r[1][:kept] for r in results])
     imputed = np.stack([r[2][:kept] for r in results]) if keep_stats else None
-    return Output(theta, {"rejections": rejections}, imputed)
+    stats = {"accept_prob": per_draw} if marginal else {"rejections": per_draw}
+    return Output(theta, stats, imputed)

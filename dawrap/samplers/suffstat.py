@@ -35,6 +35,10 @@ released. Two corrections to the printed pseudo-code:
   ``variant="printed"`` reproduces both printed choices for comparison.
 
 Cost per iteration does not depend on ``n``.
+
+The marginal kernel (``variant="marginal"``, for releases where the noise dominates) is in
+:mod:`dawrap.samplers.suffstat_marginal`; the runner (:mod:`dawrap.runner.suffstat`) picks
+the kernel.
 """
 from __future__ import annotations
 
@@ -46,13 +50,14 @@ import numpy as np
 
 from ..model.family import truncated_moments
 from .arrays import copy_into
+from .status import BAD_THETA, OK, TOO_MANY_REJECTIONS, message
 
-__all__ = ["SuffstatFunctions", "SuffstatState", "SuffstatConfig", "norm_product", "step",
-           "run", "MAX_REJECTIONS"]
+__all__ = ["SuffstatFunctions", "SuffstatState", "SuffstatConfig", "norm_product",
+           "draw_normal", "region_moments", "update_noise", "step", "run", "MAX_REJECTIONS",
+           "STATUS_MESSAGES", "OK"]
 
 #: Draws of ``s`` rejected in one iteration before the sampler gives up (status != 0).
 MAX_REJECTIONS = 10_000
-from .status import OK, TOO_MANY_REJECTIONS, BAD_THETA, message  # noqa: E402
 STATUS_MESSAGES = {
     TOO_MANY_REJECTIONS: message(TOO_MANY_REJECTIONS, max_rejections=MAX_REJECTIONS),
     BAD_THETA: message(BAD_THETA, "the family's conjugate_draw"),
@@ -67,9 +72,14 @@ class SuffstatFunctions(NamedTuple):
     natural: object
     cdf: object
     sf: object
+    log_partition: object  # the marginal kernel only, with:
+    likelihood_natural: object  # eta(theta) for the conjugate likelihood (``natural`` itself
+    #                             is a placeholder for bounded families, whose eta may be a
+    #                             vector, where the truncated moments need a float)
 
 
 class SuffstatState(NamedTuple):
+    """The Gibbs kernels' state."""
     theta: np.ndarray      # (theta_size,)
     s: np.ndarray          # (d,) full sufficient statistic
     s_centre: np.ndarray   # (d,) its released part (= s when bounded)
@@ -77,6 +87,7 @@ class SuffstatState(NamedTuple):
 
 
 class SuffstatConfig(NamedTuple):
+    """The Gibbs kernels' settings."""
     n: float
     y: np.ndarray          # (d,) the release
     laplace_scale: float   # b; 0 for the Gaussian mechanism (noise_var fixed)
@@ -119,7 +130,7 @@ def draw_normal(rng, mean, cov):
 
 
 @numba.njit(nogil=True)
-def _region_moments(fns, theta, v, w, discrete):
+def region_moments(fns, theta, v, w, discrete):
     """(q, mean_hat, var_hat) of t(x) for records in [v, w] (Lemma 1)."""
     eta = fns.natural(theta)
     mu, Sigma = fns.mean_cov(theta)
@@ -148,7 +159,7 @@ def _regions(fns, theta, config):
     mean_hat = np.empty(3)
     var_hat = np.empty(3)
     for r in range(3):
-        q[r], mean_hat[r], var_hat[r] = _region_moments(fns, theta, bounds[r][0], bounds[r][1],
+        q[r], mean_hat[r], var_hat[r] = region_moments(fns, theta, bounds[r][0], bounds[r][1],
                                                         config.discrete)
     m = n * q * mean_hat
     V = np.empty((3, 3))
@@ -173,7 +184,7 @@ def _condition_on_release(m, V, y, noise_var):
 
 
 @numba.njit(nogil=True)
-def _update_noise(rng, state, config):
+def update_noise(rng, state, config):
     """1/sigma_j^2 | s_c, y ~ InverseGaussian(1/(b |y_j - s_c,j|), 1/b^2) (Park & Casella)."""
     b = config.laplace_scale
     if b <= 0.0:
@@ -225,13 +236,14 @@ def step(rng, state, config, fns):
         if not np.isfinite(theta[j]):
             return state, rejections, BAD_THETA
     copy_into(state.theta, theta)
-    _update_noise(rng, state, config)
+    update_noise(rng, state, config)
     return state, rejections, OK
 
 
 @numba.njit(nogil=True)
 def run(rng, state, config, fns, start, stop, tune, out_theta, out_rejections, out_s):
-    """Iterations ``start..stop-1``; iteration ``it >= tune`` is kept in row ``it - tune``.
+    """Iterations ``start..stop-1`` of the Gibbs kernels; iteration ``it >= tune`` is kept
+    in row ``it - tune``.
 
     Returns ``(state, iterations done, status)``."""
     for it in range(start, stop):

@@ -1,0 +1,162 @@
+"""The outcome of a calibration study (:func:`dawrap.studies.calibration.calibrate`): ranks,
+coverage, the binomial coverage tests and the verdict, as tables, an ``xarray.Dataset`` and
+plots. The statistics are described in :mod:`dawrap.studies.calibration`.
+
+Examples
+--------
+>>> from dawrap.studies.calibration_results import ks_uniform
+>>> round(ks_uniform([0.125, 0.375, 0.625, 0.875])[0], 3)
+0.125
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+from scipy import stats
+
+from .bands import ecdf_inside
+
+__all__ = ["Calibration", "CoverageTest", "ks_uniform"]
+
+
+class CoverageTest(NamedTuple):
+    """Coverage of one sampler's central intervals, from the ESS-thinned ranks, tested against
+    the nominal levels (two-sided exact binomial test, each level at ``alpha / len(levels)``)."""
+    levels: tuple
+    trials: int
+    covered: np.ndarray     # trials whose interval covered the truth, per level
+    coverage: np.ndarray    # covered / trials
+    p_value: np.ndarray     # binomial test against the level
+    passed: np.ndarray      # p_value >= alpha / len(levels)
+
+
+class Calibration:
+    """The outcome of :func:`calibrate`: per method and trial, the ESS-thinned rank of the
+    true value (``rank`` of ``thinned`` draws), its jittered uniform version ``pit``, the
+    unthinned posterior ``quantile``, the bulk ``ess`` and interval coverage (``covered``,
+    one column per level); ``theta`` are the true values. ``dataset`` is the same as an
+    ``xarray.Dataset`` (dims ``sampler``, ``trial``, ``level``; not ``method``, which would
+    clash with the ``method=`` argument of xarray's ``sel``)."""
+
+    def __init__(self, rows: list, methods: Sequence[str], levels: Sequence[float],
+                 settings: dict):
+        self.methods, self.levels, self.settings = list(methods), tuple(levels), settings
+        self.theta = np.array([r["theta"] for r in rows])
+        for key, dtype in (("rank", int), ("thinned", int), ("ess", float), ("pit", float),
+                           ("quantile", float), ("covered", bool)):
+            setattr(self, key, {m: np.array([r[m][key] for r in rows], dtype=dtype)
+                                for m in self.methods})
+
+    def ks(self) -> dict:
+        """``{method: (KS statistic, p-value)}`` of the thinned ranks against the uniform."""
+        return {m: ks_uniform(self.pit[m]) for m in self.methods}
+
+    def coverage(self) -> dict:
+        """``{method: array}``: the fraction of trials whose central interval between the
+        quantiles of the raw draws, at each of :attr:`levels`, covered the true value. Its
+        ends carry Monte Carlo error, which lowers it below the level for short chains;
+        :meth:`coverage_test` uses the thinned ranks instead."""
+        return {m: self.covered[m].mean(axis=0) for m in self.methods}
+
+    def thinned_covered(self) -> dict:
+        r"""``{method: (trials, levels) bool}``: whether the central interval at each level
+        covered the truth, read from the ESS-thinned, jittered rank (:math:`|U - 1/2| \le
+        c/2`): exactly Bernoulli(c) per trial for a calibrated sampler."""
+        c = np.asarray(self.levels)
+        return {m: np.abs(self.pit[m][:, None] - 0.5) <= c[None, :] / 2 for m in self.methods}
+
+    def coverage_test(self, alpha: float = 0.05) -> dict:
+        """``{method: CoverageTest}``: thinned-rank coverage per level, the exact two-sided
+        binomial test against the level, and whether it passes at ``alpha / len(levels)``."""
+        if not 0.0 < alpha < 1.0:
+            raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+        out = {}
+        for m, covered in self.thinned_covered().items():
+            trials = covered.shape[0]
+            counts = covered.sum(axis=0)
+            p = np.array([stats.binomtest(int(k), trials, c).pvalue if trials else 1.0
+                          for k, c in zip(counts, self.levels)])
+            out[m] = CoverageTest(self.levels, trials, counts, counts / max(trials, 1), p,
+                                  p >= alpha / len(self.levels))
+        return out
+
+    def inside_band(self, alpha: float = 0.05) -> dict:
+        """``{method: bool}``: whether the rank ECDF stays in the simultaneous band."""
+        return {m: ecdf_inside(self.pit[m], alpha) for m in self.methods}
+
+    def verdict(self, alpha: float = 0.05) -> dict:
+        """``{method: bool}``: calibrated by both checks, with ``alpha`` split between them:
+        the rank ECDF inside the simultaneous ``1 - alpha/2`` band, and coverage passing at
+        every level (:meth:`coverage_test` at ``alpha / 2``)."""
+        band, cover = self.inside_band(alpha / 2), self.coverage_test(alpha / 2)
+        return {m: bool(band[m] and np.all(cover[m].passed)) for m in self.methods}
+
+    def __repr__(self) -> str:
+        alpha = 0.05
+        levels = "".join(f"{f'cover {c:g}':>12s}" for c in self.levels)
+        lines = [f"{'method':18s}{'KS':>7s}{'p':>9s}{levels}{'in band':>9s}  calibrated"]
+        band, tests = self.inside_band(alpha / 2), self.coverage_test(alpha / 2)
+        raw, verdict = self.coverage(), self.verdict(alpha)
+        for m, (ks, p) in self.ks().items():
+            t = tests[m]
+            cells = "".join(f"{f'{c:.3f}' + ('' if ok else '*'):>12s}"
+                            for c, ok in zip(t.coverage, t.passed))
+            why = [] if band[m] else ["band"]
+            why += [] if np.all(t.passed) else ["coverage"]
+            lines.append(f"{m:18s}{ks:7.3f}{p:9.2g}{cells}{'yes' if band[m] else 'NO':>9s}  "
+                         + ("yes" if verdict[m] else f"NO ({', '.join(why)})"))
+        lines.append(f"Coverage from the ESS-thinned ranks; * fails the exact binomial test "
+                     f"(p < {alpha / 2 / len(self.levels):.3g} per level). Verdict at "
+                     f"{alpha:g}: ECDF band at {alpha / 2:g} and coverage, Bonferroni.")
+        lines.append("Intervals between raw-draw quantiles (their ends carry Monte Carlo "
+                     "error; not tested): " + "; ".join(
+                         f"{m} " + " ".join(f"{c:.3f}" for c in raw[m]) for m in self.methods))
+        return f"Calibration over {self.theta.size} trials\n" + "\n".join(lines)
+
+    @property
+    def dataset(self):
+        import xarray as xr
+
+        data = {"theta": ("trial", self.theta)}
+        for key in ("rank", "thinned", "ess", "pit", "quantile"):
+            data[key] = (("sampler", "trial"), np.stack([getattr(self, key)[m]
+                                                        for m in self.methods]))
+        data["covered"] = (("sampler", "trial", "level"),
+                           np.stack([self.covered[m] for m in self.methods]))
+        thinned, tests = self.thinned_covered(), self.coverage_test(0.025)
+        verdict = self.verdict(0.05)
+        data["thinned_covered"] = (("sampler", "trial", "level"),
+                                   np.stack([thinned[m] for m in self.methods]))
+        for key in ("coverage", "p_value", "passed"):
+            data[f"coverage_{key}" if key != "coverage" else "coverage"] = (
+                ("sampler", "level"), np.stack([getattr(tests[m], key) for m in self.methods]))
+        data["calibrated"] = ("sampler", np.array([verdict[m] for m in self.methods]))
+        return xr.Dataset(data, coords={"sampler": self.methods, "level": list(self.levels),
+                                        "trial": np.arange(self.theta.size)},
+                          attrs={**{k: str(v) for k, v in self.settings.items()},
+                                 "verdict": "calibrated: ECDF band at 0.025 and coverage "
+                                            "(exact binomial, 0.025 / levels) both pass"})
+
+    def to_netcdf(self, path) -> None:
+        """Write :attr:`dataset` to a netCDF file."""
+        self.dataset.to_netcdf(path)
+
+    def plot_ranks(self, path, bins: int = 20):
+        """Rank histograms, one panel per method (needs matplotlib)."""
+        from .plots import plot_ranks
+
+        return plot_ranks(self.pit, path, bins)
+
+    def plot_ecdf(self, path, alpha: float = 0.05):
+        """ECDF-difference plot with simultaneous ``1 - alpha`` bands (needs matplotlib)."""
+        from .plots import plot_ecdf_difference
+
+        return plot_ecdf_difference(self.pit, path, alpha)
+
+
+def ks_uniform(u: np.ndarray) -> tuple[float, float]:
+    """Kolmogorov-Smirnov statistic and p-value of ``u`` against the uniform on [0, 1]."""
+    result = stats.kstest(np.asarray(u, dtype=float), "uniform")
+    return float(result.statistic), float(result.pvalue)
