@@ -201,12 +201,8 @@ class Suffstat(Method):
     def prepare(self, model, mechanism, n):
         from .runner.suffstat import choose_variant
 
-        return dataclasses.replace(self, variant=choose_variant(model, mechanism, n,
-                                                                self.variant))
-
-    def prepare(self, model, mechanism, n):
-        # Each iteration factorises size x size covariances, O(size^3): 0.28 s at 300 cells
-        # (issue 14), so about 1.3 s at this limit and hours at census sizes.
+        # Each iteration factorises size x size covariances, O(size^3): about a second per
+        # iteration at this limit and hours at census sizes (docs/tables.md).
         if mechanism.size > SUFFSTAT_LARGEST_RELEASE:
             raise ValueError(
                 f"method='suffstat': the release has {mechanism.size} coordinates, above "
@@ -214,7 +210,8 @@ class Suffstat(Method):
                 f"O(size^3) per iteration. Use method='record' (the default): with a sparse "
                 f"statistic and a separable mechanism its record update does not grow with "
                 f"the release's size (docs/tables.md)")
-        return self
+        return dataclasses.replace(self, variant=choose_variant(model, mechanism, n,
+                                                                self.variant))
 
     def run(self, model, mechanism, s_dp, n, rngs, shared):
         from .runner.suffstat import run_suffstat
