@@ -40,7 +40,7 @@ import numpy as np
 import dawrap as dw
 try:
     from dawrap import diagnostics
-    from dawrap.samplers.interweave import missing_information
+    from dawrap.runner.information import missing_information
 except ImportError:  # a dawrap from before the package layout (for the "before" column)
     from dawrap import _arviz as diagnostics
     from dawrap.interweave import missing_information
@@ -200,7 +200,7 @@ def main():
              "machine is shared). ESS/s: bulk ESS per second of the 4 x 6000 iterations at "
              "that cost. variant default: the kernel dw.sample chose.", "",
              "f: the estimated fraction of missing information "
-             "(dawrap.samplers.interweave.missing_information), on which the default kernel (the "
+             "(dawrap.runner.information.missing_information), on which the default kernel (the "
              "column default) is chosen.",
              "", "| model | n | epsilon | f | default | variant | j | bulk ESS | R-hat | mean z | "
              "sd/exact | sd z | us/it | ESS/s |", "|" + "---|" * 14]

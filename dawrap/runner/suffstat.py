@@ -27,7 +27,7 @@ __all__ = ["run_suffstat", "choose_variant", "noise_model", "has_marginal", "VAR
 #: :mod:`dawrap.samplers.suffstat`), Algorithm 2 as printed, and the marginal kernel.
 VARIANTS = ("gibbs", "printed", "marginal")
 #: ``variant=None`` uses the marginal kernel when the estimated fraction of missing
-#: information (:func:`dawrap.samplers.interweave.missing_information`) is at least this,
+#: information (:func:`dawrap.runner.information.missing_information`) is at least this,
 #: and the family has ``natural`` and ``log_partition``: where the two kernels' ESS per
 #: second cross (the Gibbs kernel's ESS per draw falls like (1 - f) / (1 + f), the marginal
 #: kernel's does not, at about twice the cost per iteration; measured in benchmarks/results/
@@ -117,7 +117,7 @@ def choose_variant(model: Model, mech: Mechanism, n: int, variant) -> str:
     ``"gibbs"``. An explicit choice is checked."""
     family = require_family(model, "suffstat")
     if variant is None:
-        from ..samplers.interweave import missing_information
+        from .information import missing_information
 
         f = missing_information(model, mech, n)
         return "marginal" if (has_marginal(family) and f is not None
