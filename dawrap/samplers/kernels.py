@@ -271,7 +271,14 @@ def adaptive_metropolis(log_density, initial_scale=0.1, target: float | None = N
     return Kernel(step, lambda theta: rw_init_state(theta, initial), "adaptive_metropolis")
 
 
-# Gradient-based kernels live in their own module; imported last (it uses Kernel above).
-from .hmc import hmc  # noqa: E402
-
 __all__ += ["hmc"]
+
+
+def __getattr__(name: str):
+    """``hmc`` lives in its own module (:mod:`.hmc`), which imports this one: loaded on first
+    use, so that importing either module first works."""
+    if name == "hmc":
+        from .hmc import hmc
+
+        return hmc
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
