@@ -63,7 +63,6 @@ class _Setup:
     def __init__(self, model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int,
                  interweave: int = 0, sweeps: int = 1, random_scan: bool = False):
         self.model, self.mechanism, self.s_dp, self.n = model, mechanism, s_dp, n
-        self.sweeps = sweeps
         if interweave:  # the number of non-centred steps per iteration
             self.move, self.init_move_state = make_move(model.noncentred, model.record_size,
                                                         mechanism.size, interweave)

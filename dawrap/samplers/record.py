@@ -52,9 +52,11 @@ REFRESH_EVERY = 1000
 # One status enum for every compiled loop (dawrap.samplers.status).
 from .status import (OK, BAD_THETA, BAD_THETA_SIZE, BAD_RATIO, BAD_RECORD,  # noqa: E402
                      BAD_STATS, BAD_SUPPORT, BAD_DRIFT, BAD_RECORD_SUPPORT, BAD_ENTRIES,
-                     MESSAGES)
-STATUS_MESSAGES = {code: text.format(theta_step="draw_theta") for code, text in MESSAGES.items()
-                   if "{max_rejections}" not in text}
+                     message)
+#: The record sampler's failures (every code its loops can return), worded for draw_theta.
+STATUS_MESSAGES = {code: message(code) for code in (
+    BAD_THETA, BAD_THETA_SIZE, BAD_RATIO, BAD_RECORD, BAD_STATS, BAD_SUPPORT, BAD_DRIFT,
+    BAD_RECORD_SUPPORT, BAD_ENTRIES)}
 
 
 class RecordFunctions(NamedTuple):
