@@ -33,6 +33,7 @@ import numbers
 import numba
 import numpy as np
 
+from .. import _templates
 from .._checks import (as_count, as_float_vector, as_positive_float, n_positional, require_arity,
                       require_njit)
 from ..model.recipe import reduce_by_recipe
@@ -89,28 +90,38 @@ def _params(inverse_scale: float, size: int, log_normaliser: float) -> np.ndarra
     return np.r_[np.full(size, inverse_scale), size * log_normaliser]
 
 
-@numba.njit(nogil=True)  # takes a function argument: not cacheable, see record.py
-def sum_statistic(x, s_dp, statistic, size):
+# The names the templates below call, bound per statistic (dawrap._templates).
+STATISTIC = None
+SIZE = 0
+
+
+def sum_statistic(x, s_dp, statistic, size: int) -> np.ndarray:
     """``sum_i t(x_i, s_dp)`` over the rows of ``x`` (compiled)."""
-    total = np.zeros(size)
-    buf = np.empty(size)
+    return _templates.bind((total_of,), {"STATISTIC": statistic, "SIZE": size}
+                           ).total_of(x, s_dp)
+
+
+def total_of(x, s_dp):
+    """The template of :func:`sum_statistic`."""
+    total = np.zeros(SIZE)
+    buf = np.empty(SIZE)
     for i in range(x.shape[0]):
-        statistic(x[i], s_dp, buf)
-        for j in range(size):
+        STATISTIC(x[i], s_dp, buf)
+        for j in range(SIZE):
             total[j] += buf[j]
     return total
 
 
-@functools.lru_cache(maxsize=None)
+def statistic_given_release(x_i, s_dp, out):
+    """A ``(x_i, out)`` statistic in the engine's ``(x_i, s_dp, out)`` form (a template)."""
+    STATISTIC(x_i, out)
+
+
 def with_release_argument(statistic):
-    """Adapt a ``(x_i, out)`` statistic to the engine's ``(x_i, s_dp, out)`` form (cached, so
-    the same user function always maps to the same compiled wrapper)."""
-
-    @numba.njit(nogil=True)
-    def statistic_given_release(x_i, s_dp, out):
-        statistic(x_i, out)
-
-    return statistic_given_release
+    """Adapt a ``(x_i, out)`` statistic to the engine's ``(x_i, s_dp, out)`` form (the same
+    user function always maps to the same compiled wrapper)."""
+    return _templates.bind((statistic_given_release,), {"STATISTIC": statistic}
+                           ).statistic_given_release
 
 
 def _as_truncation(truncation):

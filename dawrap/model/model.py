@@ -17,8 +17,9 @@ from collections.abc import Callable, Mapping
 import numba
 import numpy as np
 
+from .. import _templates
 from .._checks import as_count, n_positional, require_arity, require_njit
-from .protocols import (Kernel, NonCentred, anywhere, draw_database, first_outside,
+from .protocols import (Kernel, NonCentred, anywhere, database_drawer, first_outside,
                         no_proposal, no_statistic)
 from .recipe import reduce_by_recipe
 
@@ -244,7 +245,8 @@ class Model:
 
     def check_records(self, x: np.ndarray, name: str) -> None:
         """Raise naming ``name`` if any row of ``x`` is outside ``record_support``."""
-        bad = first_outside(x, self.record_support)
+        bad = _templates.bind((first_outside,), {"RECORD_SUPPORT": self.record_support}
+                              ).first_outside(x)
         if bad >= 0:
             raise ValueError(f"{name}[{bad}] = {x[bad]} is not a possible record under the "
                              f"model (record_support is False)")
@@ -257,7 +259,7 @@ class Model:
         theta = self.pack(theta)
         n = as_count(n, "n")
         rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-        return draw_database(rng, theta, n, self.record_size, self.draw_record)
+        return database_drawer(self.draw_record, self.record_size)(rng, theta, n)
 
     def unpack(self, draws: np.ndarray) -> dict:
         """Split ``(..., theta_size)`` draws into a dict of ``(..., *shape)`` arrays."""

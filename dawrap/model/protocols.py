@@ -27,10 +27,11 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
+from .. import _templates
 from .._checks import as_count, require_njit, scale_vector
 
 __all__ = ["Kernel", "NonCentred", "no_state", "anywhere", "no_statistic", "no_proposal",
-           "draw_database", "first_outside"]
+           "draw_database", "database_drawer", "first_outside"]
 
 
 class Kernel(NamedTuple):
@@ -97,19 +98,30 @@ def no_proposal(rng, theta, x_i, out):
     return 0.0
 
 
-@numba.njit(nogil=True)
-def draw_database(rng, theta, n, record_size, draw_record):
-    """``n`` records from ``f(. | theta)``: the default initial database."""
-    x = np.empty((n, record_size))
+# The names the templates below call, bound per model (dawrap._templates).
+DRAW_RECORD = RECORD_SUPPORT = None
+RECORD_SIZE = 0
+
+
+def draw_database(rng, theta, n):
+    """``n`` records from ``f(. | theta)``: the default initial database. A template
+    (:mod:`dawrap._templates`): binds ``DRAW_RECORD`` and ``RECORD_SIZE``."""
+    x = np.empty((n, RECORD_SIZE))
     for i in range(n):
-        draw_record(rng, theta, x[i])
+        DRAW_RECORD(rng, theta, x[i])
     return x
 
 
-@numba.njit(nogil=True)
-def first_outside(x, support):
-    """Index of the first row of ``x`` outside ``support``, or -1."""
+def database_drawer(draw_record, record_size: int):
+    """The compiled ``draw_database(rng, theta, n)`` for a model's ``draw_record``."""
+    return _templates.bind((draw_database,), {"DRAW_RECORD": draw_record,
+                                              "RECORD_SIZE": record_size}).draw_database
+
+
+def first_outside(x):
+    """Index of the first row of ``x`` outside ``RECORD_SUPPORT``, or -1. A template
+    (:mod:`dawrap._templates`)."""
     for i in range(x.shape[0]):
-        if not support(x[i]):
+        if not RECORD_SUPPORT(x[i]):
             return i
     return -1

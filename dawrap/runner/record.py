@@ -63,11 +63,6 @@ class _Setup:
     def __init__(self, model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int,
                  interweave: int = 0, sweeps: int = 1, random_scan: bool = False):
         self.model, self.mechanism, self.s_dp, self.n = model, mechanism, s_dp, n
-        if interweave:  # the number of non-centred steps per iteration
-            self.move, self.init_move_state = make_move(model.noncentred, model.record_size,
-                                                        mechanism.size, interweave)
-        else:
-            self.move, self.init_move_state = record.no_move, no_state
         self.params = mechanism.params
         self.fns = record.RecordFunctions(model.draw_record, model.propose_record,
                                           model.model_stat, mechanism.engine_statistic,
@@ -86,12 +81,26 @@ class _Setup:
         self.shared = (model.user_model_stat is mechanism.statistic
                        and not mechanism.depends_on_release
                        and model.stat_size == mechanism.size)
-        self.kernel = Kernel(None, no_state, "draw_theta")  # a plain Python kernel: no state
-        sweep = record.make_sweep(model.record_size, mechanism.size, model.stat_size,
-                                  model.general_proposal, self.shared, random_scan,
-                                  sparse=self.fns.nnz > 0)
-        # theta_kernel is set by probe_theta when draw_theta is compiled.
-        self.engine = record.Engine(s_dp, self.params, self.fns, sweep, self.move, sweeps)
+        if interweave:  # the number of non-centred steps per iteration
+            self.move, self.init_move_state = make_move(model.noncentred, self.fns,
+                                                        mechanism.size, interweave)
+        else:
+            self.move, self.init_move_state = record.no_move, no_state
+        self.random_scan = random_scan
+        self.inputs = record.Inputs(s_dp, self.params, sweeps)
+        # A plain Python kernel until probe_theta finds draw_theta compiled.
+        self.kernel = Kernel(record.no_kernel, no_state, "draw_theta")
+        self.compiled_kernel = False
+        self.chain = self._bind()
+
+    def _bind(self) -> record.Chain:
+        """The compiled chain for this model, mechanism, kernel and move (compiled on first
+        call, or loaded from numba's disk cache; see dawrap._templates)."""
+        model, mech = self.model, self.mechanism
+        return record.bind_chain(self.fns, model.record_size, mech.size, model.stat_size,
+                                 general=model.general_proposal, shared=self.shared,
+                                 random_scan=self.random_scan, move=self.move,
+                                 kernel_step=self.kernel.step)
 
     @functools.cached_property
     def noise(self):
@@ -103,22 +112,19 @@ class _Setup:
         the starting database ``x`` and on 256 fresh draws at ``theta`` (compiled, one pass):
         the sweep trusts them, and a write past ``out`` would silently corrupt memory."""
         model, mech = self.model, self.mechanism
-        fresh, bad = record.draw_guarded(np.random.default_rng(1), theta.copy(), self.fns,
-                                         model.record_size, 256)
+        fresh, bad = self.chain.draw_guarded(np.random.default_rng(1), theta.copy(), 256)
         if bad >= 0:
             raise ValueError(f"draw_record writes past the end of out: out has record_size = "
                              f"{model.record_size} value(s), but it wrote more")
         if self.fns.nnz > 0:  # O(n nnz): the dense check below costs O(n size)
             for records, where in ((fresh, "256 records drawn from the model"), (x, name)):
-                i, which, why = sparse.check_entries(records, self.s_dp, self.fns,
-                                                     model.stat_size, mech.size,
-                                                     sparse.ENTRIES_COMPARED)
+                i, which, why = self.chain.check_entries(records, self.s_dp,
+                                                         sparse.ENTRIES_COMPARED)
                 if i >= 0:
                     raise ValueError(sparse.entries_error(i, which, why, where, mech))
             x = x[:0]  # the dense check on the fresh draws only
         for records, label in ((fresh, "a record drawn from the model"), (x, None)):
-            i, which = record.first_overflow(records, self.s_dp, self.fns, model.stat_size,
-                                             mech.size)
+            i, which = self.chain.first_overflow(records, self.s_dp)
             if i >= 0:
                 func, size = (("model_stat", f"stat_size = {model.stat_size}") if which == 1
                               else ("the mechanism's statistic", f"size = {mech.size}"))
@@ -144,7 +150,7 @@ class _Setup:
             raise ValueError(f"{where}: {err}; delete chain{chain}.npz to restart that chain "
                              f"from its seed") from None
         state = record.RecordState(*(saved[k] for k in record.RecordState._fields))
-        _, _, status = record.consistency(state, self.s_dp, self.fns)
+        _, _, status = self.chain.consistency(state, self.s_dp)
         if status != record.OK or not np.isfinite(saved["log_g"]):
             raise ValueError(f"{where}: the saved state is inconsistent (a record outside "
                              f"record_support, running sums that do not match the database, or "
@@ -206,12 +212,13 @@ class _Setup:
                                 f"(array, accept_prob)), got {type(theta_part).__name__}")
             self.kernel = model.draw_theta if isinstance(model.draw_theta, Kernel) \
                 else engine_form(model.draw_theta, isinstance(out, tuple))
-            self.engine = self.engine._replace(theta_kernel=self.kernel.step)
+            self.compiled_kernel = True
+            self.chain = self._bind()
 
     def fresh_state(self, theta, x):
         """A chain's starting state: running sums from ``x``, the kernel's initial state."""
-        return record.init(theta, x, self.engine, self.model.stat_size,
-                           self.kernel.init_state(theta), self.init_move_state(theta))
+        return self.chain.init(theta, x, self.inputs, self.kernel.init_state(theta),
+                               self.init_move_state(theta))
 
     def initial_state(self, rng, init_theta, init_x, probe: bool):
         """Theta (by default a release-informed prior draw, :mod:`dawrap.runner.starts`) and x (from
@@ -229,7 +236,7 @@ class _Setup:
                                               self.noise)
             theta = theta if informed is None else informed
         if init_x is None:
-            x = record.draw_database(rng, theta, self.n, model.record_size, model.draw_record)
+            x = self.chain.draw_database(rng, theta, self.n)
         else:
             x = init_x.copy()
             if probe:
@@ -266,9 +273,9 @@ def _advance(setup: _Setup, rng, state, start: int, stop: int, tune: int, trace)
     Python ``draw_theta`` is called here, once per iteration, and the rest of the iteration
     is the same compiled :func:`record.after_theta`.
     """
-    model, engine = setup.model, setup.engine
-    if engine.theta_kernel is not None:
-        state, done, status = record.run(rng, state, engine, start, stop, tune, trace)
+    model, chain, inputs = setup.model, setup.chain, setup.inputs
+    if setup.compiled_kernel:
+        state, done, status = chain.run(rng, state, inputs, start, stop, tune, trace)
     else:
         done, status = stop, record.OK
         # A read-only view: a Python kernel that writes to x fails at once, by name.
@@ -277,15 +284,15 @@ def _advance(setup: _Setup, rng, state, start: int, stop: int, tune: int, trace)
         for it in range(start, stop):
             out = model.draw_theta(rng, state.theta, x_view, state.stats.copy())
             theta_new, theta_accept = _theta_output(out, model, "draw_theta")
-            state, status = record.after_theta(rng, state, engine, theta_new, theta_accept,
-                                               it, tune, trace)
+            state, status = chain.after_theta(rng, state, inputs, theta_new, theta_accept,
+                                              it, tune, trace)
             if status != record.OK:
                 done = it
                 break
     if status == record.OK and stop == tune + trace.theta.shape[0]:
         # The chain's last iteration: the same check as every refresh, so that a run shorter
         # than REFRESH_EVERY iterations is checked too (one pass over x, once).
-        done, status = stop, record.consistency(state, setup.s_dp, setup.fns)[2]
+        done, status = stop, chain.consistency(state, setup.s_dp)[2]
     if status != record.OK:
         raise ValueError(f"{record.STATUS_MESSAGES[status]} at iteration {done}")
     return state
@@ -363,10 +370,10 @@ def _compile(setup: _Setup, theta, x, keep_stats: bool) -> None:
     state = setup.fresh_state(theta.copy(), x[:8].copy())
     rng = np.random.default_rng(0)
     trace = _new_trace(1, theta.shape[0], setup.s_dp.shape[0], keep_stats)
-    if setup.engine.theta_kernel is not None:
-        record.run(rng, state, setup.engine, 0, 1, 0, trace)
+    if setup.compiled_kernel:
+        setup.chain.run(rng, state, setup.inputs, 0, 1, 0, trace)
     else:
-        record.after_theta(rng, state, setup.engine, theta.copy(), np.nan, 0, 0, trace)
+        setup.chain.after_theta(rng, state, setup.inputs, theta.copy(), np.nan, 0, 0, trace)
 
 
 def run_record(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, rngs,

@@ -34,7 +34,8 @@ import numba
 import numpy as np
 
 from ..mechanisms.additive import as_records
-from ..samplers import record
+from .. import _templates
+from ..model.protocols import database_drawer
 
 __all__ = ["initial_values", "release_informed_theta", "noise_variance", "statistic_moments",
            "sparse_moments", "record_variances",
@@ -50,12 +51,19 @@ CANDIDATES, RECORDS = 64, 1000
 FULL_COVARIANCE_UP_TO = 32
 
 
-@numba.njit(nogil=True)
-def _moments(x, s_dp, statistic, size, full):
+# The names the templates below call (dawrap._templates): the mechanism's statistic, or its
+# sparse entries, and the statistic's size.
+STATISTIC = ENTRIES = None
+SIZE = NNZ = 0
+
+
+def moments(x, s_dp, full):
+    """One pass of Welford's updates over the records: mean, scatter / n and variances."""
+    size = SIZE
     t, mean, var = np.empty(size), np.zeros(size), np.zeros(size)
     scatter = np.zeros((size, size) if full else (1, 1))
     for i in range(x.shape[0]):
-        statistic(x[i], s_dp, t)
+        STATISTIC(x[i], s_dp, t)
         count = i + 1.0
         before = t - mean
         for j in range(size):
@@ -72,19 +80,26 @@ def statistic_moments(x, s_dp, statistic, size: int, full: bool):
     """Mean and covariance over the records ``x`` of the mechanism's per-record statistic;
     with ``full`` False the variances only, as a vector (O(size) memory: no size x size
     array)."""
-    mean, cov, var = _moments(x, s_dp, statistic, size, full)
+    bound = _templates.bind((moments,), {"STATISTIC": statistic, "SIZE": size})
+    mean, cov, var = bound.moments(x, s_dp, full)
     return mean, (cov if full else var)
 
 
-@numba.njit(nogil=True)
-def sparse_moments(x, s_dp, entries, nnz, size):
+def sparse_moments(x, s_dp, entries, nnz: int, size: int):
     """Mean and variance of each coordinate of a sparse statistic (its ``entries``), O(records
     nnz + size): the statistic's values are small counts, so the one-pass sums of values and
     squares lose nothing to cancellation."""
+    bound = _templates.bind((entry_moments,), {"ENTRIES": entries, "NNZ": nnz, "SIZE": size})
+    return bound.entry_moments(x, s_dp)
+
+
+def entry_moments(x, s_dp):
+    """The template of :func:`sparse_moments`."""
+    size, nnz = SIZE, NNZ
     first, second = np.zeros(size), np.zeros(size)
     index, value, cell = np.empty(nnz, np.int64), np.empty(nnz), np.zeros(size)
     for i in range(x.shape[0]):
-        count = entries(x[i], s_dp, index, value)
+        count = ENTRIES(x[i], s_dp, index, value)
         for a in range(count):  # a repeated index adds up before squaring
             cell[index[a]] += value[a]
         for a in range(count):
@@ -177,8 +192,8 @@ def simulated_contributions(model, mechanism, s_dp: np.ndarray, thetas: int = 8,
 
 
 def _clt_log_likelihood(model, mechanism, s_dp, n, theta, noise, seed, records) -> float:
-    x = record.draw_database(np.random.default_rng(seed), theta, records, model.record_size,
-                            model.draw_record)
+    x = database_drawer(model.draw_record, model.record_size)(np.random.default_rng(seed),
+                                                              theta, records)
     full = mechanism.size <= FULL_COVARIANCE_UP_TO
     if full:
         mean, cov = statistic_moments(x, s_dp, mechanism.engine_statistic, mechanism.size, True)

@@ -34,8 +34,10 @@ import functools
 import numba
 import numpy as np
 
-from . import record
+from .. import _templates
 from .arrays import all_finite
+from .record import RecordState
+from .status import OK, BAD_RATIO, BAD_RECORD
 from ..model.protocols import NonCentred
 from .kernels import acceptance_probability, rw_adapt, rw_init_state, rw_propose
 
@@ -49,73 +51,85 @@ __all__ = ["NonCentred", "make_move", "AUTO_THRESHOLD",
 ADAPT_AFTER = 100
 
 
-@functools.lru_cache(maxsize=None)
-def make_move(nc: NonCentred, record_size: int, size: int, steps: int = 1):
-    """The compiled non-centred move (steps 2-3 above, ``steps`` times over) and its state's
-    initialiser (cached: a new function object would make numba compile the whole chain
-    again). It returns the mean acceptance probability of its steps."""
-    record_from_noise, noise_from_record = nc.record_from_noise, nc.noise_from_record
-    log_prior, k = nc.log_prior, nc.noise_size
-    initial = np.array(nc.initial_scale)
+# The names the templates below call, bound per model by make_move (placeholders here).
+RECORD_FROM_NOISE = NOISE_FROM_RECORD = LOG_PRIOR = None  # the model's NonCentred map
+MECH_STAT = MODEL_STAT = LOG_DENSITY = THETA_SUPPORT = None  # as in dawrap.samplers.record
+NOISE_SIZE = SIZE = STEPS = 0
+INITIAL = (0.1,)  # the proposal sd before warm-up has learned one (one value, or one each)
 
-    @numba.njit(nogil=True)
-    def one_step(rng, state, s_dp, params, fns, tuning):
-        theta, x, stats = state.theta, state.x, state.stats
-        n, d, m = x.shape[0], theta.shape[0], stats.shape[0]
-        proposal = rw_propose(rng, theta, state.move_state, initial, ADAPT_AFTER)
-        a = 0.0
-        if fns.theta_support(proposal):
-            # One pass: z_i | x_i, theta, then the record h(proposal, z_i) it maps to, with
-            # the totals the proposal would have. z is never stored.
-            x_new = np.empty_like(x)
-            z, t = np.empty(k), np.empty(size)
-            total, stats_new, s_i = np.zeros(size), np.zeros(m), np.empty(m)
-            for i in range(n):
-                noise_from_record(rng, theta, x[i], z)
-                record_from_noise(proposal, z, x_new[i])
-                fns.mech_stat(x_new[i], s_dp, t)
-                for j in range(size):
-                    total[j] += t[j]
-                if m > 0:
-                    fns.model_stat(x_new[i], s_i)
-                    for j in range(m):
-                        stats_new[j] += s_i[j]
-            log_g = fns.log_density(s_dp, total, params)
-            if log_g != log_g:  # NaN: reported as the record sweep reports it, not rejected
-                return state, 0.0, record.BAD_RATIO
-            # x = h(theta, z) (exactly for discrete records, to rounding for continuous
-            # ones), so the current log g is the cached one.
-            a = acceptance_probability(log_prior(proposal) - log_prior(theta) + log_g
-                                       - state.log_g)
-        accepted = a >= 1.0 or (a > 0.0 and rng.random() < a)
-        if tuning:
-            rw_adapt(state.move_state, proposal if accepted else theta, a, -1.0, ADAPT_AFTER,
-                     initial)
-        if not accepted:
-            return state, a, record.OK
-        if not all_finite(x_new):
-            return state, a, record.BAD_RECORD
-        for j in range(d):
-            theta[j] = proposal[j]
-        x[:] = x_new
-        stats[:] = stats_new
-        state.total[:] = total
-        return record.RecordState(theta, x, stats, state.total, log_g, state.kernel_state,
-                                  state.move_state), a, record.OK
 
-    @numba.njit(nogil=True)
-    def move(rng, state, s_dp, params, fns, tuning):
-        # Each step redraws z given the current records (a Gibbs step), so every step is on
-        # its own a kernel that leaves the posterior invariant.
-        mean_accept = 0.0
-        for _ in range(steps):
-            state, a, status = one_step(rng, state, s_dp, params, fns, tuning)
-            mean_accept += a / steps
-            if status != record.OK:
-                return state, mean_accept, status
-        return state, mean_accept, record.OK
+def one_step(rng, state, s_dp, params, tuning):
+    """Steps 2-3 above once: ``(state, accept_prob, status)``."""
+    theta, x, stats = state.theta, state.x, state.stats
+    n, d, m = x.shape[0], theta.shape[0], stats.shape[0]
+    initial = np.array(INITIAL)
+    proposal = rw_propose(rng, theta, state.move_state, initial, ADAPT_AFTER)
+    a = 0.0
+    if THETA_SUPPORT(proposal):
+        # One pass: z_i | x_i, theta, then the record h(proposal, z_i) it maps to, with
+        # the totals the proposal would have. z is never stored.
+        x_new = np.empty_like(x)
+        z, t = np.empty(NOISE_SIZE), np.empty(SIZE)
+        total, stats_new, s_i = np.zeros(SIZE), np.zeros(m), np.empty(m)
+        for i in range(n):
+            NOISE_FROM_RECORD(rng, theta, x[i], z)
+            RECORD_FROM_NOISE(proposal, z, x_new[i])
+            MECH_STAT(x_new[i], s_dp, t)
+            for j in range(SIZE):
+                total[j] += t[j]
+            if m > 0:
+                MODEL_STAT(x_new[i], s_i)
+                for j in range(m):
+                    stats_new[j] += s_i[j]
+        log_g = LOG_DENSITY(s_dp, total, params)
+        if log_g != log_g:  # NaN: reported as the record sweep reports it, not rejected
+            return state, 0.0, BAD_RATIO
+        # x = h(theta, z) (exactly for discrete records, to rounding for continuous
+        # ones), so the current log g is the cached one.
+        a = acceptance_probability(LOG_PRIOR(proposal) - LOG_PRIOR(theta) + log_g
+                                   - state.log_g)
+    accepted = a >= 1.0 or (a > 0.0 and rng.random() < a)
+    if tuning:
+        rw_adapt(state.move_state, proposal if accepted else theta, a, -1.0, ADAPT_AFTER,
+                 initial)
+    if not accepted:
+        return state, a, OK
+    if not all_finite(x_new):
+        return state, a, BAD_RECORD
+    for j in range(d):
+        theta[j] = proposal[j]
+    x[:] = x_new
+    stats[:] = stats_new
+    state.total[:] = total
+    return RecordState(theta, x, stats, state.total, log_g, state.kernel_state,
+                       state.move_state), a, OK
 
-    return move, lambda theta: rw_init_state(theta, initial)
+
+def move(rng, state, s_dp, params, tuning):
+    """``STEPS`` non-centred steps: ``(state, mean accept_prob, status)``."""
+    # Each step redraws z given the current records (a Gibbs step), so every step is on
+    # its own a kernel that leaves the posterior invariant.
+    mean_accept = 0.0
+    for _ in range(STEPS):
+        state, a, status = one_step(rng, state, s_dp, params, tuning)
+        mean_accept += a / STEPS
+        if status != OK:
+            return state, mean_accept, status
+    return state, mean_accept, OK
+
+
+def make_move(nc: NonCentred, fns, size: int, steps: int = 1):
+    """The compiled non-centred move (steps 2-3 above, ``steps`` times over) for the model's
+    map ``nc`` and its functions ``fns`` (a :class:`dawrap.samplers.record.RecordFunctions`),
+    and its state's initialiser. It returns the mean acceptance probability of its steps.
+    Bound per model (:mod:`dawrap._templates`): equal arguments reuse the compiled move."""
+    initial = tuple(float(v) for v in np.atleast_1d(nc.initial_scale))
+    bound = _templates.bind((one_step, move), dict(
+        RECORD_FROM_NOISE=nc.record_from_noise, NOISE_FROM_RECORD=nc.noise_from_record,
+        LOG_PRIOR=nc.log_prior, NOISE_SIZE=nc.noise_size, MECH_STAT=fns.mech_stat,
+        MODEL_STAT=fns.model_stat, LOG_DENSITY=fns.log_density,
+        THETA_SUPPORT=fns.theta_support, SIZE=size, STEPS=steps, INITIAL=initial))
+    return bound.move, functools.partial(rw_init_state, initial=np.array(initial))
 
 
 #: Non-centred steps per iteration for ``interweave=True`` and the automatic choice: chosen

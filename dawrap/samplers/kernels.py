@@ -33,6 +33,7 @@ import math
 import numba
 import numpy as np
 
+from .. import _templates
 from .._checks import require_njit, scale_vector
 from ..model.protocols import Kernel, no_state
 
@@ -40,18 +41,25 @@ __all__ = ["Kernel", "metropolis", "adaptive_metropolis", "engine_form",
            "acceptance_probability", "rw_propose", "rw_adapt", "rw_init_state"]
 
 
-@functools.lru_cache(maxsize=None)
+DRAW_THETA = None  # bound per model by engine_form (dawrap._templates)
+
+
+def theta_step(rng, theta, x, stats, state, tuning):
+    """A ``draw_theta`` that returns ``(theta, accept_prob)``, as a kernel step."""
+    return DRAW_THETA(rng, theta, x, stats)
+
+
+def theta_step_no_accept(rng, theta, x, stats, state, tuning):
+    """A ``draw_theta`` that returns ``theta``, as a kernel step."""
+    return DRAW_THETA(rng, theta, x, stats), np.nan
+
+
 def engine_form(draw_theta, returns_accept: bool) -> Kernel:
     """A user's ``draw_theta(rng, theta, x, stats)`` (returning ``theta`` or ``(theta,
-    accept_prob)``) as a stateless :class:`Kernel`."""
-    if returns_accept:
-        @numba.njit(nogil=True)
-        def step(rng, theta, x, stats, state, tuning):
-            return draw_theta(rng, theta, x, stats)
-    else:
-        @numba.njit(nogil=True)
-        def step(rng, theta, x, stats, state, tuning):
-            return draw_theta(rng, theta, x, stats), np.nan
+    accept_prob)``) as a stateless :class:`Kernel` (a template bound to it, so a built-in
+    model's loads from numba's disk cache)."""
+    template = theta_step if returns_accept else theta_step_no_accept
+    step = getattr(_templates.bind((template,), {"DRAW_THETA": draw_theta}), template.__name__)
     return Kernel(step, no_state, getattr(draw_theta, "__name__", "draw_theta"))
 
 

@@ -9,23 +9,20 @@ One iteration (Algorithm 1; supplement Algorithm 2 with a user proposal):
    :math:`T^\star = T - t(x_i) + t(x_i^\star)` in O(1) and accept with probability
    :math:`\min\{1, g(s_{dp}, T^\star)/g(s_{dp}, T)\}` (times the Hastings ratio of ``q``).
 
-Written in the BlackJAX style: :func:`init` builds a :class:`RecordState` and :func:`step`
-advances it by one iteration; what an iteration needs besides the state (the release, the
-user's functions, the compiled sweep, the extra move) is one :class:`Engine` value. The
-database ``x`` and the running sums live in arrays that the sweep updates in place, so memory
-stays at one ``(n, record_size)`` array per chain whatever the number of draws. Everything
-here is ``numba.njit``; the user's functions are passed in as first-class arguments
-(:class:`RecordFunctions`), so a model's functions compile into one fused loop.
+Written in the BlackJAX style: ``init`` builds a :class:`RecordState` and ``step`` advances
+it by one iteration; what an iteration needs besides the state and the model's functions (the
+release, the mechanism's parameters, the sweeps per iteration) is one :class:`Inputs` value.
+The database ``x`` and the running sums live in arrays that the sweep updates in place, so
+memory stays at one ``(n, record_size)`` array per chain whatever the number of draws.
 
-The functions that take the user's functions are not cached on disk: numba's cache index keys
-a function-typed argument by a weak reference to its dispatcher, and once a user's function (a
-closure, or one defined in a test) is garbage collected, loading or saving that index fails
-with ``ReferenceError: underlying object has vanished``. The leaf functions (mechanism
-densities, the built-in models' record samplers, :mod:`.arrays`) are cached.
+The functions that call the model's functions are *templates* (:mod:`dawrap._templates`):
+they call them by the global names below, and :func:`bind_chain` compiles one copy per model,
+kernel and move, returned as a :class:`Chain`. A model's functions thus compile into one fused
+loop, with its sizes and flags as compile-time constants, and the copy of a built-in model
+loads from numba's disk cache in later processes instead of compiling again.
 """
 from __future__ import annotations
 
-import functools
 import math
 from typing import NamedTuple
 
@@ -35,15 +32,27 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from ..model.protocols import anywhere, draw_database, first_outside  # re-exported
+from .. import _templates
+from ..model.protocols import anywhere, draw_database
 from .arrays import add_into, all_finite, copy_into
-from .sparse import merge_entries, sparse_consistency, sparse_sums
+from . import sparse
+from .sparse import merge_entries, sparse_sums, sparse_consistency
 from ..mechanisms.separable import no_coordinate, no_entries, no_model_entries
 
-__all__ = ["RecordFunctions", "RecordState", "StepInfo", "Trace", "Engine", "SAMPLE_STATS",
-           "init", "make_sweep", "step", "after_theta", "update_records", "no_move", "run",
-           "store_draw", "draw_database", "STATUS_MESSAGES", "REFRESH_EVERY", "consistency",
-           "refresh", "first_overflow", "draw_guarded", "anywhere", "first_outside"]
+__all__ = ["RecordFunctions", "RecordState", "StepInfo", "Trace", "Inputs", "Chain",
+           "SAMPLE_STATS", "bind_chain", "no_move", "no_kernel", "store_draw",
+           "STATUS_MESSAGES", "REFRESH_EVERY", "anywhere"]
+
+# The names the templates below call, bound per model by bind_chain (placeholders here).
+# The model's and the mechanism's functions (RecordFunctions' fields, in capitals):
+DRAW_RECORD = PROPOSE_RECORD = MODEL_STAT = MECH_STAT = LOG_DENSITY = None
+THETA_SUPPORT = RECORD_SUPPORT = ENTRIES = MODEL_ENTRIES = COORDINATE_LOG_DENSITY = None
+# Compile-time constants: floats per record, per mechanism statistic, per model statistic;
+# the most (index, value) pairs of the sparse path (0: dense); the sweep's flags.
+RECORD_SIZE = SIZE = STAT_SIZE = NNZ = MODEL_NNZ = 0
+GENERAL = SHARED = RANDOM_SCAN = ON_STACK = False
+# The chain's pieces: the record sweep, the extra theta move, the compiled theta kernel.
+SWEEP = MOVE = KERNEL_STEP = REFRESH = None
 
 #: Running totals are recomputed from ``x`` every this many iterations, so that floating-point
 #: drift of the O(1) updates (continuous statistics) cannot accumulate over a long run.
@@ -60,7 +69,8 @@ STATUS_MESSAGES = {code: message(code) for code in (
 
 
 class RecordFunctions(NamedTuple):
-    """The compiled pieces a chain is made of (all ``numba.njit``)."""
+    """The compiled pieces a chain is made of (all ``numba.njit``), bound by
+    :func:`bind_chain` under the same names in capitals."""
     draw_record: object     # (rng, theta, out)
     propose_record: object  # (rng, theta, x_i, out) -> log Hastings ratio
     model_stat: object      # (x_i, out)
@@ -76,7 +86,6 @@ class RecordFunctions(NamedTuple):
     coordinate_log_density: object = no_coordinate  # (s_j, t_j, j, params) -> float
     nnz: int = 0
     model_nnz: int = 0
-
 
 class RecordState(NamedTuple):
     """State of one chain. ``x``, ``stats`` and ``total`` are updated in place."""
@@ -107,21 +116,40 @@ class Trace(NamedTuple):
     total: np.ndarray            # (draws, size), or (0, size) when not kept
 
 
-class Engine(NamedTuple):
-    """Everything an iteration needs besides the chain's state, built once per run.
-
-    BlackJAX builds a kernel by closing over these; numba compiles a closure per call site,
-    so here they travel as one value instead and every chain of a run shares one compiled
-    loop. ``theta_kernel`` is ``None`` when ``draw_theta`` is plain Python (the runner then
-    calls it between compiled :func:`after_theta` calls).
-    """
+class Inputs(NamedTuple):
+    """What an iteration needs besides the chain's state and the model's functions (those
+    are compiled into the :class:`Chain`): plain data, so its type is the same in every
+    process and the chain can be cached."""
     s_dp: np.ndarray    # (size,) the release
     params: object      # the mechanism's parameters, passed to log_density
-    fns: RecordFunctions
-    sweep: object       # from make_sweep: (rng, state, s_dp, params, fns) -> (state, StepInfo)
-    move: object        # the extra theta move: (rng, state, s_dp, params, fns, tuning)
     sweeps: int         # record sweeps per theta update
-    theta_kernel: object = None  # (rng, theta, x, stats, kernel_state, tuning) -> (theta, a)
+
+
+class Chain(NamedTuple):
+    """One model's compiled chain (from :func:`bind_chain`); each field is a dispatcher.
+
+    ``init(theta, x, inputs, kernel_state, move_state) -> RecordState`` and
+    ``step(rng, state, inputs, it, tune, trace) -> (state, status)`` are the sampler;
+    ``run(rng, state, inputs, start, stop, tune, trace) -> (state, done, status)`` loops
+    ``step``; ``after_theta(rng, state, inputs, theta, accept_prob, it, tune, trace)`` is the
+    end of an iteration once theta is drawn (the runner's loop around a Python
+    ``draw_theta`` calls it); ``sweep(rng, state, s_dp, params)`` is one record sweep. The
+    rest check a database: ``consistency(state, s_dp)``, ``refresh(state, s_dp, params)``,
+    ``first_overflow(x, s_dp)``, ``draw_guarded(rng, theta, count)``,
+    ``draw_database(rng, theta, n)``, ``check_entries(x, s_dp, compared)``.
+    """
+    init: object
+    step: object
+    run: object
+    after_theta: object
+    sweep: object
+    update_records: object
+    consistency: object
+    refresh: object
+    first_overflow: object
+    draw_guarded: object
+    draw_database: object
+    check_entries: object
 
 
 #: The per-iteration statistics the record sampler emits (each a column of :class:`Trace`
@@ -135,40 +163,37 @@ SAMPLE_STATS = {
 }
 
 
-@numba.njit(nogil=True)
-def init(theta, x, engine, stat_size, kernel_state, move_state):
+def init(theta, x, inputs, kernel_state, move_state):
     """A chain's :class:`RecordState`: the running sums computed from ``x``, the cached
     ``log g``, and the theta kernel's and the extra move's initial states."""
-    s_dp, fns = engine.s_dp, engine.fns
-    if fns.nnz > 0:  # the sparse path: O(n nnz + size); bad entries are checked before a run
-        stats, total, _, _, _ = sparse_sums(x, s_dp, fns, stat_size, s_dp.shape[0], False)
-        return RecordState(theta, x, stats, total, fns.log_density(s_dp, total, engine.params),
+    s_dp = inputs.s_dp
+    if NNZ > 0:  # the sparse path: O(n nnz + size); bad entries are checked before a run
+        stats, total, _, _, _ = sparse_sums(x, s_dp, False)
+        return RecordState(theta, x, stats, total, LOG_DENSITY(s_dp, total, inputs.params),
                            kernel_state, move_state)
-    stats = np.zeros(stat_size)
+    stats = np.zeros(STAT_SIZE)
     total = np.zeros(s_dp.shape[0])
-    buf_s = np.empty(stat_size)
+    buf_s = np.empty(STAT_SIZE)
     buf_t = np.empty(s_dp.shape[0])
     for i in range(x.shape[0]):
-        fns.model_stat(x[i], buf_s)
-        fns.mech_stat(x[i], s_dp, buf_t)
+        MODEL_STAT(x[i], buf_s)
+        MECH_STAT(x[i], s_dp, buf_t)
         add_into(stats, buf_s)
         add_into(total, buf_t)
-    return RecordState(theta, x, stats, total, fns.log_density(s_dp, total, engine.params),
+    return RecordState(theta, x, stats, total, LOG_DENSITY(s_dp, total, inputs.params),
                        kernel_state, move_state)
 
 
-@numba.njit(nogil=True)
-def _move_model_stat(model_stat, x_old, x_new, stats, s_old, s_new):
+def move_model_stat(x_old, x_new, stats, s_old, s_new):
     """``stats += model_stat(x_new) - model_stat(x_old)``."""
-    k = stats.shape[0]
-    if k > 0:
-        model_stat(x_old, s_old)
-        model_stat(x_new, s_new)
-        for j in range(k):
+    if STAT_SIZE > 0:
+        MODEL_STAT(x_old, s_old)
+        MODEL_STAT(x_new, s_new)
+        for j in range(STAT_SIZE):
             stats[j] += s_new[j] - s_old[j]
 
 
-#: Per-record buffers of at most this many floats live on the stack (see make_sweep).
+#: Per-record buffers of at most this many floats live on the stack (see dense_sweep).
 STACK_FLOATS = 16
 
 
@@ -183,215 +208,187 @@ def _stack_floats(typingctx):
     return types.CPointer(types.float64)(), codegen
 
 
-@functools.lru_cache(maxsize=None)
-def make_sweep(record_size: int, size: int, stat_size: int, general: bool, shared: bool,
-               random_scan: bool = False, sparse: bool = False):
-    """The compiled record sweep for one shape of problem (cached per shape).
+def dense_sweep(rng, state, s_dp, params):
+    """Update every record once, in order (step 2 of Algorithm 1), or ``n`` records at
+    random (``RANDOM_SCAN``).
 
-    Parameters
-    ----------
-    record_size, size, stat_size : int
-        Floats per record, per mechanism statistic and per model statistic.
-    general : bool
-        Propose with ``propose_record`` (supplement Algorithm 2) instead of ``draw_record``.
-    shared : bool
-        The model statistic is the mechanism's statistic, so its running sum moves by the
-        same difference and is not computed twice.
-    random_scan : bool
-        Visit ``n`` records drawn uniformly with replacement instead of each record in turn
-        (both leave the posterior invariant; systematic scan is the paper's).
-    sparse : bool
-        The sparse path (:mod:`dawrap.samplers.sparse`): the statistics come as the
-        ``entries`` of ``fns`` (``fns.nnz > 0``) and the mechanism's density changes by
-        ``fns.coordinate_log_density`` terms, so a record update costs O(nnz), not O(size).
-
-    Why a factory: with the sizes and flags as compile-time constants, LLVM unrolls the small
-    per-record loops and keeps the per-record buffers, which live on the stack, in registers.
-    On the heap it must assume they may alias the database and the totals and reload after
-    every write. Together that makes a record update markedly cheaper (measured by
-    ``benchmarks/record_update.py``; see docs/kernels.md).
+    With the sizes and flags compile-time constants, LLVM unrolls the small per-record loops
+    and keeps the per-record buffers, which live on the stack, in registers. On the heap it
+    must assume they may alias the database and the totals and reload after every write.
+    Together that makes a record update markedly cheaper (``benchmarks/record_update.py``).
     """
-    on_stack = max(record_size, size, stat_size) <= STACK_FLOATS
-    m, k = size, stat_size
-
-    @numba.njit(nogil=True)
-    def sweep(rng, state, s_dp, params, fns):
-        """Update every record once, in order (step 2 of Algorithm 1), or ``n`` records at
-        random."""
-        theta, x, stats, total = state.theta, state.x, state.stats, state.total
-        n = x.shape[0]
-        # The stack memory must belong to this function's own frame (a helper returning it
-        # would hand back a dangling pointer), hence the allocations written out here.
-        if on_stack:
-            proposal = numba.carray(_stack_floats(), record_size)
-            t_old = numba.carray(_stack_floats(), m)
-            t_new = numba.carray(_stack_floats(), m)
-            total_new = numba.carray(_stack_floats(), m)
-            s_old = numba.carray(_stack_floats(), k)
-            s_new = numba.carray(_stack_floats(), k)
+    theta, x, stats, total = state.theta, state.x, state.stats, state.total
+    n = x.shape[0]
+    m, k = SIZE, STAT_SIZE
+    # The stack memory must belong to this function's own frame (a helper returning it
+    # would hand back a dangling pointer), hence the allocations written out here.
+    if ON_STACK:
+        proposal = numba.carray(_stack_floats(), RECORD_SIZE)
+        t_old = numba.carray(_stack_floats(), m)
+        t_new = numba.carray(_stack_floats(), m)
+        total_new = numba.carray(_stack_floats(), m)
+        s_old = numba.carray(_stack_floats(), k)
+        s_new = numba.carray(_stack_floats(), k)
+    else:
+        proposal = np.empty(RECORD_SIZE)
+        t_old, t_new, total_new = np.empty(m), np.empty(m), np.empty(m)
+        s_old, s_new = np.empty(k), np.empty(k)
+    log_g = state.log_g
+    accepted = 0
+    min_log_alpha = 0.0
+    nan_seen = False
+    for visit in range(n):
+        i = rng.integers(0, n) if RANDOM_SCAN else visit
+        x_i = x[i]
+        if GENERAL:
+            # out starts as a copy of x_i, so a proposal may change only some fields.
+            for j in range(RECORD_SIZE):
+                proposal[j] = x_i[j]
+            log_alpha = PROPOSE_RECORD(rng, theta, x_i, proposal)
         else:
-            proposal = np.empty(record_size)
-            t_old, t_new, total_new = np.empty(m), np.empty(m), np.empty(m)
-            s_old, s_new = np.empty(k), np.empty(k)
-        log_g = state.log_g
-        accepted = 0
-        min_log_alpha = 0.0
-        nan_seen = False
-        for visit in range(n):
-            i = rng.integers(0, n) if random_scan else visit
-            x_i = x[i]
-            if general:
-                # out starts as a copy of x_i, so a proposal may change only some fields.
-                for j in range(record_size):
-                    proposal[j] = x_i[j]
-                log_alpha = fns.propose_record(rng, theta, x_i, proposal)
-            else:
-                fns.draw_record(rng, theta, proposal)
-                log_alpha = 0.0
-            fns.mech_stat(x_i, s_dp, t_old)
-            fns.mech_stat(proposal, s_dp, t_new)
-            unchanged = True
-            for j in range(m):
-                total_new[j] = total[j] + (t_new[j] - t_old[j])
-                unchanged = unchanged and t_new[j] == t_old[j]
-            if unchanged:
-                # g is unchanged, so the mechanism ratio is 1 and (for proposals from f) the
-                # record is accepted outright; discrete records land here most of the time.
-                log_g_new = log_g
-                if not general:
-                    if not shared:
-                        _move_model_stat(fns.model_stat, x_i, proposal, stats, s_old, s_new)
-                    for j in range(record_size):
-                        x_i[j] = proposal[j]
-                    accepted += 1
-                    continue
-            else:
-                log_g_new = fns.log_density(s_dp, total_new, params)
-            log_alpha += log_g_new - log_g
-            # NaN fails every comparison below, so it is rejected; it is flagged without a
-            # branch and reported after the sweep.
-            nan_seen |= log_alpha != log_alpha
-            if log_alpha < min_log_alpha:
-                min_log_alpha = log_alpha
-            # A ratio >= 1 is accepted without drawing a uniform.
-            if log_alpha >= 0.0 or rng.random() < math.exp(log_alpha):
-                if shared:
-                    for j in range(k):
-                        stats[j] += t_new[j] - t_old[j]
-                else:
-                    _move_model_stat(fns.model_stat, x_i, proposal, stats, s_old, s_new)
-                for j in range(m):
-                    total[j] = total_new[j]
-                for j in range(record_size):
+            DRAW_RECORD(rng, theta, proposal)
+            log_alpha = 0.0
+        MECH_STAT(x_i, s_dp, t_old)
+        MECH_STAT(proposal, s_dp, t_new)
+        unchanged = True
+        for j in range(m):
+            total_new[j] = total[j] + (t_new[j] - t_old[j])
+            unchanged = unchanged and t_new[j] == t_old[j]
+        if unchanged:
+            # g is unchanged, so the mechanism ratio is 1 and (for proposals from f) the
+            # record is accepted outright; discrete records land here most of the time.
+            log_g_new = log_g
+            if not GENERAL:
+                if not SHARED:
+                    move_model_stat(x_i, proposal, stats, s_old, s_new)
+                for j in range(RECORD_SIZE):
                     x_i[j] = proposal[j]
-                log_g = log_g_new
                 accepted += 1
-        # Checked once per sweep rather than per record: a vectorised scan is cheaper than a
-        # branch in the hot loop, and the error is raised all the same.
-        status = OK
+                continue
+        else:
+            log_g_new = LOG_DENSITY(s_dp, total_new, params)
+        log_alpha += log_g_new - log_g
+        # NaN fails every comparison below, so it is rejected; it is flagged without a
+        # branch and reported after the sweep.
+        nan_seen |= log_alpha != log_alpha
+        if log_alpha < min_log_alpha:
+            min_log_alpha = log_alpha
+        # A ratio >= 1 is accepted without drawing a uniform.
+        if log_alpha >= 0.0 or rng.random() < math.exp(log_alpha):
+            if SHARED:
+                for j in range(k):
+                    stats[j] += t_new[j] - t_old[j]
+            else:
+                move_model_stat(x_i, proposal, stats, s_old, s_new)
+            for j in range(m):
+                total[j] = total_new[j]
+            for j in range(RECORD_SIZE):
+                x_i[j] = proposal[j]
+            log_g = log_g_new
+            accepted += 1
+    # Checked once per sweep rather than per record: a vectorised scan is cheaper than a
+    # branch in the hot loop, and the error is raised all the same.
+    status = OK
+    if nan_seen:
+        status = BAD_RATIO
+    elif not all_finite(x):
+        status = BAD_RECORD
+    elif not all_finite(stats):
+        status = BAD_STATS
+    info = StepInfo(accepted / n, math.exp(min_log_alpha), status, math.nan)
+    return RecordState(theta, x, stats, total, log_g, state.kernel_state,
+                       state.move_state), info
+
+
+def move_model_stats(x_i, proposal, stats, index, value, touched, delta, s_old, s_new):
+    """``stats += model_stat(proposal) - model_stat(x_i)`` through the model's entries when
+    it has them (O(model_nnz)), else densely; False on bad entries."""
+    if MODEL_NNZ == 0:
+        move_model_stat(x_i, proposal, stats, s_old, s_new)
+        return True
+    used = merge_entries(MODEL_ENTRIES(x_i, index, value), index, value, -1.0, MODEL_NNZ,
+                         STAT_SIZE, touched, delta, 0)
+    if used >= 0:
+        used = merge_entries(MODEL_ENTRIES(proposal, index, value), index, value, 1.0,
+                             MODEL_NNZ, STAT_SIZE, touched, delta, used)
+    for b in range(used):
+        stats[touched[b]] += delta[b]
+    return used >= 0
+
+
+def sparse_sweep(rng, state, s_dp, params):
+    """The sweep of a sparse statistic with a separable density
+    (:mod:`dawrap.samplers.sparse`): each record update touches the union of the old and
+    the new record's cells only."""
+    theta, x, stats, total = state.theta, state.x, state.stats, state.total
+    n = x.shape[0]
+    nnz = max(NNZ, MODEL_NNZ)
+    proposal = np.empty(RECORD_SIZE)
+    index, value = np.empty(nnz, np.int64), np.empty(nnz)
+    touched, delta = np.empty(2 * nnz, np.int64), np.empty(2 * nnz)
+    m_touched, m_delta = np.empty(2 * nnz, np.int64), np.empty(2 * nnz)
+    s_old, s_new = np.empty(STAT_SIZE), np.empty(STAT_SIZE)
+    log_g = state.log_g
+    accepted = 0
+    min_log_alpha = 0.0
+    nan_seen = False
+    status = OK
+    for visit in range(n):
+        i = rng.integers(0, n) if RANDOM_SCAN else visit
+        x_i = x[i]
+        if GENERAL:
+            for j in range(RECORD_SIZE):
+                proposal[j] = x_i[j]
+            log_alpha = PROPOSE_RECORD(rng, theta, x_i, proposal)
+        else:
+            DRAW_RECORD(rng, theta, proposal)
+            log_alpha = 0.0
+        used = merge_entries(ENTRIES(x_i, s_dp, index, value), index, value, -1.0, NNZ, SIZE,
+                             touched, delta, 0)
+        if used >= 0:
+            used = merge_entries(ENTRIES(proposal, s_dp, index, value), index, value, 1.0, NNZ,
+                                 SIZE, touched, delta, used)
+        if used < 0:
+            status = BAD_ENTRIES
+            break
+        change = 0.0
+        for b in range(used):
+            if delta[b] != 0.0:
+                j = touched[b]
+                change += (COORDINATE_LOG_DENSITY(s_dp[j], total[j] + delta[b], j, params)
+                           - COORDINATE_LOG_DENSITY(s_dp[j], total[j], j, params))
+        log_alpha += change
+        nan_seen |= log_alpha != log_alpha
+        if log_alpha < min_log_alpha:
+            min_log_alpha = log_alpha
+        if log_alpha >= 0.0 or rng.random() < math.exp(log_alpha):
+            if SHARED:
+                for b in range(used):
+                    stats[touched[b]] += delta[b]
+            elif not move_model_stats(x_i, proposal, stats, index, value, m_touched, m_delta,
+                                      s_old, s_new):
+                status = BAD_ENTRIES
+                break
+            for b in range(used):
+                total[touched[b]] += delta[b]
+            for j in range(RECORD_SIZE):
+                x_i[j] = proposal[j]
+            # The cached log g drifts by rounding only; refresh recomputes it.
+            log_g += change
+            accepted += 1
+    if status == OK:
         if nan_seen:
             status = BAD_RATIO
         elif not all_finite(x):
             status = BAD_RECORD
         elif not all_finite(stats):
             status = BAD_STATS
-        info = StepInfo(accepted / n, math.exp(min_log_alpha), status, math.nan)
-        return RecordState(theta, x, stats, total, log_g, state.kernel_state,
-                           state.move_state), info
-
-    @numba.njit(nogil=True)
-    def move_model_stats(fns, x_i, proposal, stats, index, value, touched, delta, s_old,
-                         s_new):
-        """``stats += model_stat(proposal) - model_stat(x_i)`` through the model's entries
-        when it has them (O(model_nnz)), else densely; False on bad entries."""
-        if fns.model_nnz == 0:
-            _move_model_stat(fns.model_stat, x_i, proposal, stats, s_old, s_new)
-            return True
-        used = merge_entries(fns.model_entries(x_i, index, value), index, value, -1.0,
-                             fns.model_nnz, k, touched, delta, 0)
-        if used >= 0:
-            used = merge_entries(fns.model_entries(proposal, index, value), index, value, 1.0,
-                                 fns.model_nnz, k, touched, delta, used)
-        for b in range(used):
-            stats[touched[b]] += delta[b]
-        return used >= 0
-
-    @numba.njit(nogil=True)
-    def sparse_sweep(rng, state, s_dp, params, fns):
-        """The sweep of a sparse statistic with a separable density: each record update
-        touches the union of the old and the new record's cells only."""
-        theta, x, stats, total = state.theta, state.x, state.stats, state.total
-        n = x.shape[0]
-        nnz = max(fns.nnz, fns.model_nnz)
-        proposal = np.empty(record_size)
-        index, value = np.empty(nnz, np.int64), np.empty(nnz)
-        touched, delta = np.empty(2 * nnz, np.int64), np.empty(2 * nnz)
-        m_touched, m_delta = np.empty(2 * nnz, np.int64), np.empty(2 * nnz)
-        s_old, s_new = np.empty(k), np.empty(k)
-        log_g = state.log_g
-        accepted = 0
-        min_log_alpha = 0.0
-        nan_seen = False
-        status = OK
-        for visit in range(n):
-            i = rng.integers(0, n) if random_scan else visit
-            x_i = x[i]
-            if general:
-                for j in range(record_size):
-                    proposal[j] = x_i[j]
-                log_alpha = fns.propose_record(rng, theta, x_i, proposal)
-            else:
-                fns.draw_record(rng, theta, proposal)
-                log_alpha = 0.0
-            used = merge_entries(fns.entries(x_i, s_dp, index, value), index, value, -1.0,
-                                 fns.nnz, m, touched, delta, 0)
-            if used >= 0:
-                used = merge_entries(fns.entries(proposal, s_dp, index, value), index, value,
-                                     1.0, fns.nnz, m, touched, delta, used)
-            if used < 0:
-                status = BAD_ENTRIES
-                break
-            change = 0.0
-            for b in range(used):
-                if delta[b] != 0.0:
-                    j = touched[b]
-                    change += (fns.coordinate_log_density(s_dp[j], total[j] + delta[b], j,
-                                                          params)
-                               - fns.coordinate_log_density(s_dp[j], total[j], j, params))
-            log_alpha += change
-            nan_seen |= log_alpha != log_alpha
-            if log_alpha < min_log_alpha:
-                min_log_alpha = log_alpha
-            if log_alpha >= 0.0 or rng.random() < math.exp(log_alpha):
-                if shared:
-                    for b in range(used):
-                        stats[touched[b]] += delta[b]
-                elif not move_model_stats(fns, x_i, proposal, stats, index, value,
-                                          m_touched, m_delta, s_old, s_new):
-                    status = BAD_ENTRIES
-                    break
-                for b in range(used):
-                    total[touched[b]] += delta[b]
-                for j in range(record_size):
-                    x_i[j] = proposal[j]
-                # The cached log g drifts by rounding only; refresh recomputes it.
-                log_g += change
-                accepted += 1
-        if status == OK:
-            if nan_seen:
-                status = BAD_RATIO
-            elif not all_finite(x):
-                status = BAD_RECORD
-            elif not all_finite(stats):
-                status = BAD_STATS
-        info = StepInfo(accepted / n, math.exp(min_log_alpha), status, math.nan)
-        return RecordState(theta, x, stats, total, log_g, state.kernel_state,
-                           state.move_state), info
-
-    return sparse_sweep if sparse else sweep
+    info = StepInfo(accepted / n, math.exp(min_log_alpha), status, math.nan)
+    return RecordState(theta, x, stats, total, log_g, state.kernel_state,
+                       state.move_state), info
 
 
-@numba.njit(nogil=True)
+@numba.njit(nogil=True, cache=True)
 def set_theta(state, theta_new):
     """Copy a kernel's output into the state's theta buffer, checking size and finiteness."""
     theta = state.theta
@@ -405,50 +402,55 @@ def set_theta(state, theta_new):
     return OK
 
 
-@numba.njit(nogil=True)
-def no_move(rng, state, s_dp, params, fns, tuning):
+@numba.njit(nogil=True, cache=True)
+def no_move(rng, state, s_dp, params, tuning):
     """The default extra move: none. A move returns ``(state, accept_prob, status)``."""
     return state, math.nan, OK
 
 
-@numba.njit(nogil=True)
-def update_records(rng, state, engine, tuning):
+@numba.njit(nogil=True, cache=True)
+def no_kernel(rng, theta, x, stats, kernel_state, tuning):
+    """The kernel bound when ``draw_theta`` is plain Python (never called: the runner calls
+    ``draw_theta`` itself, then ``after_theta``)."""
+    return theta.copy(), math.nan
+
+
+def update_records(rng, state, inputs, tuning):
     """After theta's kernel: the extra theta move (e.g. the non-centred move of
-    :mod:`dawrap.samplers.interweave`), then ``engine.sweeps`` record sweeps. Returns the
+    :mod:`dawrap.samplers.interweave`), then ``inputs.sweeps`` record sweeps. Returns the
     state and a :class:`StepInfo` over all sweeps."""
-    s_dp, params, fns = engine.s_dp, engine.params, engine.fns
-    state, move_accept, status = engine.move(rng, state, s_dp, params, fns, tuning)
+    s_dp, params = inputs.s_dp, inputs.params
+    state, move_accept, status = MOVE(rng, state, s_dp, params, tuning)
     if status != OK:
         return state, StepInfo(0.0, 0.0, status, move_accept)
     accepted, min_accept = 0.0, 1.0
-    for _ in range(engine.sweeps):
-        state, info = engine.sweep(rng, state, s_dp, params, fns)
+    for _ in range(inputs.sweeps):
+        state, info = SWEEP(rng, state, s_dp, params)
         if info.status != OK:
             return state, info
         accepted += info.accept_rate
         min_accept = min(min_accept, info.min_accept_prob)
-    return state, StepInfo(accepted / engine.sweeps, min_accept, OK, move_accept)
+    return state, StepInfo(accepted / inputs.sweeps, min_accept, OK, move_accept)
 
 
-@numba.njit(nogil=True)
-def after_theta(rng, state, engine, theta_new, theta_accept, it, tune, trace):
+def after_theta(rng, state, inputs, theta_new, theta_accept, it, tune, trace):
     """Everything iteration ``it`` does once theta is drawn: check and store theta, the
     extra move and the record sweeps, the periodic refresh of the running sums, and the kept
     draw (row ``it - tune`` of ``trace`` once ``it >= tune``). Returns ``(state, status)``.
 
-    The one end of an iteration for both loops: :func:`run` (compiled theta kernel) and the
+    The one end of an iteration for both loops: ``run`` (compiled theta kernel) and the
     runner's loop around a plain Python ``draw_theta``.
     """
     status = set_theta(state, theta_new)
-    if status == OK and not engine.fns.theta_support(state.theta):
+    if status == OK and not THETA_SUPPORT(state.theta):
         status = BAD_SUPPORT
     if status != OK:
         return state, status
-    state, info = update_records(rng, state, engine, it < tune)
+    state, info = update_records(rng, state, inputs, it < tune)
     if info.status != OK:
         return state, info.status
     if (it + 1) % REFRESH_EVERY == 0:
-        state, status = refresh(state, engine.s_dp, engine.params, engine.fns)
+        state, status = REFRESH(state, inputs.s_dp, inputs.params)
         if status != OK:
             return state, status
     if it >= tune:
@@ -456,23 +458,35 @@ def after_theta(rng, state, engine, theta_new, theta_accept, it, tune, trace):
     return state, OK
 
 
-@numba.njit(nogil=True)
-def step(rng, state, engine, it, tune, trace):
-    """Iteration ``it`` with a compiled theta kernel: theta from ``engine.theta_kernel``,
-    then :func:`after_theta`. Returns ``(state, status)``.
+def step(rng, state, inputs, it, tune, trace):
+    """Iteration ``it`` with a compiled theta kernel: theta from ``KERNEL_STEP``, then
+    ``after_theta``. Returns ``(state, status)``.
 
-    ``theta_kernel(rng, theta, x, stats, kernel_state, tuning) -> (theta, accept_prob)`` is
-    the engine form of a :class:`dawrap.samplers.kernels.Kernel`; it may update
-    ``kernel_state`` in place while tuning (``it < tune``).
+    ``KERNEL_STEP(rng, theta, x, stats, kernel_state, tuning) -> (theta, accept_prob)`` is
+    the step of a :class:`dawrap.samplers.kernels.Kernel`; it may update ``kernel_state`` in
+    place while tuning (``it < tune``).
     """
     # A copy of the running statistic: a kernel that modifies its input cannot corrupt it.
-    theta_new, theta_accept = engine.theta_kernel(rng, state.theta, state.x,
-                                                  state.stats.copy(), state.kernel_state,
-                                                  it < tune)
-    return after_theta(rng, state, engine, theta_new, theta_accept, it, tune, trace)
+    theta_new, theta_accept = KERNEL_STEP(rng, state.theta, state.x, state.stats.copy(),
+                                          state.kernel_state, it < tune)
+    return after_theta(rng, state, inputs, theta_new, theta_accept, it, tune, trace)
 
 
-@numba.njit(nogil=True)
+def run(rng, state, inputs, start, stop, tune, trace):
+    """Iterations ``start..stop-1`` of a chain whose theta kernel is compiled.
+
+    Iterations before ``tune`` are warm-up (the kernel and the move may adapt); iteration
+    ``it`` is kept in row ``it - tune`` of ``trace`` when ``it >= tune``. Returns the final
+    state, the number of iterations done and a status code (:mod:`.status`).
+    """
+    for it in range(start, stop):
+        state, status = step(rng, state, inputs, it, tune, trace)
+        if status != OK:
+            return state, it, status
+    return state, stop, OK
+
+
+@numba.njit(nogil=True, cache=True)
 def store_draw(trace, row, state, info, theta_accept):
     """Write one kept draw (the state after the iteration's updates) into ``trace``."""
     copy_into(trace.theta[row], state.theta)
@@ -490,7 +504,7 @@ def store_draw(trace, row, state, info, theta_accept):
 DRIFT_TOLERANCE = 1e-8
 
 
-@numba.njit(nogil=True)
+@numba.njit(nogil=True, cache=True)
 def _agrees(running, fresh, magnitude):
     for j in range(running.shape[0]):
         if not abs(running[j] - fresh[j]) <= DRIFT_TOLERANCE * magnitude[j]:
@@ -498,8 +512,7 @@ def _agrees(running, fresh, magnitude):
     return True
 
 
-@numba.njit(nogil=True)
-def consistency(state, s_dp, fns):
+def consistency(state, s_dp):
     """Recompute the running sums from ``x`` and check them and every record.
 
     Returns ``(stats, total, status)``: the fresh sums, and ``BAD_RECORD_SUPPORT`` when a
@@ -507,8 +520,8 @@ def consistency(state, s_dp, fns):
     the recomputation beyond rounding (something wrote to ``x`` behind the sweep's back), else
     ``OK``. One pass over the records, like the refresh it is part of.
     """
-    if fns.nnz > 0:  # the sparse path: O(n nnz + size)
-        return sparse_consistency(state, s_dp, fns, DRIFT_TOLERANCE)
+    if NNZ > 0:  # the sparse path: O(n nnz + size)
+        return sparse_consistency(state, s_dp, DRIFT_TOLERANCE)
     x = state.x
     k, m = state.stats.shape[0], state.total.shape[0]
     stats, total = np.zeros(k), np.zeros(m)
@@ -516,10 +529,10 @@ def consistency(state, s_dp, fns):
     buf_s, buf_t = np.empty(k), np.empty(m)
     status = OK
     for i in range(x.shape[0]):
-        if status == OK and not fns.record_support(x[i]):
+        if status == OK and not RECORD_SUPPORT(x[i]):
             status = BAD_RECORD_SUPPORT
-        fns.model_stat(x[i], buf_s)
-        fns.mech_stat(x[i], s_dp, buf_t)
+        MODEL_STAT(x[i], buf_s)
+        MECH_STAT(x[i], s_dp, buf_t)
         for j in range(k):
             stats[j] += buf_s[j]
             stats_abs[j] += abs(buf_s[j])
@@ -532,24 +545,23 @@ def consistency(state, s_dp, fns):
     return stats, total, status
 
 
-@numba.njit(nogil=True)
-def refresh(state, s_dp, params, fns):
+def refresh(state, s_dp, params):
     """Recompute the running sums from ``x`` (guards against floating-point drift), after
-    checking them (:func:`consistency`). Returns ``(state, status)``."""
-    stats, total, status = consistency(state, s_dp, fns)
+    checking them (``consistency``). Returns ``(state, status)``."""
+    stats, total, status = consistency(state, s_dp)
     copy_into(state.stats, stats)
     copy_into(state.total, total)
     return RecordState(state.theta, state.x, state.stats, state.total,
-                       fns.log_density(s_dp, state.total, params), state.kernel_state,
+                       LOG_DENSITY(s_dp, state.total, params), state.kernel_state,
                        state.move_state), status
 
 
-#: Floats after the end of each ``out`` buffer that :func:`first_overflow` watches.
+#: Floats after the end of each ``out`` buffer that ``first_overflow`` watches.
 GUARD = 16
 _SENTINEL = -7.0e307  # what the guard holds; a user function will not write exactly this
 
 
-@numba.njit(nogil=True)
+@numba.njit(nogil=True, cache=True)
 def _guard_intact(buf, size):
     for j in range(size, buf.shape[0]):
         if buf[j] != _SENTINEL:
@@ -557,14 +569,13 @@ def _guard_intact(buf, size):
     return True
 
 
-@numba.njit(nogil=True)
+@numba.njit(nogil=True, cache=True)
 def _arm(buf, size):
     for j in range(size, buf.shape[0]):
         buf[j] = _SENTINEL
 
 
-@numba.njit(nogil=True)
-def first_overflow(x, s_dp, fns, stat_size, size):
+def first_overflow(x, s_dp):
     """The first record of ``x`` on which ``model_stat`` (``which`` 1) or the mechanism's
     statistic (``which`` 2) writes past the end of its ``out`` (into a guard zone of
     :data:`GUARD` floats), as ``(index, which)``; ``(-1, 0)`` when none does.
@@ -573,45 +584,87 @@ def first_overflow(x, s_dp, fns, stat_size, size):
     ``out`` would silently corrupt memory. Checking every record of the starting database
     catches what a single probe misses (a record type the first probe did not draw).
     """
-    buf_s, buf_t = np.empty(stat_size + GUARD), np.empty(size + GUARD)
+    buf_s, buf_t = np.empty(STAT_SIZE + GUARD), np.empty(SIZE + GUARD)
     for i in range(x.shape[0]):
-        _arm(buf_s, stat_size)
-        _arm(buf_t, size)
-        fns.model_stat(x[i], buf_s[:stat_size])
-        if not _guard_intact(buf_s, stat_size):
+        _arm(buf_s, STAT_SIZE)
+        _arm(buf_t, SIZE)
+        MODEL_STAT(x[i], buf_s[:STAT_SIZE])
+        if not _guard_intact(buf_s, STAT_SIZE):
             return i, 1
-        fns.mech_stat(x[i], s_dp, buf_t[:size])
-        if not _guard_intact(buf_t, size):
+        MECH_STAT(x[i], s_dp, buf_t[:SIZE])
+        if not _guard_intact(buf_t, SIZE):
             return i, 2
     return -1, 0
 
 
-@numba.njit(nogil=True)
-def draw_guarded(rng, theta, fns, record_size, count):
+def draw_guarded(rng, theta, count):
     """``count`` records from ``draw_record`` written into guarded buffers: returns the
     records and the index of the first draw that wrote past ``record_size`` values (-1)."""
-    x = np.empty((count, record_size))
-    buf = np.empty(record_size + GUARD)
+    x = np.empty((count, RECORD_SIZE))
+    buf = np.empty(RECORD_SIZE + GUARD)
     for i in range(count):
-        _arm(buf, record_size)
-        fns.draw_record(rng, theta, buf[:record_size])
-        if not _guard_intact(buf, record_size):
+        _arm(buf, RECORD_SIZE)
+        DRAW_RECORD(rng, theta, buf[:RECORD_SIZE])
+        if not _guard_intact(buf, RECORD_SIZE):
             return x, i
-        for j in range(record_size):
+        for j in range(RECORD_SIZE):
             x[i, j] = buf[j]
     return x, -1
 
 
-@numba.njit(nogil=True)
-def run(rng, state, engine, start, stop, tune, trace):
-    """Iterations ``start..stop-1`` of a chain whose theta kernel is compiled.
+#: The templates of a model's records, sweep and chain (bound in that order, each group
+#: reusing the groups before it, so that another kernel or move recompiles only the chain).
+RECORD_TEMPLATES = (init, consistency, refresh, first_overflow, draw_guarded, draw_database,
+                    sparse.sparse_sums, sparse.sparse_consistency, sparse.check_entries)
+SWEEP_TEMPLATES = (move_model_stat, move_model_stats)
+CHAIN_TEMPLATES = (update_records, after_theta, step, run)
 
-    Iterations before ``tune`` are warm-up (the kernel and the move may adapt); iteration
-    ``it`` is kept in row ``it - tune`` of ``trace`` when ``it >= tune``. Returns the final
-    state, the number of iterations done and a status code (:mod:`.status`).
+
+def bind_chain(fns: RecordFunctions, record_size: int, size: int, stat_size: int, *,
+               general: bool = False, shared: bool = False, random_scan: bool = False,
+               move=no_move, kernel_step=no_kernel) -> Chain:
+    """Compile the record sampler for one model, mechanism, theta kernel and move.
+
+    Parameters
+    ----------
+    fns : RecordFunctions
+        The model's and the mechanism's compiled functions.
+    record_size, size, stat_size : int
+        Floats per record, per mechanism statistic and per model statistic.
+    general : bool
+        Propose with ``propose_record`` (supplement Algorithm 2) instead of ``draw_record``.
+    shared : bool
+        The model statistic is the mechanism's statistic, so its running sum moves by the
+        same difference and is not computed twice.
+    random_scan : bool
+        Visit ``n`` records drawn uniformly with replacement instead of each record in turn
+        (both leave the posterior invariant; systematic scan is the paper's).
+    move : dispatcher
+        The extra theta move, ``(rng, state, s_dp, params, tuning) -> (state, accept_prob,
+        status)`` (:func:`dawrap.samplers.interweave.make_move`), or :func:`no_move`.
+    kernel_step : dispatcher
+        The compiled theta kernel's step (:class:`dawrap.samplers.kernels.Kernel`), or
+        :func:`no_kernel` when ``draw_theta`` is plain Python.
+
+    Returns
+    -------
+    Chain
+        Compiled on first call; for a built-in model, loaded from numba's disk cache in
+        later processes (:mod:`dawrap._templates`). The sparse path
+        (:mod:`dawrap.samplers.sparse`) is taken when ``fns.nnz > 0``.
     """
-    for it in range(start, stop):
-        state, status = step(rng, state, engine, it, tune, trace)
-        if status != OK:
-            return state, it, status
-    return state, stop, OK
+    names = {name.upper(): value for name, value in fns._asdict().items()}
+    names.update(RECORD_SIZE=record_size, SIZE=size, STAT_SIZE=stat_size)
+    records = _templates.bind(RECORD_TEMPLATES, names)
+    sweep_template = sparse_sweep if fns.nnz > 0 else dense_sweep
+    sweeps = _templates.bind(SWEEP_TEMPLATES + (sweep_template,), dict(
+        names, GENERAL=general, SHARED=shared, RANDOM_SCAN=random_scan,
+        ON_STACK=max(record_size, size, stat_size) <= STACK_FLOATS))
+    sweep = getattr(sweeps, sweep_template.__name__)
+    chain = _templates.bind(CHAIN_TEMPLATES, dict(
+        SWEEP=sweep, MOVE=move, KERNEL_STEP=kernel_step, REFRESH=records.refresh,
+        THETA_SUPPORT=fns.theta_support))
+    return Chain(records.init, chain.step, chain.run, chain.after_theta, sweep,
+                 chain.update_records, records.consistency, records.refresh,
+                 records.first_overflow, records.draw_guarded, records.draw_database,
+                 records.check_entries)

@@ -27,6 +27,11 @@ from .status import OK, BAD_ENTRIES, BAD_DRIFT, BAD_RECORD_SUPPORT
 __all__ = ["merge_entries", "sparse_sums", "sparse_consistency", "check_entries",
            "ENTRIES_COMPARED"]
 
+# The names the templates below call, bound per model with the record sampler's
+# (dawrap.samplers.record.bind_chain; placeholders here).
+ENTRIES = MODEL_ENTRIES = MODEL_STAT = MECH_STAT = RECORD_SUPPORT = None
+SIZE = STAT_SIZE = NNZ = MODEL_NNZ = 0
+
 #: Records of the starting database whose entries are compared with the dense statistic
 #: (each comparison costs O(size); the bounds of every record's entries are checked).
 ENTRIES_COMPARED = 64
@@ -69,30 +74,29 @@ def _scatter(count, index, value, nnz, out, magnitude):
     return True
 
 
-@numba.njit(nogil=True)  # takes the user's functions: not cacheable (see record.py)
-def sparse_sums(x, s_dp, fns, stat_size, size, check_support):
+def sparse_sums(x, s_dp, check_support):
     """The running sums from scratch through the entries: ``(stats, total, stats_abs,
     total_abs, status)``, with the absolute sums (plus one) that bound rounding. A model
     statistic without a sparse declaration is summed densely (O(stat_size) per record)."""
-    stats, total = np.zeros(stat_size), np.zeros(size)
-    stats_abs, total_abs = np.ones(stat_size), np.ones(size)
-    index = np.empty(max(fns.nnz, fns.model_nnz, 1), np.int64)
+    stats, total = np.zeros(STAT_SIZE), np.zeros(SIZE)
+    stats_abs, total_abs = np.ones(STAT_SIZE), np.ones(SIZE)
+    index = np.empty(max(NNZ, MODEL_NNZ, 1), np.int64)
     value = np.empty(index.shape[0])
-    buf = np.empty(stat_size)
+    buf = np.empty(STAT_SIZE)
     status = OK
     for i in range(x.shape[0]):
-        if check_support and status == OK and not fns.record_support(x[i]):
+        if check_support and status == OK and not RECORD_SUPPORT(x[i]):
             status = BAD_RECORD_SUPPORT
-        if not _scatter(fns.entries(x[i], s_dp, index, value), index, value, fns.nnz, total,
+        if not _scatter(ENTRIES(x[i], s_dp, index, value), index, value, NNZ, total,
                         total_abs):
             return stats, total, stats_abs, total_abs, BAD_ENTRIES
-        if fns.model_nnz > 0:
-            if not _scatter(fns.model_entries(x[i], index, value), index, value,
-                            fns.model_nnz, stats, stats_abs):
+        if MODEL_NNZ > 0:
+            if not _scatter(MODEL_ENTRIES(x[i], index, value), index, value, MODEL_NNZ,
+                            stats, stats_abs):
                 return stats, total, stats_abs, total_abs, BAD_ENTRIES
-        elif stat_size > 0:
-            fns.model_stat(x[i], buf)
-            for j in range(stat_size):
+        elif STAT_SIZE > 0:
+            MODEL_STAT(x[i], buf)
+            for j in range(STAT_SIZE):
                 stats[j] += buf[j]
                 stats_abs[j] += abs(buf[j])
     return stats, total, stats_abs, total_abs, status
@@ -106,36 +110,33 @@ def _agrees(running, fresh, magnitude, tolerance):
     return True
 
 
-@numba.njit(nogil=True)
-def sparse_consistency(state, s_dp, fns, tolerance):
+def sparse_consistency(state, s_dp, tolerance):
     """:func:`dawrap.samplers.record.consistency` in O(n nnz + size): ``(stats, total,
     status)``."""
-    stats, total, stats_abs, total_abs, status = sparse_sums(
-        state.x, s_dp, fns, state.stats.shape[0], state.total.shape[0], True)
+    stats, total, stats_abs, total_abs, status = sparse_sums(state.x, s_dp, True)
     if status == OK and not (_agrees(state.stats, stats, stats_abs, tolerance)
                              and _agrees(state.total, total, total_abs, tolerance)):
         status = BAD_DRIFT
     return stats, total, status
 
 
-@numba.njit(nogil=True)
-def check_entries(x, s_dp, fns, stat_size, size, compared):
+def check_entries(x, s_dp, compared):
     """The first record of ``x`` whose entries are bad, as ``(index, which, why)``: ``which``
     1 for the model's entries, 2 for the mechanism's; ``why`` 1 for a count outside
     ``0..nnz``, 2 for an index outside the statistic, 3 for entries that disagree with the
     dense statistic (compared on the first ``compared`` records). ``(-1, 0, 0)`` if none."""
-    nnz = max(fns.nnz, fns.model_nnz, 1)
+    nnz = max(NNZ, MODEL_NNZ, 1)
     index, value = np.empty(nnz, np.int64), np.empty(nnz)
-    dense_t, sparse_t = np.empty(size), np.empty(size)
-    dense_s, sparse_s = np.empty(stat_size), np.empty(stat_size)
+    dense_t, sparse_t = np.empty(SIZE), np.empty(SIZE)
+    dense_s, sparse_s = np.empty(STAT_SIZE), np.empty(STAT_SIZE)
     for i in range(x.shape[0]):
         for which in (2, 1):
-            if which == 1 and fns.model_nnz == 0:
+            if which == 1 and MODEL_NNZ == 0:
                 continue
-            m = size if which == 2 else stat_size
-            count = (fns.entries(x[i], s_dp, index, value) if which == 2
-                     else fns.model_entries(x[i], index, value))
-            if count < 0 or count > (fns.nnz if which == 2 else fns.model_nnz):
+            m = SIZE if which == 2 else STAT_SIZE
+            count = (ENTRIES(x[i], s_dp, index, value) if which == 2
+                     else MODEL_ENTRIES(x[i], index, value))
+            if count < 0 or count > (NNZ if which == 2 else MODEL_NNZ):
                 return i, which, 1
             for a in range(count):
                 if index[a] < 0 or index[a] >= m:
@@ -144,9 +145,9 @@ def check_entries(x, s_dp, fns, stat_size, size, compared):
                 dense = dense_t if which == 2 else dense_s
                 scattered = sparse_t if which == 2 else sparse_s
                 if which == 2:
-                    fns.mech_stat(x[i], s_dp, dense)
+                    MECH_STAT(x[i], s_dp, dense)
                 else:
-                    fns.model_stat(x[i], dense)
+                    MODEL_STAT(x[i], dense)
                 scattered[:] = 0.0
                 for a in range(count):
                     scattered[index[a]] += value[a]

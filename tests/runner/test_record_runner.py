@@ -128,13 +128,13 @@ def test_consistency_tolerates_rounding_only():
     fns = record.RecordFunctions(model.draw_record, model.propose_record, model.model_stat,
                                  mech.engine_statistic, mech.log_density)
     s_dp = np.array([60.0])
-    engine = record.Engine(s_dp, mech.params, fns, None, record.no_move, 1)
-    state = record.init(theta, x, engine, model.stat_size, np.empty(0), np.empty(0))
-    assert record.consistency(state, s_dp, fns)[2] == record.OK
+    chain = record.bind_chain(fns, model.record_size, mech.size, model.stat_size)
+    state = chain.init(theta, x, record.Inputs(s_dp, mech.params, 1), np.empty(0), np.empty(0))
+    assert chain.consistency(state, s_dp)[2] == record.OK
     state.total[0] += 1e-12 * x.sum()
-    assert record.consistency(state, s_dp, fns)[2] == record.OK
+    assert chain.consistency(state, s_dp)[2] == record.OK
     state.total[0] += 1.0
-    assert record.consistency(state, s_dp, fns)[2] == record.BAD_DRIFT
+    assert chain.consistency(state, s_dp)[2] == record.BAD_DRIFT
 
 
 def _checkpointed(tmp_path):

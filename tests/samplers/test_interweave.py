@@ -41,10 +41,11 @@ def test_a_nan_density_in_the_move_is_reported_not_rejected():
     params = s_dp.copy()
     fns = record.RecordFunctions(model.draw_record, model.propose_record, model.model_stat,
                                  normal_mean.gaussian(1.0).engine_statistic, nan_off_the_start)
-    engine = record.Engine(s_dp, params, fns, None, record.no_move, 1)
-    state = record.init(theta, x.copy(), engine, model.stat_size, np.empty(0), np.empty(0))
-    move, init_move_state = make_move(model.noncentred, model.record_size, 1, 1)
+    chain = record.bind_chain(fns, model.record_size, 1, model.stat_size)
+    state = chain.init(theta, x.copy(), record.Inputs(s_dp, params, 1), np.empty(0),
+                       np.empty(0))
+    move, init_move_state = make_move(model.noncentred, fns, 1, 1)
     state = state._replace(move_state=init_move_state(theta))
-    after, accept, status = move(np.random.default_rng(0), state, s_dp, params, fns, False)
+    after, accept, status = move(np.random.default_rng(0), state, s_dp, params, False)
     assert status == record.BAD_RATIO
     assert np.array_equal(after.x, x) and after.theta[0] == 0.0  # nothing moved

@@ -50,18 +50,18 @@ def test_compiled_sweep_matches_numpy_reference(model, mech, theta, n):
     s_dp = mech.release(model.simulate(theta, n, seed=2), seed=3)
     fns = record.RecordFunctions(model.draw_record, model.propose_record, model.model_stat,
                                  mech.engine_statistic, mech.log_density)
-    engine = record.Engine(s_dp, mech.params, fns, None, record.no_move, 1)
-    state = record.init(theta, x.copy(), engine, model.stat_size, np.empty(0), np.empty(0))
+    chain = record.bind_chain(fns, model.record_size, mech.size, model.stat_size)
+    inputs = record.Inputs(s_dp, mech.params, 1)
+    state = chain.init(theta, x.copy(), inputs, np.empty(0), np.empty(0))
     expected = reference_sweep(np.random.default_rng(9), theta, x, state.stats, state.total,
                                state.log_g, s_dp, model, mech)
-    sweep = record.make_sweep(model.record_size, mech.size, model.stat_size, False, False)
-    new, info = sweep(np.random.default_rng(9), state, s_dp, mech.params, fns)
+    new, info = chain.sweep(np.random.default_rng(9), state, s_dp, mech.params)
     assert np.array_equal(new.x, expected[0])
     assert np.allclose(new.stats, expected[1], rtol=1e-12, atol=0)
     assert np.allclose(new.total, expected[2], rtol=1e-12, atol=0)
     assert info.accept_rate == expected[4] and 0 < info.accept_rate < 1
     # The running sums equal sums recomputed from scratch.
-    fresh = record.init(theta, new.x, engine, model.stat_size, np.empty(0), np.empty(0))
+    fresh = chain.init(theta, new.x, inputs, np.empty(0), np.empty(0))
     assert np.allclose(fresh.stats, new.stats, rtol=1e-12, atol=0)
     assert np.allclose(fresh.total, new.total, rtol=1e-12, atol=0)
     assert fresh.log_g == pytest.approx(new.log_g, rel=1e-12)
@@ -129,14 +129,15 @@ def test_refresh_recomputes_running_sums():
     fns = record.RecordFunctions(model.draw_record, model.propose_record, model.model_stat,
                                  mech.engine_statistic, mech.log_density)
     x = model.simulate(theta, 50, seed=0)
-    engine = record.Engine(np.array([1.0]), mech.params, fns, None, record.no_move, 1)
-    state = record.init(theta, x, engine, 1, np.empty(0), np.empty(0))
+    chain = record.bind_chain(fns, 1, 1, 1)
+    state = chain.init(theta, x, record.Inputs(np.array([1.0]), mech.params, 1), np.empty(0),
+                       np.empty(0))
     state.total[0] += 1e-10  # simulate rounding drift (far above what O(1) updates produce)
-    fixed, status = record.refresh(state, np.array([1.0]), mech.params, fns)
+    fixed, status = chain.refresh(state, np.array([1.0]), mech.params)
     assert status == record.OK
     assert fixed.total[0] == pytest.approx(np.clip(x, -2, 2).sum(), rel=1e-14)
     state.total[0] += 1e-3  # not rounding: something changed x behind the sweep's back
-    assert record.refresh(state, np.array([1.0]), mech.params, fns)[1] == record.BAD_DRIFT
+    assert chain.refresh(state, np.array([1.0]), mech.params)[1] == record.BAD_DRIFT
 
 
 OPT_CHECK = """
@@ -149,12 +150,12 @@ x = model.simulate(theta, 300, seed=1)
 s_dp = mech.release(x, seed=3)
 fns = record.RecordFunctions(model.draw_record, model.propose_record, model.model_stat,
                              mech.engine_statistic, mech.log_density)
-engine = record.Engine(s_dp, mech.params, fns, None, record.no_move, 1)
-state = record.init(theta, x, engine, 1, np.empty(0), np.empty(0))
-sweep = record.make_sweep(1, 1, 1, False, False)
+chain = record.bind_chain(fns, 1, 1, 1)
+inputs = record.Inputs(s_dp, mech.params, 1)
+state = chain.init(theta, x, inputs, np.empty(0), np.empty(0))
 for _ in range(5):
-    state, info = sweep(np.random.default_rng(0), state, s_dp, mech.params, fns)
-fresh = record.init(theta, state.x, engine, 1, np.empty(0), np.empty(0))
+    state, info = chain.sweep(np.random.default_rng(0), state, s_dp, mech.params)
+fresh = chain.init(theta, state.x, inputs, np.empty(0), np.empty(0))
 assert np.array_equal(fresh.stats, state.stats) and np.array_equal(fresh.total, state.total)
 print("ok")
 """

@@ -106,12 +106,12 @@ def test_the_sweep_stops_on_entries_outside_the_statistic():
                                  mech.engine_statistic, mech.log_density,
                                  entries=mech.sparse.entries, nnz=1,
                                  coordinate_log_density=mech.coordinate_log_density)
-    sweep = record.make_sweep(1, 3, 3, False, False, False, sparse=True)
+    sweep = record.bind_chain(fns, 1, 3, 3).sweep
     s_dp = np.zeros(3)
     x = np.zeros((4, 1))
     state = record.RecordState(np.full(3, 1 / 3), x, np.zeros(3), np.zeros(3), 0.0,
                                np.empty(0), np.empty(0))
-    _, info = sweep(np.random.default_rng(0), state, s_dp, mech.params, fns)
+    _, info = sweep(np.random.default_rng(0), state, s_dp, mech.params)
     assert info.status == BAD_ENTRIES
     assert "entries" in record.STATUS_MESSAGES[BAD_ENTRIES]
 
@@ -141,7 +141,7 @@ def test_naive_bayes_entries_agree_with_its_counts_on_every_record():
                                  mech.engine_statistic, mech.log_density,
                                  **sparse.sparse_fields(model, mech))
     assert fns.model_nnz == len(J)
-    assert sparse.check_entries(recs, np.zeros(mech.size), fns, model.stat_size, mech.size,
-                                len(recs)) == (-1, 0, 0)
+    chain = record.bind_chain(fns, model.record_size, mech.size, model.stat_size)
+    assert chain.check_entries(recs, np.zeros(mech.size), len(recs)) == (-1, 0, 0)
     # A record out of range still contributes NaN (the dense statistic's answer).
     assert np.all(np.isnan(mech.total([[1, 1, 0], [3, 1, 0]])))

@@ -1,0 +1,172 @@
+"""Compiled templates, bound to a model's functions, and cached on disk when that is safe.
+
+numba can cache a compiled function on disk only if nothing in its cache key changes from one
+process to the next. A function that receives the model's compiled functions as *arguments*
+(as the record sampler once did) never qualifies: a function-typed argument is keyed by the
+identity of its dispatcher, and a closure over dispatchers by their per-process pickles
+(``docs/compile_cache.md``). So every process compiled the whole chain again, seconds to tens
+of seconds before the first draw.
+
+A *template* is a plain Python function that calls the model's functions by global names in
+capitals (``DRAW_RECORD``, ``MECH_STAT``, ...) and reads the problem's sizes and flags the
+same way (``RECORD_SIZE``, ``GENERAL``). :func:`bind` makes one copy of a group of templates
+whose globals hold one model's functions and constants, and compiles each copy with numba.
+numba resolves a global call while typing and links the callee's code into the caller, and it
+freezes global numbers as constants, exactly as it does closure variables: the machine code is
+what a hand-written function for that model would give. The cache key then holds only the
+argument types and the bytecode.
+
+A bound copy is cached on disk when everything bound into it has a *stable key*
+(:func:`stable_key`): numbers, strings, tuples, arrays, and compiled functions defined in the
+dawrap package itself (the built-in models included), closures over such values too. The key,
+together with a digest of the package's source, names the copy (its ``__qualname__``, which
+names numba's index file), so two bindings never share cache entries, and any change to the
+package's source starts new ones: a stale chain never runs. A user's own functions are not
+keyed (they may call code in other files that numba would not watch): their copies compile
+once per process, and every later binding with the same functions reuses them.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import types
+from pathlib import Path
+
+import numba
+import numpy as np
+from numba.core.registry import CPUDispatcher
+
+__all__ = ["bind", "stable_key", "source_digest"]
+
+#: Bound groups of this process, by the identity of what was bound (kept alive with them).
+_BOUND: dict = {}
+
+
+def bind(templates, names: dict) -> types.SimpleNamespace:
+    """Compile ``templates`` with ``names`` as their globals; a namespace of the compiled copies.
+
+    Parameters
+    ----------
+    templates : sequence of functions
+        Plain Python functions (not yet compiled). Within the group they call each other by
+        their own names: each call reaches the bound copy.
+    names : dict
+        Global name -> compiled function, number, flag, tuple or array, for every capitalised
+        name the templates use.
+
+    Returns
+    -------
+    types.SimpleNamespace
+        One ``numba.njit(nogil=True)`` dispatcher per template, under the template's name;
+        ``cache=True`` (on disk) when every value in ``names`` has a :func:`stable_key`.
+        Equal arguments return the same namespace within a process (nothing recompiles).
+
+    Examples
+    --------
+    >>> import numba
+    >>> from dawrap import _templates
+    >>> @numba.njit
+    ... def twice(v):
+    ...     return 2.0 * v
+    >>> def apply_all(values):          # a template: calls FUNC by its global name
+    ...     return [FUNC(v) for v in values]
+    >>> bound = _templates.bind([apply_all], {"FUNC": twice})
+    >>> bound.apply_all([1.0, 2.5])
+    [2.0, 5.0]
+    """
+    identity = (tuple(templates), tuple(sorted((k, _identity(v)) for k, v in names.items())))
+    if identity in _BOUND:
+        return _BOUND[identity][0]
+    keys = {name: stable_key(value) for name, value in names.items()}
+    stable = all(key is not None for key in keys.values())
+    group = ",".join(f"{t.__module__}.{t.__qualname__}" for t in templates)
+    tag = _digest(group, repr(sorted(keys.items())), source_digest()) if stable else None
+    jit = numba.njit(nogil=True, cache=stable)
+    copies = {}
+    namespaces = {}
+    for template in templates:
+        namespace = namespaces.setdefault(template.__module__,
+                                          dict(template.__globals__, **names))
+        func = types.FunctionType(template.__code__, namespace, template.__name__,
+                                  template.__defaults__, template.__closure__)
+        func.__module__, func.__doc__ = template.__module__, template.__doc__
+        # The qualname names numba's cache index file: one per binding.
+        func.__qualname__ = f"{template.__qualname__}__{tag or 'local'}"
+        func._template_tag = tag  # what stable_key says of this copy (None: not stable)
+        copies[template.__name__] = jit(func)
+    for namespace in namespaces.values():  # templates call each other's bound copies
+        namespace.update(copies)
+    bound = types.SimpleNamespace(**copies)
+    _BOUND[identity] = (bound, list(names.values()))  # keeps every id() in the key alive
+    return bound
+
+
+def _identity(value):
+    """What makes two bindings the same within a process: the value for plain constants,
+    the object itself otherwise (dispatchers, arrays)."""
+    if isinstance(value, (bool, int, float, str, type(None))):
+        return (type(value).__name__, value)
+    if isinstance(value, tuple):
+        return tuple(_identity(v) for v in value)
+    return ("id", id(value))
+
+
+def stable_key(value):
+    """A description of ``value`` that is the same in every process, or None.
+
+    Numbers, strings, None and tuples of them describe themselves; an array by its dtype,
+    shape and a hash of its bytes; a compiled function by its module, qualified name and the
+    keys of its closure's values, provided it is defined in the dawrap package (whose source
+    :func:`source_digest` covers). Anything else (a user's function) has none.
+
+    Examples
+    --------
+    >>> from dawrap import _templates
+    >>> from dawrap.models import beta_binomial
+    >>> _templates.stable_key(beta_binomial.count)
+    ('fn', 'dawrap.models.beta_binomial', 'count', ())
+    >>> _templates.stable_key(lambda v: v) is None
+    True
+    """
+    if isinstance(value, (bool, int, float, str, type(None), np.integer, np.floating)):
+        return (type(value).__name__, repr(value))
+    if isinstance(value, tuple):
+        keys = tuple(stable_key(v) for v in value)
+        return None if any(k is None for k in keys) else keys
+    if isinstance(value, np.ndarray):
+        return ("array", value.dtype.str, value.shape,
+                hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest())
+    if isinstance(value, CPUDispatcher):
+        func = value.py_func
+        if hasattr(func, "_template_tag"):  # a bound copy: as stable as what it was bound to
+            return None if func._template_tag is None else ("bound", func.__qualname__)
+        if func.__module__ != "dawrap" and not func.__module__.startswith("dawrap."):
+            return None
+        cells = tuple(stable_key(c.cell_contents) for c in func.__closure__ or ())
+        if any(c is None for c in cells):
+            return None
+        return ("fn", func.__module__, func.__qualname__, cells)
+    return None
+
+
+_SOURCE_DIGEST = []
+
+
+def source_digest() -> str:
+    """A digest of every source file of the installed dawrap package and its models: any
+    edit gives new cache names (numba itself checks only the template's own file)."""
+    if not _SOURCE_DIGEST:
+        folders = [Path(__file__).resolve().parent]
+        models = importlib.util.find_spec("dawrap.models")
+        folders += [Path(p).resolve() for p in models.submodule_search_locations or ()]
+        digest = hashlib.sha256()
+        for folder in folders:
+            for path in sorted(folder.rglob("*.py")):
+                digest.update(str(path.relative_to(folder)).encode())
+                digest.update(path.read_bytes())
+        _SOURCE_DIGEST.append(digest.hexdigest())
+    return _SOURCE_DIGEST[0]
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
