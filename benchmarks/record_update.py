@@ -105,19 +105,18 @@ def time_engine(model, mech, theta, n, sweeps, seed):
     fns = record.RecordFunctions(model.draw_record, model.propose_record, model.model_stat,
                                  mech.engine_statistic, mech.log_density)
     shared = model.user_model_stat is mech.statistic
-    sweep = record.make_sweep(model.record_size, mech.size, model.stat_size, False, shared)
     kernel = engine_form(model.draw_theta, False).step
+    chain = record.bind_chain(fns, model.record_size, mech.size, model.stat_size,
+                              shared=shared, kernel_step=kernel)
     trace = record.Trace(np.empty((sweeps, 1)), np.empty(sweeps), np.empty(sweeps),
                          np.empty(sweeps), np.empty(sweeps), np.empty((0, 1)))
-
-    engine = record.Engine(s_dp, mech.params, fns, sweep, record.no_move, 1, kernel)
+    inputs = record.Inputs(s_dp, mech.params, 1)
 
     def go(k):
-        state = record.init(model.pack(theta), x.copy(), engine, model.stat_size, np.empty(0),
-                            np.empty(0))
+        state = chain.init(model.pack(theta), x.copy(), inputs, np.empty(0), np.empty(0))
         rng = np.random.default_rng(seed)
         t = time.perf_counter()
-        record.run(rng, state, engine, 0, k, 0, trace)
+        chain.run(rng, state, inputs, 0, k, 0, trace)
         return time.perf_counter() - t
 
     go(1)  # compile

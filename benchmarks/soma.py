@@ -27,7 +27,6 @@ import sys
 import warnings
 from pathlib import Path
 
-import numba
 import numpy as np
 
 import dawrap as dw
@@ -41,79 +40,79 @@ from ess_per_second import ess_per_second, releases, save, table_cells  # noqa: 
 OUT = Path(__file__).parent / "results"
 
 
-@functools.lru_cache(maxsize=None)
-def make_soma_sweep(record_size: int, size: int, stat_size: int):
-    """A drop-in replacement for :func:`dawrap.record.make_sweep`: n SOMA offers."""
+# The names soma_sweep calls, bound per model by dawrap.samplers.record.bind_chain.
+DRAW_RECORD = MECH_STAT = MODEL_STAT = LOG_DENSITY = None
+RECORD_SIZE = SIZE = STAT_SIZE = 0
 
-    @numba.njit(nogil=True)
-    def sweep(rng, state, s_dp, params, fns):
-        theta, x, stats, total = state.theta, state.x, state.stats, state.total
-        n = x.shape[0]
-        t = np.empty((n, size))          # each record's contribution, kept in step with x
+
+def soma_sweep(rng, state, s_dp, params):
+    """A drop-in replacement for the record sweep (a template bound like
+    ``dawrap.samplers.record.dense_sweep``): n SOMA offers."""
+    record_size, size, stat_size = RECORD_SIZE, SIZE, STAT_SIZE
+    theta, x, stats, total = state.theta, state.x, state.stats, state.total
+    n = x.shape[0]
+    t = np.empty((n, size))          # each record's contribution, kept in step with x
+    for j in range(n):
+        MECH_STAT(x[j], s_dp, t[j])
+    y, t_y, moved = np.empty(record_size), np.empty(size), np.empty(size)
+    s_old, s_new = np.empty(stat_size), np.empty(stat_size)
+    log_w = np.empty(n)
+    log_g = state.log_g
+    accepted, min_log_alpha = 0, 0.0
+    for _ in range(n):
+        DRAW_RECORD(rng, theta, y)
+        MECH_STAT(y, s_dp, t_y)
+        top = -math.inf
+        for j in range(n):                       # the n attempts: log(w_j / g(T))
+            for k in range(size):
+                moved[k] = total[k] - t[j, k] + t_y[k]
+            log_w[j] = LOG_DENSITY(s_dp, moved, params) - log_g
+            top = max(top, log_w[j])
+        if top == -math.inf:                     # y fits nowhere: rejected
+            min_log_alpha = -math.inf
+            continue
+        weight = 0.0                             # W / (g(T) e^top)
         for j in range(n):
-            fns.mech_stat(x[j], s_dp, t[j])
-        y, t_y, moved = np.empty(record_size), np.empty(size), np.empty(size)
-        s_old, s_new = np.empty(stat_size), np.empty(stat_size)
-        log_w = np.empty(n)
-        log_g = state.log_g
-        accepted, min_log_alpha = 0, 0.0
-        for _ in range(n):
-            fns.draw_record(rng, theta, y)
-            fns.mech_stat(y, s_dp, t_y)
-            top = -math.inf
-            for j in range(n):                       # the n attempts: log(w_j / g(T))
-                for k in range(size):
-                    moved[k] = total[k] - t[j, k] + t_y[k]
-                log_w[j] = fns.log_density(s_dp, moved, params) - log_g
-                top = max(top, log_w[j])
-            if top == -math.inf:                     # y fits nowhere: rejected
-                min_log_alpha = -math.inf
-                continue
-            weight = 0.0                             # W / (g(T) e^top)
-            for j in range(n):
-                weight += math.exp(log_w[j] - top)
-            u = rng.random() * weight
-            chosen, cumulative = n - 1, 0.0
-            for j in range(n):
-                cumulative += math.exp(log_w[j] - top)
-                if u < cumulative:
-                    chosen = j
-                    break
-            # W' = W - w_I + g(T), in the same units; max() guards the cancellation when
-            # w_I dominates (W' is then tiny and the move accepted anyway).
-            reverse = max(weight - math.exp(log_w[chosen] - top), 0.0) + math.exp(-top)
-            log_alpha = math.log(weight) - math.log(reverse)
-            min_log_alpha = min(min_log_alpha, log_alpha)
-            if log_alpha >= 0.0 or rng.random() < math.exp(log_alpha):
-                if stat_size > 0:
-                    fns.model_stat(x[chosen], s_old)
-                    fns.model_stat(y, s_new)
-                    for k in range(stat_size):
-                        stats[k] += s_new[k] - s_old[k]
-                for k in range(size):
-                    total[k] += t_y[k] - t[chosen, k]
-                    t[chosen, k] = t_y[k]
-                for k in range(record_size):
-                    x[chosen, k] = y[k]
-                log_g += log_w[chosen]
-                accepted += 1
-        info = record.StepInfo(accepted / n, math.exp(min_log_alpha), record.OK, math.nan)
-        return record.RecordState(theta, x, stats, total, log_g, state.kernel_state,
-                                  state.move_state), info
-
-    return sweep
+            weight += math.exp(log_w[j] - top)
+        u = rng.random() * weight
+        chosen, cumulative = n - 1, 0.0
+        for j in range(n):
+            cumulative += math.exp(log_w[j] - top)
+            if u < cumulative:
+                chosen = j
+                break
+        # W' = W - w_I + g(T), in the same units; max() guards the cancellation when
+        # w_I dominates (W' is then tiny and the move accepted anyway).
+        reverse = max(weight - math.exp(log_w[chosen] - top), 0.0) + math.exp(-top)
+        log_alpha = math.log(weight) - math.log(reverse)
+        min_log_alpha = min(min_log_alpha, log_alpha)
+        if log_alpha >= 0.0 or rng.random() < math.exp(log_alpha):
+            if stat_size > 0:
+                MODEL_STAT(x[chosen], s_old)
+                MODEL_STAT(y, s_new)
+                for k in range(stat_size):
+                    stats[k] += s_new[k] - s_old[k]
+            for k in range(size):
+                total[k] += t_y[k] - t[chosen, k]
+                t[chosen, k] = t_y[k]
+            for k in range(record_size):
+                x[chosen, k] = y[k]
+            log_g += log_w[chosen]
+            accepted += 1
+    info = record.StepInfo(accepted / n, math.exp(min_log_alpha), record.OK, math.nan)
+    return record.RecordState(theta, x, stats, total, log_g, state.kernel_state,
+                              state.move_state), info
 
 
 @contextlib.contextmanager
 def soma_sweeps():
     """Make the record sampler build SOMA sweeps instead of its own."""
-    original = record.make_sweep
-    record.make_sweep = lambda record_size, size, stat_size, *flags: \
-        make_soma_sweep(record_size, size, stat_size)
+    original = record.dense_sweep
+    record.dense_sweep = soma_sweep
     try:
         yield
     finally:
-        record.make_sweep = original
+        record.dense_sweep = original
 
 
 def problems():

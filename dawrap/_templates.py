@@ -36,7 +36,7 @@ import numba
 import numpy as np
 from numba.core.registry import CPUDispatcher
 
-__all__ = ["bind", "stable_key", "source_digest"]
+__all__ = ["bind", "cache_tag", "stable_key", "source_digest"]
 
 #: Bound groups of this process, by the identity of what was bound (kept alive with them).
 _BOUND: dict = {}
@@ -63,25 +63,25 @@ def bind(templates, names: dict) -> types.SimpleNamespace:
 
     Examples
     --------
-    >>> import numba
+    >>> import numba, numpy as np
     >>> from dawrap import _templates
     >>> @numba.njit
     ... def twice(v):
     ...     return 2.0 * v
     >>> def apply_all(values):          # a template: calls FUNC by its global name
-    ...     return [FUNC(v) for v in values]
+    ...     out = np.empty_like(values)
+    ...     for i in range(values.shape[0]):
+    ...         out[i] = FUNC(values[i])
+    ...     return out
     >>> bound = _templates.bind([apply_all], {"FUNC": twice})
-    >>> bound.apply_all([1.0, 2.5])
-    [2.0, 5.0]
+    >>> bound.apply_all(np.array([1.0, 2.5]))
+    array([2., 5.])
     """
     identity = (tuple(templates), tuple(sorted((k, _identity(v)) for k, v in names.items())))
     if identity in _BOUND:
         return _BOUND[identity][0]
-    keys = {name: stable_key(value) for name, value in names.items()}
-    stable = all(key is not None for key in keys.values())
-    group = ",".join(f"{t.__module__}.{t.__qualname__}" for t in templates)
-    tag = _digest(group, repr(sorted(keys.items())), source_digest()) if stable else None
-    jit = numba.njit(nogil=True, cache=stable)
+    tag = cache_tag(templates, names)
+    jit = numba.njit(nogil=True, cache=tag is not None)
     copies = {}
     namespaces = {}
     for template in templates:
@@ -99,6 +99,17 @@ def bind(templates, names: dict) -> types.SimpleNamespace:
     bound = types.SimpleNamespace(**copies)
     _BOUND[identity] = (bound, list(names.values()))  # keeps every id() in the key alive
     return bound
+
+
+def cache_tag(templates, names: dict) -> str | None:
+    """The name under which the copies of ``templates`` bound to ``names`` are cached on disk:
+    a digest of the group, the stable keys of ``names`` and the package's source; None when
+    some value has no :func:`stable_key` (the copies are then not cached)."""
+    keys = {name: stable_key(value) for name, value in names.items()}
+    if any(key is None for key in keys.values()):
+        return None
+    group = ",".join(f"{t.__module__}.{t.__qualname__}" for t in templates)
+    return _digest(group, repr(sorted(keys.items())), source_digest())
 
 
 def _identity(value):

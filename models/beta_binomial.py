@@ -49,7 +49,7 @@ def conjugate_draw(rng, a, b, count, n):
 def _conjugate_kernel(a: float, b: float):
     # The closure only binds the hyperparameters; the work is in the disk-cached
     # conjugate_draw, so a new (a, b) compiles in a fraction of a second.
-    @numba.njit(nogil=True)
+    @numba.njit(nogil=True, cache=True)
     def draw_theta(rng, theta, x, stats):
         return conjugate_draw(rng, a, b, stats[0], x.shape[0])
 
@@ -134,7 +134,7 @@ def uniform_given_bernoulli(rng, theta, x_i, z_out):
 
 @functools.lru_cache(maxsize=64)
 def _noncentred(a: float, b: float) -> dw.NonCentred:
-    @numba.njit(nogil=True)
+    @numba.njit(nogil=True, cache=True)
     def log_prior(theta):
         p = theta[0]
         if not 0.0 < p < 1.0:
@@ -153,11 +153,11 @@ def _family(a: float, b: float, a0: float):
     # / epsilon, i.e. Beta((a - 1 + s)/T + 1, (b - 1 + n - s)/T + 1) restricted to the interval.
     log_ratio = np.log((1.0 - a0) / a0)
 
-    @numba.njit(nogil=True)
+    @numba.njit(nogil=True, cache=True)
     def posterior_draw(rng, s, n):
         return conjugate_draw(rng, a, b, s[0], n)
 
-    @numba.njit(nogil=True)
+    @numba.njit(nogil=True, cache=True)
     def ops_draw(rng, s, n, epsilon):
         temperature = 2.0 * log_ratio / epsilon
         alpha = (a - 1.0 + s[0]) / temperature + 1.0

@@ -91,11 +91,11 @@ def sf(x, eta):
 
 @functools.lru_cache(maxsize=64)
 def _kernels(alpha: float, beta: float):
-    @numba.njit(nogil=True)
+    @numba.njit(nogil=True, cache=True)
     def draw_theta(rng, theta, x, stats):
         return conjugate_draw(rng, alpha, beta, stats[0], x.shape[0])
 
-    @numba.njit(nogil=True)
+    @numba.njit(nogil=True, cache=True)
     def posterior_draw(rng, s, n):
         return conjugate_draw(rng, alpha, beta, s[0], n)
 

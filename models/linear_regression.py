@@ -374,7 +374,7 @@ def _record_functions(spec: _Spec):
     a0, b0 = spec.sigma2_prior
     m0, s0_2 = np.array(spec.m_prior_mean), spec.m_prior_sd ** 2
 
-    @numba.njit(nogil=True)
+    @numba.njit(nogil=True, cache=True)
     def record_from_noise(theta, z_i, out):
         # z_i may be out itself: row j of L z reads z_0..z_j only, so going from the last row
         # up never reads an entry already overwritten.
@@ -388,7 +388,7 @@ def _record_functions(spec: _Spec):
             mean += theta[ones + j] * out[j]
         out[p] = mean + (math.sqrt(theta[q]) if unknown_sigma2 else sd) * z_i[p]
 
-    @numba.njit(nogil=True)
+    @numba.njit(nogil=True, cache=True)
     def noise_from_record(rng, theta, x_i, z_out):
         for j in range(p):  # L z_x = x_0 - m, forward substitution
             v = x_i[j] - (theta[m_start + j] if unknown_m else m_fixed[j])
@@ -406,7 +406,7 @@ def _record_functions(spec: _Spec):
             out[j] = rng.standard_normal()
         record_from_noise(theta, out, out)
 
-    @numba.njit(nogil=True)
+    @numba.njit(nogil=True, cache=True)
     def log_prior(theta):
         scale2 = tau2  # prior variance of each beta_j
         out = 0.0
@@ -448,7 +448,7 @@ def _kernel(spec: _Spec):
     cov_inv = np.linalg.inv(np.array(spec.cov))
     m_start = size - p
 
-    @numba.njit(nogil=True)
+    @numba.njit(nogil=True, cache=True)
     def draw_theta(rng, theta, x, stats):
         out = np.empty(size)
         xtx, xty, yty, n = _gram(stats, p, intercept)

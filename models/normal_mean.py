@@ -60,7 +60,7 @@ def _check_bounds(lower, upper):
 def draw_record_factory(sigma: float):
     """The record sampler ``x_i ~ N(mu, sigma^2)`` for a known ``sigma`` (cached)."""
 
-    @numba.njit(nogil=True)
+    @numba.njit(nogil=True, cache=True)
     def draw_record(rng, theta, out):
         out[0] = theta[0] + sigma * rng.standard_normal()
 
@@ -78,7 +78,7 @@ def conjugate_draw(rng, mu0, sd0, sigma, total, n):
 @functools.lru_cache(maxsize=64)
 def _conjugate_kernel(mu0: float, sd0: float, sigma: float):
     # The closure binds the hyperparameters; the disk-cached conjugate_draw does the work.
-    @numba.njit(nogil=True)
+    @numba.njit(nogil=True, cache=True)
     def draw_theta(rng, theta, x, stats):
         return conjugate_draw(rng, mu0, sd0, sigma, stats[0], x.shape[0])
 
@@ -89,15 +89,15 @@ def _conjugate_kernel(mu0: float, sd0: float, sigma: float):
 def _noncentred(mu0: float, sd0: float, sigma: float) -> dw.NonCentred:
     """x_i = mu + sigma z_i with z_i ~ N(0, 1): the record moves with mu."""
 
-    @numba.njit(nogil=True)
+    @numba.njit(nogil=True, cache=True)
     def record_from_noise(theta, z_i, out):
         out[0] = theta[0] + sigma * z_i[0]
 
-    @numba.njit(nogil=True)
+    @numba.njit(nogil=True, cache=True)
     def noise_from_record(rng, theta, x_i, z_out):
         z_out[0] = (x_i[0] - theta[0]) / sigma
 
-    @numba.njit(nogil=True)
+    @numba.njit(nogil=True, cache=True)
     def log_prior(theta):
         return -0.5 * ((theta[0] - mu0) / sd0) ** 2
 
@@ -120,27 +120,27 @@ def family(mu0: float = 0.0, sd0: float = 1.0, sigma: float = 1.0) -> dw.Exponen
     """The exponential-family description: natural parameter mu / sigma^2, t(x) = x."""
     var = sigma * sigma
 
-    @numba.njit(nogil=True)
+    @numba.njit(nogil=True, cache=True)
     def natural(theta):
         return theta[0] / var
 
-    @numba.njit(nogil=True)
+    @numba.njit(nogil=True, cache=True)
     def log_partition(eta):
         return 0.5 * var * eta[0] * eta[0]
 
-    @numba.njit(nogil=True)
+    @numba.njit(nogil=True, cache=True)
     def mean_cov(theta):
         return np.array([theta[0]]), np.array([[var]])
 
-    @numba.njit(nogil=True)
+    @numba.njit(nogil=True, cache=True)
     def cdf(x, eta):
         return 0.5 * math.erfc(-(x - eta * var) / (sigma * math.sqrt(2.0)))
 
-    @numba.njit(nogil=True)
+    @numba.njit(nogil=True, cache=True)
     def sf(x, eta):
         return 0.5 * math.erfc((x - eta * var) / (sigma * math.sqrt(2.0)))
 
-    @numba.njit(nogil=True)
+    @numba.njit(nogil=True, cache=True)
     def posterior_draw(rng, s, n):
         return conjugate_draw(rng, mu0, sd0, sigma, s[0], n)
 

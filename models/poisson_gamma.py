@@ -69,7 +69,7 @@ def conjugate_draw(rng, alpha, beta, total, n):
 @functools.lru_cache(maxsize=64)
 def _conjugate_kernel(alpha: float, beta: float):
     # The closure binds the hyperparameters; the disk-cached conjugate_draw does the work.
-    @numba.njit(nogil=True)
+    @numba.njit(nogil=True, cache=True)
     def draw_theta(rng, theta, x, stats):
         return conjugate_draw(rng, alpha, beta, stats[0], x.shape[0])
 
@@ -156,7 +156,7 @@ def mean_cov(theta):
 @functools.lru_cache(maxsize=64)
 def family(alpha: float = 1.0, beta: float = 1.0) -> dw.ExponentialFamily:
     """The exponential-family description (natural parameter log lam, integer records)."""
-    @numba.njit(nogil=True)
+    @numba.njit(nogil=True, cache=True)
     def posterior_draw(rng, s, n):
         return conjugate_draw(rng, alpha, beta, s[0], n)
 

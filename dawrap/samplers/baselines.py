@@ -16,9 +16,9 @@ All draws are independent, so they line up with the MCMC methods in the same Arv
 """
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from .. import _templates
 from .output import Output
 from ..mechanisms.additive import Mechanism, as_records, sum_statistic, with_release_argument
 from ..model.model import Model
@@ -27,15 +27,35 @@ from ..model.family import require_family
 __all__ = ["run_nonprivate", "run_naive", "run_ops", "confidential_statistic"]
 
 
-@numba.njit(nogil=True)
-def _iid(rng, draw, draws, theta_size, *args):
-    """``draws`` independent ``draw(rng, *args)``, stacked."""
+DRAW = None  # the family's draw, bound per model (dawrap._templates)
+
+
+def iid(rng, draws, theta_size, s, n):
+    """``draws`` independent ``DRAW(rng, s, n)``, stacked (a template)."""
     out = np.empty((draws, theta_size))
     for i in range(draws):
-        theta = draw(rng, *args)
+        theta = DRAW(rng, s, n)
         for j in range(theta_size):
             out[i, j] = theta[j]
     return out
+
+
+def iid_tempered(rng, draws, theta_size, s, n, epsilon):
+    """``draws`` independent ``DRAW(rng, s, n, epsilon)``, stacked (a template)."""
+    out = np.empty((draws, theta_size))
+    for i in range(draws):
+        theta = DRAW(rng, s, n, epsilon)
+        for j in range(theta_size):
+            out[i, j] = theta[j]
+    return out
+
+
+def _iid(rng, draw, draws: int, theta_size: int, *args) -> np.ndarray:
+    """``draws`` independent ``draw(rng, *args)`` (compiled once per draw function; a
+    built-in model's loads from numba's disk cache)."""
+    template = iid if len(args) == 2 else iid_tempered
+    bound = _templates.bind((template,), {"DRAW": draw})
+    return getattr(bound, template.__name__)(rng, draws, theta_size, *args)
 
 
 def confidential_statistic(model: Model, confidential) -> tuple[np.ndarray, int]:

@@ -1,0 +1,108 @@
+"""dawrap._templates: bound copies are memoised, keyed only by what is stable across
+processes, and a built-in model's chain loads from the disk cache with the same draws."""
+import json
+import os
+import subprocess
+import sys
+
+import numba
+import numpy as np
+import pytest
+
+from dawrap import _templates
+from dawrap.models import beta_binomial
+
+
+@numba.njit
+def user_twice(row):
+    return 2.0 * row[0]
+
+
+def apply_to(rows):
+    out = np.empty(rows.shape[0])
+    for i in range(rows.shape[0]):
+        out[i] = FUNC(rows[i])  # noqa: F821 - bound by _templates.bind
+    return out
+
+
+def test_bind_compiles_a_copy_per_binding_and_memoises_it():
+    twice = _templates.bind([apply_to], {"FUNC": user_twice})
+    count = _templates.bind([apply_to], {"FUNC": beta_binomial.in_unit_interval})
+    rows = np.array([[1.0], [2.5]])
+    assert twice.apply_to(rows).tolist() == [2.0, 5.0]
+    assert count.apply_to(rows * 0.4).tolist() == [1.0, 0.0]   # 0 < p < 1
+    assert _templates.bind([apply_to], {"FUNC": user_twice}) is twice
+    assert twice.apply_to is not count.apply_to
+
+
+def test_only_values_defined_in_dawrap_have_a_stable_key():
+    assert _templates.stable_key(beta_binomial.count) == (
+        "fn", "dawrap.models.beta_binomial", "count", ())
+    assert _templates.stable_key(user_twice) is None      # a user's function
+    assert _templates.stable_key(lambda v: v) is None
+    assert _templates.stable_key((1, 2.5, True, "a")) is not None
+    a, b = np.arange(3.0), np.arange(3.0)
+    assert _templates.stable_key(a) == _templates.stable_key(b)
+    assert _templates.stable_key(a) != _templates.stable_key(a + 1)
+    # A closure is as stable as what it captures.
+    model = beta_binomial.model(a=2, b=3)
+    assert _templates.stable_key(model.draw_theta) != _templates.stable_key(
+        beta_binomial.model(a=2, b=4).draw_theta)
+
+
+def test_a_copy_bound_to_a_user_function_is_not_stable_and_not_cached():
+    bound = _templates.bind([apply_to], {"FUNC": user_twice})
+    assert _templates.stable_key(bound.apply_to) is None
+    assert not bound.apply_to._cache.__class__.__name__.startswith("FunctionCache")
+    stable = _templates.bind([apply_to], {"FUNC": beta_binomial.in_unit_interval})
+    assert _templates.stable_key(stable.apply_to) is not None
+    assert stable.apply_to._cache.__class__.__name__ == "FunctionCache"
+
+
+def test_the_cache_name_changes_with_the_package_source(monkeypatch):
+    names = {"FUNC": beta_binomial.in_unit_interval}
+    tag = _templates.cache_tag([apply_to], names)
+    assert tag is not None and tag == _templates.cache_tag([apply_to], dict(names))
+    assert _templates.cache_tag([apply_to], {"FUNC": user_twice}) is None
+    monkeypatch.setattr(_templates, "source_digest", lambda: "an edited package")
+    assert _templates.cache_tag([apply_to], names) != tag
+
+
+CHILD = """
+import json, sys
+import numpy as np
+import dawrap as dw
+from dawrap import _templates, diagnostics
+from dawrap.models import beta_binomial
+a = float(sys.argv[1])
+idata = dw.sample(beta_binomial.model(a=a, b=1), beta_binomial.laplace(0.5), 30.0, 100,
+                  draws=30, tune=10, chains=2, cores=1, seed=4, progress=False)
+hits = misses = 0
+for bound, _ in _templates._BOUND.values():
+    for dispatcher in vars(bound).values():
+        hits += sum(dispatcher.stats.cache_hits.values())
+        misses += sum(dispatcher.stats.cache_misses.values())
+print(json.dumps({"p": diagnostics.group(idata, "posterior")["p"].values.ravel().tolist(),
+                  "hits": hits, "misses": misses}))
+"""
+
+
+def _child(a: float, cache) -> dict:
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache))
+    out = subprocess.run([sys.executable, "-c", CHILD, str(a)], env=env, capture_output=True,
+                         text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_a_built_in_chain_loads_from_the_disk_cache_with_the_same_draws(tmp_path):
+    cold = _child(1.0, tmp_path)
+    assert cold["misses"] > 0
+    warm = _child(1.0, tmp_path)
+    assert warm["misses"] == 0 and warm["hits"] > 0   # nothing of the chain compiled again
+    assert warm["p"] == cold["p"]
+    # Other hyperparameters are another binding: their own entries, their own draws, the
+    # same as without any cache (no entry of a = 1 is ever used for a = 5).
+    other = _child(5.0, tmp_path)
+    assert other["misses"] > 0 and other["p"] != cold["p"]
+    assert other["p"] == _child(5.0, tmp_path / "fresh")["p"]
