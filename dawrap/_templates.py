@@ -27,8 +27,10 @@ once per process, and every later binding with the same functions reuses them.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
+import os
 import types
 from pathlib import Path
 
@@ -81,7 +83,6 @@ def bind(templates, names: dict) -> types.SimpleNamespace:
     if identity in _BOUND:
         return _BOUND[identity][0]
     tag = cache_tag(templates, names)
-    jit = numba.njit(nogil=True, cache=tag is not None)
     copies = {}
     namespaces = {}
     for template in templates:
@@ -93,7 +94,9 @@ def bind(templates, names: dict) -> types.SimpleNamespace:
         # The qualname names numba's cache index file: one per binding.
         func.__qualname__ = f"{template.__qualname__}__{tag or 'local'}"
         func._template_tag = tag  # what stable_key says of this copy (None: not stable)
-        copies[template.__name__] = jit(func)
+        copies[template.__name__] = dispatcher = numba.njit(nogil=True)(func)
+        if tag is not None:
+            dispatcher.enable_caching()
     for namespace in namespaces.values():  # templates call each other's bound copies
         namespace.update(copies)
     bound = types.SimpleNamespace(**copies)
@@ -104,9 +107,10 @@ def bind(templates, names: dict) -> types.SimpleNamespace:
 def cache_tag(templates, names: dict) -> str | None:
     """The name under which the copies of ``templates`` bound to ``names`` are cached on disk:
     a digest of the group, the stable keys of ``names`` and the package's source; None when
-    some value has no :func:`stable_key` (the copies are then not cached)."""
+    some value has no :func:`stable_key` or a template is not dawrap's own (the copies are
+    then not cached)."""
     keys = {name: stable_key(value) for name, value in names.items()}
-    if any(key is None for key in keys.values()):
+    if any(key is None for key in keys.values()) or not all(map(_in_package, templates)):
         return None
     group = ",".join(f"{t.__module__}.{t.__qualname__}" for t in templates)
     return _digest(group, repr(sorted(keys.items())), source_digest())
@@ -151,7 +155,7 @@ def stable_key(value):
         func = value.py_func
         if hasattr(func, "_template_tag"):  # a bound copy: as stable as what it was bound to
             return None if func._template_tag is None else ("bound", func.__qualname__)
-        if func.__module__ != "dawrap" and not func.__module__.startswith("dawrap."):
+        if not _in_package(func):
             return None
         cells = tuple(stable_key(c.cell_contents) for c in func.__closure__ or ())
         if any(c is None for c in cells):
@@ -160,23 +164,30 @@ def stable_key(value):
     return None
 
 
-_SOURCE_DIGEST = []
+def _in_package(func) -> bool:
+    """Defined in a source file of the dawrap package (its models included)."""
+    filename = func.__code__.co_filename
+    return any(filename.startswith(folder) for folder in _package_folders())
 
 
+@functools.lru_cache(maxsize=1)
+def _package_folders() -> tuple:
+    """The folders of the package's source: dawrap/ and that of dawrap.models."""
+    models = importlib.util.find_spec("dawrap.models").submodule_search_locations or ()
+    return tuple(str(Path(p).resolve()) + os.sep
+                 for p in (Path(__file__).parent, *models))
+
+
+@functools.lru_cache(maxsize=1)
 def source_digest() -> str:
     """A digest of every source file of the installed dawrap package and its models: any
     edit gives new cache names (numba itself checks only the template's own file)."""
-    if not _SOURCE_DIGEST:
-        folders = [Path(__file__).resolve().parent]
-        models = importlib.util.find_spec("dawrap.models")
-        folders += [Path(p).resolve() for p in models.submodule_search_locations or ()]
-        digest = hashlib.sha256()
-        for folder in folders:
-            for path in sorted(folder.rglob("*.py")):
-                digest.update(str(path.relative_to(folder)).encode())
-                digest.update(path.read_bytes())
-        _SOURCE_DIGEST.append(digest.hexdigest())
-    return _SOURCE_DIGEST[0]
+    digest = hashlib.sha256()
+    for folder in _package_folders():
+        for path in sorted(Path(folder).rglob("*.py")):
+            digest.update(str(path.relative_to(folder)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
 
 
 def _digest(*parts: str) -> str:

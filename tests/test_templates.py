@@ -10,12 +10,18 @@ import numpy as np
 import pytest
 
 from dawrap import _templates
+from dawrap.model.protocols import first_outside
 from dawrap.models import beta_binomial
 
 
 @numba.njit
 def user_twice(row):
     return 2.0 * row[0]
+
+
+@numba.njit
+def user_support(x_i):
+    return x_i[0] >= 0.0
 
 
 def apply_to(rows):
@@ -50,22 +56,28 @@ def test_only_values_defined_in_dawrap_have_a_stable_key():
         beta_binomial.model(a=2, b=4).draw_theta)
 
 
-def test_a_copy_bound_to_a_user_function_is_not_stable_and_not_cached():
-    bound = _templates.bind([apply_to], {"FUNC": user_twice})
-    assert _templates.stable_key(bound.apply_to) is None
-    assert not bound.apply_to._cache.__class__.__name__.startswith("FunctionCache")
-    stable = _templates.bind([apply_to], {"FUNC": beta_binomial.in_unit_interval})
-    assert _templates.stable_key(stable.apply_to) is not None
-    assert stable.apply_to._cache.__class__.__name__ == "FunctionCache"
+def test_only_dawrap_templates_bound_to_stable_values_are_cached_on_disk():
+    stable = _templates.bind([first_outside], {"RECORD_SUPPORT": beta_binomial.is_binary})
+    assert stable.first_outside(np.array([[0.0], [1.0], [0.5]])) == 2
+    assert _templates.stable_key(stable.first_outside) is not None
+    assert stable.first_outside._cache.__class__.__name__ == "FunctionCache"
+    # Bound to a user's function: compiled once per process, never written to disk.
+    user = _templates.bind([first_outside], {"RECORD_SUPPORT": user_support})
+    assert user.first_outside(np.array([[0.0], [-1.0]])) == 1
+    assert _templates.stable_key(user.first_outside) is None
+    assert user.first_outside._cache.__class__.__name__ == "NullCache"
+    # A template outside the package (numba would not watch the files it depends on).
+    outside = _templates.bind([apply_to], {"FUNC": beta_binomial.in_unit_interval})
+    assert outside.apply_to._cache.__class__.__name__ == "NullCache"
 
 
 def test_the_cache_name_changes_with_the_package_source(monkeypatch):
-    names = {"FUNC": beta_binomial.in_unit_interval}
-    tag = _templates.cache_tag([apply_to], names)
-    assert tag is not None and tag == _templates.cache_tag([apply_to], dict(names))
-    assert _templates.cache_tag([apply_to], {"FUNC": user_twice}) is None
+    names = {"RECORD_SUPPORT": beta_binomial.is_binary}
+    tag = _templates.cache_tag([first_outside], names)
+    assert tag is not None and tag == _templates.cache_tag([first_outside], dict(names))
+    assert _templates.cache_tag([first_outside], {"RECORD_SUPPORT": user_support}) is None
     monkeypatch.setattr(_templates, "source_digest", lambda: "an edited package")
-    assert _templates.cache_tag([apply_to], names) != tag
+    assert _templates.cache_tag([first_outside], names) != tag
 
 
 CHILD = """
