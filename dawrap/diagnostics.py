@@ -140,11 +140,50 @@ def mcse(draws: np.ndarray, method: str = "mean", prob: float | None = None) -> 
 
 
 def rhat(draws: np.ndarray) -> float:
-    """Rank-normalised split R-hat of a ``(chain, draw)`` array."""
+    r"""Rank-normalised split R-hat of a ``(chain, draw)`` array (Vehtari et al. 2021).
+
+    Each chain is split in half (the middle draw of an odd count left out); the draws are
+    replaced by normal scores of their ranks, :math:`z = \Phi^{-1}((r - 3/8) / (S + 1/4))`,
+    and :math:`\hat R = \sqrt{(\hat W (N - 1)/N + B/N) / \hat W}` from the within- and
+    between-chain variances; the larger of that for the draws (bulk) and for their absolute
+    deviations from their median (tail). NaN for fewer than 2 chains or 4 draws. The same estimator and numbers as ``az.rhat`` on both
+    ArviZ generations (tested), in NumPy: ArviZ 0.x compiles it with numba in every process,
+    half a second for the convergence check of every :func:`dawrap.sample`.
+
+    >>> import numpy as np
+    >>> from dawrap import diagnostics
+    >>> draws = np.random.default_rng(0).normal(size=(4, 1000))
+    >>> round(diagnostics.rhat(draws), 3)
+    1.0
+    >>> round(diagnostics.rhat(draws + np.arange(4)[:, None]), 1)   # chains that disagree
+    3.5
+    """
+    from scipy.special import ndtri
+    from scipy.stats import rankdata
+
     draws = np.asarray(draws, dtype=float)
-    if ARVIZ_1:
-        return float(_array_stats().rhat(draws, chain_axis=0, draw_axis=1))
-    return float(az.rhat(draws))
+
+    def split(ary):
+        half = ary.shape[1] // 2
+        return np.vstack((ary[:, :half], ary[:, ary.shape[1] - half:]))
+
+    def normal_scores(ary):
+        ranks = rankdata(ary, method="average").reshape(ary.shape)
+        return ndtri((ranks - 0.375) / (ary.size + 0.25))
+
+    def basic(ary):
+        n = ary.shape[1]
+        between = n * np.var(ary.mean(axis=1), ddof=1)
+        within = np.mean(np.var(ary, axis=1, ddof=1))
+        return np.sqrt((between / within + n - 1) / n)
+
+    if (draws.ndim != 2 or draws.shape[0] < 2 or draws.shape[1] < 4
+            or not np.all(np.isfinite(draws))):
+        return float("nan")
+    halves = split(draws)
+    bulk = basic(normal_scores(halves))
+    tail = basic(normal_scores(np.abs(halves - np.median(halves))))
+    return float(max(bulk, tail))
 
 
 def summary(data, **kwargs):

@@ -105,3 +105,18 @@ def test_trace_plots_are_written(posterior, tmp_path):
     plotted = az.plot_trace(idata)  # ArviZ's own call, as a notebook user types it
     assert plotted is not None and plt.get_fignums()
     plt.close("all")
+
+
+@pytest.mark.parametrize("shape", [(4, 1000), (2, 7), (3, 51), (5, 4), (1, 100), (2, 3)])
+@pytest.mark.parametrize("shift", [0.0, 1.0])
+def test_rhat_is_arviz_rhat(shape, shift):
+    """dawrap's NumPy R-hat (no numba compile per process) gives ArviZ's numbers, odd draw
+    counts, too few chains or draws (NaN) and chains that disagree included."""
+    draws = np.random.default_rng(sum(shape)).standard_t(3, size=shape)
+    draws = draws + shift * np.arange(shape[0])[:, None]
+    if diagnostics.ARVIZ_1:
+        expected = float(diagnostics._array_stats().rhat(draws, chain_axis=0, draw_axis=1))
+    else:
+        expected = float(az.rhat(draws))
+    got = diagnostics.rhat(draws)
+    assert (np.isnan(got) and np.isnan(expected)) or got == pytest.approx(expected, rel=1e-12)
