@@ -1,0 +1,235 @@
+"""Every public callable has a numpydoc docstring with an example that runs.
+
+"Public" is what a user reaches: ``dawrap.__all__``, the public submodules ``dw.kernels``,
+``dw.random``, ``dw.diagnostics``, ``dawrap.mechanisms`` (and its exact discrete samplers),
+``dawrap.reference``, every built-in model module of ``dawrap.models``, and the public
+methods of every public class (``Model.simulate``, ``Mechanism.release``, ...). For each of
+them the tests check that
+
+* the docstring has an ``Examples`` section;
+* no example is ``# doctest: +SKIP`` unless it is on :data:`SKIP_ALLOWED` (with its reason);
+* the example is really run: doctest finds it in a module that ``.ci/docs`` doctests.
+
+Names without an example are allowed only on :data:`NO_EXAMPLE`, each with its reason.
+
+``python tests/test_docstrings.py`` prints the audit: one row per public callable with
+whether its docstring has Parameters / Returns / Examples sections and skipped examples.
+"""
+from __future__ import annotations
+
+import doctest
+import importlib
+import inspect
+import pkgutil
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: Public submodules (what a user imports or reaches as ``dw.<name>``) -> the module that
+#: defines them. ``dawrap.models.*`` are added by :func:`public_modules`.
+SUBMODULES = {
+    "dawrap.kernels": "dawrap.samplers.kernels",
+    "dawrap.random": "dawrap.random",
+    "dawrap.diagnostics": "dawrap.diagnostics",
+    "dawrap.mechanisms": "dawrap.mechanisms",
+    "dawrap.mechanisms.discrete": "dawrap.mechanisms.discrete",
+    "dawrap.reference": "dawrap.reference",
+}
+
+#: Public callables that need no example of their own, with the reason.
+NO_EXAMPLE = {
+    # The method objects' protocol: dw.sample calls these, a user does not (the class
+    # docstrings show the user's side: dw.sample(..., method=dw.Record(...))).
+    "dawrap.Record.prepare": "called by dw.sample, not by the user",
+    "dawrap.Record.run": "called by dw.sample, not by the user",
+    "dawrap.Record.attrs": "called by dw.sample, not by the user",
+    "dawrap.Suffstat.prepare": "called by dw.sample, not by the user",
+    "dawrap.Suffstat.run": "called by dw.sample, not by the user",
+    "dawrap.Suffstat.attrs": "called by dw.sample, not by the user",
+    "dawrap.Naive.run": "called by dw.sample, not by the user",
+    "dawrap.NonPrivate.run": "called by dw.sample, not by the user",
+    "dawrap.OPS.run": "called by dw.sample, not by the user",
+}
+
+#: Docstrings whose examples may contain ``# doctest: +SKIP``, with the reason.
+SKIP_ALLOWED: dict[str, str] = {}
+
+
+def public_modules() -> dict[str, object]:
+    """Public module name -> module object."""
+    import dawrap
+    import dawrap.models
+
+    modules = {"dawrap": dawrap}
+    modules.update({name: importlib.import_module(real) for name, real in SUBMODULES.items()})
+    for info in pkgutil.iter_modules(dawrap.models.__path__):
+        if not info.name.startswith("_"):
+            name = f"dawrap.models.{info.name}"
+            modules[name] = importlib.import_module(name)
+    return modules
+
+
+def _members(cls) -> list[tuple[str, object]]:
+    """The public methods (plain, class- and static methods) ``cls`` defines itself:
+    inherited ones are audited on the class that defines them."""
+    out = []
+    for name, value in vars(cls).items():
+        if name.startswith("_"):
+            continue
+        if isinstance(value, (classmethod, staticmethod)):
+            out.append((name, value.__func__))
+        elif inspect.isfunction(value):
+            out.append((name, value))
+    return out
+
+
+def public_callables() -> dict[str, object]:
+    """Qualified public name -> callable (functions, classes, compiled functions, methods).
+    A callable reachable under several names (``dw.Laplace`` and
+    ``dawrap.mechanisms.Laplace``) is listed once, under the first."""
+    seen, out = set(), {}
+    for modname, module in public_modules().items():
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if inspect.ismodule(obj) or not callable(obj) or id(obj) in seen:
+                continue
+            seen.add(id(obj))
+            out[f"{modname}.{name}"] = obj
+            if inspect.isclass(obj):
+                for member, func in _members(obj):
+                    out[f"{modname}.{name}.{member}"] = func
+    return out
+
+
+def _sections(doc: str) -> set[str]:
+    """The numpydoc section titles of ``doc`` (a title line underlined by dashes)."""
+    lines = [line.strip() for line in doc.splitlines()]
+    return {title for title, rule in zip(lines, lines[1:])
+            if title and rule and set(rule) == {"-"} and len(rule) >= len(title)}
+
+
+def _examples(doc: str) -> str:
+    """The text of the Examples section ('' if there is none)."""
+    match = re.search(r"^\s*Examples\s*\n\s*-{8,}\s*\n(.*?)(?=^\s*\w[\w ]*\n\s*-{3,}\s*$|\Z)",
+                      doc, re.S | re.M)
+    return match.group(1) if match else ""
+
+
+def audit_row(name: str, obj) -> dict:
+    doc = obj.__doc__ or ""
+    sections = _sections(doc)
+    examples = _examples(doc)
+    return {"name": name, "doc": bool(doc.strip()),
+            "parameters": "Parameters" in sections, "returns": bool(
+                {"Returns", "Yields"} & sections),
+            "examples": ">>>" in examples,
+            "skips": len(re.findall(r"doctest:.*\+SKIP", doc))}
+
+
+def doctest_paths() -> list[Path]:
+    """The files and folders ``.ci/docs`` runs ``--doctest-modules`` over."""
+    text = (ROOT / ".ci" / "docs").read_text().replace("\\\n", " ")
+    for line in text.splitlines():
+        if "--doctest-modules" in line:
+            args = shlex.split(line.split("--doctest-modules", 1)[1])
+            return [ROOT / a for a in args if not a.startswith("-")]
+    raise AssertionError(".ci/docs has no --doctest-modules line")
+
+
+def _source(obj) -> Path | None:
+    try:
+        return Path(inspect.getsourcefile(inspect.unwrap(getattr(obj, "py_func", obj))))
+    except TypeError:
+        return None
+
+
+def _collected_docstrings(module) -> set[str]:
+    """The docstrings holding examples that doctest collects from ``module``."""
+    return {t.docstring for t in doctest.DocTestFinder().find(module) if t.examples}
+
+
+CALLABLES = public_callables()
+
+
+def test_the_audit_sees_the_public_api():
+    # The audit must not silently cover nothing: spot-check names from each part of it.
+    for name in ["dawrap.sample", "dawrap.Model.simulate", "dawrap.Mechanism.release",
+                 "dawrap.Calibration.coverage", "dawrap.kernels.metropolis",
+                 "dawrap.mechanisms.discrete.discrete_gaussian", "dawrap.reference.Grid",
+                 "dawrap.models.beta_binomial.count", "dawrap.models.normal_mean.clamped_total"]:
+        assert name in CALLABLES, name
+    assert set(NO_EXAMPLE) <= set(CALLABLES), set(NO_EXAMPLE) - set(CALLABLES)
+    assert set(SKIP_ALLOWED) <= set(CALLABLES), set(SKIP_ALLOWED) - set(CALLABLES)
+
+
+def missing_examples(callables: dict[str, object]) -> list[str]:
+    return [name for name, obj in callables.items()
+            if name not in NO_EXAMPLE and not audit_row(name, obj)["examples"]]
+
+
+def test_every_public_callable_has_an_example():
+    missing = missing_examples(CALLABLES)
+    assert not missing, f"no Examples section in the docstring of {missing}"
+
+
+def test_the_check_fails_on_a_name_without_an_example():
+    def undocumented(x):
+        """Return x.
+
+        Parameters
+        ----------
+        x : float
+        """
+        return x
+
+    assert missing_examples({"dawrap.undocumented": undocumented}) == ["dawrap.undocumented"]
+
+
+def test_no_skipped_examples_off_the_allow_list():
+    skipped = [name for name, obj in CALLABLES.items()
+               if audit_row(name, obj)["skips"] and name not in SKIP_ALLOWED]
+    assert not skipped, f"examples marked +SKIP outside SKIP_ALLOWED: {skipped}"
+
+
+def test_every_example_runs_in_ci():
+    paths = doctest_paths()
+    uncovered = []
+    for name, obj in CALLABLES.items():
+        if name in NO_EXAMPLE or not audit_row(name, obj)["examples"]:
+            continue
+        source = _source(obj)
+        if source is None or not any(source == p or p in source.parents for p in paths):
+            uncovered.append(f"{name} ({source})")
+    assert not uncovered, f".ci/docs does not doctest the module of {uncovered}"
+
+
+def test_doctest_finds_every_example():
+    # A docstring doctest cannot reach (a wrapper hiding it, a member of an object that is
+    # not a class) would never run even in a covered module.
+    collected: dict[str, set[str]] = {}
+    lost = []
+    for name, obj in CALLABLES.items():
+        if name in NO_EXAMPLE or not audit_row(name, obj)["examples"]:
+            continue
+        modname = inspect.unwrap(getattr(obj, "py_func", obj)).__module__
+        if modname not in collected:
+            collected[modname] = _collected_docstrings(importlib.import_module(modname))
+        if obj.__doc__ not in collected[modname]:
+            lost.append(name)
+    assert not lost, f"doctest does not collect the examples of {lost}"
+
+
+if __name__ == "__main__":
+    rows = [audit_row(name, obj) for name, obj in CALLABLES.items()]
+    print(f"{'name':62s} doc  params returns examples skips")
+    for r in rows:
+        flag = "  (allowed: " + NO_EXAMPLE[r["name"]] + ")" if r["name"] in NO_EXAMPLE else ""
+        print(f"{r['name']:62s} {'y' if r['doc'] else '-':3s}  {'y' if r['parameters'] else '-':6s} "
+              f"{'y' if r['returns'] else '-':7s} {'y' if r['examples'] else '-':8s} "
+              f"{r['skips'] or ''}{flag}")
+    print(f"{len(rows)} public callables, {sum(not r['examples'] for r in rows)} without "
+          f"examples, {sum(bool(r['skips']) for r in rows)} with skipped examples")
