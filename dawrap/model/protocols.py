@@ -63,6 +63,28 @@ class NonCentred(NamedTuple):
         Floats per record's noise.
     initial_scale : float or array
         Random-walk proposal sd for theta before warm-up has learned one.
+
+    Examples
+    --------
+    Normal records with known sd 2 and a N(0, 1) prior on the mean ``mu``:
+    :math:`x_i = \\mu + 2 z_i`, :math:`z_i \\sim N(0, 1)`, and given the record the noise is
+    determined, :math:`z_i = (x_i - \\mu) / 2`.
+
+    >>> import numba
+    >>> import dawrap as dw
+    >>> @numba.njit
+    ... def record_from_noise(theta, z_i, out):
+    ...     out[0] = theta[0] + 2.0 * z_i[0]
+    >>> @numba.njit
+    ... def noise_from_record(rng, theta, x_i, z_out):
+    ...     z_out[0] = (x_i[0] - theta[0]) / 2.0
+    >>> @numba.njit
+    ... def log_prior(theta):
+    ...     return -0.5 * theta[0] ** 2
+    >>> noncentred = dw.NonCentred(record_from_noise, noise_from_record, log_prior,
+    ...                            initial_scale=0.2)
+
+    ``dw.Model(..., noncentred=noncentred)`` then enables ``dw.Record(interweave=...)``.
     """
     record_from_noise: object
     noise_from_record: object
@@ -71,6 +93,28 @@ class NonCentred(NamedTuple):
     initial_scale: object = 0.1
 
     def checked(self) -> "NonCentred":
+        """This parameterisation with its functions checked (compiled with ``numba.njit``)
+        and its sizes normalised: what :class:`dawrap.Model` stores.
+
+        Returns
+        -------
+        NonCentred
+            ``noise_size`` an int, ``initial_scale`` a tuple of floats (hashable, so that the
+            interweaving move compiles once per parameterisation).
+
+        Raises
+        ------
+        TypeError
+            Naming the function that is not compiled with ``numba.njit``.
+
+        Examples
+        --------
+        >>> import dawrap as dw
+        >>> dw.NonCentred(print, print, print).checked()  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        TypeError: record_from_noise must be a numba.njit-compiled function (theta, z_i, out)...
+        """
         require_njit(self.record_from_noise, "record_from_noise", "(theta, z_i, out)")
         require_njit(self.noise_from_record, "noise_from_record", "(rng, theta, x_i, z_out)")
         require_njit(self.log_prior, "log_prior", "(theta) -> float")
