@@ -74,16 +74,21 @@ def public_modules() -> dict[str, object]:
 
 
 def _members(cls) -> list[tuple[str, object]]:
-    """The public methods (plain, class- and static methods) ``cls`` defines itself:
-    inherited ones are audited on the class that defines them."""
+    """The public methods (plain, class- and static methods) ``cls`` defines itself.
+    Inherited ones are audited on the class that defines them, and so is an override
+    without a docstring of its own (``Laplace.noise_variance``: its documentation, shown by
+    ``help`` and the API reference, is the base class's)."""
     out = []
     for name, value in vars(cls).items():
         if name.startswith("_"):
             continue
-        if isinstance(value, (classmethod, staticmethod)):
-            out.append((name, value.__func__))
-        elif inspect.isfunction(value):
-            out.append((name, value))
+        func = value.__func__ if isinstance(value, (classmethod, staticmethod)) else value
+        if not inspect.isfunction(func):
+            continue
+        overrides = any(name in vars(base) for base in cls.__mro__[1:])
+        if func.__doc__ is None and overrides:
+            continue
+        out.append((name, func))
     return out
 
 
