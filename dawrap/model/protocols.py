@@ -36,7 +36,37 @@ __all__ = ["Kernel", "NonCentred", "no_state", "anywhere", "no_statistic", "no_p
 class Kernel(NamedTuple):
     """A theta kernel with per-chain state: a compiled ``step(rng, theta, x, stats, state,
     tuning) -> (theta, accept_prob)`` and ``init_state(theta)``, the per-chain state (a float64
-    array) that ``step`` may update in place while ``tuning`` (see :mod:`dawrap.kernels`)."""
+    array) that ``step`` may update in place while ``tuning`` (see :mod:`dawrap.kernels`).
+
+    Attributes
+    ----------
+    step : numba.njit function
+        ``(rng, theta, x, stats, state, tuning) -> (theta, accept_prob)``; ``accept_prob``
+        NaN for a kernel that always moves.
+    init_state : callable
+        ``(theta) -> float64 array``: a chain's state at the start of warm-up.
+    name : str
+        A label stored with results.
+
+    Examples
+    --------
+    A conjugate Beta draw that counts the warm-up iterations in its state:
+
+    >>> import numba
+    >>> import numpy as np
+    >>> import dawrap as dw
+    >>> @numba.njit
+    ... def step(rng, theta, x, stats, state, tuning):
+    ...     if tuning:
+    ...         state[0] += 1.0
+    ...     return np.array([rng.beta(1 + stats[0], 1 + x.shape[0] - stats[0])]), np.nan
+    >>> kernel = dw.kernels.Kernel(step, lambda theta: np.zeros(1), name="counted_beta")
+    >>> state = kernel.init_state(np.array([0.5]))
+    >>> theta, accept_prob = kernel.step(np.random.default_rng(0), np.array([0.5]),
+    ...                                  np.zeros((10, 1)), np.array([3.0]), state, True)
+    >>> state
+    array([1.])
+    """
     step: object                     # njit (rng, theta, x, stats, state, tuning) -> (theta, a)
     init_state: Callable             # (theta) -> float64 array
     name: str = "kernel"
