@@ -7,10 +7,13 @@ methods of every public class (``Model.simulate``, ``Mechanism.release``, ...). 
 them the tests check that
 
 * the docstring has an ``Examples`` section;
-* no example is ``# doctest: +SKIP`` unless it is on :data:`SKIP_ALLOWED` (with its reason);
+* no example is ``# doctest: +SKIP`` unless its docstring is on :data:`SKIP_ALLOWED` (with
+  its reason): this covers every docstring, module docstrings included, of every module
+  ``.ci/docs`` doctests;
 * the example is really run: doctest finds it in a module that ``.ci/docs`` doctests.
 
-Names without an example are allowed only on :data:`NO_EXAMPLE`, each with its reason.
+Names without an example are allowed only on :data:`NO_EXAMPLE`, examples not run in CI
+only on :data:`NOT_RUN`, each with its reason.
 
 ``python tests/test_docstrings.py`` prints the audit: one row per public callable with
 whether its docstring has Parameters / Returns / Examples sections and skipped examples.
@@ -42,21 +45,39 @@ SUBMODULES = {
 
 #: Public callables that need no example of their own, with the reason.
 NO_EXAMPLE = {
-    # The method objects' protocol: dw.sample calls these, a user does not (the class
-    # docstrings show the user's side: dw.sample(..., method=dw.Record(...))).
-    "dawrap.Record.prepare": "called by dw.sample, not by the user",
-    "dawrap.Record.run": "called by dw.sample, not by the user",
-    "dawrap.Record.attrs": "called by dw.sample, not by the user",
-    "dawrap.Suffstat.prepare": "called by dw.sample, not by the user",
-    "dawrap.Suffstat.run": "called by dw.sample, not by the user",
-    "dawrap.Suffstat.attrs": "called by dw.sample, not by the user",
-    "dawrap.Naive.run": "called by dw.sample, not by the user",
-    "dawrap.NonPrivate.run": "called by dw.sample, not by the user",
-    "dawrap.OPS.run": "called by dw.sample, not by the user",
+    # dawrap/model/family.py and dawrap/mechanisms/separable.py are being rewritten by
+    # another helper (issue 14): the examples to add are listed in that session's report.
+    "dawrap.ExponentialFamily": "pending: file being changed (dawrap/model/family.py)",
+    "dawrap.ExponentialFamily.truncated_statistic":
+        "pending: file being changed (dawrap/model/family.py)",
+    "dawrap.ExponentialFamily.truncated_sensitivity":
+        "pending: file being changed (dawrap/model/family.py)",
+    "dawrap.declare_sparse": "pending: file being changed (dawrap/mechanisms/separable.py)",
 }
 
-#: Docstrings whose examples may contain ``# doctest: +SKIP``, with the reason.
-SKIP_ALLOWED: dict[str, str] = {}
+#: Public callables whose examples are not yet run in CI, with the reason.
+NOT_RUN = {
+    "dawrap.kernels.hmc": "pending: file being changed (dawrap/samplers/hmc.py); its examples "
+                          "use dw, draw_record, draw_prior and logp_and_grad without defining "
+                          "them, so the file is not in .ci/docs's doctest run yet",
+}
+
+#: Docstrings (doctest names) whose examples may contain ``# doctest: +SKIP``, with the
+#: reason. The compile times are for the record sampler's first call, measured in one
+#: process on the shared 2-core machine (load about 4): ``dw.sample`` of these models
+#: would add minutes to the doctest step, and each runs elsewhere in CI.
+SKIP_ALLOWED = {
+    "dawrap.models.naive_bayes": "dw.sample compiles the record chain (34 s); "
+                                 "examples/models/plot_naive_bayes.py runs it in the docs build",
+    "dawrap.models.linear_regression": "dw.sample compiles the record chain and the interweaving "
+                                       "move (52 s); examples/models/plot_linear_regression.py "
+                                       "runs it in the docs build",
+    "dawrap.models.small_area": "dw.sample compiles the record chain; examples/census.py runs "
+                                "it (tests/test_examples.py::"
+                                "test_census_example_runs_and_summarises)",
+    "dawrap.mechanisms.separable": "pending: file being changed (dawrap/mechanisms/separable.py):"
+                                   " declare_sparse of a statistic the example does not define",
+}
 
 
 def public_modules() -> dict[str, object]:
@@ -168,7 +189,7 @@ def test_the_audit_sees_the_public_api():
                  "dawrap.models.beta_binomial.count", "dawrap.models.normal_mean.clamped_total"]:
         assert name in CALLABLES, name
     assert set(NO_EXAMPLE) <= set(CALLABLES), set(NO_EXAMPLE) - set(CALLABLES)
-    assert set(SKIP_ALLOWED) <= set(CALLABLES), set(SKIP_ALLOWED) - set(CALLABLES)
+    assert set(NOT_RUN) <= set(CALLABLES), set(NOT_RUN) - set(CALLABLES)
 
 
 def missing_examples(callables: dict[str, object]) -> list[str]:
@@ -194,7 +215,43 @@ def test_the_check_fails_on_a_name_without_an_example():
     assert missing_examples({"dawrap.undocumented": undocumented}) == ["dawrap.undocumented"]
 
 
+def _doctest_modules() -> list[str]:
+    """The dotted names of the modules ``.ci/docs`` doctests (``models/`` as
+    ``dawrap.models``)."""
+    names = []
+    for path in doctest_paths():
+        files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
+        for file in files:
+            parts = list(file.relative_to(ROOT).with_suffix("").parts)
+            if parts[0] == "models":
+                parts = ["dawrap", *parts]
+            if parts[-1] == "__init__":
+                parts.pop()
+            names.append(".".join(parts))
+    return names
+
+
+def skipped_examples(modules: list[str]) -> list[str]:
+    """The doctests (by name) of ``modules`` with an example marked ``+SKIP``."""
+    out = []
+    for modname in modules:
+        for test in doctest.DocTestFinder().find(importlib.import_module(modname)):
+            if any(ex.options.get(doctest.SKIP) for ex in test.examples):
+                out.append(test.name)
+    return out
+
+
 def test_no_skipped_examples_off_the_allow_list():
+    skipped = skipped_examples(_doctest_modules())
+    stray = sorted(set(skipped) - set(SKIP_ALLOWED))
+    assert not stray, f"examples marked +SKIP outside SKIP_ALLOWED: {stray}"
+    # An entry whose skip is gone must leave the list, so that it stays a list of reasons.
+    stale = sorted(set(SKIP_ALLOWED) - set(skipped))
+    assert not stale, f"SKIP_ALLOWED lists docstrings with no skipped example: {stale}"
+
+
+def test_every_public_callables_examples_are_not_skipped():
+    # Public docstrings outside the doctested modules are covered here too.
     skipped = [name for name, obj in CALLABLES.items()
                if audit_row(name, obj)["skips"] and name not in SKIP_ALLOWED]
     assert not skipped, f"examples marked +SKIP outside SKIP_ALLOWED: {skipped}"
@@ -204,7 +261,7 @@ def test_every_example_runs_in_ci():
     paths = doctest_paths()
     uncovered = []
     for name, obj in CALLABLES.items():
-        if name in NO_EXAMPLE or not audit_row(name, obj)["examples"]:
+        if name in NO_EXAMPLE or name in NOT_RUN or not audit_row(name, obj)["examples"]:
             continue
         source = _source(obj)
         if source is None or not any(source == p or p in source.parents for p in paths):
@@ -218,7 +275,7 @@ def test_doctest_finds_every_example():
     collected: dict[str, set[str]] = {}
     lost = []
     for name, obj in CALLABLES.items():
-        if name in NO_EXAMPLE or not audit_row(name, obj)["examples"]:
+        if name in NO_EXAMPLE or name in NOT_RUN or not audit_row(name, obj)["examples"]:
             continue
         modname = inspect.unwrap(getattr(obj, "py_func", obj)).__module__
         if modname not in collected:
