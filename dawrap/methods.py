@@ -292,6 +292,11 @@ def _need_confidential(method: str, confidential) -> None:
 class NonPrivate(Method):
     """Baseline for studies: the conjugate posterior from the ``confidential`` records.
 
+    Parameters
+    ----------
+    confidential : array_like of shape (n, record_size)
+        The confidential records (required).
+
     Examples
     --------
     >>> import dawrap as dw
@@ -326,6 +331,11 @@ class OPS(Method):
     """Baseline for studies: one-posterior-sample via the exponential mechanism,
     ``chains * draws`` samples at ``mechanism.epsilon / (chains * draws)`` each, from the
     ``confidential`` records.
+
+    Parameters
+    ----------
+    confidential : array_like of shape (n, record_size)
+        The confidential records (required).
 
     Examples
     --------

@@ -220,6 +220,10 @@ class BetaMixture:
     def pdf(self, x):
         """The density at ``x`` (a scalar or an array).
 
+        Parameters
+        ----------
+        x : float or array_like
+
         Returns
         -------
         numpy.ndarray
@@ -239,6 +243,10 @@ class BetaMixture:
     def cdf(self, x):
         """The distribution function at ``x`` (a scalar or an array).
 
+        Parameters
+        ----------
+        x : float or array_like
+
         Returns
         -------
         numpy.ndarray
@@ -255,6 +263,11 @@ class BetaMixture:
 
     def ppf(self, q: float) -> float:
         """The quantile of probability ``q`` (the inverse of :meth:`cdf`).
+
+        Parameters
+        ----------
+        q : float
+            A probability in (0, 1).
 
         Returns
         -------
@@ -361,6 +374,10 @@ class Grid:
     def pdf(self, x):
         """The density at ``x`` (a scalar or an array).
 
+        Parameters
+        ----------
+        x : float or array_like
+
         Returns
         -------
         numpy.ndarray
@@ -379,6 +396,10 @@ class Grid:
     def cdf(self, x):
         """The distribution function at ``x`` (a scalar or an array).
 
+        Parameters
+        ----------
+        x : float or array_like
+
         Returns
         -------
         numpy.ndarray
@@ -396,6 +417,11 @@ class Grid:
 
     def ppf(self, q: float) -> float:
         """The quantile of probability ``q`` (the inverse of :meth:`cdf`).
+
+        Parameters
+        ----------
+        q : float
+            A probability in (0, 1).
 
         Returns
         -------

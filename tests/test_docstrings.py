@@ -145,13 +145,25 @@ def _examples(doc: str) -> str:
     return match.group(1) if match else ""
 
 
+def _takes_arguments(obj) -> bool | None:
+    """Whether ``obj`` takes arguments besides ``self``/``cls`` (None: cannot tell)."""
+    try:
+        params = inspect.signature(inspect.unwrap(getattr(obj, "py_func", obj))).parameters
+    except (TypeError, ValueError):
+        return None
+    return any(p not in ("self", "cls") for p in params)
+
+
 def audit_row(name: str, obj) -> dict:
     doc = obj.__doc__ or ""
     sections = _sections(doc)
     examples = _examples(doc)
+    # A class documents its constructor's parameters (or, for a NamedTuple, its Attributes).
+    documented = {"Parameters", "Attributes"} if inspect.isclass(obj) else {"Parameters"}
     return {"name": name, "doc": bool(doc.strip()),
-            "parameters": "Parameters" in sections, "returns": bool(
-                {"Returns", "Yields"} & sections),
+            "parameters": bool(documented & sections),
+            "takes_arguments": _takes_arguments(obj),
+            "returns": bool({"Returns", "Yields"} & sections),
             "examples": ">>>" in examples,
             "skips": len(re.findall(r"doctest:.*\+SKIP", doc))}
 
@@ -287,11 +299,16 @@ def test_doctest_finds_every_example():
 
 if __name__ == "__main__":
     rows = [audit_row(name, obj) for name, obj in CALLABLES.items()]
-    print(f"{'name':62s} doc  params returns examples skips")
+    print(f"{'name':58s} doc params returns examples skips  (params n/a: no arguments)")
     for r in rows:
-        flag = "  (allowed: " + NO_EXAMPLE[r["name"]] + ")" if r["name"] in NO_EXAMPLE else ""
-        print(f"{r['name']:62s} {'y' if r['doc'] else '-':3s}  {'y' if r['parameters'] else '-':6s} "
+        note = NO_EXAMPLE.get(r["name"]) or NOT_RUN.get(r["name"])
+        params = "n/a" if r["takes_arguments"] is False else "y" if r["parameters"] else "-"
+        print(f"{r['name']:58s} {'y' if r['doc'] else '-':3s} {params:6s} "
               f"{'y' if r['returns'] else '-':7s} {'y' if r['examples'] else '-':8s} "
-              f"{r['skips'] or ''}{flag}")
-    print(f"{len(rows)} public callables, {sum(not r['examples'] for r in rows)} without "
-          f"examples, {sum(bool(r['skips']) for r in rows)} with skipped examples")
+              f"{r['skips'] or '':5}" + (f"  (allowed: {note})" if note else ""))
+    print(f"{len(rows)} public callables: {sum(not r['examples'] for r in rows)} without "
+          f"examples, {sum(bool(r['skips']) for r in rows)} with skipped examples, "
+          f"{sum(r['takes_arguments'] is not False and not r['parameters'] for r in rows)} "
+          f"taking arguments without a Parameters section")
+    print(f"doctests with +SKIP in the modules .ci/docs runs: "
+          f"{skipped_examples(_doctest_modules())}")

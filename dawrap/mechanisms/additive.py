@@ -937,6 +937,18 @@ class Laplace(Mechanism):
     coordinate, pure :math:`\epsilon`-DP when :math:`\Delta_1` bounds the L1 change of ``T``
     from replacing one record.
 
+    Parameters
+    ----------
+    statistic : numba.njit function
+        ``(x_i, out)``: the record's contribution.
+    epsilon, sensitivity : float
+        The guarantee and the L1 sensitivity :math:`\Delta_1`; the noise scale
+        ``sensitivity / epsilon`` must lie in [1e-150, 1e150].
+    size : int
+        Length of the released vector.
+    truncation : (float, float), optional
+        As for :class:`Mechanism`.
+
     Examples
     --------
     >>> import dawrap as dw
@@ -1040,6 +1052,21 @@ class Geometric(Mechanism):
         Laplace measurement on integers is described (``make_laplace(..., scale=s)``).
         ``scale`` must lie in [1e-150, 9.0e12]; ``contribution`` as for the constructor.
 
+        Parameters
+        ----------
+        statistic : numba.njit function
+            ``(x_i, out)``: the record's (integer) contribution.
+        scale, sensitivity : float
+            The noise scale and the L1 sensitivity.
+        size : int
+            Length of the released vector.
+        contribution : Box, Sparse or (lower, upper), optional
+            As for the constructor.
+
+        Returns
+        -------
+        Geometric
+
         Examples
         --------
         >>> import dawrap as dw
@@ -1093,6 +1120,17 @@ class Gaussian(Mechanism):
     :math:`\Delta_2`: :meth:`from_zcdp` (:math:`\rho`-zCDP, :math:`\sigma = \Delta_2/\sqrt{2\rho}`)
     or :meth:`from_gdp` (:math:`\mu`-GDP, :math:`\sigma = \Delta_2/\mu`).
 
+    Parameters
+    ----------
+    statistic : numba.njit function
+        ``(x_i, out)``: the record's contribution.
+    sigma : float
+        The noise standard deviation, in [1e-150, 1e150].
+    size : int
+        Length of the released vector.
+    truncation : (float, float), optional
+        As for :class:`Mechanism`.
+
     Examples
     --------
     >>> import dawrap as dw
@@ -1141,6 +1179,19 @@ class Gaussian(Mechanism):
     def from_zcdp(cls, statistic, rho: float, sensitivity: float, *, size: int = 1) -> "Gaussian":
         """The Gaussian mechanism satisfying ``rho``-zCDP for L2 sensitivity ``sensitivity``.
 
+        Parameters
+        ----------
+        statistic : numba.njit function
+            ``(x_i, out)``: the record's contribution.
+        rho, sensitivity : float
+            The zCDP budget and the L2 sensitivity: sigma = sensitivity / sqrt(2 rho).
+        size : int
+            Length of the released vector.
+
+        Returns
+        -------
+        Gaussian
+
         Examples
         --------
         >>> import dawrap as dw
@@ -1156,6 +1207,19 @@ class Gaussian(Mechanism):
     @classmethod
     def from_gdp(cls, statistic, mu: float, sensitivity: float, *, size: int = 1) -> "Gaussian":
         """The Gaussian mechanism satisfying ``mu``-GDP for L2 sensitivity ``sensitivity``.
+
+        Parameters
+        ----------
+        statistic : numba.njit function
+            ``(x_i, out)``: the record's contribution.
+        mu, sensitivity : float
+            The GDP parameter and the L2 sensitivity: sigma = sensitivity / mu.
+        size : int
+            Length of the released vector.
+
+        Returns
+        -------
+        Gaussian
 
         Examples
         --------
@@ -1226,6 +1290,19 @@ class DiscreteGaussian(Gaussian):
     :math:`\tfrac12(D_2/\sigma)^2`-zCDP for the domain's L2 diameter :math:`D_2` on every
     database; :meth:`from_zcdp` checks that its ``sensitivity`` is at least :math:`D_2`.
 
+    Parameters
+    ----------
+    statistic : numba.njit function
+        ``(x_i, out)``: the record's (integer) contribution.
+    sigma : float
+        The scale :math:`\sigma`.
+    size : int
+        Length of the released vector.
+    truncation : (float, float), optional
+        As for :class:`Mechanism`.
+    contribution : Box, Sparse or (lower, upper), optional
+        The domain of one record's contribution (see above).
+
     Examples
     --------
     At small sigma the variance is far below :math:`\sigma^2 = 0.09`:
@@ -1250,6 +1327,21 @@ class DiscreteGaussian(Gaussian):
         """The discrete Gaussian satisfying ``rho``-zCDP for L2 sensitivity ``sensitivity``
         (sigma = sensitivity / sqrt(2 rho)); a declared ``contribution`` domain's L2 diameter
         must not exceed ``sensitivity``.
+
+        Parameters
+        ----------
+        statistic : numba.njit function
+            ``(x_i, out)``: the record's (integer) contribution.
+        rho, sensitivity : float
+            The zCDP budget and the L2 sensitivity.
+        size : int
+            Length of the released vector.
+        contribution : Box, Sparse or (lower, upper), optional
+            The domain of one record's contribution.
+
+        Returns
+        -------
+        DiscreteGaussian
 
         Examples
         --------
@@ -1276,6 +1368,11 @@ class DiscreteGaussian(Gaussian):
     @classmethod
     def from_gdp(cls, statistic, mu, sensitivity, *, size=1):
         """Not offered: raises TypeError (build it :meth:`from_zcdp`).
+
+        Parameters
+        ----------
+        statistic, mu, sensitivity, size
+            As for :meth:`Gaussian.from_gdp`.
 
         Examples
         --------

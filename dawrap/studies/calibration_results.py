@@ -54,6 +54,17 @@ class Calibration:
 
     Printed, it shows the table of KS statistics, coverage and verdicts.
 
+    Parameters
+    ----------
+    rows : list of dict
+        One per trial, as a study's store holds them (built by :func:`calibrate`).
+    methods : sequence of str
+        The methods studied.
+    levels : sequence of float
+        The credible levels.
+    settings : dict
+        The study's settings, kept as the dataset's attributes.
+
     Examples
     --------
     >>> import dawrap as dw
