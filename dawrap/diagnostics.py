@@ -64,6 +64,28 @@ def to_arviz(groups: dict, attrs: dict):
 
     Arrays in groups whose name contains ``data`` have no chain/draw dimensions; all others
     lead with ``(chain, draw)``.
+
+    Parameters
+    ----------
+    groups : dict of str -> dict of str -> ndarray
+        The groups (``posterior``, ``sample_stats``, ``constant_data``, ...) and their
+        variables.
+    attrs : dict
+        Attributes stored on the result and on every group; ``None`` values are dropped.
+
+    Returns
+    -------
+    arviz.InferenceData or xarray.DataTree
+        What the installed ArviZ builds (0.x and 1.x respectively).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dawrap import diagnostics
+    >>> draws = np.random.default_rng(0).normal(size=(4, 1000))     # (chain, draw), iid
+    >>> idata = diagnostics.to_arviz({"posterior": {"mu": draws}}, {"method": "demo"})
+    >>> diagnostics.group_names(idata)
+    ['posterior']
     """
     attrs = {k: v for k, v in attrs.items() if v is not None}
     if ARVIZ_1:
@@ -91,14 +113,54 @@ def _data_dataset(variables: dict):
 
 
 def group(data, name: str):
-    """One group of a result as an ``xarray.Dataset``."""
+    """One group of a result as an ``xarray.Dataset``.
+
+    Parameters
+    ----------
+    data : arviz.InferenceData or xarray.DataTree
+        A result of :func:`dawrap.sample` (or of :func:`to_arviz`).
+    name : str
+        The group, e.g. ``"posterior"`` or ``"sample_stats"``.
+
+    Returns
+    -------
+    xarray.Dataset
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dawrap import diagnostics
+    >>> draws = np.random.default_rng(0).normal(size=(4, 1000))     # (chain, draw), iid
+    >>> idata = diagnostics.to_arviz({"posterior": {"mu": draws}}, {"method": "demo"})
+    >>> diagnostics.group(idata, "posterior")["mu"].shape
+    (4, 1000)
+    """
     if ARVIZ_1:
         return data[name].to_dataset()
     return getattr(data, name)
 
 
 def group_names(data) -> list:
-    """Names of the groups present in a result."""
+    """Names of the groups present in a result.
+
+    Parameters
+    ----------
+    data : arviz.InferenceData or xarray.DataTree
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dawrap import diagnostics
+    >>> draws = np.random.default_rng(0).normal(size=(4, 1000))     # (chain, draw), iid
+    >>> idata = diagnostics.to_arviz({"posterior": {"mu": draws},
+    ...                               "constant_data": {"n": 100}}, {})
+    >>> sorted(diagnostics.group_names(idata))
+    ['constant_data', 'posterior']
+    """
     if ARVIZ_1:
         return list(data.children)
     return list(data.groups())
@@ -117,7 +179,26 @@ def _array_stats():
 
 
 def ess(draws: np.ndarray, method: str = "bulk") -> float:
-    """Effective sample size of a ``(chain, draw)`` array."""
+    """Effective sample size of a ``(chain, draw)`` array.
+
+    Parameters
+    ----------
+    draws : array_like of shape (chain, draw)
+    method : str
+        ``"bulk"``, ``"tail"`` or any other method ArviZ accepts.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dawrap import diagnostics
+    >>> draws = np.random.default_rng(0).normal(size=(4, 1000))     # (chain, draw), iid
+    >>> bool(3000 < diagnostics.ess(draws) < 5000)                   # about 4000
+    True
+    """
     draws = np.asarray(draws, dtype=float)
     if ARVIZ_1:
         # arviz_stats' array layer has no default tail probabilities; these are ArviZ's.
@@ -128,7 +209,29 @@ def ess(draws: np.ndarray, method: str = "bulk") -> float:
 
 
 def mcse(draws: np.ndarray, method: str = "mean", prob: float | None = None) -> float:
-    """Monte Carlo standard error of the mean, sd, or a quantile (``prob``) of the draws."""
+    """Monte Carlo standard error of the mean, sd, or a quantile (``prob``) of the draws.
+
+    Parameters
+    ----------
+    draws : array_like of shape (chain, draw)
+    method : {"mean", "sd", "quantile"}
+    prob : float, optional
+        The quantile's probability (with ``method="quantile"``).
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dawrap import diagnostics
+    >>> draws = np.random.default_rng(0).normal(size=(4, 1000))     # (chain, draw), iid
+    >>> bool(0.013 < diagnostics.mcse(draws, "mean") < 0.019)      # 1 / sqrt(4000) = 0.016
+    True
+    >>> bool(diagnostics.mcse(draws, "quantile", prob=0.5) > diagnostics.mcse(draws))
+    True
+    """
     draws = np.asarray(draws, dtype=float)
     if ARVIZ_1:
         kwargs = {"prob": prob} if method == "quantile" else {}
@@ -146,17 +249,29 @@ def rhat(draws: np.ndarray) -> float:
     replaced by normal scores of their ranks, :math:`z = \Phi^{-1}((r - 3/8) / (S + 1/4))`,
     and :math:`\hat R = \sqrt{(\hat W (N - 1)/N + B/N) / \hat W}` from the within- and
     between-chain variances; the larger of that for the draws (bulk) and for their absolute
-    deviations from their median (tail). NaN for fewer than 2 chains or 4 draws. The same estimator and numbers as ``az.rhat`` on both
-    ArviZ generations (tested), in NumPy: ArviZ 0.x compiles it with numba in every process,
-    half a second for the convergence check of every :func:`dawrap.sample`.
+    deviations from their median (tail). The same estimator and numbers as ``az.rhat`` on
+    both ArviZ generations (tested), in NumPy: ArviZ 0.x compiles it with numba in every
+    process, half a second for the convergence check of every :func:`dawrap.sample`.
 
+    Parameters
+    ----------
+    draws : array_like of shape (chain, draw)
+
+    Returns
+    -------
+    float
+        Near 1 for chains that agree; above 1.01 is a warning sign. NaN for fewer than 2
+        chains or 4 draws.
+
+    Examples
+    --------
     >>> import numpy as np
     >>> from dawrap import diagnostics
-    >>> draws = np.random.default_rng(0).normal(size=(4, 1000))
-    >>> round(diagnostics.rhat(draws), 3)
-    1.0
-    >>> round(diagnostics.rhat(draws + np.arange(4)[:, None]), 1)   # chains that disagree
-    3.5
+    >>> draws = np.random.default_rng(0).normal(size=(4, 1000))     # (chain, draw), iid
+    >>> bool(diagnostics.rhat(draws) < 1.01)
+    True
+    >>> bool(diagnostics.rhat(draws + np.arange(4)[:, None]) > 1.01)   # chains disagree
+    True
     """
     from scipy.special import ndtri
     from scipy.stats import rankdata
@@ -187,7 +302,29 @@ def rhat(draws: np.ndarray) -> float:
 
 
 def summary(data, **kwargs):
-    """``arviz.summary`` of the posterior."""
+    """``arviz.summary`` of the posterior.
+
+    Parameters
+    ----------
+    data : arviz.InferenceData or xarray.DataTree
+    **kwargs
+        Passed to ``arviz.summary`` (whose options differ between ArviZ 0.x and 1.x).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per scalar parameter: mean, sd, an interval, MCSE, ESS and R-hat.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dawrap import diagnostics
+    >>> draws = np.random.default_rng(0).normal(size=(4, 1000))     # (chain, draw), iid
+    >>> idata = diagnostics.to_arviz({"posterior": {"mu": draws}}, {})
+    >>> table = diagnostics.summary(idata)
+    >>> list(table.index), bool(abs(table.loc["mu", "mean"]) < 0.1)
+    (['mu'], True)
+    """
     return az.summary(data, **kwargs)
 
 

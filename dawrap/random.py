@@ -11,6 +11,9 @@ ordinary arguments they are the generator's own draws, bit for bit.
 
 Examples
 --------
+>>> import numba
+>>> import numpy as np
+>>> import dawrap as dw
 >>> @numba.njit
 ... def draw_theta(rng, theta, x, stats):          # p | x ~ Beta(1 + k, 1 + n - k)
 ...     return np.array([dw.random.beta(rng, 1 + stats[0], 1 + x.shape[0] - stats[0])])
@@ -40,7 +43,32 @@ def _log_gamma_draw(rng, shape):
 
 @numba.njit(nogil=True, cache=True)
 def beta(rng, a, b):
-    """One ``Beta(a, b)`` draw; NaN unless ``a`` and ``b`` are finite and positive."""
+    """One ``Beta(a, b)`` draw; NaN unless ``a`` and ``b`` are finite and positive.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        Inside compiled code, the generator the sampler passes to ``draw_theta``.
+    a, b : float
+        The shapes.
+
+    Returns
+    -------
+    float
+        ``rng.beta(a, b)`` for shapes of at least 1e-3; below, an exact draw in log space.
+
+    Examples
+    --------
+    It is callable from Python too:
+
+    >>> import numpy as np
+    >>> import dawrap as dw
+    >>> draw = dw.random.beta(np.random.default_rng(5), 2.0, 3.0)
+    >>> draw == np.random.default_rng(5).beta(2.0, 3.0)       # the generator's own draw
+    True
+    >>> dw.random.beta(np.random.default_rng(5), np.nan, 3.0)
+    nan
+    """
     if not (0.0 < a < math.inf and 0.0 < b < math.inf):
         return math.nan
     if a >= SMALL_SHAPE and b >= SMALL_SHAPE:
@@ -55,7 +83,28 @@ def beta(rng, a, b):
 
 @numba.njit(nogil=True, cache=True)
 def gamma(rng, shape, scale):
-    """One ``Gamma(shape, scale)`` draw; NaN unless both are finite and positive."""
+    """One ``Gamma(shape, scale)`` draw; NaN unless both are finite and positive.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    shape, scale : float
+
+    Returns
+    -------
+    float
+        ``rng.gamma(shape, scale)``, or NaN.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dawrap as dw
+    >>> draw = dw.random.gamma(np.random.default_rng(5), 2.0, 0.5)
+    >>> draw == np.random.default_rng(5).gamma(2.0, 0.5)       # the generator's own draw
+    True
+    >>> dw.random.gamma(np.random.default_rng(5), -1.0, 0.5)
+    nan
+    """
     if not (0.0 < shape < math.inf and 0.0 < scale < math.inf):
         return math.nan
     return rng.gamma(shape, scale)

@@ -391,10 +391,21 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method="record",
 
     Examples
     --------
+    A release of 1000 Bernoulli records' count with Laplace noise (epsilon 0.5), at a
+    reduced size (the defaults are 4 chains of 1000 draws after 1000 warm-up iterations):
+
+    >>> import dawrap as dw
     >>> from dawrap.models import beta_binomial
     >>> model, mech = beta_binomial.model(a=1, b=1), beta_binomial.laplace(epsilon=0.5)
-    >>> idata = dw.sample(model, mech, s_dp=312.4, n=1000, seed=0)  # doctest: +SKIP
-    >>> az.summary(idata)  # doctest: +SKIP
+    >>> idata = dw.sample(model, mech, s_dp=312.4, n=1000, draws=500, tune=200, chains=1,
+    ...                   seed=0, progress=False)
+    >>> p = dw.diagnostics.group(idata, "posterior")["p"]
+    >>> p.shape                                                  # (chain, draw)
+    (1, 500)
+    >>> exact = beta_binomial.exact_posterior(mech, 312.4, 1000)  # the count summed out
+    >>> bool(abs(float(p.mean()) - exact.mean()) < 4 * dw.diagnostics.mcse(p.values))
+    True
+    >>> table = dw.diagnostics.summary(idata)       # arviz.summary: mean, sd, ESS, R-hat
     """
     if not isinstance(model, Model):
         raise TypeError(f"model must be a dawrap.Model, got {type(model).__name__}")

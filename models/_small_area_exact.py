@@ -28,6 +28,36 @@ def exact_posterior(mechanism, s_dp, sizes, categories: int, a0: float = 2.0, b0
     Gamma(2, 1) hyperprior). Returns ``(beta_mixture, eta_mean, eta_sd)``: a
     :class:`dawrap.reference.BetaMixture` for ``p[0, 0]`` and the posterior mean and sd of
     each ``log_alpha``. Cost: (tables x grid^categories); keep everything small.
+
+    Parameters
+    ----------
+    mechanism : dawrap.Mechanism
+        The release's mechanism (:func:`dawrap.models.small_area.discrete_gaussian`).
+    s_dp : array_like
+        The release.
+    sizes : sequence of int
+        Records per area.
+    categories : int
+        Number of categories.
+    a0, b0 : float
+        The Gamma hyperprior's shape and rate.
+    grid : int
+        Grid points per ``log_alpha`` coordinate.
+    span : (float, float)
+        The grid's range of each ``log_alpha``.
+
+    Returns
+    -------
+    (dawrap.reference.BetaMixture, ndarray, ndarray)
+
+    Examples
+    --------
+    >>> from dawrap.models import small_area
+    >>> mech = small_area.discrete_gaussian([0, 0], categories=2, rho=(0.5, 0.5))
+    >>> p00, eta_mean, eta_sd = small_area.exact_posterior(mech, [1, 1, 0, 1, 1, 2],
+    ...                                                    sizes=[2, 1], categories=2, grid=20)
+    >>> bool(0.0 < p00.mean() < 1.0), eta_mean.shape
+    (True, (2,))
     """
     from scipy import special
 

@@ -10,7 +10,13 @@ Examples
 >>> model = beta_binomial.model(a=1, b=1)
 >>> mech = beta_binomial.laplace(epsilon=0.5)
 >>> x = model.simulate({"p": 0.3}, n=1000, seed=1)
->>> idata = dw.sample(model, mech, mech.release(x, seed=2), n=1000, seed=3)  # doctest: +SKIP
+>>> s_dp = mech.release(x, seed=2)
+>>> idata = dw.sample(model, mech, s_dp, n=1000, draws=500, tune=200, chains=1, seed=3,
+...                   progress=False)              # reduced size: the defaults are larger
+>>> p = dw.diagnostics.group(idata, "posterior")["p"]
+>>> exact = beta_binomial.exact_posterior(mech, s_dp, n=1000)
+>>> bool(abs(float(p.mean()) - exact.mean()) < 4 * dw.diagnostics.mcse(p.values))
+True
 """
 from __future__ import annotations
 
@@ -29,13 +35,51 @@ __all__ = ["model", "count", "draw_record", "laplace", "geometric", "exact_poste
 
 @numba.njit(nogil=True, cache=True)
 def draw_record(rng, theta, out):
-    """One Bernoulli(p) record."""
+    """One Bernoulli(p) record.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    theta : ndarray of shape (1,)
+        ``[p]``.
+    out : ndarray of shape (1,)
+        Receives the record, 0.0 or 1.0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dawrap.models import beta_binomial
+    >>> out = np.empty(1)
+    >>> beta_binomial.draw_record(np.random.default_rng(0), np.array([1.0]), out)   # p = 1
+    >>> out
+    array([1.])
+    """
     out[0] = 1.0 if rng.random() < theta[0] else 0.0
 
 
 @numba.njit(nogil=True, cache=True)
 def count(x_i, out):
-    """The record's contribution to the released count (and the model's sufficient statistic)."""
+    """The record's contribution to the released count (and the model's sufficient statistic).
+
+    Parameters
+    ----------
+    x_i : ndarray of shape (1,)
+        A record.
+    out : ndarray of shape (1,)
+        Receives its contribution, the record itself.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dawrap as dw
+    >>> from dawrap.models import beta_binomial
+    >>> out = np.empty(1)
+    >>> beta_binomial.count(np.array([1.0]), out)
+    >>> out
+    array([1.])
+    >>> dw.Laplace(beta_binomial.count, epsilon=1.0).total([1.0, 0.0, 1.0])   # summed
+    array([2.])
+    """
     out[0] = x_i[0]
 
 
@@ -175,6 +219,28 @@ def model(a: float = 1.0, b: float = 1.0, ops_bound: float = 0.1) -> dw.Model:
 
     ``ops_bound`` is the truncation ``a0`` of the parameter space, ``p in [a0, 1 - a0]``,
     used only by the one-posterior-sample baseline (``method="ops"``).
+
+    Parameters
+    ----------
+    a, b : float
+        The Beta prior's shapes (positive).
+    ops_bound : float
+        In (0, 0.5).
+
+    Returns
+    -------
+    dawrap.Model
+        One parameter ``p``, one float per record; a conjugate ``draw_theta``, the family
+        (``method="suffstat"`` and the baselines) and a non-centred map (``interweave``).
+
+    Examples
+    --------
+    >>> from dawrap.models import beta_binomial
+    >>> model = beta_binomial.model(a=2, b=3)
+    >>> model
+    Model(beta_binomial(a=2, b=3); params {p: ()}, record_size=1)
+    >>> model.simulate({"p": 0.5}, n=4, seed=0).shape
+    (4, 1)
     """
     a, b = positive("a", a), positive("b", b)
     if not 0 < positive("ops_bound", ops_bound) < 0.5:
@@ -189,7 +255,23 @@ def model(a: float = 1.0, b: float = 1.0, ops_bound: float = 0.1) -> dw.Model:
 
 @dw.recipe
 def laplace(epsilon: float) -> dw.Laplace:
-    """The count with Laplace noise of scale ``1 / epsilon`` (epsilon-DP)."""
+    """The count with Laplace noise of scale ``1 / epsilon`` (epsilon-DP).
+
+    Parameters
+    ----------
+    epsilon : float
+        The privacy budget.
+
+    Returns
+    -------
+    dawrap.Laplace
+
+    Examples
+    --------
+    >>> from dawrap.models import beta_binomial
+    >>> beta_binomial.laplace(epsilon=0.5)
+    Laplace(count, epsilon=0.5, sensitivity=1, scale=2, size=1)
+    """
     return dw.Laplace(count, epsilon=epsilon, sensitivity=1.0)
 
 
@@ -199,6 +281,24 @@ def geometric(epsilon: float) -> dw.Geometric:
 
     Each record contributes 0 or 1 (``contribution=(0, 1)``): ``release(x, secure=True)``
     rounds and clamps every record's contribution into [0, 1] before adding noise.
+
+    Parameters
+    ----------
+    epsilon : float
+        The privacy budget.
+
+    Returns
+    -------
+    dawrap.Geometric
+
+    Examples
+    --------
+    >>> from dawrap.models import beta_binomial
+    >>> mech = beta_binomial.geometric(epsilon=0.5)
+    >>> x = beta_binomial.model().simulate({"p": 0.3}, n=100, seed=1)
+    >>> s_dp = mech.release(x, secure=True)        # exact integer noise, for publication
+    >>> bool(s_dp[0] == round(s_dp[0]))
+    True
     """
     return dw.Geometric(count, epsilon=epsilon, sensitivity=1.0, contribution=(0, 1))
 
@@ -216,6 +316,30 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, a: float = 1.0, b: fl
     (:func:`dawrap.reference.relative_log_g`), so a release far outside ``[0, n]`` gets its exact
     answer (with Laplace noise: :math:`w_k \propto \mathrm{BetaBinomial}(k)\, e^{\epsilon
     k}` for any release above ``n``), not the prior.
+
+    Parameters
+    ----------
+    mechanism : dawrap.Mechanism
+        The mechanism that released the count (its noise density ``g`` is used).
+    s_dp : float
+        The release.
+    n : int
+        Number of records.
+    a, b : float
+        The Beta prior's shapes.
+
+    Returns
+    -------
+    dawrap.reference.BetaMixture
+
+    Examples
+    --------
+    The README's demonstration: 100 records, epsilon 0.1, release 17.633.
+
+    >>> from dawrap.models import beta_binomial
+    >>> exact = beta_binomial.exact_posterior(beta_binomial.laplace(0.1), 17.633, n=100)
+    >>> round(exact.mean(), 4), round(exact.std(), 4)
+    (0.2071, 0.1187)
     """
     from scipy import stats
 

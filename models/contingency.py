@@ -157,7 +157,31 @@ def _model_functions(levels: tuple, alpha: tuple):
 @dw.recipe
 def model(levels, alpha=1.0) -> dw.Model:
     """Records of ``len(levels)`` categorical attributes; ``Dirichlet(alpha)`` prior on the
-    joint cell probabilities ``p`` (``alpha`` one value or one per cell)."""
+    joint cell probabilities ``p`` (``alpha`` one value or one per cell).
+
+    Parameters
+    ----------
+    levels : sequence of int
+        The number of levels of each attribute.
+    alpha : float or sequence of float
+        The Dirichlet concentrations.
+
+    Returns
+    -------
+    dawrap.Model
+        One parameter ``p`` over the joint cells in C order; a record per row of attribute
+        levels.
+
+    Examples
+    --------
+    >>> from dawrap.models import contingency
+    >>> model = contingency.model((2, 3), alpha=1.0)
+    >>> model
+    Model(contingency(levels=[2, 3]); params {p: (6,)}, record_size=2)
+    >>> model.simulate({"p": [1, 0, 0, 0, 0, 0]}, n=2, seed=0)      # every record in cell (0, 0)
+    array([[0., 0.],
+           [0., 0.]])
+    """
     levels = _check_levels(levels)
     cells = int(np.prod(levels))
     a = np.broadcast_to(np.asarray(alpha, dtype=float), (cells,))
@@ -175,7 +199,33 @@ def model(levels, alpha=1.0) -> dw.Model:
 @dw.recipe
 def laplace(levels, margins, epsilon) -> dw.Mechanism:
     """The margins' counts, margin ``m`` with Laplace noise of scale ``2 / epsilon[m]``
-    (``epsilon`` one value per margin); the release is ``sum(epsilon)``-DP."""
+    (``epsilon`` one value per margin); the release is ``sum(epsilon)``-DP.
+
+    Parameters
+    ----------
+    levels : sequence of int
+        The number of levels of each attribute.
+    margins : sequence of tuple of int
+        The attribute subsets whose tables are released.
+    epsilon : float or sequence of float
+        One budget per margin.
+
+    Returns
+    -------
+    dawrap.Mechanism
+        The margins concatenated, each flattened in C order.
+
+    Examples
+    --------
+    The two one-way margins of two binary attributes:
+
+    >>> from dawrap.models import contingency
+    >>> mech = contingency.laplace((2, 2), [(0,), (1,)], epsilon=[1.0, 1.0])
+    >>> mech.size, mech.epsilon
+    (4, 2.0)
+    >>> mech.total([[0, 1], [1, 1], [1, 0]])        # attribute 0: 1, 2; attribute 1: 1, 2
+    array([1., 2., 1., 2.])
+    """
     levels = _check_levels(levels)
     margins = _check_margins(levels, margins)
     eps = np.broadcast_to(np.asarray(epsilon, dtype=float), (len(margins),))
@@ -194,7 +244,27 @@ def laplace(levels, margins, epsilon) -> dw.Mechanism:
 
 
 def margin_matrix(levels, margins) -> np.ndarray:
-    """The ``(release size, cells)`` 0/1 matrix taking the full table to the margins."""
+    """The ``(release size, cells)`` 0/1 matrix taking the full table to the margins.
+
+    Parameters
+    ----------
+    levels : sequence of int
+    margins : sequence of tuple of int
+        As for :func:`laplace`.
+
+    Returns
+    -------
+    ndarray of shape (release size, cells)
+
+    Examples
+    --------
+    >>> from dawrap.models import contingency
+    >>> contingency.margin_matrix((2, 2), [(0,), (1,)])
+    array([[1., 1., 0., 0.],
+           [0., 0., 1., 1.],
+           [1., 0., 1., 0.],
+           [0., 1., 0., 1.]])
+    """
     levels = _check_levels(levels)
     _, statistic, size, strides = _functions(levels, _check_margins(levels, margins))
     out = np.empty((size, int(np.prod(levels))))
@@ -206,7 +276,35 @@ def margin_matrix(levels, margins) -> np.ndarray:
 def exact_posterior(mechanism, s_dp, n: int, levels, margins, alpha=1.0):
     """Exact marginal posterior of each joint cell probability (one
     :class:`dawrap.reference.BetaMixture` per cell), by enumerating every full table of
-    ``n`` records: C(n + cells - 1, cells - 1) tables, keep n and the cells small."""
+    ``n`` records: C(n + cells - 1, cells - 1) tables, keep n and the cells small.
+
+    Parameters
+    ----------
+    mechanism : dawrap.Mechanism
+        The mechanism that released the margins (:func:`laplace`).
+    s_dp : array_like
+        The release.
+    n : int
+        Number of records.
+    levels, margins
+        As for :func:`laplace`.
+    alpha : float or sequence of float
+        The Dirichlet concentrations.
+
+    Returns
+    -------
+    list of dawrap.reference.BetaMixture
+        One per joint cell.
+
+    Examples
+    --------
+    >>> from dawrap.models import contingency
+    >>> levels, margins = (2, 2), [(0,), (1,)]
+    >>> mech = contingency.laplace(levels, margins, epsilon=[1.0, 1.0])
+    >>> cells = contingency.exact_posterior(mech, [2.3, 1.1, 0.8, 2.4], 3, levels, margins)
+    >>> len(cells), round(sum(c.mean() for c in cells), 6)      # the means sum to 1
+    (4, 1.0)
+    """
     from scipy import special
 
     from dawrap.reference import BetaMixture, normalise_log_weights, relative_log_g

@@ -29,7 +29,26 @@ __all__ = ["model", "one_hot", "one_hot_entries", "draw_record", "propose_unifor
 
 @numba.njit(nogil=True, cache=True)
 def draw_record(rng, theta, out):
-    """One category index drawn with probabilities ``theta``."""
+    """One category index drawn with probabilities ``theta``.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    theta : ndarray of shape (K,)
+        The category probabilities.
+    out : ndarray of shape (1,)
+        Receives the category index ``0..K-1`` as a float.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dawrap.models import dirichlet_multinomial
+    >>> out = np.empty(1)
+    >>> dirichlet_multinomial.draw_record(np.random.default_rng(0), np.array([0.0, 0.0, 1.0]),
+    ...                                   out)
+    >>> out
+    array([2.])
+    """
     u = rng.random()
     k = theta.shape[0]
     cumulative = 0.0
@@ -45,7 +64,35 @@ def draw_record(rng, theta, out):
 def propose_uniform(rng, theta, x_i, out):
     r"""A category drawn uniformly, an O(1) proposal whatever the number of categories
     (:func:`draw_record` scans the probabilities, O(K)); the log Hastings ratio is
-    :math:`\log p_{new} - \log p_{old}`."""
+    :math:`\log p_{new} - \log p_{old}`.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    theta : ndarray of shape (K,)
+        The category probabilities.
+    x_i : ndarray of shape (1,)
+        The current record.
+    out : ndarray of shape (1,)
+        Receives the proposed category.
+
+    Returns
+    -------
+    float
+        The log ratio ``log f(x*) q(x) / f(x) q(x*)``.
+
+    Examples
+    --------
+    >>> import math
+    >>> import numpy as np
+    >>> from dawrap.models import dirichlet_multinomial
+    >>> theta, out = np.array([0.2, 0.3, 0.5]), np.empty(1)
+    >>> log_ratio = dirichlet_multinomial.propose_uniform(np.random.default_rng(0), theta,
+    ...                                                   np.array([1.0]), out)
+    >>> j = int(out[0])
+    >>> math.isclose(log_ratio, math.log(theta[j]) - math.log(theta[1]))
+    True
+    """
     j = rng.integers(0, theta.shape[0])
     out[0] = j
     return math.log(theta[j]) - math.log(theta[int(x_i[0])])
@@ -53,7 +100,24 @@ def propose_uniform(rng, theta, x_i, out):
 
 @numba.njit(nogil=True, cache=True)
 def one_hot(x_i, out):
-    """The record's contribution to the count vector."""
+    """The record's contribution to the count vector.
+
+    Parameters
+    ----------
+    x_i : ndarray of shape (1,)
+        A category index.
+    out : ndarray of shape (K,)
+        Receives the one-hot vector.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dawrap.models import dirichlet_multinomial
+    >>> out = np.empty(3)
+    >>> dirichlet_multinomial.one_hot(np.array([2.0]), out)
+    >>> out
+    array([0., 0., 1.])
+    """
     for j in range(out.shape[0]):
         out[j] = 0.0
     out[int(x_i[0])] = 1.0
@@ -62,7 +126,34 @@ def one_hot(x_i, out):
 @numba.njit(nogil=True, cache=True)
 def one_hot_entries(x_i, index, value):
     """:func:`one_hot` as its one non-zero entry (the sparse path: O(1) per record
-    whatever the number of categories)."""
+    whatever the number of categories).
+
+    Declared with :func:`dawrap.declare_sparse`, so that :func:`laplace` uses it.
+
+    Parameters
+    ----------
+    x_i : ndarray of shape (1,)
+        A category index.
+    index : ndarray of shape (1,), int64
+        Receives the non-zero coordinate.
+    value : ndarray of shape (1,)
+        Receives its value, 1.
+
+    Returns
+    -------
+    int
+        The number of entries written, 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dawrap.models import dirichlet_multinomial
+    >>> index, value = np.empty(1, dtype=np.int64), np.empty(1)
+    >>> dirichlet_multinomial.one_hot_entries(np.array([2.0]), index, value)
+    1
+    >>> index, value
+    (array([2]), array([1.]))
+    """
     index[0] = int(x_i[0])
     value[0] = 1.0
     return 1
@@ -157,7 +248,27 @@ def model(alpha, proposal: str = "prior") -> dw.Model:
 
     ``proposal="prior"`` proposes each record from ``Categorical(p)`` (Ju et al. Algorithm
     1), O(K) per record; ``"uniform"`` proposes a uniformly drawn category with its
-    Hastings ratio (supplement Algorithm 2), O(1) per record: for many categories."""
+    Hastings ratio (supplement Algorithm 2), O(1) per record: for many categories.
+
+    Parameters
+    ----------
+    alpha : sequence of float
+        The Dirichlet concentrations, at least two, positive; their number is ``K``.
+    proposal : {"prior", "uniform"}
+        The record proposal.
+
+    Returns
+    -------
+    dawrap.Model
+        One parameter ``p`` of shape ``(K,)``, a record per category index; with the family.
+
+    Examples
+    --------
+    >>> from dawrap.models import dirichlet_multinomial
+    >>> model = dirichlet_multinomial.model(alpha=[1, 1, 1], proposal="uniform")
+    >>> model.params
+    {'p': (3,)}
+    """
     if proposal not in ("prior", "uniform"):
         raise ValueError(f"dirichlet_multinomial.model: proposal must be 'prior' or "
                          f"'uniform', got {proposal!r}")
@@ -179,7 +290,30 @@ def model(alpha, proposal: str = "prior") -> dw.Model:
 
 @dw.recipe
 def laplace(epsilon: float, categories: int) -> dw.Laplace:
-    """The count vector with Laplace noise of scale ``2 / epsilon`` per count (epsilon-DP)."""
+    """The count vector with Laplace noise of scale ``2 / epsilon`` per count (epsilon-DP).
+
+    Parameters
+    ----------
+    epsilon : float
+        The privacy budget.
+    categories : int
+        ``K``, the release's length.
+
+    Returns
+    -------
+    dawrap.Laplace
+        Separable, with the sparse statistic :func:`one_hot_entries`: a record update costs
+        O(1) whatever ``K``.
+
+    Examples
+    --------
+    >>> from dawrap.models import dirichlet_multinomial
+    >>> mech = dirichlet_multinomial.laplace(epsilon=1.0, categories=3)
+    >>> mech
+    Laplace(one_hot, epsilon=1, sensitivity=2, scale=2, size=3)
+    >>> mech.total([0.0, 2.0, 2.0])                        # the category counts
+    array([1., 0., 2.])
+    """
     return dw.Laplace(one_hot, epsilon=epsilon, sensitivity=2.0, size=categories)
 
 
@@ -190,6 +324,33 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, alpha):
     :math:`w_k \propto \mathrm{DirMult}(k; n, \alpha)\, g(s_{dp}, k)`; the marginal of ``p_j``
     under each component is a Beta. Returns one :class:`dawrap.reference.BetaMixture` per category.
     The number of count vectors is C(n + K - 1, K - 1): keep n and K small.
+
+    Parameters
+    ----------
+    mechanism : dawrap.Mechanism
+        The mechanism that released the counts.
+    s_dp : array_like of shape (K,)
+        The release.
+    n : int
+        Number of records.
+    alpha : sequence of float
+        The Dirichlet concentrations.
+
+    Returns
+    -------
+    list of dawrap.reference.BetaMixture
+        The marginal posterior of each ``p_j``.
+
+    Examples
+    --------
+    The README's release of three noisy counts of 20 records:
+
+    >>> from dawrap.models import dirichlet_multinomial
+    >>> mech = dirichlet_multinomial.laplace(epsilon=1.0, categories=3)
+    >>> marginals = dirichlet_multinomial.exact_posterior(mech, [3.2, 5.9, 11.4], n=20,
+    ...                                                   alpha=[1, 1, 1])
+    >>> [round(m.mean(), 3) for m in marginals]
+    [0.182, 0.291, 0.528]
     """
     from scipy import special
 

@@ -95,7 +95,10 @@ Examples
 >>> model = linear_regression.model(**settings["model"])
 >>> mech = linear_regression.laplace(1.0, **settings["mechanism"])
 >>> x = model.simulate({"beta": settings["beta"]}, n=settings["n"], seed=1)
->>> idata = dw.sample(model, mech, mech.release(x, seed=2), n=100, seed=3)  # doctest: +SKIP
+>>> s_dp = mech.release(x, seed=2)
+>>> s_dp.shape                                   # 9 clamped, rescaled sums for p = 2
+(9,)
+>>> idata = dw.sample(model, mech, s_dp, n=100, seed=3)  # doctest: +SKIP
 """
 from __future__ import annotations
 
@@ -120,7 +123,24 @@ __all__ = ["model", "laplace", "sensitivity", "clamped_products", "products",
 @numba.njit(nogil=True, cache=True)
 def products(x_i, out):
     """The model statistic: the upper triangle of ``u u^T``, row by row, for the unclamped
-    ``u = (1, x_1, ..., x_p, y)``; length ``(p + 2)(p + 3) / 2``. Row 0 is ``u`` itself."""
+    ``u = (1, x_1, ..., x_p, y)``; length ``(p + 2)(p + 3) / 2``. Row 0 is ``u`` itself.
+
+    Parameters
+    ----------
+    x_i : ndarray of shape (p + 1,)
+        A record ``[x_1, ..., x_p, y]``.
+    out : ndarray of shape ((p + 2)(p + 3) / 2,)
+        Receives the products.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dawrap.models import linear_regression
+    >>> out = np.empty(10)
+    >>> linear_regression.products(np.array([2.0, 3.0, 5.0]), out)    # u = (1, 2, 3, 5)
+    >>> out                       # u, then 2*2, 2*3, 2*5, 3*3, 3*5, 5*5
+    array([ 1.,  2.,  3.,  5.,  4.,  6., 10.,  9., 15., 25.])
+    """
     d = x_i.shape[0] + 1
     out[0] = 1.0
     for a in range(1, d):
@@ -535,14 +555,60 @@ def _release_size(p: int, intercept: bool) -> int:
 def sensitivity(p: int, intercept: bool = True) -> float:
     r"""The L1 sensitivity of the released vector under replacement of one record:
     :math:`(p+1)(p+3)^2 / (2(p+2))` with an intercept (9.375 for p = 2), :math:`(p+1)(p+2)/2`
-    without. Derivation, and why the published 13 and 15 are loose, in the module doc."""
+    without. Derivation, and why the published 13 and 15 are loose, in the module doc.
+
+    Parameters
+    ----------
+    p : int
+        Number of predictors.
+    intercept : bool
+        Whether the linear sums are released.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from dawrap.models import linear_regression
+    >>> linear_regression.sensitivity(2), linear_regression.sensitivity(2, intercept=False)
+    (9.375, 6.0)
+    """
     return _exact_sensitivity(_check_p(p), _check_flag(intercept, "intercept"))
 
 
 def clamped_products(p: int, bounds_x, bound_y, intercept: bool = True):
     """The released statistic: a compiled ``(x_i, out)`` writing one record's clamped, rescaled
     products (layout in the module doc; length ``(p+2)(p+3)/2 - 1`` with an intercept,
-    ``(p+1)(p+2)/2`` without). The same function object is returned for the same bounds."""
+    ``(p+1)(p+2)/2`` without). The same function object is returned for the same bounds.
+
+    Parameters
+    ----------
+    p : int
+        Number of predictors.
+    bounds_x, bound_y
+        Clamping bounds, as for :func:`laplace`.
+    intercept : bool
+        Whether the linear sums are released.
+
+    Returns
+    -------
+    numba.njit function
+        ``(x_i, out)``.
+
+    Examples
+    --------
+    A record ``x_1 = 20, x_2 = 0, y = -5`` with every variable clamped to [-10, 10] and
+    rescaled: ``(1, 0, -0.5)``, then its products:
+
+    >>> import numpy as np
+    >>> from dawrap.models import linear_regression
+    >>> statistic = linear_regression.clamped_products(2, bounds_x=10.0, bound_y=10.0)
+    >>> out = np.empty(9)
+    >>> statistic(np.array([20.0, 0.0, -5.0]), out)
+    >>> out + 0.0                 # (+ 0.0 shows -0.0 as 0.0)
+    array([ 1.  ,  0.  , -0.5 ,  1.  ,  0.  , -0.5 ,  0.  ,  0.  ,  0.25])
+    """
     p = _check_p(p)
     lower, upper = _bounds(bounds_x, bound_y, p)
     return _release_statistic(lower, upper, _check_flag(intercept, "intercept"))
@@ -586,6 +652,14 @@ def model(p: int = 2, *, intercept: bool = True, sigma2=2.0, m=0.0, cov=None,
     dawrap.Model
         Records ``[x_1, ..., x_p, y]``; parameters ``beta`` and, if unknown, ``sigma2``, ``m``;
         with the non-centred parameterisation that enables ``interweave=True``.
+
+    Examples
+    --------
+    >>> from dawrap.models import linear_regression
+    >>> linear_regression.model(p=2).params
+    {'beta': (3,)}
+    >>> linear_regression.model(p=2, sigma2=None, m=None).params
+    {'beta': (3,), 'sigma2': (), 'm': (2,)}
     """
     spec = _spec(p, intercept, sigma2, m, cov, prior_mean, prior_sd, sigma2_prior, m_prior)
     draw_record, theta_support, noncentred = _record_functions(spec)
@@ -621,6 +695,16 @@ def laplace(epsilon: float, p: int, bounds_x, bound_y, *, intercept: bool = True
         The noise is Laplace(``sensitivity / epsilon``) per coordinate. Default the exact L1
         sensitivity (:func:`sensitivity`); a larger value, e.g. the paper's 13, reproduces a
         release made with it. A smaller one is refused: the release would not be epsilon-DP.
+
+    Returns
+    -------
+    dawrap.Laplace
+
+    Examples
+    --------
+    >>> from dawrap.models import linear_regression
+    >>> linear_regression.laplace(1.0, p=2, bounds_x=10.0, bound_y=10.0)
+    Laplace(clamped, epsilon=1, sensitivity=9.375, scale=9.375, size=9)
     """
     p = _check_p(p)
     intercept = _check_flag(intercept, "intercept")
@@ -650,6 +734,31 @@ def nonprivate_posterior(records, **settings) -> dict:
       :math:`a_n = a_0 + n/2`, :math:`b_n = b_0 + \tfrac12(y^\top y + \mu_0^\top\mu_0/\tau^2 -
       \mu^\top P \mu)`;
     * ``"m"`` (unknown ``m``): a list of normals, precision :math:`n\Sigma^{-1} + I/s_0^2`.
+
+    Parameters
+    ----------
+    records : array_like of shape (n, p + 1)
+        Rows ``[x_1, ..., x_p, y]``.
+    **settings
+        :func:`model`'s keyword arguments.
+
+    Returns
+    -------
+    dict of str -> list or scipy.stats distribution
+
+    Examples
+    --------
+    200 records from ``y = 1 + 2 x_1 - x_2 + N(0, 2)``:
+
+    >>> import numpy as np
+    >>> from dawrap.models import linear_regression
+    >>> rng = np.random.default_rng(0)
+    >>> x0 = rng.normal(size=(200, 2))
+    >>> y = 1.0 + x0 @ [2.0, -1.0] + rng.normal(0.0, np.sqrt(2.0), 200)
+    >>> posterior = linear_regression.nonprivate_posterior(np.column_stack([x0, y]), sigma2=2.0)
+    >>> [bool(abs(b.mean() - truth) < 4 * b.std())
+    ...  for b, truth in zip(posterior["beta"], [1.0, 2.0, -1.0])]
+    [True, True, True]
     """
     from scipy import stats
 
@@ -705,6 +814,17 @@ def published_settings() -> dict:
     supplement's Table 1), and the rest is
     the study's design: n, the epsilon grid, replicates per epsilon, iterations, burn-in and
     the credible level.
+
+    Returns
+    -------
+    dict
+
+    Examples
+    --------
+    >>> from dawrap.models import linear_regression
+    >>> settings = linear_regression.published_settings()
+    >>> settings["n"], settings["beta"], settings["mechanism"]["sensitivity"]
+    (100, array([-1.79, -2.89, -0.66]), 13.0)
     """
     return {
         "model": {"p": 2, "intercept": True, "sigma2": 2.0, "m": (0.9, -1.17),

@@ -53,7 +53,10 @@ Examples
 >>> model = naive_bayes.model(I=3, J=[2, 4], alpha=2.0, alpha_feature=2.0)
 >>> mech = naive_bayes.laplace(epsilon=1.0, I=3, J=[2, 4])   # scale 2K / epsilon = 4
 >>> x = model.simulate(naive_bayes.draw_parameters(3, [2, 4], seed=0), n=200, seed=1)
->>> idata = dw.sample(model, mech, mech.release(x, seed=2), n=200, seed=3)  # doctest: +SKIP
+>>> s_dp = mech.release(x, seed=2)
+>>> s_dp.shape                                   # I * (J_1 + J_2) counts
+(18,)
+>>> idata = dw.sample(model, mech, s_dp, n=200, seed=3)  # doctest: +SKIP
 """
 from __future__ import annotations
 
@@ -343,13 +346,54 @@ def counts(I: int, J) -> numba.core.registry.CPUDispatcher:
     """The released statistic for ``I`` classes and features with ``J = [J_1, ..., J_K]``
     levels: a compiled ``(x_i, out)`` writing the record's co-occurrence indicators (length
     ``I * sum(J)``, layout in the module docstring). The same function object is returned for
-    the same layout, and it is also the model's sufficient statistic."""
+    the same layout, and it is also the model's sufficient statistic.
+
+    Parameters
+    ----------
+    I : int
+        Number of classes.
+    J : list of int
+        Number of levels of each feature.
+
+    Returns
+    -------
+    numba.njit function
+        ``(x_i, out)``.
+
+    Examples
+    --------
+    Two classes, features of 2 and 3 levels: the record ``[y=1, x_1=0, x_2=2]`` sets cell
+    (1, 0) of the first table (index 2) and cell (1, 2) of the second (index 4 + 3 + 2).
+
+    >>> import numpy as np
+    >>> from dawrap.models import naive_bayes
+    >>> out = np.empty(10)
+    >>> naive_bayes.counts(2, [2, 3])(np.array([1.0, 0.0, 2.0]), out)
+    >>> np.flatnonzero(out)
+    array([2, 9])
+    """
     I, J = _check_layout(I, J)
     return _record_functions(I, J)[1]
 
 
 def sensitivity(J) -> float:
-    """L1 sensitivity of the co-occurrence counts under replacement of one record: ``2K``."""
+    """L1 sensitivity of the co-occurrence counts under replacement of one record: ``2K``.
+
+    Parameters
+    ----------
+    J : list of int
+        Number of levels of each feature.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from dawrap.models import naive_bayes
+    >>> naive_bayes.sensitivity([2, 4])
+    4.0
+    """
     _, J = _check_layout(2, J)  # the sensitivity does not depend on I (>= 2)
     return 2.0 * len(J)
 
@@ -374,6 +418,12 @@ def model(I: int, J, alpha=2.0, alpha_feature=2.0) -> dw.Model:
     -------
     dawrap.Model
         Parameters ``pi`` (I,) and ``p1..pK`` (I, J_k); records ``[y, x_1..x_K]``.
+
+    Examples
+    --------
+    >>> from dawrap.models import naive_bayes
+    >>> naive_bayes.model(I=3, J=[2, 4]).params
+    {'pi': (3,), 'p1': (3, 2), 'p2': (3, 4)}
     """
     I, J = _check_layout(I, J)
     alpha, alpha_feature = _check_prior(alpha, alpha_feature, I, J)
@@ -389,7 +439,27 @@ def model(I: int, J, alpha=2.0, alpha_feature=2.0) -> dw.Model:
 
 @dw.recipe
 def laplace(epsilon: float, I: int, J) -> dw.Laplace:
-    """All co-occurrence counts with Laplace noise of scale ``2K / epsilon`` each (epsilon-DP)."""
+    """All co-occurrence counts with Laplace noise of scale ``2K / epsilon`` each (epsilon-DP).
+
+    Parameters
+    ----------
+    epsilon : float
+        The privacy budget.
+    I : int
+        Number of classes.
+    J : list of int
+        Number of levels of each feature.
+
+    Returns
+    -------
+    dawrap.Laplace
+
+    Examples
+    --------
+    >>> from dawrap.models import naive_bayes
+    >>> naive_bayes.laplace(1.0, I=3, J=[2, 4])
+    Laplace(cooccurrence_counts, epsilon=1, sensitivity=4, scale=4, size=18)
+    """
     I, J = _check_layout(I, J)
     return dw.Laplace(counts(I, J), epsilon=epsilon, sensitivity=sensitivity(J),
                       size=I * sum(J))
@@ -417,6 +487,29 @@ def nonprivate_posterior(x, I: int, J, alpha=2.0, alpha_feature=2.0) -> dict:
     ``"pi"``: :math:`\alpha + n_\cdot` (I,), and ``"pk"``: :math:`\alpha^k + n^k` (I, J_k),
     each row one Dirichlet. The marginal of one probability is a Beta:
     ``scipy.stats.beta(c[..., j], c.sum(-1) - c[..., j])``.
+
+    Parameters
+    ----------
+    x : array_like of shape (n, 1 + K)
+        The records, integer codes.
+    I, J, alpha, alpha_feature
+        As for :func:`model`.
+
+    Returns
+    -------
+    dict of str -> ndarray
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dawrap.models import naive_bayes
+    >>> x = np.array([[0, 1, 2], [1, 0, 0], [1, 1, 2]])
+    >>> posterior = naive_bayes.nonprivate_posterior(x, I=2, J=[2, 3])
+    >>> posterior["pi"]                           # 2 + class counts (1, 2)
+    array([3., 4.])
+    >>> posterior["p1"]                           # 2 + the class-by-x_1 table
+    array([[2., 3.],
+           [3., 3.]])
     """
     I, J = _check_layout(I, J)
     alpha, alpha_feature = _check_prior(alpha, alpha_feature, I, J)
@@ -433,7 +526,26 @@ def nonprivate_posterior(x, I: int, J, alpha=2.0, alpha_feature=2.0) -> dict:
 
 
 def draw_parameters(I: int, J, alpha=2.0, alpha_feature=2.0, seed=None) -> dict:
-    """A draw of all parameters from the prior, as a dict for ``Model.simulate``."""
+    """A draw of all parameters from the prior, as a dict for ``Model.simulate``.
+
+    Parameters
+    ----------
+    I, J, alpha, alpha_feature
+        As for :func:`model`.
+    seed : int, numpy.random.SeedSequence or None
+        Randomness.
+
+    Returns
+    -------
+    dict of str -> ndarray
+
+    Examples
+    --------
+    >>> from dawrap.models import naive_bayes
+    >>> theta = naive_bayes.draw_parameters(3, [2, 4], seed=0)
+    >>> {name: value.shape for name, value in theta.items()}
+    {'pi': (3,), 'p1': (3, 2), 'p2': (3, 4)}
+    """
     prior = model(I, J, alpha, alpha_feature)
     return prior.unpack(prior.draw_prior(np.random.default_rng(seed)))
 
@@ -445,6 +557,22 @@ def published_parameters(seed=2022) -> dict:
     The paper draws the ``p^k`` from the prior too but does not print them (they are in an
     R data file of the authors' repository), so each row ``p^k_{i.}`` is drawn here from
     Dirichlet(2, 2, 2) with a fixed ``seed``. They barely matter for inference on ``pi``.
+
+    Parameters
+    ----------
+    seed : int
+        The seed of the feature probabilities.
+
+    Returns
+    -------
+    dict of str -> ndarray
+
+    Examples
+    --------
+    >>> from dawrap.models import naive_bayes
+    >>> theta = naive_bayes.published_parameters()
+    >>> theta["pi"].round(3), theta["p1"].shape          # Table 1's pi; 5 classes x 3 levels
+    (array([0.097, 0.148, 0.145, 0.446, 0.163]), (5, 3))
     """
     rng = np.random.default_rng(seed)
     pi = np.array(PUBLISHED["pi"])
@@ -495,6 +623,33 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, I: int, J, alpha=2.0,
     ``mechanism`` must have a density that is a product over coordinates (``dw.Laplace``,
     ``dw.Geometric``, ``dw.Gaussian``, ``dw.DiscreteGaussian``). Returns a dict keyed like the
     model's parameters of object arrays of the same shapes holding the marginals.
+
+    Parameters
+    ----------
+    mechanism : dawrap.Mechanism
+        The mechanism that released the counts.
+    s_dp : array_like of shape (I * sum(J),)
+        The release.
+    n : int
+        Number of records.
+    I, J, alpha, alpha_feature
+        As for :func:`model`.
+
+    Returns
+    -------
+    dict of str -> ndarray of dawrap.reference.BetaMixture
+
+    Examples
+    --------
+    Two classes, one binary feature, five records:
+
+    >>> from dawrap.models import naive_bayes
+    >>> mech = naive_bayes.laplace(1.0, I=2, J=[2])
+    >>> exact = naive_bayes.exact_posterior(mech, [2.4, 0.7, 0.2, 1.9], n=5, I=2, J=[2])
+    >>> exact["pi"].shape, exact["p1"].shape
+    ((2,), (2, 2))
+    >>> round(sum(b.mean() for b in exact["pi"]), 6)         # the class means sum to 1
+    1.0
     """
     from dawrap.reference import BetaMixture, normalise_log_weights, relative_log_g
     from scipy.special import logsumexp

@@ -32,13 +32,50 @@ __all__ = ["model", "total", "clamped_total", "draw_record_factory", "laplace", 
 
 @numba.njit(nogil=True, cache=True)
 def total(x_i, out):
-    """The record itself: the unclamped sum's contribution (and the model statistic)."""
+    """The record itself: the unclamped sum's contribution (and the model statistic).
+
+    Parameters
+    ----------
+    x_i : ndarray of shape (1,)
+        A record.
+    out : ndarray of shape (1,)
+        Receives the record's value.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dawrap.models import normal_mean
+    >>> out = np.empty(1)
+    >>> normal_mean.total(np.array([-7.5]), out)
+    >>> out
+    array([-7.5])
+    """
     out[0] = x_i[0]
 
 
 @functools.lru_cache(maxsize=64)
 def clamped_total(lower: float, upper: float):
-    """The released statistic ``clamp(x_i, lower, upper)`` (compiled, cached per bounds)."""
+    """The released statistic ``clamp(x_i, lower, upper)`` (compiled, cached per bounds).
+
+    Parameters
+    ----------
+    lower, upper : float
+        The bounds, ``lower < upper``.
+
+    Returns
+    -------
+    numba.njit function
+        ``(x_i, out)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dawrap.models import normal_mean
+    >>> out = np.empty(1)
+    >>> normal_mean.clamped_total(-5.0, 5.0)(np.array([-7.5]), out)
+    >>> out
+    array([-5.])
+    """
     lower, upper = _check_bounds(lower, upper)
 
     @numba.njit(nogil=True)
@@ -58,7 +95,31 @@ def _check_bounds(lower, upper):
 
 @functools.lru_cache(maxsize=64)
 def draw_record_factory(sigma: float):
-    """The record sampler ``x_i ~ N(mu, sigma^2)`` for a known ``sigma`` (cached)."""
+    """The record sampler ``x_i ~ N(mu, sigma^2)`` for a known ``sigma`` (cached).
+
+    Parameters
+    ----------
+    sigma : float
+        The records' standard deviation.
+
+    Returns
+    -------
+    numba.njit function
+        ``draw_record(rng, theta, out)`` with ``theta = [mu]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dawrap.models import normal_mean
+    >>> draw_record = normal_mean.draw_record_factory(2.0)
+    >>> rng, out = np.random.default_rng(0), np.empty(1)
+    >>> draws = []
+    >>> for _ in range(4000):
+    ...     draw_record(rng, np.array([1.0]), out)
+    ...     draws.append(out[0])
+    >>> bool(abs(np.mean(draws) - 1.0) < 4 * 2.0 / np.sqrt(4000))
+    True
+    """
 
     @numba.njit(nogil=True, cache=True)
     def draw_record(rng, theta, out):
@@ -117,7 +178,27 @@ def project(s, n):
 
 @functools.lru_cache(maxsize=64)
 def family(mu0: float = 0.0, sd0: float = 1.0, sigma: float = 1.0) -> dw.ExponentialFamily:
-    """The exponential-family description: natural parameter mu / sigma^2, t(x) = x."""
+    """The exponential-family description: natural parameter mu / sigma^2, t(x) = x.
+
+    Parameters
+    ----------
+    mu0, sd0 : float
+        The Normal prior's mean and sd.
+    sigma : float
+        The records' sd.
+
+    Returns
+    -------
+    dawrap.ExponentialFamily
+        Cached per argument values.
+
+    Examples
+    --------
+    >>> from dawrap.models import normal_mean
+    >>> fam = normal_mean.family(0.0, 10.0, 1.0)
+    >>> fam is normal_mean.model(mu0=0, sd0=10, sigma=1).family
+    True
+    """
     var = sigma * sigma
 
     @numba.njit(nogil=True, cache=True)
@@ -151,7 +232,26 @@ def family(mu0: float = 0.0, sd0: float = 1.0, sigma: float = 1.0) -> dw.Exponen
 
 @dw.recipe
 def model(mu0: float = 0.0, sd0: float = 1.0, sigma: float = 1.0) -> dw.Model:
-    """Normal records with known ``sigma``; prior ``N(mu0, sd0^2)`` on the parameter ``mu``."""
+    """Normal records with known ``sigma``; prior ``N(mu0, sd0^2)`` on the parameter ``mu``.
+
+    Parameters
+    ----------
+    mu0 : float
+        The prior mean.
+    sd0, sigma : float
+        The prior sd and the records' sd (positive).
+
+    Returns
+    -------
+    dawrap.Model
+        A conjugate ``draw_theta``, the family and a non-centred map (``interweave``).
+
+    Examples
+    --------
+    >>> from dawrap.models import normal_mean
+    >>> normal_mean.model(mu0=0, sd0=10, sigma=1)
+    Model(normal_mean(mu0=0, sd0=10, sigma=1); params {mu: ()}, record_size=1)
+    """
     mu0 = float(mu0)
     if not np.isfinite(mu0):
         raise ValueError(f"mu0 must be finite, got {mu0}")
@@ -165,7 +265,28 @@ def model(mu0: float = 0.0, sd0: float = 1.0, sigma: float = 1.0) -> dw.Model:
 
 @dw.recipe
 def laplace(epsilon: float, lower: float, upper: float) -> dw.Laplace:
-    """The sum of records clamped to ``[lower, upper]`` with Laplace noise (epsilon-DP)."""
+    """The sum of records clamped to ``[lower, upper]`` with Laplace noise (epsilon-DP).
+
+    Parameters
+    ----------
+    epsilon : float
+        The privacy budget.
+    lower, upper : float
+        The clamp bounds; the sensitivity is ``upper - lower``.
+
+    Returns
+    -------
+    dawrap.Laplace
+
+    Examples
+    --------
+    >>> from dawrap.models import normal_mean
+    >>> mech = normal_mean.laplace(epsilon=1.0, lower=-5, upper=5)
+    >>> mech
+    Laplace(clamped, epsilon=1, sensitivity=10, scale=10, size=1)
+    >>> mech.total([1.0, 7.0, -9.0])                       # 1 + 5 - 5
+    array([1.])
+    """
     lower, upper = _check_bounds(lower, upper)
     return dw.Laplace(clamped_total(lower, upper), epsilon=epsilon, sensitivity=upper - lower)
 
@@ -176,7 +297,27 @@ def laplace_truncated(epsilon: float, lower: float, upper: float) -> dw.Laplace:
     the Bernstein-Sheldon release, which both samplers accept.
 
     Sensitivity ``max(|lower|, |upper|, upper - lower)``: a record may move from outside the
-    bounds (contributing 0) to a bound, or across the interval."""
+    bounds (contributing 0) to a bound, or across the interval.
+
+    Parameters
+    ----------
+    epsilon : float
+        The privacy budget.
+    lower, upper : float
+        The bounds.
+
+    Returns
+    -------
+    dawrap.Laplace
+        With ``truncation=(lower, upper)``.
+
+    Examples
+    --------
+    >>> from dawrap.models import normal_mean
+    >>> mech = normal_mean.laplace_truncated(epsilon=1.0, lower=-5, upper=5)
+    >>> mech.total([1.0, 7.0, -3.0])                       # 7.0 is dropped
+    array([-2.])
+    """
     lower, upper = _check_bounds(lower, upper)
     fam = family()
     return dw.Laplace(fam.truncated_statistic(lower, upper), epsilon=epsilon,
@@ -187,7 +328,23 @@ def laplace_truncated(epsilon: float, lower: float, upper: float) -> dw.Laplace:
 @dw.recipe
 def gaussian(sigma: float) -> dw.Gaussian:
     """The unclamped sum with Gaussian noise of standard deviation ``sigma`` (not DP: the
-    unclamped sum has unbounded sensitivity; for testing and method studies)."""
+    unclamped sum has unbounded sensitivity; for testing and method studies).
+
+    Parameters
+    ----------
+    sigma : float
+        The noise sd.
+
+    Returns
+    -------
+    dawrap.Gaussian
+
+    Examples
+    --------
+    >>> from dawrap.models import normal_mean
+    >>> normal_mean.gaussian(sigma=10.0)
+    Gaussian(total, sigma=10, size=1)
+    """
     return dw.Gaussian(total, sigma=sigma)
 
 
@@ -197,6 +354,31 @@ def exact_posterior_gaussian(s_dp, n: int, noise_sigma: float, mu0: float = 0.0,
 
     :math:`s_{dp} \mid \mu \sim N(n\mu,\ n\sigma^2 + \tau^2)`, so the posterior is normal with
     precision :math:`1/s_0^2 + n^2/(n\sigma^2+\tau^2)`.
+
+    Parameters
+    ----------
+    s_dp : float
+        The release.
+    n : int
+        Number of records.
+    noise_sigma : float
+        The noise sd :math:`\tau`.
+    mu0, sd0, sigma : float
+        As for :func:`model`.
+
+    Returns
+    -------
+    scipy.stats.norm
+        The posterior, a frozen normal distribution.
+
+    Examples
+    --------
+    Precision :math:`1 + 100^2/(100 + 10^2) = 51`, mean :math:`(100/200)\, 52 / 51`:
+
+    >>> from dawrap.models import normal_mean
+    >>> exact = normal_mean.exact_posterior_gaussian(52.0, n=100, noise_sigma=10.0)
+    >>> round(float(exact.mean()), 4), round(float(exact.std()), 4)
+    (0.5098, 0.14)
     """
     from scipy import stats
 

@@ -13,6 +13,8 @@ Examples
 >>> from dawrap.models import poisson_gamma
 >>> model = poisson_gamma.model(alpha=2, beta=1)
 >>> mech = poisson_gamma.laplace(epsilon=1.0, c=5)
+>>> x = model.simulate({"lam": 2.0}, n=100, seed=1)
+>>> s_dp = mech.release(x, seed=2)        # dw.sample(model, mech, s_dp, n=100) samples
 """
 from __future__ import annotations
 
@@ -32,19 +34,76 @@ __all__ = ["model", "count", "clamped_count", "draw_record", "laplace", "geometr
 
 @numba.njit(nogil=True, cache=True)
 def draw_record(rng, theta, out):
-    """One Poisson(lam) record."""
+    """One Poisson(lam) record.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    theta : ndarray of shape (1,)
+        ``[lam]``.
+    out : ndarray of shape (1,)
+        Receives the count, as a float.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dawrap.models import poisson_gamma
+    >>> out = np.empty(1)
+    >>> poisson_gamma.draw_record(np.random.default_rng(0), np.array([3.0]), out)
+    >>> bool(out[0] >= 0 and out[0] == round(out[0]))
+    True
+    """
     out[0] = float(rng.poisson(theta[0]))
 
 
 @numba.njit(nogil=True, cache=True)
 def count(x_i, out):
-    """The model's sufficient statistic: the unclamped count."""
+    """The model's sufficient statistic: the unclamped count.
+
+    Parameters
+    ----------
+    x_i : ndarray of shape (1,)
+        A record.
+    out : ndarray of shape (1,)
+        Receives the count.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dawrap.models import poisson_gamma
+    >>> out = np.empty(1)
+    >>> poisson_gamma.count(np.array([7.0]), out)
+    >>> out
+    array([7.])
+    """
     out[0] = x_i[0]
 
 
 @functools.lru_cache(maxsize=64)
 def clamped_count(c: float):
-    """The released statistic ``min(x_i, c)`` (a compiled function, cached per ``c``)."""
+    """The released statistic ``min(x_i, c)`` (a compiled function, cached per ``c``).
+
+    Parameters
+    ----------
+    c : int or float
+        The clamp, a positive whole number (the release's sensitivity).
+
+    Returns
+    -------
+    numba.njit function
+        ``(x_i, out)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dawrap.models import poisson_gamma
+    >>> out = np.empty(1)
+    >>> poisson_gamma.clamped_count(5)(np.array([7.0]), out)
+    >>> out
+    array([5.])
+    >>> poisson_gamma.clamped_count(5) is poisson_gamma.clamped_count(5)   # compiled once
+    True
+    """
     c = _check_clamp(c)
 
     @numba.njit(nogil=True)
@@ -155,7 +214,25 @@ def mean_cov(theta):
 
 @functools.lru_cache(maxsize=64)
 def family(alpha: float = 1.0, beta: float = 1.0) -> dw.ExponentialFamily:
-    """The exponential-family description (natural parameter log lam, integer records)."""
+    """The exponential-family description (natural parameter log lam, integer records).
+
+    Parameters
+    ----------
+    alpha, beta : float
+        The Gamma prior's shape and rate.
+
+    Returns
+    -------
+    dawrap.ExponentialFamily
+        What ``method="suffstat"`` and the baselines need (cached per prior).
+
+    Examples
+    --------
+    >>> from dawrap.models import poisson_gamma
+    >>> fam = poisson_gamma.family(alpha=2.0, beta=1.0)
+    >>> fam.discrete, fam.bounded                  # integer records, unbounded counts
+    (True, False)
+    """
     @numba.njit(nogil=True, cache=True)
     def posterior_draw(rng, s, n):
         return conjugate_draw(rng, alpha, beta, s[0], n)
@@ -168,7 +245,24 @@ def family(alpha: float = 1.0, beta: float = 1.0) -> dw.ExponentialFamily:
 
 @dw.recipe
 def model(alpha: float = 1.0, beta: float = 1.0) -> dw.Model:
-    """The Poisson-gamma model, prior ``Gamma(alpha, rate=beta)`` on the parameter ``lam``."""
+    """The Poisson-gamma model, prior ``Gamma(alpha, rate=beta)`` on the parameter ``lam``.
+
+    Parameters
+    ----------
+    alpha, beta : float
+        The Gamma prior's shape and rate (positive).
+
+    Returns
+    -------
+    dawrap.Model
+        A conjugate ``draw_theta`` on the unclamped total, and the family.
+
+    Examples
+    --------
+    >>> from dawrap.models import poisson_gamma
+    >>> poisson_gamma.model(alpha=2, beta=1)
+    Model(poisson_gamma(alpha=2, beta=1); params {lam: ()}, record_size=1)
+    """
     alpha, beta = positive("alpha", alpha), positive("beta", beta)
     return dw.Model(params={"lam": ()}, record_size=1, draw_record=draw_record,
                     draw_theta=_conjugate_kernel(alpha, beta), model_stat=count, stat_size=1,
@@ -180,7 +274,28 @@ def model(alpha: float = 1.0, beta: float = 1.0) -> dw.Model:
 
 @dw.recipe
 def laplace(epsilon: float, c: float) -> dw.Laplace:
-    """The total of counts clamped at ``c`` with Laplace noise of scale ``c / epsilon``."""
+    """The total of counts clamped at ``c`` with Laplace noise of scale ``c / epsilon``.
+
+    Parameters
+    ----------
+    epsilon : float
+        The privacy budget.
+    c : int or float
+        The clamp (a positive whole number), which is the sensitivity.
+
+    Returns
+    -------
+    dawrap.Laplace
+
+    Examples
+    --------
+    >>> from dawrap.models import poisson_gamma
+    >>> mech = poisson_gamma.laplace(epsilon=1.0, c=5)
+    >>> mech
+    Laplace(clamped, epsilon=1, sensitivity=5, scale=5, size=1)
+    >>> mech.total([3.0, 12.0, 5.0])                       # 3 + 5 + 5
+    array([13.])
+    """
     c = _check_clamp(c)
     return dw.Laplace(clamped_count(c), epsilon=epsilon, sensitivity=c)
 
@@ -188,7 +303,27 @@ def laplace(epsilon: float, c: float) -> dw.Laplace:
 @dw.recipe
 def laplace_truncated(epsilon: float, lower: float, upper: float) -> dw.Laplace:
     """The total of the counts inside ``[lower, upper]`` (others dropped) with Laplace noise:
-    the Bernstein-Sheldon release, which both samplers accept. Sensitivity ``upper``."""
+    the Bernstein-Sheldon release, which both samplers accept. Sensitivity ``upper``.
+
+    Parameters
+    ----------
+    epsilon : float
+        The privacy budget.
+    lower, upper : int or float
+        Whole numbers, ``0 <= lower < upper``.
+
+    Returns
+    -------
+    dawrap.Laplace
+        With ``truncation=(lower, upper)``.
+
+    Examples
+    --------
+    >>> from dawrap.models import poisson_gamma
+    >>> mech = poisson_gamma.laplace_truncated(epsilon=1.0, lower=0, upper=10)
+    >>> mech.truncation, mech.total([3.0, 12.0, 10.0])     # 12 is dropped
+    ((0.0, 10.0), array([13.]))
+    """
     fam = family()
     if not (float(lower) == int(lower) and float(upper) == int(upper) and 0 <= lower < upper):
         raise ValueError(f"lower and upper must be whole numbers with 0 <= lower < upper, "
@@ -206,6 +341,25 @@ def geometric(epsilon: float, c: float) -> dw.Geometric:
     Each record contributes an integer in [0, c] (``contribution=(0, c)``):
     ``release(x, secure=True)`` rounds and clamps every contribution into it before adding
     noise (negative or NaN records count 0).
+
+    Parameters
+    ----------
+    epsilon : float
+        The privacy budget.
+    c : int or float
+        The clamp (a positive whole number), which is the sensitivity.
+
+    Returns
+    -------
+    dawrap.Geometric
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dawrap.models import poisson_gamma
+    >>> mech = poisson_gamma.geometric(epsilon=1.0, c=5)
+    >>> mech.bounded_total([3.0, 12.0, -1.0, np.nan])        # 3 + 5 + 0 + 0
+    [8]
     """
     c = _check_clamp(c)
     return dw.Geometric(clamped_count(c), epsilon=epsilon, sensitivity=c, contribution=(0, c))
@@ -284,6 +438,36 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, c: float, alpha: floa
     :func:`_tilted_log_likelihood`), and :math:`p(s_{dp} \mid \lambda) = \sum_S P(S \mid
     \lambda)\, g(s_{dp}, S)`, with the differences of :math:`\log g` between totals
     computed exactly however extreme the release (:func:`dawrap.reference.relative_log_g`).
+
+    Parameters
+    ----------
+    mechanism : dawrap.Mechanism
+        The mechanism that released the clamped total.
+    s_dp : float
+        The release.
+    n : int
+        Number of records.
+    c : int or float
+        The clamp.
+    alpha, beta : float
+        The Gamma prior's shape and rate.
+    grid_size : int
+        Points of the final grid.
+
+    Returns
+    -------
+    dawrap.reference.Grid
+
+    Examples
+    --------
+    With almost no noise (epsilon 100) and a clamp that almost never binds (P(x > 10) is
+    8e-6 at lam = 2), the posterior is nearly the non-private Gamma(2 + 105, rate 1 + 50):
+
+    >>> from dawrap.models import poisson_gamma
+    >>> mech = poisson_gamma.laplace(epsilon=100.0, c=10)
+    >>> exact = poisson_gamma.exact_posterior(mech, 105.0, n=50, c=10, alpha=2, beta=1)
+    >>> round(exact.mean(), 4), round(107 / 51, 4)
+    (2.0981, 2.098)
     """
     from scipy import stats
 

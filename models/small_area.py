@@ -32,9 +32,12 @@ Examples
 --------
 >>> import dawrap as dw
 >>> from dawrap.models import small_area
+>>> import numpy as np
 >>> sizes, tracts = [120, 80, 100], [0, 0, 1]
 >>> model = small_area.model(sizes, categories=6)
 >>> mech = small_area.discrete_gaussian(tracts, categories=6, rho=(0.5, 0.5))
+>>> x = small_area.records(sizes, np.random.default_rng(0).integers(0, 6, size=300))
+>>> s_dp = mech.release(x, seed=1)           # 3 x 6 block counts, then 2 x 6 tract counts
 >>> idata = dw.sample(model, mech, s_dp, n=300, init_x=small_area.records(sizes))  # doctest: +SKIP
 """
 from __future__ import annotations
@@ -55,7 +58,27 @@ __all__ = ["model", "records", "discrete_gaussian", "LevelledDiscreteGaussian",
 
 def records(sizes, categories=None) -> np.ndarray:
     """The ``(n, 2)`` database ``[area, category]`` with ``sizes[a]`` records in area ``a``
-    (categories 0, or the given ones): the start that fixes the public area sizes."""
+    (categories 0, or the given ones): the start that fixes the public area sizes.
+
+    Parameters
+    ----------
+    sizes : sequence of int
+        Records per area.
+    categories : array_like of length ``sum(sizes)``, optional
+        Each record's category, records ordered by area.
+
+    Returns
+    -------
+    ndarray of shape (sum(sizes), 2)
+
+    Examples
+    --------
+    >>> from dawrap.models import small_area
+    >>> small_area.records([2, 1], categories=[1, 0, 1])
+    array([[0., 1.],
+           [0., 0.],
+           [1., 1.]])
+    """
     sizes = _check_sizes(sizes)
     area = np.repeat(np.arange(len(sizes)), sizes)
     cat = np.zeros(area.shape[0]) if categories is None else np.asarray(categories, float)
@@ -170,7 +193,33 @@ def model(sizes, categories: int, a0: float = 2.0, b0: float = 1.0, step: float 
     """The small-area model for areas of public ``sizes`` (records per area), ``categories``
     categories, hyperprior ``alpha_c ~ Gamma(a0, rate b0)``; ``step`` is the random-walk
     scale of ``log_alpha`` (default ``1 / sqrt(areas)``: each area's counts add
-    information about ``log_alpha``, so its posterior sd shrinks as ``1 / sqrt(areas)``), ``hyper_steps`` its Metropolis steps per iteration."""
+    information about ``log_alpha``, so its posterior sd shrinks as ``1 / sqrt(areas)``), ``hyper_steps`` its Metropolis steps per iteration.
+
+    Parameters
+    ----------
+    sizes : sequence of int
+        Records per area (public).
+    categories : int
+        Number of categories, at least 2.
+    a0, b0 : float
+        The Gamma hyperprior's shape and rate.
+    step : float, optional
+        Random-walk scale of ``log_alpha``.
+    hyper_steps : int
+        Metropolis steps of ``log_alpha`` per iteration.
+
+    Returns
+    -------
+    dawrap.Model
+        Parameters ``p`` (areas x categories) and ``log_alpha`` (categories); a record per
+        ``[area, category]``, whose proposal keeps the area.
+
+    Examples
+    --------
+    >>> from dawrap.models import small_area
+    >>> small_area.model([120, 80, 100], categories=6).params
+    {'p': (3, 6), 'log_alpha': (6,)}
+    """
     sizes = _check_sizes(sizes)
     areas, cats = len(sizes), int(categories)
     step = 1.0 / math.sqrt(areas) if step is None else step

@@ -209,8 +209,32 @@ class Model:
 
     # -- theta layout --------------------------------------------------------------------------
     def pack(self, theta, name: str = "theta") -> np.ndarray:
-        """A flat float64 theta from an array of shape ``(theta_size,)`` (a scalar too when
-        ``theta_size`` is 1) or a dict of parameters; ``name`` labels errors."""
+        """A flat float64 theta, checked against the model's parameters and support.
+
+        Parameters
+        ----------
+        theta : dict of str -> array_like, or array_like
+            The parameters by name (each of its declared shape), or a flat array of shape
+            ``(theta_size,)`` (a scalar too when ``theta_size`` is 1).
+        name : str
+            How errors name ``theta``.
+
+        Returns
+        -------
+        ndarray of shape (theta_size,)
+            The parameters flattened in the order of ``params``.
+
+        Examples
+        --------
+        >>> from dawrap.models import dirichlet_multinomial
+        >>> model = dirichlet_multinomial.model(alpha=[1, 1, 1])
+        >>> model.pack({"p": [0.2, 0.3, 0.5]})
+        array([0.2, 0.3, 0.5])
+        >>> model.pack([0.2, 0.3], name="init_theta")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: init_theta must have 3 value(s) (parameters {'p': (3,)}) ... got shape (2,)
+        """
         if isinstance(theta, Mapping):
             missing = set(self.params) - set(theta)
             extra = set(theta) - set(self.params)
@@ -244,7 +268,31 @@ class Model:
         return flat
 
     def check_records(self, x: np.ndarray, name: str) -> None:
-        """Raise naming ``name`` if any row of ``x`` is outside ``record_support``."""
+        """Raise naming ``name`` if any row of ``x`` is outside ``record_support``.
+
+        Parameters
+        ----------
+        x : ndarray of shape (n, record_size)
+            A database.
+        name : str
+            How the error names ``x`` (e.g. ``"init_x"``).
+
+        Raises
+        ------
+        ValueError
+            Naming the first record the model's ``record_support`` rejects.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dawrap.models import beta_binomial
+        >>> model = beta_binomial.model()
+        >>> model.check_records(np.array([[0.0], [1.0]]), "init_x")      # Bernoulli records
+        >>> model.check_records(np.array([[0.0], [0.5]]), "init_x")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: init_x[1] = [0.5] is not a possible record under the model ...
+        """
         bad = _templates.bind((first_outside,), {"RECORD_SUPPORT": self.record_support}
                               ).first_outside(x)
         if bad >= 0:
@@ -252,9 +300,28 @@ class Model:
                              f"model (record_support is False)")
 
     def simulate(self, theta, n: int, seed=None) -> np.ndarray:
-        """``n`` records drawn from ``f(. | theta)``: a confidential database for simulations.
+        r"""``n`` records drawn from ``f(. | theta)``: a confidential database for simulations.
 
-        ``theta`` is a dict of parameters or a flat array; returns an ``(n, record_size)`` array.
+        Parameters
+        ----------
+        theta : dict of str -> array_like, or array_like
+            The parameters (see :meth:`pack`).
+        n : int
+            Number of records.
+        seed : int, numpy.random.Generator or None
+            Randomness; a Generator is used (and advanced) as it is.
+
+        Returns
+        -------
+        ndarray of shape (n, record_size)
+            The records, drawn independently from :math:`f(\cdot \mid \theta)`.
+
+        Examples
+        --------
+        >>> from dawrap.models import beta_binomial
+        >>> x = beta_binomial.model().simulate({"p": 0.3}, n=1000, seed=1)
+        >>> x.shape, bool(abs(x.mean() - 0.3) < 0.05)
+        ((1000, 1), True)
         """
         theta = self.pack(theta)
         n = as_count(n, "n")
@@ -262,7 +329,26 @@ class Model:
         return database_drawer(self.draw_record, self.record_size)(rng, theta, n)
 
     def unpack(self, draws: np.ndarray) -> dict:
-        """Split ``(..., theta_size)`` draws into a dict of ``(..., *shape)`` arrays."""
+        """Split ``(..., theta_size)`` draws into a dict of ``(..., *shape)`` arrays.
+
+        Parameters
+        ----------
+        draws : ndarray of shape (..., theta_size)
+            Flat thetas, e.g. ``(chain, draw, theta_size)``.
+
+        Returns
+        -------
+        dict of str -> ndarray
+            Each parameter, of shape ``(..., *shape)``: the inverse of :meth:`pack`.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dawrap.models import dirichlet_multinomial
+        >>> model = dirichlet_multinomial.model(alpha=[1, 1, 1])
+        >>> model.unpack(np.full((2, 4, 3), 1 / 3))["p"].shape          # (chain, draw, 3)
+        (2, 4, 3)
+        """
         lead = draws.shape[:-1]
         return {key: draws[..., self.slices[key]].reshape(lead + shape)
                 for key, shape in self.params.items()}

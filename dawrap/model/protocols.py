@@ -37,7 +37,37 @@ __all__ = ["Kernel", "NonCentred", "no_state", "anywhere", "no_statistic", "no_p
 class Kernel(NamedTuple):
     """A theta kernel with per-chain state: a compiled ``step(rng, theta, x, stats, state,
     tuning) -> (theta, accept_prob)`` and ``init_state(theta)``, the per-chain state (a float64
-    array) that ``step`` may update in place while ``tuning`` (see :mod:`dawrap.kernels`)."""
+    array) that ``step`` may update in place while ``tuning`` (see :mod:`dawrap.kernels`).
+
+    Attributes
+    ----------
+    step : numba.njit function
+        ``(rng, theta, x, stats, state, tuning) -> (theta, accept_prob)``; ``accept_prob``
+        NaN for a kernel that always moves.
+    init_state : callable
+        ``(theta) -> float64 array``: a chain's state at the start of warm-up.
+    name : str
+        A label stored with results.
+
+    Examples
+    --------
+    A conjugate Beta draw that counts the warm-up iterations in its state:
+
+    >>> import numba
+    >>> import numpy as np
+    >>> import dawrap as dw
+    >>> @numba.njit
+    ... def step(rng, theta, x, stats, state, tuning):
+    ...     if tuning:
+    ...         state[0] += 1.0
+    ...     return np.array([rng.beta(1 + stats[0], 1 + x.shape[0] - stats[0])]), np.nan
+    >>> kernel = dw.kernels.Kernel(step, lambda theta: np.zeros(1), name="counted_beta")
+    >>> state = kernel.init_state(np.array([0.5]))
+    >>> theta, accept_prob = kernel.step(np.random.default_rng(0), np.array([0.5]),
+    ...                                  np.zeros((10, 1)), np.array([3.0]), state, True)
+    >>> state
+    array([1.])
+    """
     step: object                     # njit (rng, theta, x, stats, state, tuning) -> (theta, a)
     init_state: Callable             # (theta) -> float64 array
     name: str = "kernel"
@@ -64,6 +94,28 @@ class NonCentred(NamedTuple):
         Floats per record's noise.
     initial_scale : float or array
         Random-walk proposal sd for theta before warm-up has learned one.
+
+    Examples
+    --------
+    Normal records with known sd 2 and a N(0, 1) prior on the mean ``mu``:
+    :math:`x_i = \\mu + 2 z_i`, :math:`z_i \\sim N(0, 1)`, and given the record the noise is
+    determined, :math:`z_i = (x_i - \\mu) / 2`.
+
+    >>> import numba
+    >>> import dawrap as dw
+    >>> @numba.njit
+    ... def record_from_noise(theta, z_i, out):
+    ...     out[0] = theta[0] + 2.0 * z_i[0]
+    >>> @numba.njit
+    ... def noise_from_record(rng, theta, x_i, z_out):
+    ...     z_out[0] = (x_i[0] - theta[0]) / 2.0
+    >>> @numba.njit
+    ... def log_prior(theta):
+    ...     return -0.5 * theta[0] ** 2
+    >>> noncentred = dw.NonCentred(record_from_noise, noise_from_record, log_prior,
+    ...                            initial_scale=0.2)
+
+    ``dw.Model(..., noncentred=noncentred)`` then enables ``dw.Record(interweave=...)``.
     """
     record_from_noise: object
     noise_from_record: object
@@ -72,6 +124,28 @@ class NonCentred(NamedTuple):
     initial_scale: object = 0.1
 
     def checked(self) -> "NonCentred":
+        """This parameterisation with its functions checked (compiled with ``numba.njit``)
+        and its sizes normalised: what :class:`dawrap.Model` stores.
+
+        Returns
+        -------
+        NonCentred
+            ``noise_size`` an int, ``initial_scale`` a tuple of floats (hashable, so that the
+            interweaving move compiles once per parameterisation).
+
+        Raises
+        ------
+        TypeError
+            Naming the function that is not compiled with ``numba.njit``.
+
+        Examples
+        --------
+        >>> import dawrap as dw
+        >>> dw.NonCentred(print, print, print).checked()  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        TypeError: record_from_noise must be a numba.njit-compiled function (theta, z_i, out)...
+        """
         require_njit(self.record_from_noise, "record_from_noise", "(theta, z_i, out)")
         require_njit(self.noise_from_record, "noise_from_record", "(rng, theta, x_i, z_out)")
         require_njit(self.log_prior, "log_prior", "(theta) -> float")

@@ -17,9 +17,13 @@ come from a fixed, exact Metropolis-within-Gibbs chain.
 ... def log_density(theta, x, stats):      # logistic regression, N(0, 2^2) prior
 ...     eta = x[:, 1:] @ theta
 ...     return -0.125 * theta @ theta + np.sum(x[:, 0] * eta - np.log1p(np.exp(eta)))
+>>> @numba.njit
+... def draw_record(rng, theta, out):      # a record (y, 1, z), z ~ N(0, 1)
+...     out[1], out[2] = 1.0, rng.standard_normal()
+...     out[0] = 1.0 if rng.random() < 1.0 / (1.0 + np.exp(-(theta[0] + theta[1] * out[2]))) else 0.0
 >>> kernel = dw.kernels.adaptive_metropolis(log_density, initial_scale=0.1)
 >>> model = dw.Model(params={"beta": (2,)}, record_size=3, draw_record=draw_record,
-...                  draw_theta=kernel, draw_prior=draw_prior)  # doctest: +SKIP
+...                  draw_theta=kernel, draw_prior=lambda rng: rng.normal(0.0, 2.0, 2))
 
 A kernel is a :class:`Kernel`: a compiled ``step(rng, theta, x, stats, state, tuning) ->
 (theta, accept_prob)`` plus ``init_state(theta)``, the per-chain state it may update in place
@@ -56,8 +60,36 @@ def theta_step_no_accept(rng, theta, x, stats, state, tuning):
 
 def engine_form(draw_theta, returns_accept: bool) -> Kernel:
     """A user's ``draw_theta(rng, theta, x, stats)`` (returning ``theta`` or ``(theta,
-    accept_prob)``) as a stateless :class:`Kernel` (a template bound to it, so a built-in
-    model's loads from numba's disk cache)."""
+    accept_prob)``) as a stateless :class:`Kernel` (a template bound to it, so that a
+    built-in model's loads from numba's disk cache).
+
+    Parameters
+    ----------
+    draw_theta : numba.njit function
+        The model's ``draw_theta``.
+    returns_accept : bool
+        Whether it returns ``(theta, accept_prob)``; if not, the kernel reports NaN.
+
+    Returns
+    -------
+    Kernel
+        The same for the same function, so that the engine compiles one step per
+        ``draw_theta``.
+
+    Examples
+    --------
+    >>> import numba
+    >>> import numpy as np
+    >>> import dawrap as dw
+    >>> @numba.njit
+    ... def draw_theta(rng, theta, x, stats):     # p | x ~ Beta(1 + k, 1 + n - k)
+    ...     return np.array([rng.beta(1 + stats[0], 1 + x.shape[0] - stats[0])])
+    >>> kernel = dw.kernels.engine_form(draw_theta, returns_accept=False)
+    >>> theta, accept_prob = kernel.step(np.random.default_rng(1), np.array([0.5]),
+    ...                                  np.zeros((10, 1)), np.array([3.0]), np.empty(0), False)
+    >>> theta.shape, accept_prob
+    ((1,), nan)
+    """
     template = theta_step if returns_accept else theta_step_no_accept
     step = getattr(_templates.bind((template,), {"DRAW_THETA": draw_theta}), template.__name__)
     return Kernel(step, no_state, getattr(draw_theta, "__name__", "draw_theta"))
@@ -65,7 +97,26 @@ def engine_form(draw_theta, returns_accept: bool) -> Kernel:
 
 @numba.njit(nogil=True, cache=True)
 def acceptance_probability(log_ratio):
-    """``min(1, exp(log_ratio))``, and 0 for NaN."""
+    """``min(1, exp(log_ratio))``, and 0 for NaN.
+
+    Parameters
+    ----------
+    log_ratio : float
+        The log Metropolis-Hastings ratio.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import math
+    >>> import dawrap as dw
+    >>> dw.kernels.acceptance_probability(0.5), dw.kernels.acceptance_probability(math.nan)
+    (1.0, 0.0)
+    >>> dw.kernels.acceptance_probability(-1.0) == math.exp(-1.0)
+    True
+    """
     if log_ratio != log_ratio:  # NaN: the proposal is rejected
         return 0.0
     return 1.0 if log_ratio >= 0.0 else math.exp(log_ratio)
@@ -91,6 +142,30 @@ def metropolis(log_density, scale) -> Kernel:
         constant; ``-inf`` outside the parameter space (such proposals are rejected).
     scale : float or array
         Proposal standard deviation, one value or one per theta entry.
+
+    Returns
+    -------
+    Kernel
+        For ``dw.Model(draw_theta=...)``.
+
+    Examples
+    --------
+    One step on a standard normal target, called from Python (the sampler calls it from
+    compiled code, with the imputed database ``x`` and the model's sums ``stats``):
+
+    >>> import numba
+    >>> import numpy as np
+    >>> import dawrap as dw
+    >>> @numba.njit
+    ... def log_density(theta, x, stats):
+    ...     return -0.5 * theta @ theta
+    >>> kernel = dw.kernels.metropolis(log_density, scale=1.0)
+    >>> theta = np.zeros(1)
+    >>> state = kernel.init_state(theta)
+    >>> theta, accept_prob = kernel.step(np.random.default_rng(0), theta, np.empty((0, 1)),
+    ...                                  np.empty(0), state, False)
+    >>> theta.shape, bool(0.0 <= accept_prob <= 1.0)
+    ((1,), True)
     """
     require_njit(log_density, "log_density", "(theta, x, stats) -> float")
     scale = scale_vector(scale, "scale")
@@ -139,7 +214,35 @@ def rw_propose(rng, theta, state, initial, adapt_after):
     r"""A Gaussian random-walk proposal from the adaptive state ``state``: sd ``initial`` per
     entry until warm-up has learned a covariance (see :func:`rw_adapt`), then covariance
     :math:`(2.38^2/d)\,\hat\Sigma` through its stored Cholesky factor; both times scaled by
-    the global step :math:`\exp(\text{state}[0])`."""
+    the global step :math:`\exp(\text{state}[0])`.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    theta : ndarray of shape (d,)
+    state : ndarray
+        The adaptive state (:func:`rw_init_state`, updated by :func:`rw_adapt`).
+    initial : ndarray
+        The initial proposal sd, one value or ``d``.
+    adapt_after : int
+        Unused here; kept so that the proposal and the adaptation take the same arguments.
+
+    Returns
+    -------
+    ndarray of shape (d,)
+
+    Examples
+    --------
+    Before adaptation, the proposal is ``theta + initial * z``:
+
+    >>> import numpy as np
+    >>> import dawrap as dw
+    >>> theta, initial = np.array([1.0, 2.0]), np.array([0.1])
+    >>> state = dw.kernels.rw_init_state(theta, initial)
+    >>> proposal = dw.kernels.rw_propose(np.random.default_rng(3), theta, state, initial, 100)
+    >>> np.allclose(proposal, theta + 0.1 * np.random.default_rng(3).standard_normal(2))
+    True
+    """
     d = theta.shape[0]
     step = math.exp(state[0])
     z = rng.standard_normal(d)
@@ -201,6 +304,34 @@ def rw_adapt(state, theta, accept_prob, target, adapt_after, initial):
     least :math:`2d + 10` expected acceptances: a chain that has barely moved (an initial
     scale far too wide) has a near-singular sample covariance, and a proposal built on it
     would keep the chain from ever learning the missing directions.
+
+    Parameters
+    ----------
+    state : ndarray
+        The adaptive state, updated in place.
+    theta : ndarray of shape (d,)
+        The chain's theta after this iteration's step.
+    accept_prob : float
+        The step's acceptance probability.
+    target : float
+        Target acceptance rate; <= 0 for the default.
+    adapt_after : int
+        Warm-up iterations before the estimated covariance may be used.
+    initial : ndarray
+        The initial proposal sd.
+
+    Examples
+    --------
+    With acceptance 0.3 against the target 0.234 (two dimensions), the log step grows by
+    0.066 after the first iteration:
+
+    >>> import numpy as np
+    >>> import dawrap as dw
+    >>> theta, initial = np.array([1.0, 2.0]), np.array([0.1])
+    >>> state = dw.kernels.rw_init_state(theta, initial)
+    >>> dw.kernels.rw_adapt(state, theta, 0.3, -1.0, 100, initial)
+    >>> state[:3].round(3)                  # log step, iterations seen, sum of acceptances
+    array([0.066, 1.   , 0.3  ])
     """
     d = theta.shape[0]
     goal = target if target > 0 else (0.44 if d == 1 else 0.234)
@@ -224,7 +355,28 @@ def rw_adapt(state, theta, accept_prob, target, adapt_after, initial):
 
 
 def rw_init_state(theta, initial) -> np.ndarray:
-    """The adaptive state at the start of warm-up."""
+    """The adaptive state at the start of warm-up.
+
+    Parameters
+    ----------
+    theta : ndarray of shape (d,)
+        The chain's starting theta.
+    initial : ndarray
+        The initial proposal sd, one value or ``d`` (checked).
+
+    Returns
+    -------
+    ndarray of shape (4 + d + 2 d^2,)
+        Log step, iterations, sum of acceptances, covariance flag; the mean (started at
+        ``theta``), the scatter matrix and the Cholesky factor.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dawrap as dw
+    >>> dw.kernels.rw_init_state(np.zeros(2), np.array([0.1])).shape
+    (14,)
+    """
     check_scale_length(initial, theta, "initial_scale")
     d = theta.shape[0]
     return np.concatenate((np.zeros(_HEAD), theta, np.zeros(2 * d * d)))
@@ -257,6 +409,34 @@ def adaptive_metropolis(log_density, initial_scale=0.1, target: float | None = N
         Target acceptance rate.
     adapt_after : int
         Warm-up iterations before the proposal may use the estimated covariance.
+
+    Returns
+    -------
+    Kernel
+        For ``dw.Model(draw_theta=...)``.
+
+    Examples
+    --------
+    Started with a step far too small for a standard normal target, warm-up learns one
+    that accepts near the 0.44 target:
+
+    >>> import numba
+    >>> import numpy as np
+    >>> import dawrap as dw
+    >>> @numba.njit
+    ... def log_density(theta, x, stats):
+    ...     return -0.5 * theta @ theta
+    >>> kernel = dw.kernels.adaptive_metropolis(log_density, initial_scale=0.01)
+    >>> rng, theta, x, stats = np.random.default_rng(0), np.zeros(1), np.empty((0, 1)), np.empty(0)
+    >>> state = kernel.init_state(theta)
+    >>> for _ in range(2000):                                  # warm-up: tuning
+    ...     theta, accept_prob = kernel.step(rng, theta, x, stats, state, True)
+    >>> kept = []
+    >>> for _ in range(2000):                                  # frozen: an exact chain
+    ...     theta, accept_prob = kernel.step(rng, theta, x, stats, state, False)
+    ...     kept.append(accept_prob)
+    >>> bool(0.3 < np.mean(kept) < 0.6)                        # 0.999 at the initial 0.01
+    True
     """
     require_njit(log_density, "log_density", "(theta, x, stats) -> float")
     initial = scale_vector(initial_scale, "initial_scale")

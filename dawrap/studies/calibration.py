@@ -170,6 +170,27 @@ def calibrate(model: Model, mechanism: Mechanism, n: int, methods: Sequence[str]
     overwrite : bool
         With ``store`` holding a study of other settings: discard it and run this study in
         its place (default False: an error, so that no study is lost by mistake).
+
+    Returns
+    -------
+    Calibration
+
+    Examples
+    --------
+    A quick study of the naive baseline (a real one runs a few hundred trials, as
+    ``benchmarks/calibration.py`` does), kept in a file and resumed from it:
+
+    >>> import os, tempfile
+    >>> import dawrap as dw
+    >>> from dawrap.models import beta_binomial
+    >>> model, mech = beta_binomial.model(), beta_binomial.laplace(epsilon=0.5)
+    >>> store = os.path.join(tempfile.mkdtemp(), "trials.jsonl")
+    >>> settings = dict(n=50, methods=["naive"], seed=1, executor="serial", store=store,
+    ...                 sample_kwargs={"draws": 100, "chains": 1}, progress=False)
+    >>> cal = dw.calibrate(model, mech, trials=10, **settings)
+    >>> cal = dw.calibrate(model, mech, trials=20, **settings)    # runs trials 10 to 19 only
+    >>> cal.theta.shape
+    (20,)
     """
     if not isinstance(model, Model):
         raise TypeError(f"model must be a dawrap.Model, got {type(model).__name__}")

@@ -23,7 +23,19 @@ __all__ = ["Calibration", "CoverageTest", "ks_uniform"]
 
 class CoverageTest(NamedTuple):
     """Coverage of one sampler's central intervals, from the ESS-thinned ranks, tested against
-    the nominal levels (two-sided exact binomial test, each level at ``alpha / len(levels)``)."""
+    the nominal levels (two-sided exact binomial test, each level at ``alpha / len(levels)``).
+
+    Examples
+    --------
+    >>> import dawrap as dw
+    >>> from dawrap.models import beta_binomial
+    >>> cal = dw.calibrate(beta_binomial.model(), beta_binomial.laplace(epsilon=0.5), n=50,
+    ...                    methods=["naive"], trials=20, seed=1, executor="serial",
+    ...                    sample_kwargs={"draws": 100, "chains": 1}, progress=False)
+    >>> test = cal.coverage_test()["naive"]
+    >>> test.levels, test.trials, test.covered.shape
+    ((0.5, 0.8, 0.9, 0.95), 20, (4,))
+    """
     levels: tuple
     trials: int
     covered: np.ndarray     # trials whose interval covered the truth, per level
@@ -38,7 +50,33 @@ class Calibration:
     unthinned posterior ``quantile``, the bulk ``ess`` and interval coverage (``covered``,
     one column per level); ``theta`` are the true values. ``dataset`` is the same as an
     ``xarray.Dataset`` (dims ``sampler``, ``trial``, ``level``; not ``method``, which would
-    clash with the ``method=`` argument of xarray's ``sel``)."""
+    clash with the ``method=`` argument of xarray's ``sel``).
+
+    Printed, it shows the table of KS statistics, coverage and verdicts.
+
+    Parameters
+    ----------
+    rows : list of dict
+        One per trial, as a study's store holds them (built by :func:`calibrate`).
+    methods : sequence of str
+        The methods studied.
+    levels : sequence of float
+        The credible levels.
+    settings : dict
+        The study's settings, kept as the dataset's attributes.
+
+    Examples
+    --------
+    >>> import dawrap as dw
+    >>> from dawrap.models import beta_binomial
+    >>> cal = dw.calibrate(beta_binomial.model(), beta_binomial.laplace(epsilon=0.5), n=50,
+    ...                    methods=["naive"], trials=20, seed=1, executor="serial",
+    ...                    sample_kwargs={"draws": 100, "chains": 1}, progress=False)
+    >>> cal.methods, cal.theta.shape, cal.pit["naive"].shape
+    (['naive'], (20,), (20,))
+    >>> cal.dataset["covered"].dims
+    ('sampler', 'trial', 'level')
+    """
 
     def __init__(self, rows: list, methods: Sequence[str], levels: Sequence[float],
                  settings: dict):
@@ -50,26 +88,93 @@ class Calibration:
                                 for m in self.methods})
 
     def ks(self) -> dict:
-        """``{method: (KS statistic, p-value)}`` of the thinned ranks against the uniform."""
+        """``{method: (KS statistic, p-value)}`` of the thinned ranks against the uniform.
+
+        Returns
+        -------
+        dict of str -> (float, float)
+
+        Examples
+        --------
+        >>> import dawrap as dw
+        >>> from dawrap.models import beta_binomial
+        >>> cal = dw.calibrate(beta_binomial.model(), beta_binomial.laplace(epsilon=0.5), n=50,
+        ...                    methods=["naive"], trials=20, seed=1, executor="serial",
+        ...                    sample_kwargs={"draws": 100, "chains": 1}, progress=False)
+        >>> statistic, p_value = cal.ks()["naive"]
+        >>> bool(0.0 <= statistic <= 1.0 and 0.0 <= p_value <= 1.0)
+        True
+        """
         return {m: ks_uniform(self.pit[m]) for m in self.methods}
 
     def coverage(self) -> dict:
         """``{method: array}``: the fraction of trials whose central interval between the
         quantiles of the raw draws, at each of :attr:`levels`, covered the true value. Its
         ends carry Monte Carlo error, which lowers it below the level for short chains;
-        :meth:`coverage_test` uses the thinned ranks instead."""
+        :meth:`coverage_test` uses the thinned ranks instead.
+
+        Returns
+        -------
+        dict of str -> ndarray of shape (levels,)
+
+        Examples
+        --------
+        >>> import dawrap as dw
+        >>> from dawrap.models import beta_binomial
+        >>> cal = dw.calibrate(beta_binomial.model(), beta_binomial.laplace(epsilon=0.5), n=50,
+        ...                    methods=["naive"], trials=20, seed=1, executor="serial",
+        ...                    sample_kwargs={"draws": 100, "chains": 1}, progress=False)
+        >>> cal.coverage()["naive"].shape                   # one per level
+        (4,)
+        """
         return {m: self.covered[m].mean(axis=0) for m in self.methods}
 
     def thinned_covered(self) -> dict:
         r"""``{method: (trials, levels) bool}``: whether the central interval at each level
         covered the truth, read from the ESS-thinned, jittered rank (:math:`|U - 1/2| \le
-        c/2`): exactly Bernoulli(c) per trial for a calibrated sampler."""
+        c/2`): exactly Bernoulli(c) per trial for a calibrated sampler.
+
+        Returns
+        -------
+        dict of str -> ndarray of shape (trials, levels), bool
+
+        Examples
+        --------
+        >>> import dawrap as dw
+        >>> from dawrap.models import beta_binomial
+        >>> cal = dw.calibrate(beta_binomial.model(), beta_binomial.laplace(epsilon=0.5), n=50,
+        ...                    methods=["naive"], trials=20, seed=1, executor="serial",
+        ...                    sample_kwargs={"draws": 100, "chains": 1}, progress=False)
+        >>> cal.thinned_covered()["naive"].shape
+        (20, 4)
+        """
         c = np.asarray(self.levels)
         return {m: np.abs(self.pit[m][:, None] - 0.5) <= c[None, :] / 2 for m in self.methods}
 
     def coverage_test(self, alpha: float = 0.05) -> dict:
         """``{method: CoverageTest}``: thinned-rank coverage per level, the exact two-sided
-        binomial test against the level, and whether it passes at ``alpha / len(levels)``."""
+        binomial test against the level, and whether it passes at ``alpha / len(levels)``.
+
+        Parameters
+        ----------
+        alpha : float
+            The test's level, split over the credible levels (Bonferroni).
+
+        Returns
+        -------
+        dict of str -> CoverageTest
+
+        Examples
+        --------
+        >>> import dawrap as dw
+        >>> from dawrap.models import beta_binomial
+        >>> cal = dw.calibrate(beta_binomial.model(), beta_binomial.laplace(epsilon=0.5), n=50,
+        ...                    methods=["naive"], trials=20, seed=1, executor="serial",
+        ...                    sample_kwargs={"draws": 100, "chains": 1}, progress=False)
+        >>> test = cal.coverage_test(alpha=0.05)["naive"]
+        >>> test.trials, test.passed.shape                # passed: one per level
+        (20, (4,))
+        """
         if not 0.0 < alpha < 1.0:
             raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
         out = {}
@@ -83,13 +188,53 @@ class Calibration:
         return out
 
     def inside_band(self, alpha: float = 0.05) -> dict:
-        """``{method: bool}``: whether the rank ECDF stays in the simultaneous band."""
+        """``{method: bool}``: whether the rank ECDF stays in the simultaneous band.
+
+        Parameters
+        ----------
+        alpha : float
+            One minus the band's simultaneous level.
+
+        Returns
+        -------
+        dict of str -> bool
+
+        Examples
+        --------
+        >>> import dawrap as dw
+        >>> from dawrap.models import beta_binomial
+        >>> cal = dw.calibrate(beta_binomial.model(), beta_binomial.laplace(epsilon=0.5), n=50,
+        ...                    methods=["naive"], trials=20, seed=1, executor="serial",
+        ...                    sample_kwargs={"draws": 100, "chains": 1}, progress=False)
+        >>> sorted(cal.inside_band(alpha=0.05))
+        ['naive']
+        """
         return {m: ecdf_inside(self.pit[m], alpha) for m in self.methods}
 
     def verdict(self, alpha: float = 0.05) -> dict:
         """``{method: bool}``: calibrated by both checks, with ``alpha`` split between them:
         the rank ECDF inside the simultaneous ``1 - alpha/2`` band, and coverage passing at
-        every level (:meth:`coverage_test` at ``alpha / 2``)."""
+        every level (:meth:`coverage_test` at ``alpha / 2``).
+
+        Parameters
+        ----------
+        alpha : float
+            The probability of calling a calibrated sampler miscalibrated (at most).
+
+        Returns
+        -------
+        dict of str -> bool
+
+        Examples
+        --------
+        >>> import dawrap as dw
+        >>> from dawrap.models import beta_binomial
+        >>> cal = dw.calibrate(beta_binomial.model(), beta_binomial.laplace(epsilon=0.5), n=50,
+        ...                    methods=["naive"], trials=20, seed=1, executor="serial",
+        ...                    sample_kwargs={"draws": 100, "chains": 1}, progress=False)
+        >>> type(cal.verdict()["naive"])    # 20 trials: a demonstration, not a study
+        <class 'bool'>
+        """
         band, cover = self.inside_band(alpha / 2), self.coverage_test(alpha / 2)
         return {m: bool(band[m] and np.all(cover[m].passed)) for m in self.methods}
 
@@ -140,23 +285,107 @@ class Calibration:
                                             "(exact binomial, 0.025 / levels) both pass"})
 
     def to_netcdf(self, path) -> None:
-        """Write :attr:`dataset` to a netCDF file."""
+        """Write :attr:`dataset` to a netCDF file.
+
+        Parameters
+        ----------
+        path : str or path
+            The file to write.
+
+        Examples
+        --------
+        >>> import dawrap as dw
+        >>> from dawrap.models import beta_binomial
+        >>> cal = dw.calibrate(beta_binomial.model(), beta_binomial.laplace(epsilon=0.5), n=50,
+        ...                    methods=["naive"], trials=20, seed=1, executor="serial",
+        ...                    sample_kwargs={"draws": 100, "chains": 1}, progress=False)
+        >>> import os, tempfile
+        >>> import xarray as xr
+        >>> path = os.path.join(tempfile.mkdtemp(), "calibration.nc")
+        >>> cal.to_netcdf(path)
+        >>> xr.open_dataset(path)["pit"].shape
+        (1, 20)
+        """
         self.dataset.to_netcdf(path)
 
     def plot_ranks(self, path, bins: int = 20):
-        """Rank histograms, one panel per method (needs matplotlib)."""
+        """Rank histograms, one panel per method (needs matplotlib).
+
+        Parameters
+        ----------
+        path : str or path
+            The image to write.
+        bins : int
+            Histogram bins.
+
+        Returns
+        -------
+        path
+
+        Examples
+        --------
+        >>> import dawrap as dw
+        >>> from dawrap.models import beta_binomial
+        >>> cal = dw.calibrate(beta_binomial.model(), beta_binomial.laplace(epsilon=0.5), n=50,
+        ...                    methods=["naive"], trials=20, seed=1, executor="serial",
+        ...                    sample_kwargs={"draws": 100, "chains": 1}, progress=False)
+        >>> import os, tempfile
+        >>> path = cal.plot_ranks(os.path.join(tempfile.mkdtemp(), "ranks.png"))
+        >>> os.path.getsize(path) > 0
+        True
+        """
         from .plots import plot_ranks
 
         return plot_ranks(self.pit, path, bins)
 
     def plot_ecdf(self, path, alpha: float = 0.05):
-        """ECDF-difference plot with simultaneous ``1 - alpha`` bands (needs matplotlib)."""
+        """ECDF-difference plot with simultaneous ``1 - alpha`` bands (needs matplotlib).
+
+        Parameters
+        ----------
+        path : str or path
+            The image to write.
+        alpha : float
+            One minus the bands' simultaneous level.
+
+        Returns
+        -------
+        path
+
+        Examples
+        --------
+        >>> import dawrap as dw
+        >>> from dawrap.models import beta_binomial
+        >>> cal = dw.calibrate(beta_binomial.model(), beta_binomial.laplace(epsilon=0.5), n=50,
+        ...                    methods=["naive"], trials=20, seed=1, executor="serial",
+        ...                    sample_kwargs={"draws": 100, "chains": 1}, progress=False)
+        >>> import os, tempfile
+        >>> path = cal.plot_ecdf(os.path.join(tempfile.mkdtemp(), "ecdf.png"))
+        >>> os.path.getsize(path) > 0
+        True
+        """
         from .plots import plot_ecdf_difference
 
         return plot_ecdf_difference(self.pit, path, alpha)
 
 
 def ks_uniform(u: np.ndarray) -> tuple[float, float]:
-    """Kolmogorov-Smirnov statistic and p-value of ``u`` against the uniform on [0, 1]."""
+    """Kolmogorov-Smirnov statistic and p-value of ``u`` against the uniform on [0, 1].
+
+    Parameters
+    ----------
+    u : array_like
+        Values in [0, 1].
+
+    Returns
+    -------
+    (float, float)
+
+    Examples
+    --------
+    >>> from dawrap.studies.calibration_results import ks_uniform
+    >>> round(ks_uniform([0.125, 0.375, 0.625, 0.875])[0], 3)      # the best a sample of 4 does
+    0.125
+    """
     result = stats.kstest(np.asarray(u, dtype=float), "uniform")
     return float(result.statistic), float(result.pvalue)

@@ -45,6 +45,20 @@ class Comparison:
         compilation (a two-draw warm-up call compiles each method first).
     results : dict of str -> ArviZ object
         Each method's full output.
+
+    Examples
+    --------
+    >>> import dawrap as dw
+    >>> from dawrap.models import beta_binomial
+    >>> model, mech = beta_binomial.model(), beta_binomial.laplace(epsilon=0.5)
+    >>> cmp = dw.compare(model, mech, 312.4, 1000, methods=("record", "naive"), draws=200,
+    ...                  tune=100, chains=2, seed=0, progress=False)
+    >>> cmp.table["method"].tolist(), cmp.table["parameter"].tolist()
+    (['record', 'naive'], ['p', 'p'])
+    >>> sorted(cmp.results)
+    ['naive', 'record']
+
+    Printed, it shows method, parameter, mean, sd, bulk ESS, ESS per second and R-hat.
     """
 
     def __init__(self, table: dict, results: dict):
@@ -62,7 +76,34 @@ class Comparison:
     def plot(self, path, exact: Mapping | None = None, bins: int = 60):
         """Overlay each method's posterior (histogram densities) per scalar parameter, with
         the exact density where ``exact`` gives one (``{name: object with .pdf}``). Needs
-        matplotlib (``pip install matplotlib``). Writes ``path`` and returns it."""
+        matplotlib (``pip install matplotlib``). Writes ``path`` and returns it.
+
+        Parameters
+        ----------
+        path : str or path
+            The image to write.
+        exact : dict of str -> distribution, optional
+            Exact posteriors by parameter name, e.g. from a model's ``exact_posterior``.
+        bins : int
+            Histogram bins.
+
+        Returns
+        -------
+        path
+
+        Examples
+        --------
+        >>> import dawrap as dw
+        >>> from dawrap.models import beta_binomial
+        >>> model, mech = beta_binomial.model(), beta_binomial.laplace(epsilon=0.5)
+        >>> cmp = dw.compare(model, mech, 312.4, 1000, methods=("record", "naive"), draws=200,
+        ...                  tune=100, chains=2, seed=0, progress=False)
+        >>> import os, tempfile
+        >>> exact = {"p": beta_binomial.exact_posterior(mech, 312.4, 1000)}
+        >>> path = cmp.plot(os.path.join(tempfile.mkdtemp(), "posteriors.png"), exact=exact)
+        >>> os.path.getsize(path) > 0
+        True
+        """
         from .plots import pyplot
 
         plt = pyplot()
@@ -106,6 +147,24 @@ def compare(model, mechanism, s_dp, n: int, methods: Sequence[str] = ("record", 
         Any of ``dawrap.METHODS``.
     **sample_kwargs
         Passed to every :func:`dawrap.sample` call (draws, tune, chains, seed, confidential).
+
+    Returns
+    -------
+    Comparison
+
+    Examples
+    --------
+    The README's demonstration: 100 records, epsilon 0.1 (noise sd 14 counts). The naive
+    baseline, which takes the release for the count, is about three times too narrow:
+
+    >>> import dawrap as dw
+    >>> from dawrap.models import beta_binomial
+    >>> model, mech = beta_binomial.model(), beta_binomial.laplace(epsilon=0.1)
+    >>> cmp = dw.compare(model, mech, 17.633, 100, methods=("record", "naive"), draws=500,
+    ...                  tune=200, chains=2, seed=0, progress=False)
+    >>> sd = dict(zip(cmp.table["method"].tolist(), cmp.table["sd"]))
+    >>> bool(sd["naive"] < sd["record"] / 2)                   # exact sd 0.119, naive 0.038
+    True
     """
     if isinstance(methods, str) or not methods or any(m not in METHODS for m in methods):
         raise ValueError(f"methods must be a non-empty list drawn from {METHODS}, got "
@@ -151,6 +210,26 @@ def mmd2(p: np.ndarray, q: np.ndarray, bandwidth: float | None = None) -> float:
     exp(-|a-b|^2 / (2 h^2))`` with ``h`` the median pairwise distance of the pooled sample by
     default (B&S use a standard normal kernel: pass ``bandwidth=1``). Zero in expectation when
     P = Q. Samples are ``(m,)`` or ``(m, d)``.
+
+    Parameters
+    ----------
+    p, q : array_like of shape (m,) or (m, d)
+        The two samples.
+    bandwidth : float, optional
+        The kernel's ``h``.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dawrap as dw
+    >>> rng = np.random.default_rng(0)
+    >>> p, p2, q = rng.normal(size=500), rng.normal(size=500), rng.normal(1.0, size=500)
+    >>> bool(abs(dw.mmd2(p, p2)) < 0.01), bool(dw.mmd2(p, q) > 0.1)   # same law; shifted
+    (True, True)
     """
     p = np.asarray(p, dtype=float)
     q = np.asarray(q, dtype=float)
