@@ -87,8 +87,11 @@ import dawrap as dw
 from dawrap import _templates, diagnostics
 from dawrap.models import beta_binomial
 a = float(sys.argv[1])
-idata = dw.sample(beta_binomial.model(a=a, b=1), beta_binomial.laplace(0.5), 30.0, 100,
-                  draws=30, tune=10, chains=2, cores=1, seed=4, progress=False)
+model, mech = beta_binomial.model(a=a, b=1), beta_binomial.laplace(0.5)
+options = [{}] if len(sys.argv) < 3 else [{}, {"interweave": 2}, {"scan": "random"}]
+for kw in options:  # every kernel option has its own cached chain
+    idata = dw.sample(model, mech, 30.0, 100, draws=30, tune=10, chains=2, cores=1, seed=4,
+                      progress=False, **kw)
 hits = misses = 0
 for bound, _ in _templates._BOUND.values():
     for dispatcher in vars(bound).values():
@@ -99,18 +102,18 @@ print(json.dumps({"p": diagnostics.group(idata, "posterior")["p"].values.ravel()
 """
 
 
-def _child(a: float, cache) -> dict:
+def _child(a: float, cache, *options: str) -> dict:
     env = dict(os.environ, NUMBA_CACHE_DIR=str(cache))
-    out = subprocess.run([sys.executable, "-c", CHILD, str(a)], env=env, capture_output=True,
-                         text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", CHILD, str(a), *options], env=env,
+                         capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.slow
 def test_a_built_in_chain_loads_from_the_disk_cache_with_the_same_draws(tmp_path):
-    cold = _child(1.0, tmp_path)
+    cold = _child(1.0, tmp_path, "every kernel option")
     assert cold["misses"] > 0
-    warm = _child(1.0, tmp_path)
+    warm = _child(1.0, tmp_path, "every kernel option")
     assert warm["misses"] == 0 and warm["hits"] > 0   # nothing of the chain compiled again
     assert warm["p"] == cold["p"]
     # Other hyperparameters are another binding: their own entries, their own draws, the

@@ -1,5 +1,6 @@
 """Ctrl-C on every path returns the draws so far (or stops cleanly before sampling), never a
 crash: a real SIGINT sent to a real process while compiled code runs."""
+import os
 import re
 import signal
 import subprocess
@@ -30,11 +31,13 @@ except KeyboardInterrupt as err:
 """
 
 
-def _run_and_interrupt(method: str, cores: int, chains: int, when: str):
+def _run_and_interrupt(method: str, cores: int, chains: int, when: str, cache=None):
     """Start the child; send SIGINT after the import (``when="compiling"``) or once the
-    progress line shows iterations done (``when="sampling"``)."""
+    progress line shows iterations done (``when="sampling"``). ``cache``: the child's numba
+    cache folder (an empty one makes it compile the chain instead of loading it)."""
+    env = dict(os.environ, **({"NUMBA_CACHE_DIR": str(cache)} if cache else {}))
     proc = subprocess.Popen([sys.executable, "-c", CHILD, method, str(cores), str(chains)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         assert proc.stdout.readline().strip() == "imported"
         if when == "sampling":
@@ -69,7 +72,8 @@ def test_ctrl_c_while_sampling_returns_the_draws(method, cores, chains):
 
 
 @pytest.mark.slow
-def test_ctrl_c_while_compiling_stops_cleanly():
-    code, out = _run_and_interrupt("record", 1, 1, "compiling")
+def test_ctrl_c_while_compiling_stops_cleanly(tmp_path):
+    # An empty numba cache: the built-in model's chain would otherwise load in a moment.
+    code, out = _run_and_interrupt("record", 1, 1, "compiling", cache=tmp_path)
     assert code == 0, f"the process died with code {code} (-11 is SIGSEGV): {out}"
     assert "interrupted" in out and "no draws" in out, out
