@@ -25,7 +25,8 @@ fastest repeat is its cost ("us/iter", wall time per iteration: theta step plus 
 Compile time of the PyMC logistic model in fresh processes: cold (empty PyTensor and numba
 caches) and warm (the caches the cold run left).
 
-Run: python benchmarks/pymc_hmc.py [--cases logistic regression] [--repeats 3]
+Run: python benchmarks/pymc_hmc.py [--cases logistic regression] [--repeats 3] [--draws N]
+(about 15 minutes on the 2-core machine)
 Writes benchmarks/results/pymc_hmc.md.
 """
 from __future__ import annotations
@@ -137,8 +138,10 @@ def regression_case(eps: float, n: int) -> tuple:
         "conjugate (built-in)": base}
 
 
-CASES = {"logistic": (logistic_case, 500, (1.0, 4.0)),
-         "regression": (regression_case, JU["n"], (1.0, 10.0))}
+#: builder, n, epsilons, draws per chain (the regression's record sampler mixes slowly at any
+#: theta kernel: long chains, for ESS estimates worth comparing)
+CASES = {"logistic": (logistic_case, 500, (1.0, 4.0), 2000),
+         "regression": (regression_case, JU["n"], (1.0, 10.0), 20000)}
 
 
 def run(model, mech, s_dp, n, draws, tune) -> tuple[float, np.ndarray]:
@@ -156,7 +159,7 @@ def min_ess(beta: np.ndarray) -> float:
 
 
 def measure(case: str, eps: float, draws: int, tune: int, repeats: int) -> list[str]:
-    build, n, _ = CASES[case]
+    build, n = CASES[case][:2]
     mech, s_dp, n, models = build(eps, n)
     for model in models.values():  # compile every chain first
         dw.sample(model, mech, s_dp, n, draws=2, tune=2, chains=1, seed=0, progress=False)
@@ -211,24 +214,26 @@ def compile_times() -> list[tuple[float, float]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", nargs="+", choices=list(CASES), default=list(CASES))
-    parser.add_argument("--draws", type=int, default=2000)
+    parser.add_argument("--draws", type=int, help="draws per chain (default: 2000 for the "
+                        "logistic case, 20000 for the regression)")
     parser.add_argument("--tune", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-compile", action="store_true", help="skip the compile timing")
     args = parser.parse_args()
     began, load = datetime.datetime.now(datetime.timezone.utc), os.getloadavg()
     lines = ["# HMC and PyMC models against the adaptive random walk", "",
-             f"`python benchmarks/pymc_hmc.py --cases {' '.join(args.cases)} --draws "
-             f"{args.draws} --tune {args.tune} --repeats {args.repeats}`, "
-             f"{began:%Y-%m-%d %H:%M} UTC, Python {sys.version.split()[0]}, numba "
-             f"{numba.__version__}, PyMC {pm.__version__}. 4 chains x {args.draws} draws "
+             f"`python benchmarks/pymc_hmc.py --cases {' '.join(args.cases)}"
+             f"{f' --draws {args.draws}' if args.draws else ''} --tune {args.tune} --repeats "
+             f"{args.repeats}`, {began:%Y-%m-%d %H:%M} UTC, Python {sys.version.split()[0]}, "
+             f"numba {numba.__version__}, PyMC {pm.__version__}. 4 chains x "
+             f"{args.draws or ' / '.join(str(CASES[c][3]) for c in args.cases)} draws "
              f"(+{args.tune} warm-up), one core, compilation excluded; each run repeated "
              f"{args.repeats} times, kernels taking turns, fastest kept.", "",
              "| case | epsilon | kernel | min ESS | seconds | us/iter | ESS/s | ESS/s vs AM | "
              "posterior mean |", "|---|---|---|---|---|---|---|---|---|"]
     for case in args.cases:
         for eps in CASES[case][2]:
-            lines += measure(case, eps, args.draws, args.tune, args.repeats)
+            lines += measure(case, eps, args.draws or CASES[case][3], args.tune, args.repeats)
     if not args.no_compile:
         (cold, cold_first), (warm, warm_first) = compile_times()
         lines += ["", f"Compile, PyMC logistic model (fresh processes): imports + from_pymc "

@@ -26,6 +26,7 @@ from pytensor.graph.replace import clone_replace
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.type import random_generator_type
 
+from .draws import row_draw
 from .graph import Layout, layout
 
 __all__ = ["Compiled", "compile_model"]
@@ -75,7 +76,12 @@ def _rebuild(rv, rng, rows, lay: Layout, memo: dict):
     size = pt.as_tensor(np.array([rows, *rest], dtype="int64")) if isinstance(rows, int) \
         else pt.stack([pt.as_tensor(rows, dtype="int64"),
                        *[pt.as_tensor(d, dtype="int64") for d in rest]])
-    return op.make_node(rng, size, *params).outputs
+    node = op.make_node(rng, size, *params)
+    if isinstance(rows, int):  # a record draw: the lean op where it applies (draws.py)
+        lean = row_draw(node, (rows, *rest))
+        if lean is not None:
+            return lean
+    return node.outputs
 
 
 def _jit(inputs: list, outputs: list):
