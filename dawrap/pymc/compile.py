@@ -138,14 +138,14 @@ def compile_model(model: pm.Model, records: Sequence[str] | None = None) -> Comp
     # One output per observed variable, copied into ``out`` by the wrapper: joining them
     # in the graph would add a cast and a concatenation (two allocations) to every draw.
     record_fn = _jit([pytensor.In(rng, mutable=True), theta],
-                     [draws[rv.name].flatten() for rv in lay.observed])
+                     [draws[rv.name] for rv in lay.observed])
 
     @numba.njit(nogil=True)
     def draw_record(rng, theta, out):
         parts, j = record_fn(rng, theta), 0
         for part in literal_unroll(parts):  # one per observed variable; dtypes differ
-            for k in range(part.shape[0]):
-                out[j] = part[k]
+            for value in part.flat:
+                out[j] = value
                 j += 1
 
     # The log density on u with the records as input x: the priors' terms (Jacobians
