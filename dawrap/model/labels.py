@@ -4,7 +4,7 @@ A :class:`dawrap.Model` may say what each axis of a parameter means (``dims``), 
 positions (``coords``) and compute further posterior variables from the draws
 (``deterministics``), as PyMC's ``dims=``, ``coords=`` and ``pm.Deterministic`` do:
 
->>> model = dw.Model(params={"a": (3,), "tau": ()}, ...,
+>>> model = dw.Model(params={"a": (3,), "tau": ()}, ...,           # doctest: +SKIP
 ...                  dims={"a": ("group",), "a_scaled": ("group",)},
 ...                  coords={"group": ["north", "centre", "south"]},
 ...                  deterministics=lambda v: {"a_scaled": v["tau"][..., None] * v["a"]})
@@ -40,6 +40,17 @@ def check_labels(dims, coords, params: Mapping[str, tuple]) -> tuple[dict, dict]
 
     ``dims`` may also name variables that are not parameters (deterministics); they are
     checked by :func:`posterior_variables`.
+
+    Examples
+    --------
+    >>> dims, coords = check_labels({"a": "group"}, {"group": ["north", "south"]},
+    ...                             {"a": (2,), "tau": ()})
+    >>> dims
+    {'a': ('group',)}
+    >>> check_labels({"a": "group"}, {"group": ["north"]}, {"a": (2,)})
+    Traceback (most recent call last):
+    ...
+    ValueError: dimension 'group' has length 2 in 'a' but 1 in coords['group']
     """
     if dims is None:
         dims = {}
@@ -83,7 +94,16 @@ def posterior_variables(params: dict, lead: tuple, deterministics: Callable | No
                         dims: dict, coords: dict) -> dict:
     """The posterior group: ``params`` (name -> draws of shape ``lead + shape``, ``lead``
     being ``(chain, draw)``) and the variables ``deterministics(params)`` returns, checked
-    against ``lead`` and the labels."""
+    against ``lead`` and the labels.
+
+    Examples
+    --------
+    >>> draws = {"a": np.ones((1, 3, 2)), "tau": np.full((1, 3), 2.0)}
+    >>> post = posterior_variables(draws, (1, 3), lambda p: {"s": p["tau"][..., None] * p["a"]},
+    ...                            {"a": ("group",), "s": ("group",)}, {})
+    >>> post["s"][0, 0]
+    array([2., 2.])
+    """
     out = dict(params)
     if deterministics is not None:
         # copies: a deterministic that works in place must not change the parameters' draws

@@ -59,7 +59,8 @@ def from_pymc(model: pm.Model, records: Sequence[str] | None = None, *, name: st
     dawrap.pymc.UnsupportedModel
         For a model without an observed variable, with observed variables of different row
         counts, with discrete parameters, with size-changing transforms, or with an observed
-        variable that is not a basic distribution or depends on data that is not modelled.
+        variable that is not a basic distribution or depends on data that is not modelled
+        (``pm.Data``, or per-record numpy arrays in its parameters).
 
     Examples
     --------

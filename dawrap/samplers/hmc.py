@@ -125,9 +125,9 @@ def hmc(logp_and_grad, step_size: float = 0.1, path_length: float = 2.0,
     (at most ``max_steps``) with :math:`\epsilon` jittered uniformly in
     :math:`[0.8, 1.2]\times` the tuned step (jitter independent of the state keeps the
     kernel reversible and avoids periodic trajectories). ``path_length`` :math:`\lambda` is
-    in units of the posterior sd once the mass matrix is learned: about :math:`\pi/2` turns
-    a Gaussian's coordinates into nearly independent draws. Each step costs :math:`L + 1`
-    gradient evaluations.
+    in units of the conditional posterior sd (given the imputed records) once the mass
+    matrix is learned: about :math:`\pi/2` turns a Gaussian's coordinates into nearly
+    independent draws. Each step costs :math:`L + 1` gradient evaluations.
 
     Parameters
     ----------
