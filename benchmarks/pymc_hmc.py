@@ -26,7 +26,7 @@ Compile time of the PyMC logistic model in fresh processes: cold (empty PyTensor
 caches) and warm (the caches the cold run left).
 
 Run: python benchmarks/pymc_hmc.py [--cases logistic regression] [--repeats 3] [--draws N]
-(about 15 minutes on the 2-core machine)
+(about 8 minutes on the 2-core machine, shared)
 Writes benchmarks/results/pymc_hmc.md.
 """
 from __future__ import annotations
@@ -71,9 +71,6 @@ def logistic_logp_and_grad(beta, x):
         grad[0] += r * x[i, 1]
         grad[1] += r * x[i, 2]
     return lp, grad
-
-
-logp_and_grad = logistic_logp_and_grad  # the name benchmarks/pymc_record_draw.py imports
 
 
 @numba.njit
