@@ -1,25 +1,38 @@
-"""HMC and PyMC models on the logistic-regression tutorial, against the tutorial's adaptive
-random walk in the same run.
+"""HMC and PyMC models against the adaptive random walk, ESS per second, in the same run, on
+two problems:
 
-Three theta kernels on the same releases (examples/private_logistic_regression.py: n = 500,
-beta = (1, -0.5), y clamp(x) and y released with Laplace noise):
-  adaptive_metropolis   the tutorial: hand-written log density, adaptive random walk
-  hmc (hand-written)    dw.kernels.hmc with a hand-written njit logp_and_grad
-  hmc (PyMC)            dawrap.pymc.from_pymc of the same model written in PyMC
+  logistic    the logistic-regression tutorial (examples/private_logistic_regression.py:
+              n = 500, beta = (1, -0.5), y clamp(x) and y released with Laplace noise)
+  regression  Ju et al. (2022) Sec. 5, clamped linear regression at the published settings
+              (dawrap.models.linear_regression: n = 100, p = 2 with an intercept, sigma^2 and
+              the predictors' distribution known, 9 clamped sums released, sensitivity 13)
+
+Kernels, all on the same release and the same record draw unless said otherwise:
+  adaptive_metropolis   hand-written log density, adaptive random walk (the baseline)
+  hmc (hand-written)    dw.kernels.hmc with a hand-written njit logp_and_grad (same density)
+  hmc (PyMC)            dawrap.pymc.from_pymc of the same model written in PyMC (its own
+                        record draw, density and gradient compiled from PyMC's graphs)
   hmc (PyMC, hand-written draw_record)
-                        the same, with the tutorial's njit record draw (from_pymc's
-                        draw_record=): the PyMC log density and gradient, a numba record draw
-4 chains x DRAWS draws after TUNE warm-up, one core, compilation excluded; ESS = the smaller of
-bulk and tail ESS over the parameters. "us/iter" is wall time per iteration (theta step plus
-record sweep); the PyMC/hand-written HMC ratio is the cost of going through PyTensor.
-Compile time of from_pymc is measured in fresh processes: cold (empty PyTensor cache) and warm.
-Writes benchmarks/results/pymc_hmc.md.
+                        the same with the hand-written record draw (from_pymc's draw_record=)
+  conjugate (built-in)  regression only: the built-in model's exact draw of beta given the
+                        records, for reference (no kernel can mix faster within the sampler)
 
-Run: python benchmarks/pymc_hmc.py [--draws 2000] [--epsilons 1 4]
+4 chains x DRAWS draws after TUNE warm-up, one core, compilation excluded. ESS = the smallest
+of bulk and tail ESS over the parameters. The machine is shared, so each kernel's run is
+repeated --repeats times, the kernels taking turns, with the same seed (identical chains): the
+fastest repeat is its cost ("us/iter", wall time per iteration: theta step plus record sweep).
+"PyMC / hand-written" is the cost of going through PyTensor, against hmc (hand-written).
+Compile time of the PyMC logistic model in fresh processes: cold (empty PyTensor and numba
+caches) and warm (the caches the cold run left).
+
+Run: python benchmarks/pymc_hmc.py [--cases logistic regression] [--repeats 3] [--draws N]
+(about 8 minutes on the 2-core machine, shared)
+Writes benchmarks/results/pymc_hmc.md.
 """
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
 import subprocess
 import sys
@@ -29,6 +42,7 @@ from pathlib import Path
 
 import numba
 import numpy as np
+import pymc as pm
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
 import private_logistic_regression as tutorial  # noqa: E402
@@ -37,13 +51,16 @@ import pymc_logistic_regression as pymc_tutorial  # noqa: E402
 import dawrap as dw  # noqa: E402
 import dawrap.pymc  # noqa: E402
 from dawrap import diagnostics  # noqa: E402
+from dawrap.models import linear_regression as lr  # noqa: E402
 
 OUT = Path(__file__).parent / "results" / "pymc_hmc.md"
 P = tutorial.P
+JU = lr.published_settings()
+SIGMA2, TAU2 = JU["model"]["sigma2"], JU["model"]["prior_sd"] ** 2
 
 
 @numba.njit
-def logp_and_grad(beta, x):
+def logistic_logp_and_grad(beta, x):
     """The tutorial's log posterior and its gradient, written by hand."""
     lp = -0.5 * np.sum(beta * beta) / tutorial.PRIOR_SD ** 2
     grad = -beta / tutorial.PRIOR_SD ** 2
@@ -56,28 +73,112 @@ def logp_and_grad(beta, x):
     return lp, grad
 
 
-def kernels(n: int) -> dict:
+@numba.njit
+def regression_logp_and_grad(beta, x):
+    """log N(beta; 0, tau^2 I) + sum_i log N(y_i; beta_0 + x_i . beta_1:, sigma^2), records
+    (x_1, x_2, y), and its gradient (the predictors' known density is a constant)."""
+    lp = -0.5 * np.sum(beta * beta) / TAU2
+    grad = -beta / TAU2
+    for i in range(x.shape[0]):
+        r = (x[i, 2] - beta[0] - beta[1] * x[i, 0] - beta[2] * x[i, 1]) / SIGMA2
+        lp -= 0.5 * r * r * SIGMA2
+        grad[0] += r
+        grad[1] += r * x[i, 0]
+        grad[2] += r * x[i, 1]
+    return lp, grad
+
+
+@numba.njit
+def regression_log_density(beta, x, stats):
+    return regression_logp_and_grad(beta, x)[0]
+
+
+def regression_pymc(n: int) -> pm.Model:
+    """The Ju et al. regression in PyMC: records (x_1, x_2, y)."""
+    with pm.Model() as model:
+        beta = pm.Normal("beta", 0.0, JU["model"]["prior_sd"], shape=3)
+        X = pm.Normal("X", np.array(JU["model"]["m"]), 1.0, observed=np.zeros((n, 2)))
+        pm.Normal("y", beta[0] + X @ beta[1:], np.sqrt(SIGMA2), observed=np.zeros(n))
+    return model
+
+
+def hand_model(base: dw.Model, kernel) -> dw.Model:
+    return dw.Model(params=base.params, record_size=base.record_size,
+                    draw_record=base.draw_record, draw_theta=kernel, draw_prior=base.draw_prior)
+
+
+def logistic_case(eps: float, n: int) -> tuple:
     base = tutorial.private_model()
-    hand_hmc = dw.Model(params={"beta": (P,)}, record_size=1 + P, draw_record=tutorial.draw_record,
-                        draw_theta=dw.kernels.hmc(logp_and_grad), draw_prior=base.draw_prior)
-    pymc_hand_draw = dawrap.pymc.from_pymc(pymc_tutorial.pymc_model(n), records=["y", "X"],
-                                           draw_record=tutorial.draw_record)
-    return {"adaptive_metropolis": base, "hmc (hand-written)": hand_hmc,
-            "hmc (PyMC)": pymc_tutorial.private_model(n),
-            "hmc (PyMC, hand-written draw_record)": pymc_hand_draw}
+    mech = tutorial.mechanism(eps)
+    s_dp = mech.release(base.simulate({"beta": np.array([1.0, -0.5])}, n, seed=2022), seed=2023)
+    pymc_model = pymc_tutorial.pymc_model(n)
+    return mech, s_dp, n, {
+        "adaptive_metropolis": base,
+        "hmc (hand-written)": hand_model(base, dw.kernels.hmc(logistic_logp_and_grad)),
+        "hmc (PyMC)": dawrap.pymc.from_pymc(pymc_model, records=["y", "X"]),
+        "hmc (PyMC, hand-written draw_record)": dawrap.pymc.from_pymc(
+            pymc_model, records=["y", "X"], draw_record=tutorial.draw_record)}
 
 
-def run(model, mech, s_dp, n, draws, tune, seed) -> dict:
-    dw.sample(model, mech, s_dp, n, draws=2, tune=2, chains=1, seed=0)  # compile
+def regression_case(eps: float, n: int) -> tuple:
+    base = lr.model(**JU["model"])
+    mech = lr.laplace(eps, **JU["mechanism"])
+    s_dp = mech.release(base.simulate({"beta": JU["beta"]}, n, seed=2022), seed=2023)
+    pymc_model = regression_pymc(n)
+    return mech, s_dp, n, {
+        "adaptive_metropolis": hand_model(base, dw.kernels.adaptive_metropolis(
+            regression_log_density, initial_scale=0.1)),
+        "hmc (hand-written)": hand_model(base, dw.kernels.hmc(regression_logp_and_grad)),
+        "hmc (PyMC)": dawrap.pymc.from_pymc(pymc_model, records=["X", "y"]),
+        "hmc (PyMC, hand-written draw_record)": dawrap.pymc.from_pymc(
+            pymc_model, records=["X", "y"], draw_record=base.draw_record),
+        "conjugate (built-in)": base}
+
+
+#: builder, n, epsilons, draws per chain (the regression's record sampler mixes slowly at any
+#: theta kernel: long chains, for ESS estimates worth comparing)
+CASES = {"logistic": (logistic_case, 500, (1.0, 4.0), 2000),
+         "regression": (regression_case, JU["n"], (1.0, 10.0), 20000)}
+
+
+def run(model, mech, s_dp, n, draws, tune) -> tuple[float, np.ndarray]:
+    """Seconds for 4 chains on one core, and the draws of the (single) parameter."""
     began = time.perf_counter()
-    idata = dw.sample(model, mech, s_dp, n, draws=draws, tune=tune, chains=4, cores=1,
-                      seed=seed)
-    elapsed = time.perf_counter() - began
-    beta = diagnostics.group(idata, "posterior")["beta"].values
-    ess = min(min(diagnostics.ess(beta[..., j], "bulk"), diagnostics.ess(beta[..., j], "tail"))
-              for j in range(P))
-    return {"ess": ess, "seconds": elapsed, "us": 1e6 * elapsed / (4 * (draws + tune)),
-            "mean": beta.mean(axis=(0, 1))}
+    # interweave=False: the built-in regression would add its interweaving move on its own
+    idata = dw.sample(model, mech, s_dp, n, draws=draws, tune=tune, chains=4, cores=1, seed=7,
+                      progress=False, interweave=False)
+    return time.perf_counter() - began, diagnostics.group(idata, "posterior")["beta"].values
+
+
+def min_ess(beta: np.ndarray) -> float:
+    return min(min(diagnostics.ess(beta[..., j], "bulk"), diagnostics.ess(beta[..., j], "tail"))
+               for j in range(beta.shape[-1]))
+
+
+def measure(case: str, eps: float, draws: int, tune: int, repeats: int) -> list[str]:
+    build, n = CASES[case][:2]
+    mech, s_dp, n, models = build(eps, n)
+    for model in models.values():  # compile every chain first
+        dw.sample(model, mech, s_dp, n, draws=2, tune=2, chains=1, seed=0, progress=False)
+    best, beta = {}, {}
+    for _ in range(repeats):
+        for name, model in models.items():
+            seconds, beta[name] = run(model, mech, s_dp, n, draws, tune)
+            best[name] = min(best.get(name, np.inf), seconds)
+    rows, base = [], None
+    for name in models:
+        ess, seconds = min_ess(beta[name]), best[name]
+        base = base or ess / seconds
+        rows.append(f"| {case} | {eps:g} | {name} | {ess:.0f} | {seconds:.2f} | "
+                    f"{1e6 * seconds / (4 * (draws + tune)):.1f} | {ess / seconds:.0f} | "
+                    f"{ess / seconds / base:.2f}x | "
+                    f"{np.array2string(beta[name].mean(axis=(0, 1)), precision=3)} |")
+        print(rows[-1], flush=True)
+    for name in ("hmc (PyMC)", "hmc (PyMC, hand-written draw_record)"):
+        rows.append(f"| {case} | {eps:g} | cost per iteration, {name} / hmc (hand-written) "
+                    f"| | | {best[name] / best['hmc (hand-written)']:.2f}x | | | |")
+        print(rows[-1], flush=True)
+    return rows
 
 
 COMPILE = """
@@ -87,17 +188,18 @@ import pymc_logistic_regression as m
 model = m.private_model(500)
 t1 = time.perf_counter()
 import dawrap as dw
-mech = m.mechanism(1.0)
-dw.sample(model, mech, np.zeros(3), 500, draws=2, tune=2, chains=1, seed=0)
+dw.sample(model, m.mechanism(1.0), np.zeros(3), 500, draws=2, tune=2, chains=1, seed=0)
 print(t1 - t, time.perf_counter() - t1)
 """
 
 
 def compile_times() -> list[tuple[float, float]]:
-    """(from_pymc seconds, first-sample seconds) with a fresh PyTensor cache, then warm."""
+    """(import + from_pymc seconds, first dw.sample seconds) in a fresh process with empty
+    PyTensor and numba caches, then again with the caches it left."""
     out = []
     with tempfile.TemporaryDirectory() as cache:
-        env = dict(os.environ, PYTENSOR_FLAGS=f"compiledir={cache}",
+        env = dict(os.environ, PYTENSOR_FLAGS=f"compiledir={cache}/pytensor",
+                   NUMBA_CACHE_DIR=f"{cache}/numba",
                    PYTHONPATH=str(Path(__file__).parents[1] / "examples"))
         for _ in range(2):
             res = subprocess.run([sys.executable, "-c", COMPILE], env=env, check=True,
@@ -108,41 +210,38 @@ def compile_times() -> list[tuple[float, float]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--draws", type=int, default=2000)
+    parser.add_argument("--cases", nargs="+", choices=list(CASES), default=list(CASES))
+    parser.add_argument("--draws", type=int, help="draws per chain (default: 2000 for the "
+                        "logistic case, 20000 for the regression)")
     parser.add_argument("--tune", type=int, default=1000)
-    parser.add_argument("--epsilons", type=float, nargs="+", default=[1.0, 4.0])
-    parser.add_argument("--n", type=int, default=500)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--no-compile", action="store_true", help="skip the compile timing")
     args = parser.parse_args()
-    lines = ["# HMC and PyMC models on the logistic-regression tutorial", "",
-             f"`python benchmarks/pymc_hmc.py --draws {args.draws} --epsilons "
-             f"{' '.join(f'{e:g}' for e in args.epsilons)}`; n = {args.n}, 4 chains x "
-             f"{args.draws} draws (+{args.tune} warm-up), one core, compilation excluded.", "",
-             "| epsilon | kernel | min ESS | seconds | us/iter | ESS/s | ESS/s vs AM | "
-             "posterior mean |", "|---|---|---|---|---|---|---|---|"]
-    for eps in args.epsilons:
-        mech = tutorial.mechanism(eps)
-        truth = {"beta": np.array([1.0, -0.5])}
-        s_dp = mech.release(tutorial.private_model().simulate(truth, args.n, seed=2022),
-                            seed=2023)
-        results = {name: run(model, mech, s_dp, args.n, args.draws, args.tune, seed=7)
-                   for name, model in kernels(args.n).items()}
-        base = results["adaptive_metropolis"]
-        for name, r in results.items():
-            lines.append(f"| {eps:g} | {name} | {r['ess']:.0f} | {r['seconds']:.1f} | "
-                         f"{r['us']:.0f} | {r['ess'] / r['seconds']:.1f} | "
-                         f"{(r['ess'] / r['seconds']) / (base['ess'] / base['seconds']):.2f}x | "
-                         f"{np.array2string(r['mean'], precision=3)} |")
-            print(lines[-1], flush=True)
-        for name in ("hmc (PyMC)", "hmc (PyMC, hand-written draw_record)"):
-            ratio = results[name]["us"] / results["hmc (hand-written)"]["us"]
-            lines.append(f"| {eps:g} | cost per iteration, {name} / hmc (hand-written) | | | "
-                         f"{ratio:.2f}x | | | |")
-            print(lines[-1], flush=True)
-    (cold, cold_first), (warm, warm_first) = compile_times()
-    lines += ["", f"Compile (fresh processes): from_pymc {cold:.1f} s cold (empty PyTensor "
-              f"cache), {warm:.1f} s warm; then the chain's first dw.sample (numba) "
-              f"{cold_first:.1f} s / {warm_first:.1f} s."]
-    print(lines[-1])
+    began, load = datetime.datetime.now(datetime.timezone.utc), os.getloadavg()
+    lines = ["# HMC and PyMC models against the adaptive random walk", "",
+             f"`python benchmarks/pymc_hmc.py --cases {' '.join(args.cases)}"
+             f"{f' --draws {args.draws}' if args.draws else ''} --tune {args.tune} --repeats "
+             f"{args.repeats}`, {began:%Y-%m-%d %H:%M} UTC, Python {sys.version.split()[0]}, "
+             f"numba {numba.__version__}, PyMC {pm.__version__}. 4 chains x "
+             f"{args.draws or ' / '.join(str(CASES[c][3]) for c in args.cases)} draws "
+             f"(+{args.tune} warm-up), one core, compilation excluded; each run repeated "
+             f"{args.repeats} times, kernels taking turns, fastest kept.", "",
+             "| case | epsilon | kernel | min ESS | seconds | us/iter | ESS/s | ESS/s vs AM | "
+             "posterior mean |", "|---|---|---|---|---|---|---|---|---|"]
+    for case in args.cases:
+        for eps in CASES[case][2]:
+            lines += measure(case, eps, args.draws or CASES[case][3], args.tune, args.repeats)
+    if not args.no_compile:
+        (cold, cold_first), (warm, warm_first) = compile_times()
+        lines += ["", f"Compile, PyMC logistic model (fresh processes): imports + from_pymc "
+                  f"{cold:.1f} s cold (empty PyTensor and numba caches), {warm:.1f} s warm; "
+                  f"then the first dw.sample (numba compiles the chain) {cold_first:.1f} s "
+                  f"cold, {warm_first:.1f} s warm."]
+        print(lines[-1])
+    load_end = os.getloadavg()
+    lines += ["", f"Load average (1, 5, 15 min) at the start {load[0]:.2f}, {load[1]:.2f}, "
+              f"{load[2]:.2f}; at the end {load_end[0]:.2f}, {load_end[1]:.2f}, "
+              f"{load_end[2]:.2f} (2 cores, shared with other work)."]
     OUT.parent.mkdir(exist_ok=True)
     OUT.write_text("\n".join(lines) + "\n")
 

@@ -1,12 +1,18 @@
-"""Cost of one record draw: compiled from a PyMC graph (dawrap.pymc) against the hand-written
-njit draw of the logistic-regression tutorial, and of one log density + gradient at n = 500,
-in the same run. Also a single PyTensor normal draw, to show the fixed cost per random
-variable node. Writes benchmarks/results/pymc_record_draw.md.
+"""Where the PyMC model's time goes: one record draw and one log density + gradient compiled
+from PyMC's graphs (dawrap.pymc) against the hand-written njit functions, on the two problems
+of benchmarks/pymc_hmc.py (the logistic-regression tutorial at n = 500, the Ju et al.
+regression at n = 100), in the same run. Also: one PyTensor normal draw and a trivial
+PyTensor function (the fixed costs of a call and of a random-variable node), and the PyMC
+record draw compiled for a batch of 100 records per call (what a batched record-draw hook in
+the engine would pay per record), and the record draw with PyTensor's general random
+variables instead of dawrap.pymc's lean op. Writes benchmarks/results/pymc_record_draw.md.
 
 Run: python benchmarks/pymc_record_draw.py
 """
 from __future__ import annotations
 
+import datetime
+import os
 import sys
 import time
 from pathlib import Path
@@ -20,10 +26,12 @@ from pytensor.tensor.random.type import random_generator_type
 sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
 sys.path.insert(0, str(Path(__file__).parent))
 import private_logistic_regression as tutorial  # noqa: E402
-from pymc_hmc import logp_and_grad  # noqa: E402
+import pymc_hmc as bench  # noqa: E402
 from pymc_logistic_regression import pymc_model  # noqa: E402
 
 import dawrap.pymc  # noqa: E402
+from dawrap.models import linear_regression as lr  # noqa: E402
+from dawrap.pymc import compile as internals  # noqa: E402
 
 OUT = Path(__file__).parent / "results" / "pymc_record_draw.md"
 
@@ -45,43 +53,110 @@ def densities(f, u, x, k):
 
 
 @numba.njit
-def single(f, rng, theta, k):
+def calls(f, rng, theta, k):
     for _ in range(k):
         f(rng, theta)
 
 
-def per_call(fn, args, k) -> float:
-    fn(*args, 2)  # compile
-    best = np.inf
-    for _ in range(3):
-        began = time.perf_counter()
-        fn(*args, k)
-        best = min(best, time.perf_counter() - began)
-    return 1e6 * best / k
+@numba.njit
+def batches(f, rng, theta, k):
+    for _ in range(k // 100):  # k records, 100 per call
+        f(rng, theta)
+
+
+def per_call(cases: list, rounds: int = 5) -> list[tuple[str, float]]:
+    """Microseconds per call of each ``(label, loop, args, k)``: the best of ``rounds``, the
+    cases taking turns within each round (the machine is shared: a burst of load then hits
+    every case, not one)."""
+    for _, fn, args, _ in cases:
+        fn(*args, 2)  # compile
+    best = [np.inf] * len(cases)
+    for _ in range(rounds):
+        for i, (_, fn, args, k) in enumerate(cases):
+            began = time.perf_counter()
+            fn(*args, k)
+            best[i] = min(best[i], 1e6 * (time.perf_counter() - began) / k)
+    return [(case[0], t) for case, t in zip(cases, best)]
+
+
+def batched_draw(model, records, rows: int):
+    """The model's record draw compiled for ``rows`` records per call (internals of
+    dawrap.pymc.compile, as compile_model builds the one-record draw)."""
+    lay = dawrap.pymc.layout(model, records)
+    size = sum(int(np.prod(s)) for s in lay.params.values())
+    theta = pt.tensor("theta", dtype="float64", shape=(size,))
+    rng = random_generator_type("rng")
+    memo, current, out = dict(zip(lay.free, internals._pieces(theta, list(lay.params.values())))), \
+        rng, []
+    for rv in [v for v in model.observed_RVs if v in lay.observed]:
+        current, memo[rv] = internals._rebuild(rv, current, rows, lay, memo)
+        out.append(memo[rv])
+    return internals._jit([pytensor.In(rng, mutable=True), theta], out)
+
+
+def general_draw(model, records):
+    """The record draw compiled with PyTensor's general random variables instead of
+    dawrap.pymc's lean RowDraw op (dawrap/pymc/draws.py)."""
+    lean, internals.row_draw = internals.row_draw, lambda node, shape: None
+    try:
+        return dawrap.pymc.compile_model(model, records=records).draw_record
+    finally:
+        internals.row_draw = lean
+
+
+def cases_for(name, pymc, hand, hand_logp, records, theta, x) -> list[tuple]:
+    parts = dawrap.pymc.compile_model(pymc, records=records)
+    rng = np.random.default_rng(0)
+    return [(f"{name}: record draw, PyMC graph", draws, (parts.draw_record, rng, theta),
+             200_000),
+            (f"{name}: record draw, PyMC graph, PyTensor's random variables", draws,
+             (general_draw(pymc, records), rng, theta), 200_000),
+            (f"{name}: record draw, hand-written", draws, (hand, rng, theta), 200_000),
+            # 2000 calls of 100 records: per record, k counts records
+            (f"{name}: record draw, PyMC graph, 100 per call (per record)", batches,
+             (batched_draw(pymc, records, 100), rng, theta), 200_000),
+            (f"{name}: logp + grad n={x.shape[0]}, PyMC graph", densities,
+             (parts.logp_and_grad, theta, x), 5000),
+            (f"{name}: logp + grad n={x.shape[0]}, hand-written", densities,
+             (hand_logp, theta, x), 5000)]
 
 
 def main() -> None:
-    parts = dawrap.pymc.compile_model(pymc_model(500), records=["y", "X"])
-    rng, theta = np.random.default_rng(0), np.array([1.0, -0.5])
-    x = tutorial.private_model().simulate({"beta": theta}, 500, seed=1)
-    r = random_generator_type("rng")
-    th = pt.vector("th")
+    began, load = datetime.datetime.now(datetime.timezone.utc), os.getloadavg()
+    theta = np.array([1.0, -0.5])
+    r, th = random_generator_type("rng"), pt.vector("th")
     one = pt.random.normal(th[0], 1.0, size=(1,), rng=r).owner.outputs[1]
     one_fn = pytensor.function([pytensor.In(r, mutable=True), th], [one], mode="NUMBA").vm.jit_fn
-    rows = [("record draw, PyMC graph", per_call(draws, (parts.draw_record, rng, theta), 200_000)),
-            ("record draw, hand-written", per_call(draws, (tutorial.draw_record, rng, theta),
-                                                   200_000)),
-            ("one PyTensor normal draw, size (1,)", per_call(single, (one_fn, rng, theta),
-                                                             200_000)),
-            ("logp + grad n=500, PyMC graph", per_call(densities, (parts.logp_and_grad, theta, x),
-                                                       2000)),
-            ("logp + grad n=500, hand-written", per_call(densities, (logp_and_grad, theta, x),
-                                                         2000))]
-    lines = ["# One record draw and one log density + gradient: PyMC graph vs hand-written", "",
-             "`python benchmarks/pymc_record_draw.py` (best of 3, us per call, one core)", "",
+    nothing = pytensor.function([pytensor.In(r, mutable=True), th], [th * 2.0], mode="NUMBA",
+                                on_unused_input="ignore").vm.jit_fn
+    rng = np.random.default_rng(0)
+    base = lr.model(**bench.JU["model"])
+    cases = [("a PyTensor function computing 2 theta", calls, (nothing, rng, theta), 200_000),
+             ("one PyTensor normal draw, size (1,)", calls, (one_fn, rng, theta), 200_000)]
+    cases += cases_for("logistic", pymc_model(500), tutorial.draw_record,
+                       bench.logistic_logp_and_grad, ["y", "X"], theta,
+                       tutorial.private_model().simulate({"beta": theta}, 500, seed=1))
+    cases += cases_for("regression", bench.regression_pymc(100), base.draw_record,
+                       bench.regression_logp_and_grad, ["X", "y"], bench.JU["beta"],
+                       base.simulate({"beta": bench.JU["beta"]}, 100, seed=1))
+    rows = per_call(cases)
+    end = os.getloadavg()
+    lines = ["# Where the PyMC model's time goes: PyTensor-compiled pieces vs hand-written", "",
+             f"`python benchmarks/pymc_record_draw.py`, {began:%Y-%m-%d %H:%M} UTC: us per call, "
+             f"the best of 5 rounds in which the cases take turns, one core; load average "
+             f"{load[0]:.2f} at the start, {end[0]:.2f} at the end (2 cores shared with other "
+             f"work).", "",
              "| what | us/call |", "|---|---|"] + [f"| {w} | {t:.3f} |" for w, t in rows]
-    lines += ["", f"Ratios: record draw {rows[0][1] / rows[1][1]:.1f}x, "
-              f"logp + grad {rows[3][1] / rows[4][1]:.2f}x."]
+    t = dict(rows)
+    for name in ("logistic", "regression"):
+        hand = t[f"{name}: record draw, hand-written"]
+        logp = [v for w, v in rows if w.startswith(f"{name}: logp")]  # PyMC, hand-written
+        batch = t[f"{name}: record draw, PyMC graph, 100 per call (per record)"]
+        ours = t[f"{name}: record draw, PyMC graph"]
+        general = t[f"{name}: record draw, PyMC graph, PyTensor's random variables"]
+        lines += ["", f"{name}: record draw {ours / hand:.1f}x the hand-written one "
+                  f"({general / hand:.1f}x with PyTensor's random variables, {batch / hand:.1f}x "
+                  f"when drawn 100 per call), logp + grad {logp[0] / logp[1]:.2f}x."]
     print("\n".join(lines))
     OUT.parent.mkdir(exist_ok=True)
     OUT.write_text("\n".join(lines) + "\n")

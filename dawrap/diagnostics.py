@@ -59,11 +59,12 @@ def _repair_arviz_0_mcse_sd() -> bool:
 ARVIZ_0_MCSE_SD_REPAIRED = _repair_arviz_0_mcse_sd()
 
 
-def to_arviz(groups: dict, attrs: dict):
+def to_arviz(groups: dict, attrs: dict, dims: dict | None = None, coords: dict | None = None):
     """Build the ArviZ object from ``{group: {variable: array}}``.
 
     Arrays in groups whose name contains ``data`` have no chain/draw dimensions; all others
-    lead with ``(chain, draw)``.
+    lead with ``(chain, draw)``. ``dims`` (variable -> dimension names) and ``coords``
+    (dimension -> labels) name the axes of the posterior's variables.
 
     Parameters
     ----------
@@ -72,6 +73,8 @@ def to_arviz(groups: dict, attrs: dict):
         variables.
     attrs : dict
         Attributes stored on the result and on every group; ``None`` values are dropped.
+    dims, coords : dict, optional
+        Dimension names per variable, and labels per dimension.
 
     Returns
     -------
@@ -88,13 +91,17 @@ def to_arviz(groups: dict, attrs: dict):
     ['posterior']
     """
     attrs = {k: v for k, v in attrs.items() if v is not None}
+    # only the posterior's variables: ArviZ applies dims by variable name in every group
+    labels = {"dims": {k: list(v) for k, v in (dims or {}).items()
+                       if k in groups.get("posterior", {})} or None,
+              "coords": dict(coords) if coords else None}
     if ARVIZ_1:
-        return az.from_dict(groups, attrs={"/": attrs, **{g: attrs for g in groups}})
+        return az.from_dict(groups, attrs={"/": attrs, **{g: attrs for g in groups}}, **labels)
     with warnings.catch_warnings():
         # ArviZ 0.x warns about group names outside its schema; ours are deliberate.
         warnings.simplefilter("ignore", UserWarning)
         sampled = {g: v for g, v in groups.items() if g in _SAMPLED_0X}
-        idata = az.from_dict(**sampled, attrs=attrs)
+        idata = az.from_dict(**sampled, attrs=attrs, **labels)
         extra = {g: (_data_dataset(v) if "data" in g else az.dict_to_dataset(v, attrs=attrs))
                  for g, v in groups.items() if g not in _SAMPLED_0X}
         if extra:

@@ -512,7 +512,7 @@ def _warn_if_unconverged(model: Model, theta: np.ndarray) -> None:
 def _label(model, mech, s_dp, n, out, method, root, elapsed, tune, draws, kernel):
     from . import __version__
 
-    groups = {"posterior": model.unpack(out.theta)}
+    groups = {"posterior": model.posterior_variables(out.theta)}
     if out.sample_stats:
         groups["sample_stats"] = out.sample_stats
     if s_dp is not None:
@@ -524,4 +524,4 @@ def _label(model, mech, s_dp, n, out, method, root, elapsed, tune, draws, kernel
     attrs = {"method": method, "model": model.name, "mechanism": repr(mech),
              "seed": str(root.entropy), "dawrap_version": __version__,
              "sampling_time": elapsed, "tune": tune, "draws": draws, **kernel}
-    return diagnostics.to_arviz(groups, attrs)
+    return diagnostics.to_arviz(groups, attrs, model.dims, model.coords)

@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import _templates
 from .._checks import as_count, n_positional, require_arity, require_njit
+from .labels import check_labels, posterior_variables
 from .protocols import (Kernel, NonCentred, anywhere, database_drawer, first_outside,
                         no_proposal, no_statistic)
 from .recipe import reduce_by_recipe
@@ -86,6 +87,16 @@ class Model:
         sampler (``method="suffstat"``) and the baselines on the same registration.
     name : str, optional
         A label stored with results.
+    dims : dict of str -> tuple of str, optional
+        Dimension names of each parameter's axes (or a deterministic's), as PyMC's ``dims``:
+        ``{"a": ("group",)}``; the result's posterior carries them.
+    coords : dict of str -> sequence, optional
+        Labels of the named dimensions, ``{"group": ["north", "south"]}``.
+    deterministics : callable, optional
+        ``(params) -> dict``: further posterior variables computed from the kept draws after
+        sampling; ``params`` maps each parameter to its draws, shape ``(chain, draw, *shape)``,
+        and each returned array leads with ``(chain, draw)`` too. Called once here, on one
+        prior draw, to check it (:mod:`dawrap.model.labels`).
 
     Examples
     --------
@@ -110,7 +121,8 @@ class Model:
                  draw_theta: Callable, draw_prior: Callable, *, model_stat=None,
                  stat_size: int | None = None, propose_record=None, family=None,
                  theta_support=None, record_support=None, noncentred=None,
-                 name: str | None = None):
+                 name: str | None = None, dims: Mapping | None = None,
+                 coords: Mapping | None = None, deterministics: Callable | None = None):
         if not isinstance(params, Mapping) or not params:
             raise TypeError(f"params must be a non-empty dict of name -> shape, got {params!r}")
         self.params = {}
@@ -186,6 +198,14 @@ class Model:
                             f"{type(noncentred).__name__}")
         self.noncentred = None if noncentred is None else noncentred.checked()
         self.name = name or getattr(draw_record, "__module__", "model")
+        self.dims, self.coords = check_labels(dims, coords, self.params)
+        if deterministics is not None and not callable(deterministics):
+            raise TypeError("deterministics must be callable (params) -> dict of draws")
+        self.deterministics = deterministics
+        # a wrong name or shape is reported now, not after the chains have run
+        self.posterior_variables(np.zeros((1, 1, self.theta_size)) if deterministics is None
+                                 else self.pack(draw_prior(np.random.default_rng(0)),
+                                                "draw_prior(rng)")[None, None])
 
     @property
     def fingerprint(self) -> str:
@@ -327,6 +347,12 @@ class Model:
         n = as_count(n, "n")
         rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
         return database_drawer(self.draw_record, self.record_size)(rng, theta, n)
+
+    def posterior_variables(self, draws: np.ndarray) -> dict:
+        """The posterior group of a result: :meth:`unpack` of ``(chain, draw, theta_size)``
+        draws, plus the ``deterministics`` (checked against ``dims`` and ``coords``)."""
+        return posterior_variables(self.unpack(draws), draws.shape[:-1], self.deterministics,
+                                   self.dims, self.coords)
 
     def unpack(self, draws: np.ndarray) -> dict:
         """Split ``(..., theta_size)`` draws into a dict of ``(..., *shape)`` arrays.

@@ -6,7 +6,8 @@ covariates included, is an observed variable: the sampler imputes whole records)
 :func:`from_pymc` turns it into a :class:`dawrap.Model` whose record draw, prior draw,
 parameter layout and HMC theta kernel on the unconstrained joint log density are compiled
 from PyMC's graphs with PyTensor's numba backend; the release statistic and the mechanism
-stay dawrap's.
+stay dawrap's. The result's posterior keeps the model's dims and coords, and its
+Deterministics of the parameters.
 
 >>> import pymc as pm
 >>> with pm.Model() as logistic:

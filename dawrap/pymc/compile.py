@@ -15,14 +15,18 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import numba
+from numba import literal_unroll
 import numpy as np
 import pymc as pm
 import pytensor
 import pytensor.tensor as pt
 from pymc.logprob.utils import replace_rvs_by_values
+from pymc.model.transform.optimization import freeze_dims_and_data
 from pytensor.graph.replace import clone_replace
+from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.type import random_generator_type
 
+from .draws import row_draw
 from .graph import Layout, layout
 
 __all__ = ["Compiled", "compile_model"]
@@ -31,7 +35,9 @@ MODE = "NUMBA"
 
 
 class Compiled(NamedTuple):
-    """The compiled pieces of a PyMC model (see :func:`compile_model`)."""
+    """The compiled pieces of a PyMC model (see :func:`compile_model`); ``model`` is the copy
+    they were compiled from, its dims' lengths and data fixed."""
+    model: pm.Model
     layout: Layout
     draw_record: object          # njit (rng, theta, out)
     logp_and_grad: object        # njit (u, x) -> (logp, grad)
@@ -70,7 +76,12 @@ def _rebuild(rv, rng, rows, lay: Layout, memo: dict):
     size = pt.as_tensor(np.array([rows, *rest], dtype="int64")) if isinstance(rows, int) \
         else pt.stack([pt.as_tensor(rows, dtype="int64"),
                        *[pt.as_tensor(d, dtype="int64") for d in rest]])
-    return op.make_node(rng, size, *params).outputs
+    node = op.make_node(rng, size, *params)
+    if isinstance(rows, int):  # a record draw: the lean op where it applies (draws.py)
+        lean = row_draw(node, (rows, *rest))
+        if lean is not None:
+            return lean
+    return node.outputs
 
 
 def _jit(inputs: list, outputs: list):
@@ -99,9 +110,21 @@ def compile_model(model: pm.Model, records: Sequence[str] | None = None) -> Comp
     >>> parts = compile_model(logistic, records=["y", "X"])
     >>> logp, grad = parts.logp_and_grad(np.zeros(2), x)
     """
+    written = layout(model, records)  # the checks, on the model as written (pm.Data named)
+    # dims' lengths and pm.Data are shared variables, which the compiled functions would take
+    # as extra arguments: fixed here as constants (their values are the model's). The copy
+    # may list its parameters in another order: theta keeps the order of the model written.
+    model = freeze_dims_and_data(model)
     lay = layout(model, records)
+    order = {rv.name: k for k, rv in enumerate(written.free)}
+    free = sorted(lay.free, key=lambda rv: order[rv.name])
+    lay = lay._replace(free=free, params={rv.name: lay.params[rv.name] for rv in free})
     shapes = list(lay.params.values())
-    theta = pt.vector("theta", dtype="float64")
+    # Static sizes (theta's, u's, a record's) let PyTensor drop the shape checks and index
+    # clipping it would otherwise run at every call: on small problems the number of graph
+    # nodes, not the arithmetic, sets the cost (benchmarks/results/pymc_record_draw.md).
+    size = sum(math.prod(shape) for shape in shapes)
+    theta = pt.tensor("theta", dtype="float64", shape=(size,))
     theta_parts = _pieces(theta, shapes)
 
     # record draw: observed variables in definition order (a later one may depend on an
@@ -112,22 +135,26 @@ def compile_model(model: pm.Model, records: Sequence[str] | None = None) -> Comp
     for rv in [v for v in model.observed_RVs if v in lay.observed]:
         current, draws[rv.name] = _rebuild(rv, current, 1, lay, memo)
         memo[rv] = draws[rv.name]
+    # One output per observed variable, copied into ``out`` by the wrapper: joining them
+    # in the graph would add a cast and a concatenation (two allocations) to every draw.
     record_fn = _jit([pytensor.In(rng, mutable=True), theta],
-                     [_flat([draws[rv.name] for rv in lay.observed])])
+                     [draws[rv.name] for rv in lay.observed])
 
     @numba.njit(nogil=True)
     def draw_record(rng, theta, out):
-        row = record_fn(rng, theta)[0]
-        for j in range(out.shape[0]):
-            out[j] = row[j]
+        parts, j = record_fn(rng, theta), 0
+        for part in literal_unroll(parts):  # one per observed variable; dtypes differ
+            for value in part.flat:
+                out[j] = value
+                j += 1
 
     # The log density on u with the records as input x: the priors' terms (Jacobians
     # included) from PyMC, the likelihood from the observed variables rebuilt with x's row
     # count (PyMC's own graph has the model data's row count built in).
     values = [model.rvs_to_values[rv] for rv in lay.free]
     value_shapes = [tuple(int(d) for d in model.initial_point()[v.name].shape) for v in values]
-    u = pt.vector("u", dtype="float64")
-    x = pt.matrix("x", dtype="float64")
+    u = pt.tensor("u", dtype="float64", shape=(sum(math.prod(s) for s in value_shapes),))
+    x = pt.tensor("x", dtype="float64", shape=(None, lay.columns[lay.observed[-1].name].stop))
     u_parts = _pieces(u, value_shapes)
     logp = _replace(model.logp(vars=lay.free), dict(zip(values, u_parts)))
     constrained = replace_rvs_by_values(lay.free, rvs_to_values=dict(zip(lay.free, u_parts)),
@@ -137,7 +164,12 @@ def compile_model(model: pm.Model, records: Sequence[str] | None = None) -> Comp
         data = x[:, lay.columns[rv.name]].reshape((x.shape[0], *lay.row_shapes[rv.name]))
         data = pt.cast(data, rv.type.dtype)
         rebuilt = _rebuild(rv, random_generator_type("unused"), x.shape[0], lay, memo)[1]
-        logp = logp + pm.logp(rebuilt, data).sum()
+        term = pm.logp(rebuilt, data).sum()
+        # A term that does not depend on u (e.g. covariates with a fixed distribution) is a
+        # constant given x: HMC within Gibbs only compares log densities at the same x, so
+        # it is left out rather than computed at every leapfrog step.
+        if u in ancestors([term]):
+            logp = logp + term
         memo[rv] = data
     logp_fn = _jit([u, x], [logp, pt.grad(logp, u)])
 
@@ -173,5 +205,5 @@ def compile_model(model: pm.Model, records: Sequence[str] | None = None) -> Comp
         pm.pytensorf.reseed_rngs(prior_rngs, int(rng.integers(2 ** 62)))
         return np.asarray(prior_fn(), dtype=np.float64)
 
-    return Compiled(lay, draw_record, logp_and_grad, to_unconstrained, to_constrained,
+    return Compiled(model, lay, draw_record, logp_and_grad, to_unconstrained, to_constrained,
                     draw_prior)

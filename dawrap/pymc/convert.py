@@ -8,6 +8,7 @@ import pymc as pm
 from ..model import Model
 from ..samplers.hmc import hmc
 from .compile import compile_model
+from .labels import labels
 
 __all__ = ["from_pymc"]
 
@@ -17,7 +18,10 @@ def from_pymc(model: pm.Model, records: Sequence[str] | None = None, *, name: st
     r"""Turn a PyMC model of the confidential records into a :class:`dawrap.Model`.
 
     The sampler's ``theta`` is the concatenation of the free parameters' constrained values
-    (so the ArviZ output shows, e.g., ``sigma`` > 0), in the order PyMC defines them. A
+    (so the ArviZ output shows, e.g., ``sigma`` > 0), in the order PyMC defines them; the
+    result's posterior keeps their ``dims`` and ``coords`` and adds each ``pm.Deterministic``
+    of the parameters, computed from the draws after sampling (see
+    :mod:`dawrap.pymc.labels`). A
     record is the concatenation of one row of each observed variable, in ``records`` order;
     the release statistic reads records in that layout. ``theta`` moves by
     :func:`dawrap.kernels.hmc` on the unconstrained joint density
@@ -55,7 +59,8 @@ def from_pymc(model: pm.Model, records: Sequence[str] | None = None, *, name: st
     dawrap.pymc.UnsupportedModel
         For a model without an observed variable, with observed variables of different row
         counts, with discrete parameters, with size-changing transforms, or with an observed
-        variable that is not a basic distribution or depends on data that is not modelled.
+        variable that is not a basic distribution or depends on data that is not modelled
+        (``pm.Data``, or per-record numpy arrays in its parameters).
 
     Examples
     --------
@@ -73,4 +78,4 @@ def from_pymc(model: pm.Model, records: Sequence[str] | None = None, *, name: st
     return Model(params=lay.params, record_size=record_size,
                  draw_record=parts.draw_record if draw_record is None else draw_record,
                  draw_theta=kernel, draw_prior=parts.draw_prior,
-                 name=name or model.name or "pymc")
+                 name=name or model.name or "pymc", **labels(parts.model, lay))

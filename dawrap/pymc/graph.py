@@ -8,8 +8,11 @@ from typing import NamedTuple
 
 import numpy as np
 import pymc as pm
-from pytensor.graph.traversal import ancestors
+import pytensor.tensor as pt
 from pytensor.compile.sharedvalue import SharedVariable
+from pytensor.graph.replace import clone_replace
+from pytensor.graph.traversal import ancestors
+from pytensor.tensor.variable import TensorConstant
 from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.random.type import RandomType
 
@@ -80,6 +83,37 @@ def _check_observed(rv, free: list) -> None:
                 f"record must be modelled; make {var.name!r} an observed variable")
 
 
+def _check_per_record_constants(rv, free: list, observed: list, row_shapes: dict,
+                                n: int) -> None:
+    """Refuse a likelihood whose parameters vary by record through a constant (a numpy array
+    in the model) rather than through an observed variable.
+
+    The parameters are rebuilt with every observed variable standing for one record (shape
+    ``(1, *row)``) and every free parameter for itself: a parameter whose record axis is then
+    still longer than 1 reads per-record data that dawrap cannot impute.
+    """
+    stand_ins = {v: pt.tensor(dtype=v.type.dtype, shape=v.type.shape) for v in free}
+    stand_ins.update({v: pt.tensor(dtype=v.type.dtype, shape=(1, *row_shapes[v.name]))
+                      for v in observed if v is not rv})
+    op = rv.owner.op
+    batch = op.batch_ndim(rv.owner)
+    params = clone_replace(list(rv.owner.inputs[2:]), replace=stand_ins, rebuild_strict=False)
+    for param, core in zip(params, op.ndims_params):
+        if param.type.ndim - core == batch and batch > 0 and (param.type.shape[0] or 1) > 1:
+            arrays = sorted({tuple(c.data.shape) for c in ancestors(rv.owner.inputs[2:],
+                                                                    blockers=free + observed)
+                             if isinstance(c, TensorConstant) and c.data.ndim >= 1
+                             and c.data.shape[0] == n})
+            what = (f"a constant array of shape {arrays[0]}" if len(arrays) == 1 else
+                    f"constant arrays of shapes {arrays}" if arrays else "constant data")
+            raise UnsupportedModel(
+                f"observed variable {rv.name!r} reads per-record data given as {what} (a "
+                f"numpy array in the model, not an observed variable): dawrap imputes whole "
+                f"records, so every column of a record must be modelled. Make it an observed "
+                f"variable with a distribution, e.g. X = pm.Normal(\"X\", 0.0, 1.0, "
+                f"observed=your_array), and use X in the likelihood")
+
+
 def layout(model: pm.Model, records: Sequence[str] | None = None) -> Layout:
     """Read the parameters and record layout of ``model``, or raise :class:`UnsupportedModel`.
 
@@ -132,4 +166,7 @@ def layout(model: pm.Model, records: Sequence[str] | None = None) -> Layout:
         raise UnsupportedModel(f"the observed variables have different numbers of rows {rows}: "
                                f"each row must be one record, so give them the same first "
                                f"dimension (or model them as separate datasets)")
-    return Layout(params, free, observed, columns, row_shapes, next(iter(rows.values())))
+    n = next(iter(rows.values()))
+    for rv in observed:
+        _check_per_record_constants(rv, free, observed, row_shapes, n)
+    return Layout(params, free, observed, columns, row_shapes, n)

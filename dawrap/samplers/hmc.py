@@ -7,10 +7,24 @@ Jacobian included), one step draws a momentum :math:`p \sim N(0, M)`, runs :math
 leapfrog steps of size :math:`\epsilon` of the dynamics with Hamiltonian
 :math:`H(u, p) = -\log p(u \mid x) + \tfrac12 p^\top M^{-1} p` and accepts the end point with
 probability :math:`\min\{1, e^{H_0 - H_L}\}` (Neal 2011). While ``tuning``, the log step size
-follows dual averaging towards an acceptance rate (Hoffman & Gelman 2014) and
-:math:`M^{-1}` is set to the regularised sample variance of :math:`u` over doubling windows
-(as Stan does); after warm-up both are frozen, so the kept draws come from an exact
-Metropolis-within-Gibbs chain.
+follows dual averaging towards an acceptance rate (Hoffman & Gelman 2014) and the diagonal
+:math:`M^{-1}` is re-estimated at the end of doubling windows (as Stan does); after warm-up
+both are frozen, so the kept draws come from an exact Metropolis-within-Gibbs chain.
+
+**The metric of a step inside a Gibbs sampler.** Each step targets :math:`p(u \mid x)` for the
+current imputed database, but the chain's draws of :math:`u` vary with :math:`x` too: their
+variance is the *marginal* one, :math:`\operatorname{Var} u_j = E\,\operatorname{Var}(u_j
+\mid x) + \operatorname{Var} E(u_j \mid x)`, much larger than the conditional one when the
+release leaves much of the database unknown. Stan's estimate (the draws' variance) then makes
+the step size, and so the cost of a trajectory of fixed length, follow the wrong scale. The
+gradient measures the right one: at stationarity :math:`u \mid x \sim p(u \mid x)`, so
+:math:`E[g_j^2] = E_x[\mathcal{I}_{jj}(x)]` with :math:`g = \nabla_u \log p(u \mid x)`
+and :math:`\mathcal I(x)` the conditional's Fisher information, and :math:`1/\mathcal
+I_{jj}` is :math:`u_j`'s conditional variance given :math:`x` and the other coordinates (for a
+Gaussian exactly). The window's estimate is
+:math:`M^{-1}_{jj} = \min(1 / \overline{g_j^2},\ \widehat{\operatorname{Var}}\,u_j)`
+(the draws' variance bounds the conditional one, and caps the estimate where the gradient is
+nearly flat), shrunk towards :math:`10^{-3}` with weight :math:`5/(n + 5)` as Stan does.
 
 >>> @numba.njit
 ... def logp_and_grad(beta, x):          # logistic regression, N(0, 2^2) prior
@@ -36,7 +50,7 @@ __all__ = ["hmc", "identity"]
 # [log step while tuning, dual-averaging mean log step (used after warm-up), H bar, dual-
 #  averaging iterations, dual-averaging centre mu, warm-up iterations, end of the current
 #  mass-matrix window, iterations in it], then inverse mass (d), window mean (d), window
-#  sum of squared deviations (d).
+#  sum of squared deviations (d), window sum of squared gradients (d).
 _LOG_EPS, _LOG_EPS_BAR, _HBAR, _T, _MU, _COUNT, _WINDOW_END, _WINDOW_N = range(8)
 _HEAD = 8
 _FIRST_WINDOW = 50.0
@@ -59,9 +73,10 @@ def _restart_dual_averaging(state, log_eps):
 
 
 @numba.njit(nogil=True, cache=True)
-def _adapt(state, u, accept_prob, target):
-    """One warm-up update: dual averaging on the log step, Welford on u's variance, and the
-    inverse mass matrix replaced at the end of each doubling window."""
+def _adapt(state, u, grad, accept_prob, target):
+    """One warm-up update: dual averaging on the log step, Welford on u's variance, the sum
+    of squared gradients at u, and the inverse mass matrix replaced at the end of each
+    doubling window (module doc)."""
     d = u.shape[0]
     t = state[_T] + 1.0
     eta = 1.0 / (t + _T0)
@@ -74,20 +89,27 @@ def _adapt(state, u, accept_prob, target):
     inv_mass = state[_HEAD:_HEAD + d]
     mean = state[_HEAD + d:_HEAD + 2 * d]
     m2 = state[_HEAD + 2 * d:_HEAD + 3 * d]
+    g2 = state[_HEAD + 3 * d:_HEAD + 4 * d]
     n = state[_WINDOW_N] + 1.0
     for j in range(d):
         delta = u[j] - mean[j]
         mean[j] += delta / n
         m2[j] += delta * (u[j] - mean[j])
+        if math.isfinite(grad[j]):
+            g2[j] += grad[j] * grad[j]
     state[_WINDOW_N] = n
     state[_COUNT] += 1.0
     if state[_COUNT] >= state[_WINDOW_END]:
-        # Stan's regularisation: shrink the window variance towards 1e-3 with weight 5/(n+5)
+        # the conditional variance from the gradient, capped by the draws' variance, then
+        # Stan's regularisation: shrunk towards 1e-3 with weight 5/(n+5)
         for j in range(d):
             var = m2[j] / max(n - 1.0, 1.0)
+            if g2[j] > 0.0:
+                var = min(var, n / g2[j])
             inv_mass[j] = (n / (n + 5.0)) * var + 1e-3 * (5.0 / (n + 5.0))
             mean[j] = 0.0
             m2[j] = 0.0
+            g2[j] = 0.0
         state[_WINDOW_N] = 0.0
         state[_WINDOW_END] = state[_COUNT] + 2.0 * n
         # the metric changed: the step size learned for the old one is only a start
@@ -103,9 +125,9 @@ def hmc(logp_and_grad, step_size: float = 0.1, path_length: float = 2.0,
     (at most ``max_steps``) with :math:`\epsilon` jittered uniformly in
     :math:`[0.8, 1.2]\times` the tuned step (jitter independent of the state keeps the
     kernel reversible and avoids periodic trajectories). ``path_length`` :math:`\lambda` is
-    in units of the posterior sd once the mass matrix is learned: about :math:`\pi/2` turns
-    a Gaussian's coordinates into nearly independent draws. Each step costs :math:`L + 1`
-    gradient evaluations.
+    in units of the conditional posterior sd (given the imputed records) once the mass
+    matrix is learned: about :math:`\pi/2` turns a Gaussian's coordinates into nearly
+    independent draws. Each step costs :math:`L + 1` gradient evaluations.
 
     Parameters
     ----------
@@ -154,7 +176,7 @@ def hmc(logp_and_grad, step_size: float = 0.1, path_length: float = 2.0,
 
     def init_state(theta) -> np.ndarray:
         d = np.asarray(theta).shape[0]
-        state = np.zeros(_HEAD + 3 * d)
+        state = np.zeros(_HEAD + 4 * d)
         _restart_dual_averaging(state, math.log(initial))
         state[_LOG_EPS_BAR] = math.log(initial)
         state[_WINDOW_END] = _FIRST_WINDOW
@@ -171,6 +193,7 @@ def hmc(logp_and_grad, step_size: float = 0.1, path_length: float = 2.0,
         n_steps = min(cap, max(1, int(math.ceil(length / eps))))
         p = rng.standard_normal(d) / np.sqrt(inv_mass)
         logp, grad = logp_and_grad(u0, x)
+        grad0 = grad.copy()  # for the adaptation, should the step be rejected
         h0 = -logp + 0.5 * np.sum(inv_mass * p * p)
         u = u0.copy()
         ok = math.isfinite(logp)
@@ -186,7 +209,7 @@ def hmc(logp_and_grad, step_size: float = 0.1, path_length: float = 2.0,
         a = acceptance_probability(h0 + logp - 0.5 * np.sum(inv_mass * p * p)) if ok else 0.0
         accepted = a >= 1.0 or rng.random() < a
         if tuning:
-            _adapt(state, u if accepted else u0, a, goal)
+            _adapt(state, u if accepted else u0, grad if accepted else grad0, a, goal)
         return (bwd(u) if accepted else theta.copy()), a
 
     return Kernel(step, init_state, "hmc")

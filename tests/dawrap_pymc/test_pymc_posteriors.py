@@ -1,7 +1,6 @@
 """PyMC models through dawrap.pymc give the exact private posteriors of the built-in models
 (beta-binomial, normal mean) and the hand-written logistic regression's posterior on the
 same release, within Monte Carlo error."""
-import numba
 import numpy as np
 import pytest
 
@@ -40,49 +39,17 @@ def test_normal_mean_matches_the_exact_posterior(check_posterior, draws_of):
     check_posterior(draws_of(idata, "mu"), exact)
 
 
-P, PRIOR_SD = 2, 2.0
-
-
-@numba.njit
-def log_posterior(beta, records, stats):
-    out = -0.5 * np.sum(beta * beta) / PRIOR_SD ** 2
-    for i in range(records.shape[0]):
-        eta = records[i, 1] * beta[0] + records[i, 2] * beta[1]
-        out += records[i, 0] * eta - max(eta, 0.0) - np.log1p(np.exp(-abs(eta)))
-    return out
-
-
-@numba.njit
-def draw_record(rng, beta, out):
-    out[1], out[2] = rng.standard_normal(), rng.standard_normal()
-    eta = out[1] * beta[0] + out[2] * beta[1]
-    out[0] = 1.0 if rng.random() < 1.0 / (1.0 + np.exp(-eta)) else 0.0
-
-
-@numba.njit
-def released(record, out):
-    out[0] = record[0] * min(max(record[1], -1.0), 1.0)
-    out[1] = record[0] * min(max(record[2], -1.0), 1.0)
-    out[2] = record[0]
-
-
-def logistic_pymc(n):
-    with pm.Model() as logistic:
-        beta = pm.Normal("beta", 0.0, PRIOR_SD, shape=P)
-        X = pm.Normal("X", 0.0, 1.0, observed=np.zeros((n, P)))
-        pm.Bernoulli("y", logit_p=X @ beta, observed=np.zeros(n))
-    return logistic
-
-
-def test_logistic_regression_matches_the_hand_written_model():
-    n = 200
+def test_logistic_regression_matches_the_hand_written_model(example):
+    # The tutorial's hand-written model (examples/private_logistic_regression.py: its log
+    # density in an adaptive random walk) and its PyMC version
+    # (examples/pymc_logistic_regression.py, HMC), on the same release.
+    tutorial, pymc_tutorial = example("private_logistic_regression"), \
+        example("pymc_logistic_regression")
+    n, P = 200, tutorial.P
     # epsilon 4: the random walk mixes well enough for a comparison at a few thousand draws
-    mech = dw.Laplace(released, epsilon=4.0, sensitivity=2 * P + 1, size=P + 1)
-    hand = dw.Model(params={"beta": (P,)}, record_size=1 + P, draw_record=draw_record,
-                    draw_theta=dw.kernels.adaptive_metropolis(log_posterior, 0.15),
-                    draw_prior=lambda rng: rng.normal(0.0, PRIOR_SD, P))
+    mech, hand = tutorial.mechanism(4.0), tutorial.private_model()
     s_dp = mech.release(hand.simulate({"beta": np.array([1.0, -0.5])}, n, seed=1), seed=2)
-    ours = dwpm.from_pymc(logistic_pymc(n), records=["y", "X"])
+    ours = pymc_tutorial.private_model(n)
     a = diagnostics.group(dw.sample(ours, mech, s_dp, n, draws=2000, tune=1000, seed=3),
                           "posterior")["beta"].values
     b = diagnostics.group(dw.sample(hand, mech, s_dp, n, draws=4000, tune=1000, seed=4),
@@ -96,15 +63,18 @@ def test_logistic_regression_matches_the_hand_written_model():
             assert abs(fa - fb) < Z * se, f"beta[{j}] {what}: {fa:.4f} vs {fb:.4f} (se {se:.3g})"
 
 
-def test_logp_and_grad_is_the_hand_written_density_up_to_a_constant():
-    parts = dwpm.compile_model(logistic_pymc(10), records=["y", "X"])
+def test_logp_and_grad_is_the_hand_written_density_up_to_a_constant(example):
+    tutorial, pymc_tutorial = example("private_logistic_regression"), \
+        example("pymc_logistic_regression")
+    P, log_posterior = tutorial.P, tutorial.log_posterior
+    parts = dwpm.compile_model(pymc_tutorial.pymc_model(10), records=["y", "X"])
     rng = np.random.default_rng(5)
     x = np.column_stack([rng.integers(0, 2, 37).astype(float), rng.normal(size=(37, P))])
     for beta in rng.normal(size=(3, P)):
         lp, grad = parts.logp_and_grad(beta, x)
-        # the covariates' N(0, 1) terms and normalising constants do not depend on beta
-        const = -0.5 * np.sum(x[:, 1:] ** 2) - 0.5 * (2 * 37 + P) * \
-            np.log(2 * np.pi) - P * np.log(PRIOR_SD)
+        # the prior's normalising constant; the covariates' N(0, 1) terms do not depend on
+        # beta, so dawrap.pymc leaves them out
+        const = -0.5 * P * np.log(2 * np.pi) - P * np.log(tutorial.PRIOR_SD)
         assert np.isclose(lp, log_posterior(beta, x, np.zeros(0)) + const, rtol=1e-10)
         step = 1e-6
         numeric = [(log_posterior(beta + step * e, x, np.zeros(0))

@@ -114,12 +114,34 @@ def test_adaptation_happens_only_while_tuning():
     for _ in range(120):
         theta, _ = kernel.step(rng, theta, x, np.zeros(0), state, True)
     frozen = state.copy()
-    # the first mass-matrix window (50 iterations) ended: the inverse mass is the chain's
-    # variance, near the posterior variance 1 / (1/SD0^2 + N/SIGMA^2), not the initial 1
+    # the first mass-matrix window (50 iterations) ended: the inverse mass is the estimated
+    # conditional variance, near the posterior variance 1 / (1/SD0^2 + N/SIGMA^2) (x is
+    # fixed here), not the initial 1
     assert 0.2 / N < frozen[8] < 5.0 / N
     for _ in range(50):
         theta, _ = kernel.step(rng, theta, x, np.zeros(0), state, False)
     assert np.array_equal(state, frozen)
+
+
+def test_the_metric_is_the_conditional_scale_inside_a_gibbs_sampler():
+    # A Gibbs sampler of the joint p(mu, x) (no release): records x | mu ~ N(mu, SIGMA^2),
+    # then one HMC step of mu | x. The chain's mu wanders over the prior (variance SD0^2 = 4)
+    # while each HMC step targets mu | x, of variance 1 / (1/SD0^2 + N/SIGMA^2) ~ 0.02: the
+    # learned inverse mass must be the latter (the mean squared gradient's inverse), not the
+    # draws' variance. Started from the prior, the chain is stationary from the start.
+    kernel = dw.kernels.hmc(logp_and_grad, step_size=0.05)
+    rng = np.random.default_rng(2)
+    theta = np.array([rng.normal(MU0, SD0)])
+    state = kernel.init_state(theta)
+    draws = []
+    for _ in range(50):  # the first mass-matrix window
+        x = rng.normal(theta[0], SIGMA, (N, 1))
+        theta, _ = kernel.step(rng, theta, x, np.zeros(0), state, True)
+        draws.append(theta[0])
+    conditional = 1.0 / (1.0 / SD0 ** 2 + N / SIGMA ** 2)
+    # 50 squared gradients estimate the Fisher information to about 20% (sd sqrt(2/50))
+    assert 0.5 * conditional < state[8] < 2.0 * conditional
+    assert np.var(draws) > 5.0 * conditional  # what the draws' variance would have given
 
 
 @numba.njit
