@@ -4,10 +4,20 @@ A :class:`dawrap.Model` may say what each axis of a parameter means (``dims``), 
 positions (``coords``) and compute further posterior variables from the draws
 (``deterministics``), as PyMC's ``dims=``, ``coords=`` and ``pm.Deterministic`` do:
 
->>> model = dw.Model(params={"a": (3,), "tau": ()}, ...,           # doctest: +SKIP
+>>> import numba, numpy as np
+>>> import dawrap as dw
+>>> @numba.njit
+... def draw_record(rng, theta, out):     # a record: one draw around the group effects
+...     out[0] = theta[3] * rng.standard_normal()
+>>> model = dw.Model(params={"a": (3,), "tau": ()}, record_size=1, draw_record=draw_record,
+...                  draw_theta=lambda rng, theta, x, stats: theta,
+...                  draw_prior=lambda rng: np.r_[rng.normal(size=3), 1.0],
 ...                  dims={"a": ("group",), "a_scaled": ("group",)},
 ...                  coords={"group": ["north", "centre", "south"]},
 ...                  deterministics=lambda v: {"a_scaled": v["tau"][..., None] * v["a"]})
+>>> variables = model.posterior_variables(np.ones((2, 5, 4)))   # (chain, draw, theta_size)
+>>> sorted(variables), variables["a_scaled"].shape
+(['a', 'a_scaled', 'tau'], (2, 5, 3))
 
 The result's posterior then has ``a`` and ``a_scaled`` with the dimension ``group`` and its
 labels. The deterministics are computed once, from the kept draws, after sampling: they never

@@ -350,7 +350,26 @@ class Model:
 
     def posterior_variables(self, draws: np.ndarray) -> dict:
         """The posterior group of a result: :meth:`unpack` of ``(chain, draw, theta_size)``
-        draws, plus the ``deterministics`` (checked against ``dims`` and ``coords``)."""
+        draws, plus the ``deterministics`` (checked against ``dims`` and ``coords``).
+
+        Parameters
+        ----------
+        draws : ndarray of shape (chain, draw, theta_size)
+            Flat thetas.
+
+        Returns
+        -------
+        dict of str -> ndarray
+            Each parameter and deterministic, of shape ``(chain, draw, *shape)``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dawrap.models import beta_binomial
+        >>> variables = beta_binomial.model().posterior_variables(np.full((2, 3, 1), 0.3))
+        >>> {name: value.shape for name, value in variables.items()}
+        {'p': (2, 3)}
+        """
         return posterior_variables(self.unpack(draws), draws.shape[:-1], self.deterministics,
                                    self.dims, self.coords)
 
