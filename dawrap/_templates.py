@@ -31,6 +31,7 @@ import functools
 import hashlib
 import importlib.util
 import os
+import threading
 import types
 from pathlib import Path
 
@@ -42,6 +43,7 @@ __all__ = ["bind", "cache_tag", "stable_key", "source_digest"]
 
 #: Bound groups of this process, by the identity of what was bound (kept alive with them).
 _BOUND: dict = {}
+_LOCK = threading.Lock()
 
 
 def bind(templates, names: dict) -> types.SimpleNamespace:
@@ -59,8 +61,9 @@ def bind(templates, names: dict) -> types.SimpleNamespace:
     Returns
     -------
     types.SimpleNamespace
-        One ``numba.njit(nogil=True)`` dispatcher per template, under the template's name;
-        ``cache=True`` (on disk) when every value in ``names`` has a :func:`stable_key`.
+        One ``numba.njit(nogil=True)`` dispatcher per template, under the template's name,
+        cached on disk when the templates are dawrap's own and every value in ``names`` has
+        a :func:`stable_key` (:func:`cache_tag`).
         Equal arguments return the same namespace within a process (nothing recompiles).
 
     Examples
@@ -80,8 +83,13 @@ def bind(templates, names: dict) -> types.SimpleNamespace:
     array([2., 5.])
     """
     identity = (tuple(templates), tuple(sorted((k, _identity(v)) for k, v in names.items())))
-    if identity in _BOUND:
-        return _BOUND[identity][0]
+    with _LOCK:  # chains and calibration trials may bind from several threads at once
+        if identity not in _BOUND:
+            _BOUND[identity] = (_bind(templates, names), list(names.values()))
+        return _BOUND[identity][0]  # the values are kept alive: no id() in a key is reused
+
+
+def _bind(templates, names: dict) -> types.SimpleNamespace:
     tag = cache_tag(templates, names)
     copies = {}
     namespaces = {}
@@ -96,12 +104,13 @@ def bind(templates, names: dict) -> types.SimpleNamespace:
         func._template_tag = tag  # what stable_key says of this copy (None: not stable)
         copies[template.__name__] = dispatcher = numba.njit(nogil=True)(func)
         if tag is not None:
-            dispatcher.enable_caching()
+            try:
+                dispatcher.enable_caching()
+            except RuntimeError:  # no writable cache folder: compiled once per process
+                pass
     for namespace in namespaces.values():  # templates call each other's bound copies
         namespace.update(copies)
-    bound = types.SimpleNamespace(**copies)
-    _BOUND[identity] = (bound, list(names.values()))  # keeps every id() in the key alive
-    return bound
+    return types.SimpleNamespace(**copies)
 
 
 def cache_tag(templates, names: dict) -> str | None:
