@@ -219,7 +219,7 @@ class ExponentialFamily:
     ...     return theta
     >>> family = dw.ExponentialFamily(dm.one_hot, 4, None, draw, dm.valid, bounded=True,
     ...                               cell_probabilities=identity)
-    >>> family.mean_cov(np.array([0.1, 0.2, 0.3, 0.4]))[1][0, 1]   # -p_0 p_1
+    >>> float(family.mean_cov(np.array([0.1, 0.2, 0.3, 0.4]))[1][0, 1])   # -p_0 p_1
     -0.020000000000000004
     """
 

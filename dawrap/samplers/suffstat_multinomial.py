@@ -61,7 +61,7 @@ Examples
 >>> from dawrap.samplers.suffstat_multinomial import log_release_likelihood
 >>> p, y, noise = np.array([0.2, 0.5, 0.3]), np.array([21.0, 48.0, 33.0]), np.full(3, 8.0)
 >>> round(log_release_likelihood(p, 100.0, y, noise), 6)  # log N(y; 100 p, Sigma + 8 I)
--8.833318
+-7.659153
 """
 from __future__ import annotations
 
