@@ -1,0 +1,109 @@
+"""Sufficient-statistic sampler: cost per iteration against the number of cells K (issue 14).
+
+``dirichlet_multinomial`` with Laplace noise (epsilon = 1) on all K counts, ``n = 100 K``
+records (100 expected per cell, so that the Gibbs kernel's counts are valid), prior
+Dirichlet(1). Two implementations of the same kernels in one process, on the same releases:
+
+* structured: the built-in declaration (``cell_probabilities``), the O(K) kernels of
+  ``dawrap.samplers.suffstat_multinomial``;
+* dense: the same family without it, the kernels that form and factorise K x K matrices
+  (``--dense-up-to``; they refuse more than 500 cells).
+
+Both kernels are timed (``variant="gibbs"`` and ``"marginal"``): microseconds per iteration of
+one chain (warm-up included, a third of the iterations; after it the marginal kernel adds its
+independence step), the fastest of ``--rounds`` runs, each run long enough to take about
+``--seconds`` seconds. Also printed: the whole ``dw.sample`` call of one such run (checks,
+starts, compilation cached), and the ratio dense / structured at equal K.
+
+Run: python benchmarks/tables_suffstat.py [--cells 3 10 30 100 300 1000 10000 100000]
+     [--dense-up-to 300] [--rounds 3] [--seconds 1.0]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import time
+import warnings
+
+import numpy as np
+
+import dawrap as dw
+from dawrap import diagnostics
+from dawrap.models import dirichlet_multinomial as dm
+
+
+def dense_model(alpha):
+    """dirichlet_multinomial without its one-hot declaration: the dense kernels."""
+    model = dm.model(alpha)
+    f = model.family
+    model.family = dw.ExponentialFamily(f.statistic, f.stat_size, f.mean_cov,
+                                        f.conjugate_draw, f.valid, bounded=True,
+                                        natural=f.natural, log_partition=f.log_partition,
+                                        project=f.project)
+    return model
+
+
+def release(k, seed):
+    """A release of n = 100 k records in k cells (counts drawn directly: no database)."""
+    rng = np.random.default_rng(seed)
+    n = 100 * k
+    p = rng.dirichlet(np.full(k, 50.0))
+    mech = dm.laplace(1.0, k)
+    return mech, mech.release_given_total(rng, rng.multinomial(n, p).astype(float)), n
+
+
+def run(model, mech, y, n, variant, iterations):
+    """(seconds per iteration of the sampler, seconds of the whole dw.sample call)."""
+    tune = iterations // 3
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # R-hat of a single short chain
+        idata = dw.sample(model, mech, y, n, method="suffstat", variant=variant,
+                          draws=iterations - tune, tune=tune, chains=1, seed=1,
+                          progress=False)
+    call = time.perf_counter() - start
+    return float(diagnostics.attrs(idata)["sampling_time"]) / iterations, call
+
+
+def measure(model, mech, y, n, variant, rounds, seconds):
+    run(model, mech, y, n, variant, 3)  # compile
+    per, _ = run(model, mech, y, n, variant, 6)
+    iterations = int(min(max(seconds / max(per, 1e-9), 6), 1_000_000))
+    best, call = np.inf, np.inf
+    for _ in range(rounds):
+        t, c = run(model, mech, y, n, variant, iterations)
+        best, call = min(best, t), min(call, c)
+    return best, call, iterations
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cells", type=int, nargs="+",
+                    default=[3, 10, 30, 100, 300, 1000, 10_000, 100_000])
+    ap.add_argument("--dense-up-to", type=int, default=300)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--seconds", type=float, default=1.0)
+    args = ap.parse_args()
+    print(f"# load average at start: {os.getloadavg()}", flush=True)
+    print("| K | n | kernel | structured us/it | dense us/it | dense / structured | "
+          "structured dw.sample s (iterations) |")
+    print("|---|---|---|---|---|---|---|")
+    for k in args.cells:
+        mech, y, n = release(k, seed=k)
+        alpha = np.ones(k)
+        fast = dm.model(alpha)
+        slow = dense_model(alpha) if k <= args.dense_up_to else None
+        for variant in ("gibbs", "marginal"):
+            t_fast, call, its = measure(fast, mech, y, n, variant, args.rounds, args.seconds)
+            if slow is not None:
+                t_slow = measure(slow, mech, y, n, variant, args.rounds, args.seconds)[0]
+                dense, ratio = f"{t_slow * 1e6:,.1f}", f"{t_slow / t_fast:,.1f}"
+            else:
+                dense = ratio = "-"
+            print(f"| {k:,} | {n:,} | {variant} | {t_fast * 1e6:,.1f} | {dense} | {ratio} | "
+                  f"{call:.2f} ({its:,}) |", flush=True)
+    print(f"# load average at end: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
