@@ -10,9 +10,9 @@ Dirichlet(1). Two implementations of the same kernels in one process, on the sam
   (``--dense-up-to``; they refuse more than 500 cells).
 
 Both kernels are timed (``variant="gibbs"`` and ``"marginal"``): microseconds per iteration of
-one chain (warm-up included, a third of the iterations; after it the marginal kernel adds its
-independence step), the fastest of ``--rounds`` runs, each run long enough to take about
-``--seconds`` seconds. Also printed: the whole ``dw.sample`` call of one such run (checks,
+one chain started near the data (warm-up included, a third of the iterations; after it the
+marginal kernel adds its independence step), the fastest of ``--rounds`` runs, each run long
+enough to take about ``--seconds`` seconds (20 iterations at least). Also printed: the whole ``dw.sample`` call of one such run (checks,
 starts, compilation cached), and the ratio dense / structured at equal K.
 
 Run: python benchmarks/tables_suffstat.py [--cells 3 10 30 100 300 1000 10000 100000]
@@ -52,28 +52,46 @@ def release(k, seed):
     return mech, mech.release_given_total(rng, rng.multinomial(n, p).astype(float)), n
 
 
+def start(y):
+    """A start near the data (the release's counts, clipped, as probabilities): the timed
+    runs measure the steady state, not a walk in from a prior draw (whose first Gibbs steps
+    reject many draws of the counts when some of K prior probabilities are tiny)."""
+    p = np.maximum(y, 1.0)
+    return {"p": p / p.sum()}
+
+
 def run(model, mech, y, n, variant, iterations):
-    """(seconds per iteration of the sampler, seconds of the whole dw.sample call)."""
+    """(seconds per iteration of the sampler, seconds of the whole dw.sample call, mean
+    rejected draws of the counts per kept iteration (Gibbs) or mean acceptance (marginal))."""
     tune = iterations // 3
-    start = time.perf_counter()
+    begin = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # R-hat of a single short chain
         idata = dw.sample(model, mech, y, n, method="suffstat", variant=variant,
                           draws=iterations - tune, tune=tune, chains=1, seed=1,
-                          progress=False)
-    call = time.perf_counter() - start
-    return float(diagnostics.attrs(idata)["sampling_time"]) / iterations, call
+                          init_theta=start(y), progress=False)
+    call = time.perf_counter() - begin
+    stats = diagnostics.group(idata, "sample_stats")
+    extra = stats["rejections" if variant == "gibbs" else "accept_prob"].values.mean()
+    return float(diagnostics.attrs(idata)["sampling_time"]) / iterations, call, float(extra)
 
 
 def measure(model, mech, y, n, variant, rounds, seconds):
     run(model, mech, y, n, variant, 3)  # compile
-    per, _ = run(model, mech, y, n, variant, 6)
-    iterations = int(min(max(seconds / max(per, 1e-9), 6), 1_000_000))
+    # Lengthen a probe run until it takes a fifth of the target, then size the timed runs
+    # from it (a run's fixed cost, about a millisecond, is then negligible).
+    iterations = 6
+    while True:
+        per = run(model, mech, y, n, variant, iterations)[0]
+        if per * iterations >= 0.2 * seconds or iterations >= 1_000_000:
+            break
+        iterations *= 4
+    iterations = int(min(max(seconds / per, 20), 2_000_000))
     best, call = np.inf, np.inf
     for _ in range(rounds):
-        t, c = run(model, mech, y, n, variant, iterations)
+        t, c, extra = run(model, mech, y, n, variant, iterations)
         best, call = min(best, t), min(call, c)
-    return best, call, iterations
+    return best, call, iterations, extra
 
 
 def main():
@@ -86,22 +104,23 @@ def main():
     args = ap.parse_args()
     print(f"# load average at start: {os.getloadavg()}", flush=True)
     print("| K | n | kernel | structured us/it | dense us/it | dense / structured | "
-          "structured dw.sample s (iterations) |")
-    print("|---|---|---|---|---|---|---|")
+          "structured dw.sample s (iterations) | structured rejections/it or acceptance |")
+    print("|---|---|---|---|---|---|---|---|")
     for k in args.cells:
         mech, y, n = release(k, seed=k)
         alpha = np.ones(k)
         fast = dm.model(alpha)
         slow = dense_model(alpha) if k <= args.dense_up_to else None
         for variant in ("gibbs", "marginal"):
-            t_fast, call, its = measure(fast, mech, y, n, variant, args.rounds, args.seconds)
+            t_fast, call, its, extra = measure(fast, mech, y, n, variant, args.rounds,
+                                               args.seconds)
             if slow is not None:
                 t_slow = measure(slow, mech, y, n, variant, args.rounds, args.seconds)[0]
                 dense, ratio = f"{t_slow * 1e6:,.1f}", f"{t_slow / t_fast:,.1f}"
             else:
                 dense = ratio = "-"
             print(f"| {k:,} | {n:,} | {variant} | {t_fast * 1e6:,.1f} | {dense} | {ratio} | "
-                  f"{call:.2f} ({its:,}) |", flush=True)
+                  f"{call:.2f} ({its:,}) | {extra:.3g} |", flush=True)
     print(f"# load average at end: {os.getloadavg()}")
 
 

@@ -184,7 +184,13 @@ def _initial_state(model, family, mech, config, rng, theta=None):
     # n (1 - f), f = V / (n Sigma + V) at the start (adapted during warm-up).
     spread = config.n * np.maximum(variances, 0.0)
     kept = float(np.mean(spread / (spread + noise))) if np.all(np.isfinite(spread)) else 1.0
-    pseudo_n = min(max(PSEUDO_FRACTION * config.n * kept, 1e-3), config.n)
+    if structured(family):
+        # The O(K) kernel's local step moves all K cells at once, like a random walk in K - 1
+        # dimensions: the same acceptance needs a pseudo-sample about K - 1 times larger,
+        # beyond n when K is large (suffstat_multinomial caps it at n K).
+        pseudo_n = min(max(PSEUDO_FRACTION * config.n * kept * (d - 1), 1e-3), config.n * d)
+    else:
+        pseudo_n = min(max(PSEUDO_FRACTION * config.n * kept, 1e-3), config.n)
     pseudo = np.zeros(PSEUDO_STATS + 3 * d)
     pseudo[PSEUDO_LOG_N] = math.log(pseudo_n)
     # The O(K) kernel keeps no release moments between iterations (no K x K array).

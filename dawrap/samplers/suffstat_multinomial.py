@@ -286,11 +286,13 @@ def marginal_step(rng, state, config, fns, phase):
             if a >= 1.0 or (a > 0.0 and rng.random() < a):
                 theta, p, log_lik = proposal, p_new, log_lik_new
     if phase > 0:
-        # Robbins-Monro on log n~, warm-up only (as the dense kernel).
+        # Robbins-Monro on log n~, warm-up only (as the dense kernel), up to n K rather than
+        # n: moving K cells at once, the step that keeps the acceptance needs about K - 1
+        # times the pseudo-sample of one cell's.
         q = state.pseudo
         q[PSEUDO_ADAPTED] += 1.0
         q[PSEUDO_LOG_N] -= (mean_accept - config.target_accept) / q[PSEUDO_ADAPTED] ** 0.6
-        q[PSEUDO_LOG_N] = min(max(q[PSEUDO_LOG_N], math.log(1e-3)), math.log(n))
+        q[PSEUDO_LOG_N] = min(max(q[PSEUDO_LOG_N], math.log(1e-3)), math.log(n * k))
         if phase == 2:
             _summarise(state, p)
     s = draw_counts(rng, p, n, y, noise_var)
