@@ -13,23 +13,38 @@ Both kernels are timed (``variant="gibbs"`` and ``"marginal"``): microseconds pe
 one chain started near the data (warm-up included, a third of the iterations; after it the
 marginal kernel adds its independence step), the fastest of ``--rounds`` runs, each run long
 enough to take about ``--seconds`` seconds (20 iterations at least). Also printed: the whole ``dw.sample`` call of one such run (checks,
-starts, compilation cached), and the ratio dense / structured at equal K.
+starts, compilation cached), and the ratio dense / structured at equal K. BLAS runs on one
+thread (below).
+
+Part ``empty``: a release of 50 cells of which 3 hold the n = 1000 records (prior
+Dirichlet(0.1), Laplace noise, epsilon = 1), both implementations of the marginal kernel
+(the default there) and of the Gibbs kernel: 2 chains x 2000 draws (+1000 warm-up), bulk ESS
+of the occupied cells' probabilities and of the smallest over all cells, mean acceptance,
+or the error raised.
 
 Run: python benchmarks/tables_suffstat.py [--cells 3 10 30 100 300 1000 10000 100000]
-     [--dense-up-to 300] [--rounds 3] [--seconds 1.0]
+     [--dense-up-to 300] [--rounds 3] [--seconds 1.0] [--parts cost,empty]
 """
 from __future__ import annotations
 
-import argparse
 import os
-import time
-import warnings
 
-import numpy as np
+# One BLAS thread: the dense kernels' LAPACK calls (eigh, solve) otherwise start threads that
+# contend with the chain's own on this shared 2-core machine, which made them 10-200x slower
+# and erratic (eigh of 300 x 300: 1.9 s with OpenBLAS's threads, 10 ms with one). Set before
+# numpy is imported.
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
 
-import dawrap as dw
-from dawrap import diagnostics
-from dawrap.models import dirichlet_multinomial as dm
+import argparse  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import dawrap as dw  # noqa: E402
+from dawrap import diagnostics  # noqa: E402
+from dawrap.models import dirichlet_multinomial as dm  # noqa: E402
 
 
 def dense_model(alpha):
@@ -94,6 +109,39 @@ def measure(model, mech, y, n, variant, rounds, seconds):
     return best, call, iterations, extra
 
 
+def empty_cells():
+    """Part ``empty``: the dense and the O(K) kernels where most cells hold no record."""
+    k, n = 50, 1000
+    p = np.zeros(k)
+    p[:3] = [0.5, 0.3, 0.2]
+    rng = np.random.default_rng(0)
+    mech = dm.laplace(1.0, k)
+    y = mech.release_given_total(rng, rng.multinomial(n, p).astype(float))
+    alpha = np.full(k, 0.1)
+    print(f"\n{k} cells, records in 3 (n = {n:,}), Dirichlet(0.1) prior, Laplace noise "
+          f"(epsilon = 1); 2 chains x 2000 draws (+1000 warm-up), seed 2\n")
+    print("| implementation | kernel | bulk ESS of p_0, p_1, p_2 | smallest bulk ESS, all "
+          "cells | mean acceptance | seconds |")
+    print("|---|---|---|---|---|---|")
+    for name, model in (("dense", dense_model(alpha)), ("structured", dm.model(alpha))):
+        for variant in ("gibbs", "marginal"):
+            begin = time.perf_counter()
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    idata = dw.sample(model, mech, y, n, method="suffstat", variant=variant,
+                                      draws=2000, tune=1000, chains=2, seed=2, progress=False)
+            except ValueError as err:
+                print(f"| {name} | {variant} | error: {str(err)[:90]}... | | | |")
+                continue
+            seconds = time.perf_counter() - begin
+            draws = diagnostics.group(idata, "posterior")["p"].values
+            ess = [diagnostics.ess(draws[..., j]) for j in range(k)]
+            accept = diagnostics.group(idata, "sample_stats")["accept_prob"].values.mean()
+            print(f"| {name} | {variant} | {ess[0]:.0f}, {ess[1]:.0f}, {ess[2]:.0f} | "
+                  f"{min(ess):.0f} | {accept:.3f} | {seconds:.1f} |", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cells", type=int, nargs="+",
@@ -101,8 +149,18 @@ def main():
     ap.add_argument("--dense-up-to", type=int, default=300)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=1.0)
+    ap.add_argument("--parts", default="cost,empty")
     args = ap.parse_args()
     print(f"# load average at start: {os.getloadavg()}", flush=True)
+    if "cost" in args.parts.split(","):
+        cost(args)
+    if "empty" in args.parts.split(","):
+        empty_cells()
+    print(f"# load average at end: {os.getloadavg()}")
+
+
+def cost(args):
+    """Part ``cost``: microseconds per iteration against K, structured and dense."""
     print("| K | n | kernel | structured us/it | dense us/it | dense / structured | "
           "structured dw.sample s (iterations) | structured rejections/it or acceptance |")
     print("|---|---|---|---|---|---|---|---|")
@@ -121,7 +179,6 @@ def main():
                 dense = ratio = "-"
             print(f"| {k:,} | {n:,} | {variant} | {t_fast * 1e6:,.1f} | {dense} | {ratio} | "
                   f"{call:.2f} ({its:,}) | {extra:.3g} |", flush=True)
-    print(f"# load average at end: {os.getloadavg()}")
 
 
 if __name__ == "__main__":
