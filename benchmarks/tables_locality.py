@@ -14,8 +14,14 @@ counts, n records fixed, ns per record update (sweeps only, theta fixed), best o
 ``--rounds`` interleaved rounds. The arrays touched at random positions span
 ``4 * 8 * m`` bytes.
 
+Two further controls: ``--n`` (a per-sweep O(K) cost, if any, shows as a cost per update
+that falls as n grows at a fixed footprint) and ``--no-hugepages`` (NumPy then stops asking the
+kernel for transparent huge pages for its large arrays, theta and the release here; the
+running sums are allocated by numba, which never asks): if the cost at a large footprint rises,
+TLB misses are part of it.
+
 Run: python benchmarks/tables_locality.py [--n 20000] [--cells 1000 1000000]
-     [--footprints 100 1000 10000 30000 100000 300000 1000000]
+     [--footprints 100 1000 10000 30000 100000 300000 1000000] [--no-hugepages]
 """
 from __future__ import annotations
 
@@ -86,6 +92,14 @@ class Case:
         self.best = min(self.best, self.run(sweeps) / (sweeps * self.n) * 1e9)
 
 
+def _thp_setting() -> str:
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            return f.read().strip()
+    except OSError:
+        return "unknown"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=20_000)
@@ -94,8 +108,15 @@ def main():
                     default=[100, 1000, 10_000, 30_000, 100_000, 300_000, 1_000_000])
     ap.add_argument("--sweeps", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--no-hugepages", action="store_true")
     args = ap.parse_args()
     print(f"# load average at start: {os.getloadavg()}", flush=True)
+    if args.no_hugepages:
+        from numpy._core import multiarray
+
+        multiarray._set_madvise_hugepage(False)
+    print(f"# NumPy asks for transparent huge pages: {not args.no_hugepages}; the kernel's "
+          f"setting: {_thp_setting()}")
     cases = [Case(k, m, args.n, 1) for k in args.cells for m in args.footprints if m <= k]
     for _ in range(args.rounds):
         for case in cases:
