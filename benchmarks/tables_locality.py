@@ -2,8 +2,9 @@
 
 The update's operation count does not depend on K (``benchmarks/tables_scaling.py``), yet its
 cost grows above 10^4 cells. Hypothesis: the arrays it reads and writes at the record's
-cells (theta, the release, the running total and the model's counts: four float64 arrays of
-K entries) stop fitting in the caches and the TLB, so its few random accesses miss. This
+cells (theta, the release, the noise scales, the running total and the model's counts: five
+float64 arrays of K entries) stop fitting in the caches and the TLB, so its few random
+accesses miss. This
 script keeps K fixed (the arrays as large as ever) and varies only the *footprint*: records
 live in, and the proposal draws from, the first ``m`` cells only. If the cost follows ``m``
 and not ``K``, the growth is memory locality, not anything the sweep does per cell.
@@ -12,7 +13,7 @@ Per case: ``dirichlet_multinomial`` with an O(1) uniform proposal restricted to 
 ``0..m-1`` (Hastings ratio ``log p_new - log p_old``), Laplace noise (epsilon = 1) on all K
 counts, n records fixed, ns per record update (sweeps only, theta fixed), best of
 ``--rounds`` interleaved rounds. The arrays touched at random positions span
-``4 * 8 * m`` bytes.
+``5 * 8 * m`` bytes.
 
 Two further controls: ``--n`` (a per-sweep O(K) cost, if any, shows as a cost per update
 that falls as n grows at a fixed footprint) and ``--no-hugepages`` (NumPy then stops asking the
@@ -123,11 +124,11 @@ def main():
             case.time(args.sweeps)
     print(f"n = {args.n:,} records, Laplace(epsilon = 1); ns per record update, best of "
           f"{args.rounds} interleaved rounds of {args.sweeps} sweeps\n")
-    print("| K (array length) | m (cells used) | footprint MB (4 arrays x 8 B x m) | "
+    print("| K (array length) | m (cells used) | footprint MB (5 arrays x 8 B x m) | "
           "ns/update |")
     print("|---|---|---|---|")
     for case in cases:
-        print(f"| {case.k:,} | {case.m:,} | {4 * 8 * case.m / 1e6:.2f} | {case.best:,.0f} |")
+        print(f"| {case.k:,} | {case.m:,} | {5 * 8 * case.m / 1e6:.2f} | {case.best:,.0f} |")
     print(f"\n# load average at end: {os.getloadavg()}")
 
 
