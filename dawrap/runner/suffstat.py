@@ -128,7 +128,12 @@ def choose_variant(model: Model, mech: Mechanism, n: int, variant) -> str:
     if variant is None:
         from .information import missing_information
 
-        f = missing_information(model, mech, n)
+        # The O(K) kernels: the Gibbs kernel mixes cell by cell, at each cell's own fraction,
+        # while the marginal kernel moves all K cells at once, a random walk that slows as K
+        # grows; so the typical cell decides, not the one the noise hides most (with a flat
+        # prior over many cells, some cell always has f near 1).
+        f = missing_information(model, mech, n,
+                                cells="median" if structured(family) else "max")
         return "marginal" if (has_marginal(family) and f is not None
                               and f >= AUTO_THRESHOLD) else "gibbs"
     if variant not in VARIANTS:

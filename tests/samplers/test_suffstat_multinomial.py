@@ -272,3 +272,19 @@ def test_inverse_gaussian_with_a_huge_mean_is_not_zero():
     assert np.all(ours > 0.0)
     law = stats.invgauss(mu=mean / scale, scale=scale)
     assert stats.kstest(ours, law.cdf).pvalue > 1e-3
+
+
+def test_default_kernel_for_many_cells_follows_the_typical_cell():
+    """1000 cells with about 100 records each and noise variance 8: the typical cell keeps
+    most of its information (f about 0.1), the default is the Gibbs kernel; by the cell the
+    noise hides most (a flat prior over 1000 cells puts one near zero) it would have been the
+    marginal kernel, a random walk in 999 dimensions here."""
+    from dawrap.runner.information import missing_information
+    from dawrap.runner.suffstat import choose_variant
+
+    k = 1000
+    model, mech = dm.model(np.ones(k)), dm.laplace(1.0, k)
+    n = 100 * k
+    assert missing_information(model, mech, n) > 0.5
+    assert missing_information(model, mech, n, cells="median") < 0.5
+    assert choose_variant(model, mech, n, None) == "gibbs"
