@@ -22,8 +22,13 @@ Dirichlet(0.1), Laplace noise, epsilon = 1), both implementations of the margina
 of the occupied cells' probabilities and of the smallest over all cells, mean acceptance,
 or the error raised.
 
+Part ``kernels``: the releases of part ``cost`` at K = 100 and 1000, both O(K) kernels from
+the default start (prior draws resampled by the release), 2 chains x 2000 draws (+1000
+warm-up): the smallest and the median bulk ESS over the first 50 cells, the seconds of
+sampling, and the kernel ``variant=None`` picks.
+
 Run: python benchmarks/tables_suffstat.py [--cells 3 10 30 100 300 1000 10000 100000]
-     [--dense-up-to 300] [--rounds 3] [--seconds 1.0] [--parts cost,empty]
+     [--dense-up-to 300] [--rounds 3] [--seconds 1.0] [--parts cost,empty,kernels]
 """
 from __future__ import annotations
 
@@ -142,6 +147,29 @@ def empty_cells():
                   f"{min(ess):.0f} | {accept:.3f} | {seconds:.1f} |", flush=True)
 
 
+def kernels():
+    """Part ``kernels``: Gibbs against marginal where the typical cell keeps its information."""
+    from dawrap.runner.suffstat import choose_variant
+
+    print("\n| K | kernel | smallest / median bulk ESS, first 50 cells | sampling s | "
+          "default |")
+    print("|---|---|---|---|---|")
+    for k in (100, 1000):
+        mech, y, n = release(k, seed=k)
+        model = dm.model(np.ones(k))
+        default = choose_variant(model, mech, n, None)
+        for variant in ("gibbs", "marginal"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                idata = dw.sample(model, mech, y, n, method="suffstat", variant=variant,
+                                  draws=2000, tune=1000, chains=2, seed=1, progress=False)
+            draws = diagnostics.group(idata, "posterior")["p"].values
+            ess = [diagnostics.ess(draws[..., j]) for j in range(50)]
+            seconds = float(diagnostics.attrs(idata)["sampling_time"])
+            print(f"| {k:,} | {variant} | {min(ess):.0f} / {np.median(ess):.0f} | "
+                  f"{seconds:.2f} | {default} |", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cells", type=int, nargs="+",
@@ -149,13 +177,15 @@ def main():
     ap.add_argument("--dense-up-to", type=int, default=300)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=1.0)
-    ap.add_argument("--parts", default="cost,empty")
+    ap.add_argument("--parts", default="cost,empty,kernels")
     args = ap.parse_args()
     print(f"# load average at start: {os.getloadavg()}", flush=True)
     if "cost" in args.parts.split(","):
         cost(args)
     if "empty" in args.parts.split(","):
         empty_cells()
+    if "kernels" in args.parts.split(","):
+        kernels()
     print(f"# load average at end: {os.getloadavg()}")
 
 
