@@ -187,7 +187,8 @@ class Record(Method):
                 "scan": self.scan}
 
 
-#: The longest release the sufficient-statistic sampler accepts (see Suffstat.prepare).
+#: The longest release the sufficient-statistic sampler accepts for a family without a
+#: one-hot declaration (see Suffstat.prepare).
 SUFFSTAT_LARGEST_RELEASE = 500
 
 
@@ -231,17 +232,22 @@ class Suffstat(Method):
             _choice(self.variant, "variant", VARIANTS)
 
     def prepare(self, model, mechanism, n):
-        from .runner.suffstat import choose_variant
+        from .runner.suffstat import choose_variant, structured
 
-        # Each iteration factorises size x size covariances, O(size^3): about a second per
-        # iteration at this limit and hours at census sizes (docs/tables.md).
-        if mechanism.size > SUFFSTAT_LARGEST_RELEASE:
+        # A dense family's kernels factorise size x size covariances, O(size^3) per
+        # iteration (benchmarks/results/tables_suffstat.md). A one-hot statistic
+        # (family.cell_probabilities) runs in O(size) and has no limit.
+        family = model.family
+        if (mechanism.size > SUFFSTAT_LARGEST_RELEASE and family is not None
+                and not structured(family)):
             raise ValueError(
                 f"method='suffstat': the release has {mechanism.size} coordinates, above "
-                f"{SUFFSTAT_LARGEST_RELEASE}; the sufficient-statistic sampler costs "
-                f"O(size^3) per iteration. Use method='record' (the default): with a sparse "
-                f"statistic and a separable mechanism its record update does not grow with "
-                f"the release's size (docs/tables.md)")
+                f"{SUFFSTAT_LARGEST_RELEASE}; for this family the sufficient-statistic "
+                f"sampler costs O(size^3) per iteration (only a one-hot statistic, declared "
+                f"with ExponentialFamily(..., cell_probabilities=...), runs in O(size)). Use "
+                f"method='record' (the default): with a sparse statistic and a separable "
+                f"mechanism its record update does not grow with the release's size "
+                f"(docs/tables.md)")
         return dataclasses.replace(self, variant=choose_variant(model, mechanism, n,
                                                                 self.variant))
 

@@ -179,6 +179,12 @@ def mean_cov(theta):
 
 
 @numba.njit(nogil=True, cache=True)
+def cell_probabilities(theta):
+    """The probability of each category: theta itself (declares the statistic one-hot)."""
+    return theta
+
+
+@numba.njit(nogil=True, cache=True)
 def natural(theta):
     """The natural parameter log p (overcomplete: A(log p) = log sum p = 0)."""
     return np.log(theta)
@@ -275,9 +281,10 @@ def model(alpha, proposal: str = "prior") -> dw.Model:
     alpha = _check_alpha(alpha)
     k = len(alpha)
     draw_theta, posterior_draw, on_simplex, is_category = _kernels(alpha)
+    # One-hot records with probabilities theta: the suffstat sampler runs in O(k).
     family = dw.ExponentialFamily(one_hot, k, mean_cov, posterior_draw, valid, bounded=True,
                                   natural=natural, log_partition=log_partition,
-                                  project=project)
+                                  project=project, cell_probabilities=cell_probabilities)
     alpha_arr = np.array(alpha)
     return dw.Model(params={"p": (k,)}, record_size=1, draw_record=draw_record,
                     draw_theta=draw_theta, model_stat=one_hot, stat_size=k,

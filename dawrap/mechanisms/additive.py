@@ -384,13 +384,18 @@ class Sparse(Box):
     def project(self, c: np.ndarray) -> np.ndarray:
         with np.errstate(all="ignore"):
             c = self._clamp(np.asarray(c, dtype=np.float64))
-            if self.cells < c.shape[1]:
+            # Only rows with more than `cells` non-zero coordinates change (the others would
+            # only have zeros zeroed): rank just those, O(size log size) each.
+            over = np.count_nonzero(c, axis=1) > self.cells
+            if np.any(over):
                 # Rank the coordinates of each row by magnitude (stable: first ones win ties)
                 # and zero every one ranked past `cells`.
-                order = np.argsort(-np.abs(c), axis=1, kind="stable")
+                rows = c[over]
+                order = np.argsort(-np.abs(rows), axis=1, kind="stable")
                 rank = np.empty_like(order)
-                np.put_along_axis(rank, order, np.arange(c.shape[1])[None, :], axis=1)
-                c[rank >= self.cells] = 0.0
+                np.put_along_axis(rank, order, np.arange(rows.shape[1])[None, :], axis=1)
+                rows[rank >= self.cells] = 0.0
+                c[over] = rows
         return c
 
     def __repr__(self) -> str:
@@ -429,6 +434,12 @@ def _check_sensitivity(sensitivity: float, domain: Box, norm: int, guarantee: st
                          f"of the declared contribution domain {domain!r}: one record could move "
                          f"the total by that much, so the release would not be {guarantee}. "
                          f"Declare a sensitivity at least the diameter, or a smaller domain")
+
+
+#: Contributions held at once by a secure release and the simulation path's domain check:
+#: records are streamed in chunks of this many floats (8 MB), so that a histogram of a
+#: million cells never needs an (n, size) array.
+CONTRIBUTION_CHUNK = 1 << 20
 
 
 @numba.njit(nogil=True)  # takes a function argument: not cacheable, see record.py
@@ -907,11 +918,25 @@ class Mechanism:
         if self.depends_on_release:
             raise NotImplementedError("a statistic that depends on s_dp has no release")
         records = _records_for_publication(x)
-        contributions = self._contributions(records)
-        projected = self.contribution.project(contributions).astype(np.int64)  # |v| <= 2**53
-        if records.shape[0] * self.contribution.magnitude() < 2 ** 62:
-            return [int(v) for v in projected.sum(axis=0)]   # no int64 overflow possible
-        return [sum(map(int, column)) for column in projected.T]  # exact, arbitrary size
+        # The projection is row by row and the sum exact, so streaming the records in chunks
+        # gives the same integers as one (n, size) array, in O(chunk * size) memory.
+        small = records.shape[0] * self.contribution.magnitude() < 2 ** 62
+        total = np.zeros(self.size, dtype=np.int64) if small else [0] * self.size
+        for chunk in self._chunks(records):
+            projected = self.contribution.project(self._contributions(chunk)).astype(
+                np.int64)  # |v| <= 2**53
+            if small:
+                total += projected.sum(axis=0)  # no int64 overflow possible
+            else:  # exact, arbitrary size
+                total = [t + sum(map(int, column)) for t, column in zip(total, projected.T)]
+        return [int(v) for v in total]
+
+    def _chunks(self, records: np.ndarray):
+        """Consecutive blocks of records whose contributions fill at most
+        :data:`CONTRIBUTION_CHUNK` floats (one record at least)."""
+        rows = max(1, CONTRIBUTION_CHUNK // self.size)
+        for start in range(0, records.shape[0], rows):
+            yield records[start:start + rows]
 
     def _contributions(self, records: np.ndarray) -> np.ndarray:
         try:
@@ -927,13 +952,17 @@ class Mechanism:
                          f"including NaN and infinities")
 
     def _check_contributions(self, records: np.ndarray) -> None:
-        contributions = self._contributions(records)
-        if not np.array_equal(self.contribution.project(contributions), contributions):
-            raise ValueError(f"x has records whose contribution to the statistic lies outside "
-                             f"the declared contribution domain {self.contribution!r} (or is "
-                             f"not an integer); a simulated release refuses them, so that a "
-                             f"study simulates only releases that could be published; "
-                             f"release(x, secure=True) projects them onto the domain")
+        for chunk in self._chunks(records):  # O(chunk * size) memory, as bounded_total
+            contributions = self._contributions(chunk)
+            if not np.array_equal(self.contribution.project(contributions), contributions):
+                self._outside_domain()
+
+    def _outside_domain(self):
+        raise ValueError(f"x has records whose contribution to the statistic lies outside "
+                         f"the declared contribution domain {self.contribution!r} (or is "
+                         f"not an integer); a simulated release refuses them, so that a "
+                         f"study simulates only releases that could be published; "
+                         f"release(x, secure=True) projects them onto the domain")
 
     def _integer_total(self, t: np.ndarray) -> list:
         if not np.all(t == np.round(t)):

@@ -12,7 +12,7 @@ from ..mechanisms.additive import DiscreteGaussian, Gaussian, Geometric, Laplace
 from ..model.family import (ExponentialFamily, no_cdf, no_log_partition, no_natural,
                             require_family)
 from ..model.model import Model
-from ..samplers import suffstat, suffstat_marginal
+from ..samplers import suffstat, suffstat_marginal, suffstat_multinomial
 from ..samplers.output import Output
 from ..samplers.suffstat_marginal_parts import PSEUDO_LOG_N, PSEUDO_STATS
 from .._checks import call_user
@@ -20,8 +20,8 @@ from .chains import deferred_interrupt, run_parallel
 from .progress import Progress
 from .starts import initial_values
 
-__all__ = ["run_suffstat", "choose_variant", "noise_model", "has_marginal", "VARIANTS",
-           "AUTO_THRESHOLD", "PSEUDO_FRACTION"]
+__all__ = ["run_suffstat", "choose_variant", "noise_model", "has_marginal", "structured",
+           "VARIANTS", "AUTO_THRESHOLD", "PSEUDO_FRACTION"]
 
 #: ``variant`` values: the Bernstein-Sheldon Gibbs sampler (with the corrections of
 #: :mod:`dawrap.samplers.suffstat`), Algorithm 2 as printed, and the marginal kernel.
@@ -106,9 +106,18 @@ def noise_model(mech: Mechanism) -> tuple[float, float]:
                      f"DiscreteGaussian mechanisms (noise whose law it knows), got {mech.name}")
 
 
+def structured(family: ExponentialFamily) -> bool:
+    """Whether the family declares a one-hot statistic (``cell_probabilities``), for which the
+    O(K) kernels of :mod:`dawrap.samplers.suffstat_multinomial` run instead of the dense
+    ones."""
+    return family.cell_probabilities is not None
+
+
 def has_marginal(family: ExponentialFamily) -> bool:
-    """Whether the family has what the marginal kernel needs: eta(theta) and A(eta)."""
-    return family.natural is not None and family.log_partition is not None
+    """Whether the family has what the marginal kernel needs: eta(theta) and A(eta), or
+    (the O(K) kernel, whose conjugate likelihood is sum_j u_j log p_j) cell probabilities."""
+    return structured(family) or (family.natural is not None
+                                  and family.log_partition is not None)
 
 
 def choose_variant(model: Model, mech: Mechanism, n: int, variant) -> str:
@@ -119,7 +128,12 @@ def choose_variant(model: Model, mech: Mechanism, n: int, variant) -> str:
     if variant is None:
         from .information import missing_information
 
-        f = missing_information(model, mech, n)
+        # The O(K) kernels: the Gibbs kernel mixes cell by cell, at each cell's own fraction,
+        # while the marginal kernel moves all K cells at once, a random walk that slows as K
+        # grows; so the typical cell decides, not the one the noise hides most (with a flat
+        # prior over many cells, some cell always has f near 1).
+        f = missing_information(model, mech, n,
+                                cells="median" if structured(family) else "max")
         return "marginal" if (has_marginal(family) and f is not None
                               and f >= AUTO_THRESHOLD) else "gibbs"
     if variant not in VARIANTS:
@@ -138,10 +152,12 @@ def _config(family, mech, s_dp, n, variant):
     lower, upper = mech.truncation or (0.0, 0.0)
     truncated = mech.truncation is not None
     if variant == "marginal":
+        # The support's basis is set by run_suffstat for the dense kernel; the O(K) kernel
+        # needs none (no K x K array).
+        basis = np.zeros((0, 0)) if structured(family) else np.eye(family.stat_size)
         return suffstat_marginal.MarginalConfig(
-            float(n), s_dp, scale, truncated, lower, upper, family.discrete,
-            np.eye(family.stat_size), MOVES, TARGET_ACCEPT, INDEPENDENCE_MOVES,
-            INDEPENDENCE_WIDTH)
+            float(n), s_dp, scale, truncated, lower, upper, family.discrete, basis, MOVES,
+            TARGET_ACCEPT, INDEPENDENCE_MOVES, INDEPENDENCE_WIDTH)
     return suffstat.SuffstatConfig(float(n), s_dp, scale, truncated, lower, upper,
                                    family.discrete, variant == "printed")
 
@@ -151,13 +167,19 @@ def _initial_state(model, family, mech, config, rng, theta=None):
         theta = model.pack(model.draw_prior(rng), "the theta returned by draw_prior")
     else:
         theta = theta.copy()
-    mu, cov = call_user(family.mean_cov, "mean_cov", theta)
-    mu, cov = np.asarray(mu, dtype=float), np.asarray(cov, dtype=float)
     d = family.stat_size
-    if mu.shape != (d,) or cov.shape != (d, d) or not (np.all(np.isfinite(mu))
-                                                       and np.all(np.isfinite(cov))):
-        raise ValueError(f"mean_cov must return a finite mean of shape ({d},) and covariance of "
-                         f"shape ({d}, {d}); got shapes {mu.shape}, {cov.shape}")
+    if structured(family):
+        mu = _cell_probabilities(family, theta)
+        variances = mu * (1.0 - mu)
+    else:
+        mu, cov = call_user(family.mean_cov, "mean_cov", theta)
+        mu, cov = np.asarray(mu, dtype=float), np.asarray(cov, dtype=float)
+        if mu.shape != (d,) or cov.shape != (d, d) or not (np.all(np.isfinite(mu))
+                                                           and np.all(np.isfinite(cov))):
+            raise ValueError(f"mean_cov must return a finite mean of shape ({d},) and "
+                             f"covariance of shape ({d}, {d}); got shapes {mu.shape}, "
+                             f"{cov.shape}")
+        variances = np.diag(cov)
     s = config.n * mu
     scale, gaussian_var = noise_model(mech)
     noise = np.full(d, 2.0 * scale ** 2) if scale > 0 else np.full(d, gaussian_var)
@@ -165,13 +187,34 @@ def _initial_state(model, family, mech, config, rng, theta=None):
         return suffstat.SuffstatState(theta, s.copy(), s.copy(), noise)
     # The marginal kernel's pseudo-sample: a fraction of the records' effective number
     # n (1 - f), f = V / (n Sigma + V) at the start (adapted during warm-up).
-    spread = config.n * np.maximum(np.diag(cov), 0.0)
+    spread = config.n * np.maximum(variances, 0.0)
     kept = float(np.mean(spread / (spread + noise))) if np.all(np.isfinite(spread)) else 1.0
-    pseudo_n = min(max(PSEUDO_FRACTION * config.n * kept, 1e-3), config.n)
+    if structured(family):
+        # The O(K) kernel's local step moves all K cells at once, like a random walk in K - 1
+        # dimensions: the same acceptance needs a pseudo-sample about K - 1 times larger,
+        # beyond n when K is large (suffstat_multinomial caps it at n K).
+        pseudo_n = min(max(PSEUDO_FRACTION * config.n * kept * (d - 1), 1e-3), config.n * d)
+    else:
+        pseudo_n = min(max(PSEUDO_FRACTION * config.n * kept, 1e-3), config.n)
     pseudo = np.zeros(PSEUDO_STATS + 3 * d)
     pseudo[PSEUDO_LOG_N] = math.log(pseudo_n)
-    return suffstat_marginal.MarginalState(theta, s.copy(), s.copy(), noise, pseudo, np.zeros(d),
-                                  np.zeros((d, d)), np.zeros(2))
+    # The O(K) kernel keeps no release moments between iterations (no K x K array).
+    cached = 0 if structured(family) else d
+    return suffstat_marginal.MarginalState(theta, s.copy(), s.copy(), noise, pseudo,
+                                           np.zeros(cached), np.zeros((cached, cached)),
+                                           np.zeros(2))
+
+
+def _cell_probabilities(family: ExponentialFamily, theta: np.ndarray) -> np.ndarray:
+    """``family.cell_probabilities(theta)``, checked: K finite probabilities summing to 1."""
+    p = np.asarray(call_user(family.cell_probabilities, "cell_probabilities", theta),
+                   dtype=float)
+    d = family.stat_size
+    if p.shape != (d,) or not np.all(np.isfinite(p)) or np.any(p < 0) or not abs(
+            p.sum() - 1.0) <= 1e-9:
+        raise ValueError(f"cell_probabilities must return {d} non-negative probabilities "
+                         f"summing to 1; got shape {p.shape}, sum {p.sum()!r}")
+    return p
 
 
 def _span(covariances) -> np.ndarray:
@@ -208,8 +251,8 @@ def _support_basis(model: Model, family: ExponentialFamily, states) -> np.ndarra
 CHUNK = 20_000
 
 
-def _run_chain(state, config, fns, rng, draws, tune, keep_stats, theta_size, d, stop, bar,
-               chain):
+def _run_chain(runner, state, config, fns, rng, draws, tune, keep_stats, theta_size, d, stop,
+               bar, chain):
     """One chain in chunks; returns its outputs and the iterations done (short of
     ``tune + draws`` only when ``stop`` was set by Ctrl-C)."""
     out_theta = np.empty((draws, theta_size))
@@ -218,8 +261,6 @@ def _run_chain(state, config, fns, rng, draws, tune, keep_stats, theta_size, d, 
     done, total = 0, tune + draws
     while done < total and not stop.is_set():
         end = min(total, done + CHUNK)
-        runner = (suffstat_marginal.run_marginal
-                  if isinstance(config, suffstat_marginal.MarginalConfig) else suffstat.run)
         state, done, status = runner(rng, state, config, fns, done, end, tune,
                                      out_theta, out_rejections, out_s)
         bar.done[chain] = done
@@ -240,16 +281,24 @@ def run_suffstat(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, r
     variant = choose_variant(model, mechanism, n, variant)
     config = _config(family, mechanism, s_dp, n, variant)
     marginal = variant == "marginal"
-    fns = suffstat.SuffstatFunctions(family.mean_cov, family.conjugate_draw, family.valid,
-                                     family.natural if config.truncated else no_natural,
-                                     family.cdf if config.truncated else no_cdf,
-                                     family.sf if config.truncated else no_cdf,
-                                     family.log_partition if marginal else no_log_partition,
-                                     family.natural if marginal else no_natural)
+    if structured(family):
+        fns = suffstat_multinomial.MultinomialFunctions(family.cell_probabilities,
+                                                        family.conjugate_draw, family.valid)
+        runner = (suffstat_multinomial.run_marginal if marginal
+                  else suffstat_multinomial.run_gibbs)
+    else:
+        fns = suffstat.SuffstatFunctions(family.mean_cov, family.conjugate_draw, family.valid,
+                                         family.natural if config.truncated else no_natural,
+                                         family.cdf if config.truncated else no_cdf,
+                                         family.sf if config.truncated else no_cdf,
+                                         family.log_partition if marginal
+                                         else no_log_partition,
+                                         family.natural if marginal else no_natural)
+        runner = suffstat_marginal.run_marginal if marginal else suffstat.run
     thetas, _ = initial_values(model, len(rngs), n, init_theta, None)
     states = [_initial_state(model, family, mechanism, config, rng, thetas and thetas[c])
               for c, rng in enumerate(rngs)]
-    if marginal:
+    if marginal and not structured(family):
         config = config._replace(basis=_support_basis(model, family, states))
     probe = call_user(family.conjugate_draw, "conjugate_draw", np.random.default_rng(0),
                       states[0].s, config.n)
@@ -261,15 +310,15 @@ def run_suffstat(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, r
     # interpreter); the chains end at their next chunk and the draws so far are returned.
     with deferred_interrupt(stop.set):
         # Compile here (zero iterations) before the chains start in threads.
-        (suffstat_marginal.run_marginal if marginal else suffstat.run)(
-            np.random.default_rng(0), states[0], config, fns, 0, 0, 0,
+        runner(np.random.default_rng(0), states[0], config, fns, 0, 0, 0,
             np.empty((0, model.theta_size)), np.empty(0), np.empty((0, d)))
         if stop.is_set():
             raise KeyboardInterrupt("sampling interrupted before the chains started: no "
                                     "draws to return")
         with Progress("dawrap suffstat", len(rngs), tune + draws, enabled=progress) as bar:
             results = run_parallel(
-                [functools.partial(_run_chain, st, config, fns, rng, draws, tune, keep_stats,
+                [functools.partial(_run_chain, runner, st, config, fns, rng, draws, tune,
+                                   keep_stats,
                                    model.theta_size, d, stop, bar, c)
                  for c, (st, rng) in enumerate(zip(states, rngs))], cores, on_interrupt=stop.set)
     kept = [max(0, r[3] - tune) for r in results]

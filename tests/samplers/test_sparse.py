@@ -116,16 +116,6 @@ def test_the_sweep_stops_on_entries_outside_the_statistic():
     assert "entries" in record.STATUS_MESSAGES[BAD_ENTRIES]
 
 
-def test_suffstat_refuses_a_long_release_naming_the_record_sampler():
-    from dawrap.methods import SUFFSTAT_LARGEST_RELEASE
-
-    k = SUFFSTAT_LARGEST_RELEASE + 1
-    mech = dm.laplace(1.0, k)
-    with pytest.raises(ValueError, match="suffstat.*O\\(size\\^3\\).*method='record'"):
-        dw.sample(dm.model(np.ones(k)), mech, np.zeros(k), 100, method="suffstat", draws=2,
-                  tune=0, chains=1, seed=0, progress=False)
-
-
 def test_naive_bayes_entries_agree_with_its_counts_on_every_record():
     import itertools
 

@@ -1,0 +1,136 @@
+"""Why the sparse record update slows down at 10^5-10^6 cells: a controlled experiment.
+
+The update's operation count does not depend on K (``benchmarks/tables_scaling.py``), yet its
+cost grows above 10^4 cells. Hypothesis: the arrays it reads and writes at the record's
+cells (theta, the release, the noise scales, the running total and the model's counts: five
+float64 arrays of K entries) stop fitting in the caches and the TLB, so its few random
+accesses miss. This
+script keeps K fixed (the arrays as large as ever) and varies only the *footprint*: records
+live in, and the proposal draws from, the first ``m`` cells only. If the cost follows ``m``
+and not ``K``, the growth is memory locality, not anything the sweep does per cell.
+
+Per case: ``dirichlet_multinomial`` with an O(1) uniform proposal restricted to cells
+``0..m-1`` (Hastings ratio ``log p_new - log p_old``), Laplace noise (epsilon = 1) on all K
+counts, n records fixed, ns per record update (sweeps only, theta fixed), best of
+``--rounds`` interleaved rounds. The arrays touched at random positions span
+``5 * 8 * m`` bytes.
+
+Two further controls: ``--n`` (a per-sweep O(K) cost, if any, shows as a cost per update
+that falls as n grows at a fixed footprint) and ``--no-hugepages`` (NumPy then stops asking the
+kernel for transparent huge pages for its large arrays, theta and the release here; the
+running sums are allocated by numba, which never asks): if the cost at a large footprint rises,
+TLB misses are part of it.
+
+Run: python benchmarks/tables_locality.py [--n 20000] [--cells 1000 1000000]
+     [--footprints 100 1000 10000 30000 100000 300000 1000000] [--no-hugepages]
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import math
+import os
+import time
+
+import numba
+import numpy as np
+
+from dawrap.models import dirichlet_multinomial as dm
+from dawrap.samplers import record, sparse
+from dawrap.samplers.kernels import engine_form
+
+
+@functools.lru_cache(maxsize=None)
+def restricted_proposal(m: int):
+    """A uniformly drawn category among the first ``m``, with its Hastings ratio."""
+
+    @numba.njit(nogil=True)
+    def propose(rng, theta, x_i, out):
+        j = rng.integers(0, m)
+        out[0] = j
+        return math.log(theta[j]) - math.log(theta[int(x_i[0])])
+
+    return propose
+
+
+class Case:
+    """The sparse sweep over K cells with records confined to the first ``m``."""
+
+    def __init__(self, k, m, n, seed):
+        self.k, self.m, self.n = k, m, n
+        model = dm.model(np.ones(k), proposal="uniform")
+        model.propose_record = restricted_proposal(m)
+        mech = dm.laplace(epsilon=1.0, categories=k)
+        rng = np.random.default_rng(seed)
+        p = rng.dirichlet(np.ones(k))
+        x = rng.integers(0, m, n).astype(float)[:, None]
+        counts = np.bincount(x[:, 0].astype(int), minlength=k).astype(float)
+        self.s_dp = mech.release_given_total(rng, counts)
+        self.mech = mech
+        self.fns = record.RecordFunctions(model.draw_record, model.propose_record,
+                                          model.model_stat, mech.engine_statistic,
+                                          mech.log_density, model.theta_support,
+                                          model.record_support,
+                                          **sparse.sparse_fields(model, mech))
+        shared = model.user_model_stat is mech.statistic
+        self.sweep = record.make_sweep(1, k, k, True, shared, False, sparse=True)
+        engine = record.Engine(self.s_dp, mech.params, self.fns, self.sweep, record.no_move,
+                               1, engine_form(model.draw_theta, False).step)
+        self.state = record.init(p, x, engine, k, np.empty(0), np.empty(0))
+        self.rng = np.random.default_rng(seed)
+        self.best = np.inf
+        self.run(1)  # compile
+
+    def run(self, sweeps):
+        t = time.perf_counter()
+        for _ in range(sweeps):
+            self.state, info = self.sweep(self.rng, self.state, self.s_dp, self.mech.params,
+                                          self.fns)
+        assert info.status == record.OK
+        return time.perf_counter() - t
+
+    def time(self, sweeps):
+        self.best = min(self.best, self.run(sweeps) / (sweeps * self.n) * 1e9)
+
+
+def _thp_setting() -> str:
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            return f.read().strip()
+    except OSError:
+        return "unknown"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=20_000)
+    ap.add_argument("--cells", type=int, nargs="+", default=[1000, 1_000_000])
+    ap.add_argument("--footprints", type=int, nargs="+",
+                    default=[100, 1000, 10_000, 30_000, 100_000, 300_000, 1_000_000])
+    ap.add_argument("--sweeps", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--no-hugepages", action="store_true")
+    args = ap.parse_args()
+    print(f"# load average at start: {os.getloadavg()}", flush=True)
+    if args.no_hugepages:
+        from numpy._core import multiarray
+
+        multiarray._set_madvise_hugepage(False)
+    print(f"# NumPy asks for transparent huge pages: {not args.no_hugepages}; the kernel's "
+          f"setting: {_thp_setting()}")
+    cases = [Case(k, m, args.n, 1) for k in args.cells for m in args.footprints if m <= k]
+    for _ in range(args.rounds):
+        for case in cases:
+            case.time(args.sweeps)
+    print(f"n = {args.n:,} records, Laplace(epsilon = 1); ns per record update, best of "
+          f"{args.rounds} interleaved rounds of {args.sweeps} sweeps\n")
+    print("| K (array length) | m (cells used) | footprint MB (5 arrays x 8 B x m) | "
+          "ns/update |")
+    print("|---|---|---|---|")
+    for case in cases:
+        print(f"| {case.k:,} | {case.m:,} | {5 * 8 * case.m / 1e6:.2f} | {case.best:,.0f} |")
+    print(f"\n# load average at end: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
