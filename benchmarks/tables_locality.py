@@ -73,10 +73,11 @@ class Case:
                                           model.record_support,
                                           **sparse.sparse_fields(model, mech))
         shared = model.user_model_stat is mech.statistic
-        self.sweep = record.make_sweep(1, k, k, True, shared, False, sparse=True)
-        engine = record.Engine(self.s_dp, mech.params, self.fns, self.sweep, record.no_move,
-                               1, engine_form(model.draw_theta, False).step)
-        self.state = record.init(p, x, engine, k, np.empty(0), np.empty(0))
+        chain = record.bind_chain(self.fns, 1, k, k, general=True, shared=shared,
+                                  kernel_step=engine_form(model.draw_theta, False).step)
+        self.sweep = chain.sweep
+        self.state = chain.init(p, x, record.Inputs(self.s_dp, mech.params, 1), np.empty(0),
+                                np.empty(0))
         self.rng = np.random.default_rng(seed)
         self.best = np.inf
         self.run(1)  # compile
@@ -84,8 +85,7 @@ class Case:
     def run(self, sweeps):
         t = time.perf_counter()
         for _ in range(sweeps):
-            self.state, info = self.sweep(self.rng, self.state, self.s_dp, self.mech.params,
-                                          self.fns)
+            self.state, info = self.sweep(self.rng, self.state, self.s_dp, self.mech.params)
         assert info.status == record.OK
         return time.perf_counter() - t
 

@@ -45,12 +45,12 @@ def setup(model, mech, k, n, seed):
                                  mech.engine_statistic, mech.log_density, model.theta_support,
                                  model.record_support, **sparse.sparse_fields(model, mech))
     shared = model.user_model_stat is mech.statistic
-    sweep = record.make_sweep(1, k, k, model.general_proposal, shared, False,
-                              sparse=fns.nnz > 0)
     kernel = engine_form(model.draw_theta, False).step
-    engine = record.Engine(s_dp, mech.params, fns, sweep, record.no_move, 1, kernel)
-    state = record.init(p, x, engine, k, np.empty(0), np.empty(0))
-    return state, s_dp, fns, sweep, engine
+    chain = record.bind_chain(fns, 1, k, k, general=model.general_proposal, shared=shared,
+                              kernel_step=kernel)
+    inputs = record.Inputs(s_dp, mech.params, 1)
+    state = chain.init(p, x, inputs, np.empty(0), np.empty(0))
+    return state, s_dp, chain, inputs
 
 
 class Case:
@@ -58,8 +58,7 @@ class Case:
 
     def __init__(self, model, mech, k, n, seed):
         self.model, self.mech, self.k, self.n = model, mech, k, n
-        self.state, self.s_dp, self.fns, self.sweep, self.engine = setup(model, mech, k, n,
-                                                                         seed)
+        self.state, self.s_dp, self.chain, self.inputs = setup(model, mech, k, n, seed)
         self.rng = np.random.default_rng(seed)
         self.best = np.inf
         self.run(1)  # compile
@@ -67,8 +66,8 @@ class Case:
     def run(self, sweeps):
         t = time.perf_counter()
         for _ in range(sweeps):
-            self.state, info = self.sweep(self.rng, self.state, self.s_dp, self.mech.params,
-                                          self.fns)
+            self.state, info = self.chain.sweep(self.rng, self.state, self.s_dp,
+                                                self.mech.params)
         assert info.status == record.OK
         self.accept = info.accept_rate
         return time.perf_counter() - t
@@ -81,9 +80,9 @@ class Case:
         k = self.k
         trace = record.Trace(np.empty((sweeps, k)), *(np.empty(sweeps) for _ in range(4)),
                              np.empty((0, k)))
-        record.run(self.rng, self.state, self.engine, 0, 1, 0, trace)  # compile
+        self.chain.run(self.rng, self.state, self.inputs, 0, 1, 0, trace)  # compile
         t = time.perf_counter()
-        record.run(self.rng, self.state, self.engine, 0, sweeps, 0, trace)
+        self.chain.run(self.rng, self.state, self.inputs, 0, sweeps, 0, trace)
         return (time.perf_counter() - t) / sweeps * 1e3
 
 
