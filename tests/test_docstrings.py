@@ -44,16 +44,7 @@ SUBMODULES = {
 }
 
 #: Public callables that need no example of their own, with the reason.
-NO_EXAMPLE = {
-    # dawrap/model/family.py and dawrap/mechanisms/separable.py are being rewritten by
-    # another helper (issue 14): the examples to add are listed in that session's report.
-    "dawrap.ExponentialFamily": "pending: file being changed (dawrap/model/family.py)",
-    "dawrap.ExponentialFamily.truncated_statistic":
-        "pending: file being changed (dawrap/model/family.py)",
-    "dawrap.ExponentialFamily.truncated_sensitivity":
-        "pending: file being changed (dawrap/model/family.py)",
-    "dawrap.declare_sparse": "pending: file being changed (dawrap/mechanisms/separable.py)",
-}
+NO_EXAMPLE: dict = {}
 
 #: Public callables whose examples are not yet run in CI, with the reason.
 NOT_RUN = {
@@ -75,8 +66,6 @@ SKIP_ALLOWED = {
     "dawrap.models.small_area": "dw.sample compiles the record chain; examples/census.py runs "
                                 "it (tests/test_examples.py::"
                                 "test_census_example_runs_and_summarises)",
-    "dawrap.mechanisms.separable": "pending: file being changed (dawrap/mechanisms/separable.py):"
-                                   " declare_sparse of a statistic the example does not define",
 }
 
 

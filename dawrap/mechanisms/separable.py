@@ -25,12 +25,23 @@ differences are used).
 
 Examples
 --------
+A record is a category ``0..3``; its contribution to the released histogram is one-hot:
+
+>>> import numba
+>>> import dawrap as dw
+>>> @numba.njit
+... def one_hot(x_i, out):
+...     out[:] = 0.0
+...     out[int(x_i[0])] = 1.0
 >>> @numba.njit
 ... def one_hot_entries(x_i, index, value):
 ...     index[0] = int(x_i[0])
 ...     value[0] = 1.0
 ...     return 1
->>> declare_sparse(one_hot, one_hot_entries, nnz=1)  # doctest: +SKIP
+>>> dw.declare_sparse(one_hot, one_hot_entries, nnz=1) is one_hot
+True
+>>> dw.Laplace(one_hot, epsilon=1.0, sensitivity=2.0, size=4).sparse is not None
+True
 """
 from __future__ import annotations
 
@@ -78,6 +89,24 @@ def declare_sparse(statistic, entries, nnz: int):
     -------
     statistic
         The same function, now carrying the declaration (see :func:`sparse_form`).
+
+    Examples
+    --------
+    >>> import numba
+    >>> import dawrap as dw
+    >>> @numba.njit
+    ... def one_hot(x_i, out):              # a record is a category 0..3
+    ...     out[:] = 0.0
+    ...     out[int(x_i[0])] = 1.0
+    >>> @numba.njit
+    ... def one_hot_entries(x_i, index, value):
+    ...     index[0] = int(x_i[0])
+    ...     value[0] = 1.0
+    ...     return 1
+    >>> dw.declare_sparse(one_hot, one_hot_entries, nnz=1) is one_hot
+    True
+    >>> dw.Laplace(one_hot, epsilon=1.0, sensitivity=2.0, size=4).sparse.nnz   # the sparse path
+    1
     """
     require_njit(statistic, "statistic", "(x_i, out)")
     require_njit(entries, "entries", "(x_i, index, value) -> count")

@@ -271,7 +271,30 @@ class ExponentialFamily:
             ops_draw, "ops_draw", "(rng, s, n, epsilon) -> theta")
 
     def truncated_statistic(self, lower: float, upper: float):
-        """The released record statistic :math:`1_{[a,b]}(x)\\,t(x)` (compiled, cached)."""
+        """The released record statistic :math:`1_{[a,b]}(x)\\,t(x)` (compiled, cached).
+
+        Parameters
+        ----------
+        lower, upper : float
+            The truncation bounds :math:`a < b`, finite.
+
+        Returns
+        -------
+        numba.njit function
+            ``(x_i, out)``: ``t(x_i)`` inside ``[lower, upper]``, 0 outside: a statistic of
+            bounded sensitivity (:meth:`truncated_sensitivity`) to release.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dawrap.models import gamma_exponential
+        >>> truncated = gamma_exponential.family().truncated_statistic(0.0, 3.0)
+        >>> out = np.empty(1)
+        >>> truncated(np.array([4.0]), out); float(out[0])     # outside [0, 3]: 0
+        0.0
+        >>> truncated(np.array([2.5]), out); float(out[0])
+        2.5
+        """
         if self.bounded:
             raise ValueError("this family's statistic is bounded: release it untruncated")
         lower, upper = float(lower), float(upper)
@@ -284,7 +307,24 @@ class ExponentialFamily:
         r"""L1 sensitivity of the truncated total (Bernstein & Sheldon, supplement C):
         :math:`\max\{\max_{[a,b]}|t(x)|, \max_{x,y\in[a,b]}|t(x)-t(y)|\}` for the identity
         statistic :math:`t(x) = x` of the built-in unbounded models: replacing a record moves
-        the total by at most that (a record may move in or out of the bounds)."""
+        the total by at most that (a record may move in or out of the bounds).
+
+        Parameters
+        ----------
+        lower, upper : float
+            The truncation bounds.
+
+        Returns
+        -------
+        float
+            The sensitivity to give the mechanism that releases the truncated total.
+
+        Examples
+        --------
+        >>> from dawrap.models import gamma_exponential
+        >>> gamma_exponential.family().truncated_sensitivity(0.0, 3.0)
+        3.0
+        """
         lower, upper = float(lower), float(upper)
         return max(abs(lower), abs(upper), upper - lower)
 
