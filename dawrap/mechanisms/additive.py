@@ -223,7 +223,9 @@ class Box:
                    np.broadcast_to(self.upper, size).copy())
 
     def _widths(self) -> list:
-        return [int(u) - int(lo) for lo, u in zip(self.lower, self.upper)]
+        # A single bound applies to every coordinate of the other (zip alone would drop them).
+        lower, upper = np.broadcast_arrays(self.lower, self.upper)
+        return [int(u) - int(lo) for lo, u in zip(lower, upper)]
 
     def diameter_l1(self) -> int:
         """The largest L1 distance between two contributions (exact).

@@ -207,6 +207,20 @@ def test_sensitivity_equal_to_the_diameter_is_accepted():
     assert one_hot_mech.contribution.diameter_l1() == 2
 
 
+@pytest.mark.parametrize("lower, upper", [(0, [1, 3]), ([0, 1], 3), ([0, -2], [1, 3]), (-1, 2)])
+def test_box_diameters_broadcast_a_single_bound(lower, upper):
+    """A single bound applies to every coordinate of the other, bound to a size or not (an
+    unbound Box(0, [1, 3]) used to report an L1 diameter of 1 instead of 4)."""
+    width = np.broadcast_arrays(np.asarray(lower), np.asarray(upper))
+    widths = width[1] - width[0]
+    box = Box(lower, upper)
+    assert box.diameter_l1() == widths.sum()
+    assert box.diameter_l2_squared() == (widths ** 2).sum()
+    bound = box.bind(widths.size)
+    assert (bound.diameter_l1(), bound.diameter_l2_squared()) == (box.diameter_l1(),
+                                                                  box.diameter_l2_squared())
+
+
 @pytest.mark.parametrize("cells, lower, upper, size", [
     (1, 0, 1, 3), (1, 0, 1, 1), (2, 0, 1, 3), (2, -1, 1, 3), (1, -2, 1, 2), (2, -1, 3, 4),
     (3, -2, 2, 4), (2, 0, 2, 2)])
