@@ -219,7 +219,7 @@ def _stack_floats(typingctx):
 
 
 def take_proposal(rng, theta, block, taken, left, proposal):
-    """Copy the block's next record into ``proposal``, first drawing the next
+    r"""Copy the block's next record into ``proposal``, first drawing the next
     ``min(BLOCK, left)`` records into ``block`` with ``DRAW_RECORDS`` when all ``BLOCK`` have
     been taken; ``left`` counts the proposals the sweep still needs, this one included (so no
     draw is wasted at the end of a sweep). Returns how many of the block are taken now.
@@ -230,7 +230,8 @@ def take_proposal(rng, theta, block, taken, left, proposal):
     uniforms, and theta is fixed during a sweep. Drawing a block of them before the uniforms
     of the records in between changes only the order in which the generator's stream is used,
     not the joint law of (proposals, uniforms, visited indices), so the sweep is the same
-    Markov kernel. A block never outlives its sweep: theta moves before the next one.
+    Markov kernel. A block never outlives its sweep (theta may move before the next one),
+    and it holds no more proposals than the sweep uses.
     """
     if taken == BLOCK:
         DRAW_RECORDS(rng, theta, block[:min(BLOCK, left)])
