@@ -4,10 +4,19 @@ A :class:`dawrap.Model` may say what each axis of a parameter means (``dims``), 
 positions (``coords``) and compute further posterior variables from the draws
 (``deterministics``), as PyMC's ``dims=``, ``coords=`` and ``pm.Deterministic`` do:
 
->>> model = dw.Model(params={"a": (3,), "tau": ()}, ...,           # doctest: +SKIP
+>>> import numba, numpy as np, dawrap as dw
+>>> @numba.njit
+... def draw_record(rng, theta, out):           # a group and a value in it
+...     out[0] = rng.integers(0, 3)
+...     out[1] = theta[int(out[0])] + theta[3] * rng.standard_normal()
+>>> model = dw.Model(params={"a": (3,), "tau": ()}, record_size=2, draw_record=draw_record,
+...                  draw_theta=lambda rng, theta, x, stats: theta,
+...                  draw_prior=lambda rng: np.append(rng.normal(size=3), 1.0),
 ...                  dims={"a": ("group",), "a_scaled": ("group",)},
 ...                  coords={"group": ["north", "centre", "south"]},
 ...                  deterministics=lambda v: {"a_scaled": v["tau"][..., None] * v["a"]})
+>>> model.dims
+{'a': ('group',), 'a_scaled': ('group',)}
 
 The result's posterior then has ``a`` and ``a_scaled`` with the dimension ``group`` and its
 labels. The deterministics are computed once, from the kept draws, after sampling: they never

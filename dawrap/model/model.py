@@ -365,7 +365,16 @@ class Model:
 
     def posterior_variables(self, draws: np.ndarray) -> dict:
         """The posterior group of a result: :meth:`unpack` of ``(chain, draw, theta_size)``
-        draws, plus the ``deterministics`` (checked against ``dims`` and ``coords``)."""
+        draws, plus the ``deterministics`` (checked against ``dims`` and ``coords``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dawrap.models import beta_binomial
+        >>> post = beta_binomial.model().posterior_variables(np.full((2, 5, 1), 0.3))
+        >>> {name: draws.shape for name, draws in post.items()}        # (chain, draw)
+        {'p': (2, 5)}
+        """
         return posterior_variables(self.unpack(draws), draws.shape[:-1], self.deterministics,
                                    self.dims, self.coords)
 
