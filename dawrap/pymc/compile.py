@@ -98,7 +98,9 @@ def _batch_draw(model: pm.Model, lay: Layout, theta, theta_parts: list):
     record sweep calls for its blocks of proposals (``dw.Model(draw_records=...)``). Built as
     the one-record draw is, with ``m`` rows: the rows are independent records because every
     parameter of the likelihood varies by record only through observed variables
-    (:func:`dawrap.pymc.graph.layout` refuses anything else)."""
+    (:func:`dawrap.pymc.graph.layout` refuses anything else). The random variables are
+    PyTensor's own: a call's fixed cost, which the lean op of ``draws.py`` avoids for one
+    record, is spread over a block here."""
     width = lay.columns[lay.observed[-1].name].stop
     rng = random_generator_type("rng")
     out = pt.tensor("out", dtype="float64", shape=(None, width))  # only its row count is read
