@@ -681,7 +681,8 @@ def draw_batches_guarded(rng, theta, count):
 #: The templates of a model's records, sweep and chain (bound in that order, each group
 #: reusing the groups before it, so that another kernel or move recompiles only the chain).
 RECORD_TEMPLATES = (init, consistency, refresh, first_overflow, draw_guarded, draw_database,
-                    draw_batches_guarded, sparse.sparse_sums, sparse.sparse_consistency, sparse.check_entries)
+                    draw_batches_guarded, sparse.sparse_sums, sparse.sparse_consistency,
+                    sparse.check_entries)
 SWEEP_TEMPLATES = (move_model_stat, move_model_stats, take_proposal)
 CHAIN_TEMPLATES = (update_records, after_theta, step, run)
 
