@@ -11,7 +11,11 @@ Kernels, all on the same release and the same record draw unless said otherwise:
   adaptive_metropolis   hand-written log density, adaptive random walk (the baseline)
   hmc (hand-written)    dw.kernels.hmc with a hand-written njit logp_and_grad (same density)
   hmc (PyMC)            dawrap.pymc.from_pymc of the same model written in PyMC (its own
-                        record draw, density and gradient compiled from PyMC's graphs)
+                        record draws, density and gradient compiled from PyMC's graphs; the
+                        sweep draws its proposals in blocks, draw_records)
+  hmc (PyMC, one record per call)
+                        the same with from_pymc(batched=False): the sweep calls the compiled
+                        one-record draw once per record (the cost before draw_records)
   hmc (PyMC, hand-written draw_record)
                         the same with the hand-written record draw (from_pymc's draw_record=)
   conjugate (built-in)  regression only: the built-in model's exact draw of beta given the
@@ -116,6 +120,8 @@ def logistic_case(eps: float, n: int) -> tuple:
         "adaptive_metropolis": base,
         "hmc (hand-written)": hand_model(base, dw.kernels.hmc(logistic_logp_and_grad)),
         "hmc (PyMC)": dawrap.pymc.from_pymc(pymc_model, records=["y", "X"]),
+        "hmc (PyMC, one record per call)": dawrap.pymc.from_pymc(
+            pymc_model, records=["y", "X"], batched=False),
         "hmc (PyMC, hand-written draw_record)": dawrap.pymc.from_pymc(
             pymc_model, records=["y", "X"], draw_record=tutorial.draw_record)}
 
@@ -130,6 +136,8 @@ def regression_case(eps: float, n: int) -> tuple:
             regression_log_density, initial_scale=0.1)),
         "hmc (hand-written)": hand_model(base, dw.kernels.hmc(regression_logp_and_grad)),
         "hmc (PyMC)": dawrap.pymc.from_pymc(pymc_model, records=["X", "y"]),
+        "hmc (PyMC, one record per call)": dawrap.pymc.from_pymc(
+            pymc_model, records=["X", "y"], batched=False),
         "hmc (PyMC, hand-written draw_record)": dawrap.pymc.from_pymc(
             pymc_model, records=["X", "y"], draw_record=base.draw_record),
         "conjugate (built-in)": base}
@@ -174,7 +182,8 @@ def measure(case: str, eps: float, draws: int, tune: int, repeats: int) -> list[
                     f"{ess / seconds / base:.2f}x | "
                     f"{np.array2string(beta[name].mean(axis=(0, 1)), precision=3)} |")
         print(rows[-1], flush=True)
-    for name in ("hmc (PyMC)", "hmc (PyMC, hand-written draw_record)"):
+    for name in ("hmc (PyMC)", "hmc (PyMC, one record per call)",
+                 "hmc (PyMC, hand-written draw_record)"):
         rows.append(f"| {case} | {eps:g} | cost per iteration, {name} / hmc (hand-written) "
                     f"| | | {best[name] / best['hmc (hand-written)']:.2f}x | | | |")
         print(rows[-1], flush=True)

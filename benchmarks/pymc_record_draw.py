@@ -2,10 +2,11 @@
 from PyMC's graphs (dawrap.pymc) against the hand-written njit functions, on the two problems
 of benchmarks/pymc_hmc.py (the logistic-regression tutorial at n = 500, the Ju et al.
 regression at n = 100), in the same run. Also: one PyTensor normal draw and a trivial
-PyTensor function (the fixed costs of a call and of a random-variable node), and the PyMC
-record draw compiled for a batch of 100 records per call (what a batched record-draw hook in
-the engine would pay per record), and the record draw with PyTensor's general random
-variables instead of dawrap.pymc's lean op. Writes benchmarks/results/pymc_record_draw.md.
+PyTensor function (the fixed costs of a call and of a random-variable node), the batched
+record draw the sweep uses (``draw_records``, compiled for any number of records per call) in
+calls of a full block (256 records, ``dawrap.samplers.record.BLOCK``) and of 100 (the
+regression's whole sweep), and the record draw with PyTensor's general random variables
+instead of dawrap.pymc's lean op. Writes benchmarks/results/pymc_record_draw.md.
 
 Run: python benchmarks/pymc_record_draw.py
 """
@@ -32,6 +33,7 @@ from pymc_logistic_regression import pymc_model  # noqa: E402
 import dawrap.pymc  # noqa: E402
 from dawrap.models import linear_regression as lr  # noqa: E402
 from dawrap.pymc import compile as internals  # noqa: E402
+from dawrap.samplers.record import BLOCK  # noqa: E402
 
 OUT = Path(__file__).parent / "results" / "pymc_record_draw.md"
 
@@ -59,9 +61,9 @@ def calls(f, rng, theta, k):
 
 
 @numba.njit
-def batches(f, rng, theta, k):
-    for _ in range(k // 100):  # k records, 100 per call
-        f(rng, theta)
+def batches(f, rng, theta, out, k):
+    for _ in range(k // out.shape[0]):  # k records, out.shape[0] per call
+        f(rng, theta, out)
 
 
 def per_call(cases: list, rounds: int = 5) -> list[tuple[str, float]]:
@@ -77,21 +79,6 @@ def per_call(cases: list, rounds: int = 5) -> list[tuple[str, float]]:
             fn(*args, k)
             best[i] = min(best[i], 1e6 * (time.perf_counter() - began) / k)
     return [(case[0], t) for case, t in zip(cases, best)]
-
-
-def batched_draw(model, records, rows: int):
-    """The model's record draw compiled for ``rows`` records per call (internals of
-    dawrap.pymc.compile, as compile_model builds the one-record draw)."""
-    lay = dawrap.pymc.layout(model, records)
-    size = sum(int(np.prod(s)) for s in lay.params.values())
-    theta = pt.tensor("theta", dtype="float64", shape=(size,))
-    rng = random_generator_type("rng")
-    memo, current, out = dict(zip(lay.free, internals._pieces(theta, list(lay.params.values())))), \
-        rng, []
-    for rv in [v for v in model.observed_RVs if v in lay.observed]:
-        current, memo[rv] = internals._rebuild(rv, current, rows, lay, memo)
-        out.append(memo[rv])
-    return internals._jit([pytensor.In(rng, mutable=True), theta], out)
 
 
 def general_draw(model, records):
@@ -112,9 +99,11 @@ def cases_for(name, pymc, hand, hand_logp, records, theta, x) -> list[tuple]:
             (f"{name}: record draw, PyMC graph, PyTensor's random variables", draws,
              (general_draw(pymc, records), rng, theta), 200_000),
             (f"{name}: record draw, hand-written", draws, (hand, rng, theta), 200_000),
-            # 2000 calls of 100 records: per record, k counts records
+            # draw_records in calls of a block and of 100 records: per record, k counts records
+            (f"{name}: record draw, PyMC graph, {BLOCK} per call (per record)", batches,
+             (parts.draw_records, rng, theta, np.empty((BLOCK, 3))), 204_800),
             (f"{name}: record draw, PyMC graph, 100 per call (per record)", batches,
-             (batched_draw(pymc, records, 100), rng, theta), 200_000),
+             (parts.draw_records, rng, theta, np.empty((100, 3))), 200_000),
             (f"{name}: logp + grad n={x.shape[0]}, PyMC graph", densities,
              (parts.logp_and_grad, theta, x), 5000),
             (f"{name}: logp + grad n={x.shape[0]}, hand-written", densities,
@@ -151,12 +140,14 @@ def main() -> None:
     for name in ("logistic", "regression"):
         hand = t[f"{name}: record draw, hand-written"]
         logp = [v for w, v in rows if w.startswith(f"{name}: logp")]  # PyMC, hand-written
-        batch = t[f"{name}: record draw, PyMC graph, 100 per call (per record)"]
+        block = t[f"{name}: record draw, PyMC graph, {BLOCK} per call (per record)"]
+        hundred = t[f"{name}: record draw, PyMC graph, 100 per call (per record)"]
         ours = t[f"{name}: record draw, PyMC graph"]
         general = t[f"{name}: record draw, PyMC graph, PyTensor's random variables"]
         lines += ["", f"{name}: record draw {ours / hand:.1f}x the hand-written one "
-                  f"({general / hand:.1f}x with PyTensor's random variables, {batch / hand:.1f}x "
-                  f"when drawn 100 per call), logp + grad {logp[0] / logp[1]:.2f}x."]
+                  f"({general / hand:.1f}x with PyTensor's random variables; batched, "
+                  f"{block / hand:.1f}x per record in calls of {BLOCK} and {hundred / hand:.1f}x "
+                  f"in calls of 100), logp + grad {logp[0] / logp[1]:.2f}x."]
     print("\n".join(lines))
     OUT.parent.mkdir(exist_ok=True)
     OUT.write_text("\n".join(lines) + "\n")

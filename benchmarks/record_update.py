@@ -7,11 +7,22 @@ acceptance probability). The ratio generic / fused is the price of the engine's 
 "vs minimal loop" compares with a beta-binomial loop that keeps no statistics at all.
 
 Run: python benchmarks/record_update.py [--n 1000000] [--sweeps 20]
+
+``--ir FILE`` writes instead the optimised LLVM IR of the engine's bound sweep for both models,
+its names normalised (cache tags, addresses, value numbering), so that two versions of dawrap
+can be compared for identical code: ``PYTHONPATH=old-checkout python
+benchmarks/record_update.py --ir old.ll; python benchmarks/record_update.py --ir new.ll; diff
+old.ll new.ll``.
 """
 from __future__ import annotations
 
 import argparse
 import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
 import time
 
 import numba
@@ -99,15 +110,47 @@ def fused_poisson_gamma(rng, x, total, clamped, s_dp, scale, c, alpha, beta, swe
     return total, accept_rate, min_prob
 
 
-def time_engine(model, mech, theta, n, sweeps, seed):
-    x = model.simulate(theta, n, seed=seed)
-    s_dp = mech.release(x, seed=seed + 1)
+def engine_chain(model, mech):
     fns = record.RecordFunctions(model.draw_record, model.propose_record, model.model_stat,
                                  mech.engine_statistic, mech.log_density)
     shared = model.user_model_stat is mech.statistic
     kernel = engine_form(model.draw_theta, False).step
-    chain = record.bind_chain(fns, model.record_size, mech.size, model.stat_size,
-                              shared=shared, kernel_step=kernel)
+    return record.bind_chain(fns, model.record_size, mech.size, model.stat_size,
+                             shared=shared, kernel_step=kernel)
+
+
+def sweep_ir(model, mech, theta) -> str:
+    """The optimised LLVM IR of the engine's sweep for ``model``: each function defined in it,
+    with what differs between builds of the same code normalised (cache tags and version
+    counters in mangled names, addresses, the numbering of values and blocks)."""
+    x = model.simulate(theta, 100, seed=1)
+    s_dp = mech.release(x, seed=2)
+    chain = engine_chain(model, mech)
+    inputs = record.Inputs(s_dp, mech.params, 1)
+    state = chain.init(model.pack(theta), x, inputs, np.empty(0), np.empty(0))
+    chain.sweep(np.random.default_rng(0), state, s_dp, mech.params)
+    (ir,) = chain.sweep.inspect_llvm().values()
+    ir = re.sub(r"__[0-9a-f]{16}", "__TAG", ir)
+    ir = re.sub(r"B\d+v\d+", "BvN", re.sub(r"0x[0-9a-f]+|\.\d{6,}", "ADDR", ir))
+    out, names = [], {}
+    for line in ir.splitlines():
+        if line.startswith("define"):
+            names = {}  # number values and blocks afresh in each function
+        if names is not None and (line.startswith("define") or names):
+            line = re.sub(r'%"[^"]*"|%[\w.$]+|^[\w.$]+(?=:)',
+                          lambda m: names.setdefault(m.group(0).lstrip("%"), f"v{len(names)}"),
+                          line)
+            out.append(line)
+            if line == "}":
+                out.append("")
+                names = {}
+    return "\n".join(out)
+
+
+def time_engine(model, mech, theta, n, sweeps, seed):
+    x = model.simulate(theta, n, seed=seed)
+    s_dp = mech.release(x, seed=seed + 1)
+    chain = engine_chain(model, mech)
     trace = record.Trace(np.empty((sweeps, 1)), np.empty(sweeps), np.empty(sweeps),
                          np.empty(sweeps), np.empty(sweeps), np.empty((0, 1)))
     inputs = record.Inputs(s_dp, mech.params, 1)
@@ -138,7 +181,23 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--sweeps", type=int, default=20)
+    ap.add_argument("--ir", metavar="FILE", help="write the sweeps' normalised LLVM IR to FILE "
+                    "instead of timing them")
     args = ap.parse_args()
+    if args.ir and "DAWRAP_IR_RUN" not in os.environ:
+        # numba shows no IR for code loaded from its cache: compile afresh, in a process
+        # with an empty cache
+        with tempfile.TemporaryDirectory() as cache:
+            subprocess.run([sys.executable, __file__, "--ir", args.ir], check=True,
+                           env={**os.environ, "NUMBA_CACHE_DIR": cache, "DAWRAP_IR_RUN": "1"})
+        return
+    if args.ir:
+        with open(args.ir, "w") as f:
+            f.write(sweep_ir(beta_binomial.model(1.0, 1.0), beta_binomial.laplace(0.5),
+                             {"p": 0.3}))
+            f.write(sweep_ir(poisson_gamma.model(2.0, 1.0), poisson_gamma.laplace(1.0, c=5.0),
+                             {"lam": 3.0}))
+        return
     n, sweeps = args.n, args.sweeps
     print(f"n = {n:,} records, {sweeps} sweeps, best of 3; ns per record update\n")
     print(f"{'model':34s}{'engine':>10s}{'fused':>10s}{'ratio':>8s}{'updates/s':>14s}")

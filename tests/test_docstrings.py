@@ -47,11 +47,7 @@ SUBMODULES = {
 NO_EXAMPLE: dict = {}
 
 #: Public callables whose examples are not yet run in CI, with the reason.
-NOT_RUN = {
-    "dawrap.kernels.hmc": "pending: file being changed (dawrap/samplers/hmc.py); its examples "
-                          "use dw, draw_record, draw_prior and logp_and_grad without defining "
-                          "them, so the file is not in .ci/docs's doctest run yet",
-}
+NOT_RUN: dict[str, str] = {}
 
 #: Docstrings (doctest names) whose examples may contain ``# doctest: +SKIP``, with the
 #: reason. The compile times are for the record sampler's first call, measured in one

@@ -70,6 +70,14 @@ class Model:
         {f(x_i\mid\theta)\, q(x_i^\star \mid x_i, \theta)}`; the engine multiplies in the
         mechanism ratio. By default records are proposed from ``draw_record`` (Algorithm 1),
         for which that log ratio is zero.
+    draw_records : numba.njit function, optional
+        ``(rng, theta, out) -> None``: writes ``m`` independent records
+        :math:`x_1, \dots, x_m \sim f(\cdot \mid \theta)` into ``out``, of shape
+        ``(m, record_size)``, for any ``m >= 1``: the same distribution as ``m`` calls of
+        ``draw_record``. When given (and records are proposed from ``f``, not from
+        ``propose_record``), the record sweep draws its proposals in blocks through it. For a
+        draw with a fixed cost per call (a PyTensor function, say) that is much cheaper; a
+        hand-written njit ``draw_record`` gains nothing from it.
     theta_support : numba.njit function, optional
         ``(theta) -> bool``: whether theta is in the parameter space. Prior draws, starting
         values and every kernel output are checked against it (a kernel leaving the space
@@ -119,7 +127,8 @@ class Model:
 
     def __init__(self, params: Mapping[str, tuple], record_size: int, draw_record,
                  draw_theta: Callable, draw_prior: Callable, *, model_stat=None,
-                 stat_size: int | None = None, propose_record=None, family=None,
+                 stat_size: int | None = None, propose_record=None, draw_records=None,
+                 family=None,
                  theta_support=None, record_support=None, noncentred=None,
                  name: str | None = None, dims: Mapping | None = None,
                  coords: Mapping | None = None, deterministics: Callable | None = None):
@@ -179,6 +188,12 @@ class Model:
             require_arity(propose_record, "propose_record",
                           "(rng, theta, x_i, out) -> log_ratio", 4)
         self.general_proposal = propose_record is not None
+        # None when absent: the sweep's flag (dawrap.samplers.record) is whether it is given.
+        self.draw_records = None if draw_records is None else require_njit(
+            draw_records, "draw_records", "(rng, theta, out) with out of shape (m, record_size)")
+        if draw_records is not None:
+            require_arity(draw_records, "draw_records",
+                          "(rng, theta, out) with out of shape (m, record_size)", 3)
         from .family import ExponentialFamily
 
         if family is not None and not isinstance(family, ExponentialFamily):

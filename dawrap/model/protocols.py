@@ -10,6 +10,8 @@ written in place):
 function              signature                                   role
 ====================  ==========================================  ==========================
 ``draw_record``       ``(rng, theta, out)``                       a record from f(. | theta)
+``draw_records``      ``(rng, theta, out)``, ``out`` of shape     m independent records from
+                      ``(m, record_size)``                        f(. | theta) (optional)
 ``propose_record``    ``(rng, theta, x_i, out) -> log_ratio``     a record proposal q
 ``model_stat``        ``(x_i, out)``                              running sums for draw_theta
 ``draw_theta``        ``(rng, theta, x, stats) -> theta`` or      the non-private update (may
@@ -31,7 +33,7 @@ from .. import _templates
 from .._checks import as_count, require_njit, scale_vector
 
 __all__ = ["Kernel", "NonCentred", "no_state", "anywhere", "no_statistic", "no_proposal",
-           "draw_database", "database_drawer", "first_outside"]
+           "no_records", "draw_database", "database_drawer", "first_outside"]
 
 
 class Kernel(NamedTuple):
@@ -170,6 +172,12 @@ def no_statistic(x_i, out):
 def no_proposal(rng, theta, x_i, out):
     """Placeholder record proposal: the engine proposes from ``draw_record`` instead."""
     return 0.0
+
+
+@numba.njit(nogil=True, cache=True)
+def no_records(rng, theta, out):
+    """Placeholder batched record draw: the engine draws one record at a time with
+    ``draw_record`` instead (never called)."""
 
 
 # The names the templates below call, bound per model (dawrap._templates).

@@ -1,5 +1,6 @@
 r"""PyMC graphs compiled with PyTensor's numba backend into the functions dawrap's compiled
-chain calls: a record draw, the unconstrained log density and its gradient, and the maps
+chain calls: a record draw (one record per call, and a batch of records per call for the
+record sweep's blocks), the unconstrained log density and its gradient, and the maps
 between the sampler's (constrained) ``theta`` and the unconstrained :math:`u`.
 
 Each PyTensor function's numba dispatcher (``fn.vm.jit_fn``) is wrapped in a small
@@ -40,6 +41,7 @@ class Compiled(NamedTuple):
     model: pm.Model
     layout: Layout
     draw_record: object          # njit (rng, theta, out)
+    draw_records: object         # njit (rng, theta, out), out of shape (m, record_size)
     logp_and_grad: object        # njit (u, x) -> (logp, grad)
     to_unconstrained: object     # njit (theta) -> u
     to_constrained: object       # njit (u) -> theta
@@ -89,6 +91,40 @@ def _jit(inputs: list, outputs: list):
     # an exception, so a wild leapfrog step is rejected instead of stopping the chain.
     fn = pm.pytensorf.compile(inputs, outputs, mode=MODE, on_unused_input="ignore")
     return fn.vm.jit_fn
+
+
+def _batch_draw(model: pm.Model, lay: Layout, theta, theta_parts: list):
+    """The record draw for ``m`` records per call, ``m`` read off ``out``'s shape: what the
+    record sweep calls for its blocks of proposals (``dw.Model(draw_records=...)``). Built as
+    the one-record draw is, with ``m`` rows: the rows are independent records because every
+    parameter of the likelihood varies by record only through observed variables
+    (:func:`dawrap.pymc.graph.layout` refuses anything else). The random variables are
+    PyTensor's own: a call's fixed cost, which the lean op of ``draws.py`` avoids for one
+    record, is spread over a block here."""
+    width = lay.columns[lay.observed[-1].name].stop
+    rng = random_generator_type("rng")
+    out = pt.tensor("out", dtype="float64", shape=(None, width))  # only its row count is read
+    memo, current, draws = dict(zip(lay.free, theta_parts)), rng, {}
+    for rv in [v for v in model.observed_RVs if v in lay.observed]:
+        current, draws[rv.name] = _rebuild(rv, current, out.shape[0], lay, memo)
+        memo[rv] = draws[rv.name]
+    records_fn = _jit([pytensor.In(rng, mutable=True), theta, out],
+                      [draws[rv.name] for rv in lay.observed])
+
+    @numba.njit(nogil=True)
+    def draw_records(rng, theta, out):
+        m = out.shape[0]
+        if m == 0:
+            return
+        parts, start = records_fn(rng, theta, out), 0
+        for part in literal_unroll(parts):  # (m, *row shape) each; dtypes differ
+            rows = np.ascontiguousarray(part).reshape((m, part.size // m))
+            for i in range(m):
+                for k in range(rows.shape[1]):
+                    out[i, start + k] = rows[i, k]
+            start += rows.shape[1]
+
+    return draw_records
 
 
 def compile_model(model: pm.Model, records: Sequence[str] | None = None) -> Compiled:
@@ -148,6 +184,8 @@ def compile_model(model: pm.Model, records: Sequence[str] | None = None) -> Comp
                 out[j] = value
                 j += 1
 
+    draw_records = _batch_draw(model, lay, theta, theta_parts)
+
     # The log density on u with the records as input x: the priors' terms (Jacobians
     # included) from PyMC, the likelihood from the observed variables rebuilt with x's row
     # count (PyMC's own graph has the model data's row count built in).
@@ -205,5 +243,5 @@ def compile_model(model: pm.Model, records: Sequence[str] | None = None) -> Comp
         pm.pytensorf.reseed_rngs(prior_rngs, int(rng.integers(2 ** 62)))
         return np.asarray(prior_fn(), dtype=np.float64)
 
-    return Compiled(model, lay, draw_record, logp_and_grad, to_unconstrained, to_constrained,
-                    draw_prior)
+    return Compiled(model, lay, draw_record, draw_records, logp_and_grad, to_unconstrained,
+                    to_constrained, draw_prior)

@@ -14,7 +14,7 @@ __all__ = ["from_pymc"]
 
 
 def from_pymc(model: pm.Model, records: Sequence[str] | None = None, *, name: str | None = None,
-              draw_record=None, **hmc_options) -> Model:
+              draw_record=None, batched: bool = True, **hmc_options) -> Model:
     r"""Turn a PyMC model of the confidential records into a :class:`dawrap.Model`.
 
     The sampler's ``theta`` is the concatenation of the free parameters' constrained values
@@ -29,6 +29,9 @@ def from_pymc(model: pm.Model, records: Sequence[str] | None = None, *, name: st
     .. math:: \log p(u) + \log\lvert J(u)\rvert + \sum_i \log f(x_i \mid \theta(u)),
 
     with the imputed database :math:`x` as an input, tuned during warm-up and then frozen.
+    The record sweep draws its proposals from the likelihood's graph compiled for a block of
+    records per call (``dw.Model(draw_records=...)``): a PyTensor function has a fixed cost per
+    call, which one record per call would pay ``n`` times a sweep.
 
     Parameters
     ----------
@@ -45,7 +48,11 @@ def from_pymc(model: pm.Model, records: Sequence[str] | None = None, *, name: st
         from PyMC's graph. Each PyTensor random-variable node has a fixed cost per call, which
         on a cheap likelihood dominates the record sweep (``benchmarks/pymc_record_draw.py``);
         a hand-written draw must follow the same likelihood, with ``theta`` and the record in
-        the layout above.
+        the layout above. The sweep then calls it once per record (no batched draw).
+    batched : bool
+        Draw the sweep's proposals from PyMC's graph a block of records per call (default);
+        False: one record per call, through the compiled one-record draw (slower; the same
+        posterior).
     **hmc_options
         Passed to :func:`dawrap.kernels.hmc` (``step_size``, ``path_length``, ``max_steps``,
         ``target``).
@@ -70,12 +77,16 @@ def from_pymc(model: pm.Model, records: Sequence[str] | None = None, *, name: st
     >>> model = dawrap.pymc.from_pymc(beta_binomial)
     >>> idata = dw.sample(model, dw.Laplace(count, epsilon=1.0), s_dp, 100)
     """
+    if not isinstance(batched, bool):
+        raise TypeError(f"batched must be True or False, got {batched!r}")
     parts = compile_model(model, records)
     lay = parts.layout
     kernel = hmc(parts.logp_and_grad, to_unconstrained=parts.to_unconstrained,
                  to_constrained=parts.to_constrained, **hmc_options)
     record_size = lay.columns[lay.observed[-1].name].stop
+    # A hand-written draw_record replaces both of PyMC's draws: the batched one is its graph.
+    draw_records = parts.draw_records if batched and draw_record is None else None
     return Model(params=lay.params, record_size=record_size,
                  draw_record=parts.draw_record if draw_record is None else draw_record,
-                 draw_theta=kernel, draw_prior=parts.draw_prior,
+                 draw_records=draw_records, draw_theta=kernel, draw_prior=parts.draw_prior,
                  name=name or model.name or "pymc", **labels(parts.model, lay))

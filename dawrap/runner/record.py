@@ -24,6 +24,7 @@ from ..samplers.interweave import make_move
 from ..samplers.kernels import Kernel, engine_form, no_state
 from ..mechanisms.additive import Mechanism
 from ..model.model import Model
+from ..model.protocols import no_records
 from .starts import initial_values, noise_variance, release_informed_theta
 
 __all__ = ["run_record"]
@@ -43,6 +44,30 @@ def _probe_writer(func, name: str, size: int, *args, start=None):
         raise ValueError(f"{name} must write {size} finite value(s) into out; it wrote "
                          f"{buf[:size]}")
     return buf[:size].copy(), result
+
+
+#: What the errors call draw_records' out.
+_BATCH_OUT = "out, of shape (m, record_size)"
+
+
+def _probe_batches(model: Model, rng, theta: np.ndarray) -> None:
+    """Call ``draw_records`` on guarded outs of 1 and 5 rows: it must fill each exactly, with
+    finite records that ``record_support`` accepts."""
+    size = model.record_size
+    for m in (1, 5):
+        buf = np.full(m * size + 4, np.nan)
+        out = buf[:m * size].reshape(m, size)
+        call_user(model.draw_records, "draw_records", rng, theta.copy(), out)
+        if not np.all(np.isnan(buf[m * size:])):
+            raise ValueError(f"draw_records writes past the end of out: {_BATCH_OUT} = "
+                             f"({m}, {size}), but it wrote more")
+        if not np.all(np.isfinite(out)):
+            raise ValueError(f"draw_records must fill {_BATCH_OUT} = ({m}, {size}), with "
+                             f"finite values; it left {out.tolist()} (NaN: not written)")
+        for row in out:
+            if not call_user(model.record_support, "record_support", row):
+                raise ValueError(f"draw_records wrote the record {row}, which "
+                                 f"record_support rejects")
 
 
 def _theta_output(out, model: Model, name: str):
@@ -68,7 +93,8 @@ class _Setup:
                                           model.model_stat, mechanism.engine_statistic,
                                           mechanism.log_density, model.theta_support,
                                           model.record_support,
-                                          **sparse.sparse_fields(model, mechanism))
+                                          **sparse.sparse_fields(model, mechanism),
+                                          draw_records=model.draw_records or no_records)
         # The model statistic rides on the mechanism's when they are the same function.
         if (model.user_model_stat is mechanism.statistic
                 and model.stat_size != mechanism.size):
@@ -99,7 +125,8 @@ class _Setup:
         model, mech = self.model, self.mechanism
         return record.bind_chain(self.fns, model.record_size, mech.size, model.stat_size,
                                  general=model.general_proposal, shared=self.shared,
-                                 random_scan=self.random_scan, move=self.move,
+                                 random_scan=self.random_scan,
+                                 batched=model.draw_records is not None, move=self.move,
                                  kernel_step=self.kernel.step)
 
     @functools.cached_property
@@ -109,21 +136,37 @@ class _Setup:
 
     def check_writes(self, theta: np.ndarray, x: np.ndarray, name: str) -> None:
         """Check that the user's record functions write exactly their sizes on every record of
-        the starting database ``x`` and on 256 fresh draws at ``theta`` (compiled, one pass):
+        the starting database ``x`` and on 256 fresh draws at ``theta`` (compiled, one pass),
+        and those of ``draw_records`` on the calls a sweep makes (two full blocks and a part):
         the sweep trusts them, and a write past ``out`` would silently corrupt memory."""
         model, mech = self.model, self.mechanism
         fresh, bad = self.chain.draw_guarded(np.random.default_rng(1), theta.copy(), 256)
         if bad >= 0:
             raise ValueError(f"draw_record writes past the end of out: out has record_size = "
                              f"{model.record_size} value(s), but it wrote more")
+        drawn = [(fresh, "a record drawn from the model", "256 records drawn from the model")]
+        if model.draw_records is not None:
+            batch, bad = self.chain.draw_batches_guarded(np.random.default_rng(2), theta.copy(),
+                                                         2 * record.BLOCK + 7)
+            if bad >= 0:
+                rows = min(record.BLOCK, batch.shape[0] - bad)
+                raise ValueError(f"draw_records writes past the end of out: {_BATCH_OUT} = "
+                                 f"({rows}, {model.record_size}), but it wrote more")
+            if not np.all(np.isfinite(batch)):
+                raise ValueError("draw_records wrote a non-finite value (or left part of out "
+                                 "unwritten) in one of its calls of a sweep")
+            # the records of draw_records' calls, as a sweep makes them
+            model.check_records(batch, "the records drawn by draw_records")
+            drawn.append((batch, "a record drawn by draw_records",
+                          "the records drawn by draw_records"))
         if self.fns.nnz > 0:  # O(n nnz): the dense check below costs O(n size)
-            for records, where in ((fresh, "256 records drawn from the model"), (x, name)):
+            for records, where in [*((r, w) for r, _, w in drawn), (x, name)]:
                 i, which, why = self.chain.check_entries(records, self.s_dp,
                                                          sparse.ENTRIES_COMPARED)
                 if i >= 0:
                     raise ValueError(sparse.entries_error(i, which, why, where, mech))
             x = x[:0]  # the dense check on the fresh draws only
-        for records, label in ((fresh, "a record drawn from the model"), (x, None)):
+        for records, label in [*((r, w) for r, w, _ in drawn), (x, None)]:
             i, which = self.chain.first_overflow(records, self.s_dp)
             if i >= 0:
                 func, size = (("model_stat", f"stat_size = {model.stat_size}") if which == 1
@@ -165,6 +208,8 @@ class _Setup:
                                    rng, theta.copy())
         if not call_user(model.record_support, "record_support", record_):
             raise ValueError(f"draw_record wrote {record_}, which record_support rejects")
+        if model.draw_records is not None:
+            _probe_batches(model, rng, theta)
         if model.general_proposal:
             # The sweep hands propose_record an out that starts as a copy of x_i.
             _, log_ratio = _probe_writer(model.propose_record, "propose_record",

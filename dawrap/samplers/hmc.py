@@ -26,13 +26,24 @@ Gaussian exactly). The window's estimate is
 (the draws' variance bounds the conditional one, and caps the estimate where the gradient is
 nearly flat), shrunk towards :math:`10^{-3}` with weight :math:`5/(n + 5)` as Stan does.
 
+>>> import numba, numpy as np, dawrap as dw
 >>> @numba.njit
 ... def logp_and_grad(beta, x):          # logistic regression, N(0, 2^2) prior
-...     eta = x[:, 1:] @ beta
+...     z = np.ascontiguousarray(x[:, 1:])  # the covariates (contiguous: a fast @)
+...     eta = z @ beta
 ...     mu = 1.0 / (1.0 + np.exp(-eta))
 ...     logp = -0.125 * beta @ beta + np.sum(x[:, 0] * eta - np.log1p(np.exp(eta)))
-...     return logp, -0.25 * beta + x[:, 1:].T @ (x[:, 0] - mu)
+...     return logp, -0.25 * beta + z.T @ (x[:, 0] - mu)
 >>> kernel = dw.kernels.hmc(logp_and_grad)
+
+One step at the database ``x`` of records :math:`(y, 1, z)`, as the sampler takes it (here
+while tuning, which updates the kernel's state in place):
+
+>>> x = np.array([[1.0, 1.0, 0.5], [0.0, 1.0, -1.2], [1.0, 1.0, 2.0]])
+>>> beta, state = np.zeros(2), kernel.init_state(np.zeros(2))
+>>> beta, accept_prob = kernel.step(np.random.default_rng(0), beta, x, np.zeros(0), state, True)
+>>> beta.shape, 0.0 <= accept_prob <= 1.0
+((2,), True)
 """
 from __future__ import annotations
 
@@ -155,8 +166,22 @@ def hmc(logp_and_grad, step_size: float = 0.1, path_length: float = 2.0,
 
     Examples
     --------
-    >>> model = dw.Model(params={"beta": (2,)}, record_size=3, draw_record=draw_record,
-    ...                  draw_theta=dw.kernels.hmc(logp_and_grad), draw_prior=draw_prior)
+    Records :math:`x_i \sim N(\mu, 1)` and the prior :math:`\mu \sim N(0, 10^2)`: the
+    complete-data log posterior and its gradient, the record draw, and the model.
+
+    >>> import dawrap as dw
+    >>> @numba.njit
+    ... def logp_and_grad(u, x):
+    ...     r = x[:, 0] - u[0]
+    ...     return -0.005 * u[0] ** 2 - 0.5 * np.sum(r * r), np.array([np.sum(r) - 0.01 * u[0]])
+    >>> @numba.njit
+    ... def draw_record(rng, theta, out):
+    ...     out[0] = theta[0] + rng.standard_normal()
+    >>> model = dw.Model(params={"mu": ()}, record_size=1, draw_record=draw_record,
+    ...                  draw_theta=dw.kernels.hmc(logp_and_grad, path_length=1.5),
+    ...                  draw_prior=lambda rng: np.array([rng.normal(0.0, 10.0)]))
+    >>> model.draw_theta.name
+    'hmc'
     """
     require_njit(logp_and_grad, "logp_and_grad", "(u, x) -> (logp, grad)")
     require_arity(logp_and_grad, "logp_and_grad", "(u, x) -> (logp, grad)", 2)

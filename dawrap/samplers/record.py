@@ -5,7 +5,8 @@ One iteration (Algorithm 1; supplement Algorithm 2 with a user proposal):
 1. :math:`\theta \leftarrow K(\theta, \cdot \mid x)`, the user's kernel for
    :math:`p(\theta \mid x)`;
 2. for :math:`i = 1..n`: propose :math:`x_i^\star \sim f(\cdot\mid\theta)` (or
-   :math:`q(\cdot \mid x_i, \theta)`), update the running total
+   :math:`q(\cdot \mid x_i, \theta)`; proposals from f may be drawn ahead in blocks, see
+   :data:`BLOCK`), update the running total
    :math:`T^\star = T - t(x_i) + t(x_i^\star)` in O(1) and accept with probability
    :math:`\min\{1, g(s_{dp}, T^\star)/g(s_{dp}, T)\}` (times the Hastings ratio of ``q``).
 
@@ -33,7 +34,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from .. import _templates
-from ..model.protocols import anywhere, draw_database
+from ..model.protocols import anywhere, draw_database, no_records
 from .arrays import add_into, all_finite, copy_into
 from . import sparse
 from .sparse import merge_entries, sparse_sums, sparse_consistency
@@ -41,22 +42,27 @@ from ..mechanisms.separable import no_coordinate, no_entries, no_model_entries
 
 __all__ = ["RecordFunctions", "RecordState", "StepInfo", "Trace", "Inputs", "Chain",
            "SAMPLE_STATS", "bind_chain", "no_move", "no_kernel", "store_draw",
-           "STATUS_MESSAGES", "REFRESH_EVERY", "anywhere"]
+           "STATUS_MESSAGES", "REFRESH_EVERY", "BLOCK", "anywhere"]
 
 # The names the templates below call, bound per model by bind_chain (placeholders here).
 # The model's and the mechanism's functions (RecordFunctions' fields, in capitals):
-DRAW_RECORD = PROPOSE_RECORD = MODEL_STAT = MECH_STAT = LOG_DENSITY = None
+DRAW_RECORD = PROPOSE_RECORD = MODEL_STAT = MECH_STAT = LOG_DENSITY = DRAW_RECORDS = None
 THETA_SUPPORT = RECORD_SUPPORT = ENTRIES = MODEL_ENTRIES = COORDINATE_LOG_DENSITY = None
 # Compile-time constants: floats per record, per mechanism statistic, per model statistic;
 # the most (index, value) pairs of the sparse path (0: dense); the sweep's flags.
 RECORD_SIZE = SIZE = STAT_SIZE = NNZ = MODEL_NNZ = 0
-GENERAL = SHARED = RANDOM_SCAN = ON_STACK = False
+GENERAL = SHARED = RANDOM_SCAN = ON_STACK = BATCHED = False
 # The chain's pieces: the record sweep, the extra theta move, the compiled theta kernel.
 SWEEP = MOVE = KERNEL_STEP = REFRESH = None
 
 #: Running totals are recomputed from ``x`` every this many iterations, so that floating-point
 #: drift of the O(1) updates (continuous statistics) cannot accumulate over a long run.
 REFRESH_EVERY = 1000
+
+#: With a model's batched ``draw_records``, the sweep draws its proposals this many at a
+#: time: one call per block amortises a draw's fixed cost per call, and the block's memory,
+#: ``BLOCK * record_size`` floats, stays small whatever ``n`` (no second copy of the database).
+BLOCK = 256
 
 # One status enum for every compiled loop (dawrap.samplers.status).
 from .status import (OK, BAD_THETA, BAD_THETA_SIZE, BAD_RATIO, BAD_RECORD,  # noqa: E402
@@ -86,6 +92,8 @@ class RecordFunctions(NamedTuple):
     coordinate_log_density: object = no_coordinate  # (s_j, t_j, j, params) -> float
     nnz: int = 0
     model_nnz: int = 0
+    # (rng, theta, out) with out of shape (m, record_size): m records at once (optional)
+    draw_records: object = no_records
 
 class RecordState(NamedTuple):
     """State of one chain. ``x``, ``stats`` and ``total`` are updated in place."""
@@ -136,7 +144,8 @@ class Chain(NamedTuple):
     ``draw_theta`` calls it); ``sweep(rng, state, s_dp, params)`` is one record sweep. The
     rest check a database: ``consistency(state, s_dp)``, ``refresh(state, s_dp, params)``,
     ``first_overflow(x, s_dp)``, ``draw_guarded(rng, theta, count)``,
-    ``draw_database(rng, theta, n)``, ``check_entries(x, s_dp, compared)``.
+    ``draw_database(rng, theta, n)``, ``check_entries(x, s_dp, compared)``,
+    ``draw_batches_guarded(rng, theta, count)``.
     """
     init: object
     step: object
@@ -150,6 +159,7 @@ class Chain(NamedTuple):
     draw_guarded: object
     draw_database: object
     check_entries: object
+    draw_batches_guarded: object
 
 
 #: The per-iteration statistics the record sampler emits (each a column of :class:`Trace`
@@ -208,6 +218,29 @@ def _stack_floats(typingctx):
     return types.CPointer(types.float64)(), codegen
 
 
+def take_proposal(rng, theta, block, taken, left, proposal):
+    r"""Copy the block's next record into ``proposal``, first drawing the next
+    ``min(BLOCK, left)`` records into ``block`` with ``DRAW_RECORDS`` when all ``BLOCK`` have
+    been taken; ``left`` counts the proposals the sweep still needs, this one included (so no
+    draw is wasted at the end of a sweep). Returns how many of the block are taken now.
+
+    Why drawing ahead is exact: under Algorithm 1 the proposals :math:`x_1^\star, \dots,
+    x_n^\star` of a sweep are independent draws from :math:`f(\cdot \mid \theta)`,
+    independent of the current records, of the running totals and of the acceptance
+    uniforms, and theta is fixed during a sweep. Drawing a block of them before the uniforms
+    of the records in between changes only the order in which the generator's stream is used,
+    not the joint law of (proposals, uniforms, visited indices), so the sweep is the same
+    Markov kernel. A block never outlives its sweep (theta may move before the next one),
+    and it holds no more proposals than the sweep uses.
+    """
+    if taken == BLOCK:
+        DRAW_RECORDS(rng, theta, block[:min(BLOCK, left)])
+        taken = 0
+    for j in range(RECORD_SIZE):
+        proposal[j] = block[taken, j]
+    return taken + 1
+
+
 def dense_sweep(rng, state, s_dp, params):
     """Update every record once, in order (step 2 of Algorithm 1), or ``n`` records at
     random (``RANDOM_SCAN``).
@@ -233,6 +266,9 @@ def dense_sweep(rng, state, s_dp, params):
         proposal = np.empty(RECORD_SIZE)
         t_old, t_new, total_new = np.empty(m), np.empty(m), np.empty(m)
         s_old, s_new = np.empty(k), np.empty(k)
+    if BATCHED:  # proposals from DRAW_RECORDS, BLOCK at a time (take_proposal)
+        block = np.empty((BLOCK, RECORD_SIZE))
+        taken = BLOCK
     log_g = state.log_g
     accepted = 0
     min_log_alpha = 0.0
@@ -245,6 +281,9 @@ def dense_sweep(rng, state, s_dp, params):
             for j in range(RECORD_SIZE):
                 proposal[j] = x_i[j]
             log_alpha = PROPOSE_RECORD(rng, theta, x_i, proposal)
+        elif BATCHED:
+            taken = take_proposal(rng, theta, block, taken, n - visit, proposal)
+            log_alpha = 0.0
         else:
             DRAW_RECORD(rng, theta, proposal)
             log_alpha = 0.0
@@ -328,6 +367,9 @@ def sparse_sweep(rng, state, s_dp, params):
     touched, delta = np.empty(2 * nnz, np.int64), np.empty(2 * nnz)
     m_touched, m_delta = np.empty(2 * nnz, np.int64), np.empty(2 * nnz)
     s_old, s_new = np.empty(STAT_SIZE), np.empty(STAT_SIZE)
+    if BATCHED:  # proposals from DRAW_RECORDS, BLOCK at a time (take_proposal)
+        block = np.empty((BLOCK, RECORD_SIZE))
+        taken = BLOCK
     log_g = state.log_g
     accepted = 0
     min_log_alpha = 0.0
@@ -340,6 +382,9 @@ def sparse_sweep(rng, state, s_dp, params):
             for j in range(RECORD_SIZE):
                 proposal[j] = x_i[j]
             log_alpha = PROPOSE_RECORD(rng, theta, x_i, proposal)
+        elif BATCHED:
+            taken = take_proposal(rng, theta, block, taken, n - visit, proposal)
+            log_alpha = 0.0
         else:
             DRAW_RECORD(rng, theta, proposal)
             log_alpha = 0.0
@@ -612,17 +657,39 @@ def draw_guarded(rng, theta, count):
     return x, -1
 
 
+def draw_batches_guarded(rng, theta, count):
+    """``count`` records from ``DRAW_RECORDS`` in the calls the sweep makes (``BLOCK`` rows,
+    then the rest), each into an ``out`` followed by a guard zone: returns the records and the
+    first row of the first call that wrote past its ``out`` (-1: none did)."""
+    x = np.empty((count, RECORD_SIZE))
+    buf = np.empty(BLOCK * RECORD_SIZE + GUARD)
+    start = 0
+    while start < count:
+        m = min(BLOCK, count - start)
+        _arm(buf, m * RECORD_SIZE)
+        out = buf[:m * RECORD_SIZE].reshape((m, RECORD_SIZE))
+        DRAW_RECORDS(rng, theta, out)
+        if not _guard_intact(buf, m * RECORD_SIZE):
+            return x, start
+        for i in range(m):
+            for j in range(RECORD_SIZE):
+                x[start + i, j] = out[i, j]
+        start += m
+    return x, -1
+
+
 #: The templates of a model's records, sweep and chain (bound in that order, each group
 #: reusing the groups before it, so that another kernel or move recompiles only the chain).
 RECORD_TEMPLATES = (init, consistency, refresh, first_overflow, draw_guarded, draw_database,
-                    sparse.sparse_sums, sparse.sparse_consistency, sparse.check_entries)
-SWEEP_TEMPLATES = (move_model_stat, move_model_stats)
+                    draw_batches_guarded, sparse.sparse_sums, sparse.sparse_consistency,
+                    sparse.check_entries)
+SWEEP_TEMPLATES = (move_model_stat, move_model_stats, take_proposal)
 CHAIN_TEMPLATES = (update_records, after_theta, step, run)
 
 
 def bind_chain(fns: RecordFunctions, record_size: int, size: int, stat_size: int, *,
                general: bool = False, shared: bool = False, random_scan: bool = False,
-               move=no_move, kernel_step=no_kernel) -> Chain:
+               batched: bool = False, move=no_move, kernel_step=no_kernel) -> Chain:
     """Compile the record sampler for one model, mechanism, theta kernel and move.
 
     Parameters
@@ -639,6 +706,10 @@ def bind_chain(fns: RecordFunctions, record_size: int, size: int, stat_size: int
     random_scan : bool
         Visit ``n`` records drawn uniformly with replacement instead of each record in turn
         (both leave the posterior invariant; systematic scan is the paper's).
+    batched : bool
+        Draw the proposals from ``f`` with ``fns.draw_records``, :data:`BLOCK` at a time
+        (ignored with ``general``). Without it the sweep compiles to the code it had before
+        the option existed: the flag is a compile-time constant and its branches are pruned.
     move : dispatcher
         The extra theta move, ``(rng, state, s_dp, params, tuning) -> (state, accept_prob,
         status)`` (:func:`dawrap.samplers.interweave.make_move`), or :func:`no_move`.
@@ -659,6 +730,7 @@ def bind_chain(fns: RecordFunctions, record_size: int, size: int, stat_size: int
     sweep_template = sparse_sweep if fns.nnz > 0 else dense_sweep
     sweeps = _templates.bind(SWEEP_TEMPLATES + (sweep_template,), dict(
         names, GENERAL=general, SHARED=shared, RANDOM_SCAN=random_scan,
+        BATCHED=batched and not general,
         ON_STACK=max(record_size, size, stat_size) <= STACK_FLOATS))
     sweep = getattr(sweeps, sweep_template.__name__)
     chain = _templates.bind(CHAIN_TEMPLATES, dict(
@@ -667,4 +739,4 @@ def bind_chain(fns: RecordFunctions, record_size: int, size: int, stat_size: int
     return Chain(records.init, chain.step, chain.run, chain.after_theta, sweep,
                  chain.update_records, records.consistency, records.refresh,
                  records.first_overflow, records.draw_guarded, records.draw_database,
-                 records.check_entries)
+                 records.check_entries, records.draw_batches_guarded)

@@ -46,6 +46,43 @@ def test_record_draws_follow_the_likelihood_and_advance_the_generator(parts):
     assert np.array_equal(again, rows[0])
 
 
+def test_batched_record_draws_follow_the_likelihood(parts):
+    # draw_records: the same likelihood, m independent records per call (the sweep's blocks
+    # of 256 and a shorter last one); the same Kolmogorov-Smirnov checks as one per call
+    theta, rng = np.array([0.5, 1.0, -2.0]), np.random.default_rng(3)
+    rows = np.full((4000, 3), np.nan)
+    for start in range(0, 4000, 256):
+        parts.draw_records(rng, theta, rows[start:start + 256])
+    assert np.all(np.isfinite(rows)) and not np.array_equal(rows[0], rows[1])
+    resid = rows[:, 0] - rows[:, 1:] @ theta[1:]
+    assert stats.kstest(resid, stats.norm(0, 0.5).cdf).pvalue > 1e-3
+    assert stats.kstest(rows[:, 1], stats.norm().cdf).pvalue > 1e-3
+    assert stats.kstest(rows[:, 2], stats.norm().cdf).pvalue > 1e-3
+    # records are independent: consecutive rows' covariates uncorrelated (|r| < 4 / sqrt(n))
+    assert abs(np.corrcoef(rows[:-1, 1], rows[1:, 1])[0, 1]) < 4 / np.sqrt(4000)
+    # the chain's generator: the same seed gives the same records, and it moves on
+    again = np.empty((256, 3))
+    parts.draw_records(np.random.default_rng(3), theta, again)
+    assert np.array_equal(again, rows[:256])
+
+
+def test_from_pymc_batches_the_sweep_unless_told_otherwise():
+    import numba
+
+    @numba.njit
+    def draw(rng, theta, out):
+        out[1], out[2] = rng.standard_normal(), rng.standard_normal()
+        out[0] = out[1:] @ theta[1:] + theta[0] * rng.standard_normal()
+
+    assert dwpm.from_pymc(regression(), records=["y", "X"]).draw_records is not None
+    assert dwpm.from_pymc(regression(), records=["y", "X"], batched=False).draw_records is None
+    # a hand-written draw_record replaces both of PyMC's draws
+    assert dwpm.from_pymc(regression(), records=["y", "X"], draw_record=draw).draw_records \
+        is None
+    with pytest.raises(TypeError, match="batched must be True or False"):
+        dwpm.from_pymc(regression(), records=["y", "X"], batched="yes")
+
+
 def test_constraining_maps_invert_each_other(parts):
     theta = np.array([0.7, 0.3, -1.2])
     u = parts.to_unconstrained(theta)

@@ -72,6 +72,7 @@ def test_simulate_draws_from_the_record_model():
     (dict(model_stat=draw_record), ValueError, "stat_size is required"),
     (dict(stat_size=2), ValueError, "stat_size was given without model_stat"),
     (dict(propose_record=lambda *a: 0.0), TypeError, "propose_record must be a numba"),
+    (dict(draw_records=lambda rng, theta, out: None), TypeError, "draw_records must be a numba"),
 ])
 def test_registration_errors_name_the_argument(kw, error, match):
     with pytest.raises(error, match=match):
@@ -99,6 +100,7 @@ def one_arg(a):
     (dict(model_stat=three_args, stat_size=1), r"model_stat must take \(x_i, out\)"),
     (dict(model_stat=one_arg, stat_size=1), r"model_stat must take \(x_i, out\)"),
     (dict(propose_record=three_args), r"propose_record must take \(rng, theta, x_i, out\)"),
+    (dict(draw_records=two_args), r"draw_records must take \(rng, theta, out\)"),
     (dict(theta_support=two_args), r"theta_support must take \(theta\)"),
     (dict(record_support=two_args), r"record_support must take \(x_i\)"),
     (dict(draw_prior=lambda: np.zeros(7)), r"draw_prior must take \(rng\)"),
