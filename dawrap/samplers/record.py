@@ -341,18 +341,24 @@ def dense_sweep(rng, state, s_dp, params):
 
 def move_model_stats(x_i, proposal, stats, index, value, touched, delta, s_old, s_new):
     """``stats += model_stat(proposal) - model_stat(x_i)`` through the model's entries when
-    it has them (O(model_nnz)), else densely; False on bad entries."""
+    it has them (O(model_nnz)), else densely. Returns ``OK``, ``BAD_ENTRIES``, or
+    ``BAD_STATS`` when a cell it moved is no longer finite (checked here, so that the sweep
+    need not scan all ``stat_size`` cells: O(K) per sweep at a million cells)."""
     if MODEL_NNZ == 0:
         move_model_stat(x_i, proposal, stats, s_old, s_new)
-        return True
+        return OK  # the dense statistic is checked once per sweep
     used = merge_entries(MODEL_ENTRIES(x_i, index, value), index, value, -1.0, MODEL_NNZ,
                          STAT_SIZE, touched, delta, 0)
     if used >= 0:
         used = merge_entries(MODEL_ENTRIES(proposal, index, value), index, value, 1.0,
                              MODEL_NNZ, STAT_SIZE, touched, delta, used)
+    if used < 0:
+        return BAD_ENTRIES
+    finite = True
     for b in range(used):
         stats[touched[b]] += delta[b]
-    return used >= 0
+        finite &= math.isfinite(stats[touched[b]])
+    return OK if finite else BAD_STATS
 
 
 def sparse_sweep(rng, state, s_dp, params):
@@ -374,6 +380,7 @@ def sparse_sweep(rng, state, s_dp, params):
     accepted = 0
     min_log_alpha = 0.0
     nan_seen = False
+    stats_finite = True  # the cells the sweep moved (a scan of all of them is O(K))
     status = OK
     for visit in range(n):
         i = rng.integers(0, n) if RANDOM_SCAN else visit
@@ -410,10 +417,14 @@ def sparse_sweep(rng, state, s_dp, params):
             if SHARED:
                 for b in range(used):
                     stats[touched[b]] += delta[b]
-            elif not move_model_stats(x_i, proposal, stats, index, value, m_touched, m_delta,
-                                      s_old, s_new):
-                status = BAD_ENTRIES
-                break
+                    stats_finite &= math.isfinite(stats[touched[b]])
+            else:
+                moved = move_model_stats(x_i, proposal, stats, index, value, m_touched,
+                                         m_delta, s_old, s_new)
+                if moved == BAD_ENTRIES:
+                    status = BAD_ENTRIES
+                    break
+                stats_finite &= moved == OK
             for b in range(used):
                 total[touched[b]] += delta[b]
             for j in range(RECORD_SIZE):
@@ -426,7 +437,7 @@ def sparse_sweep(rng, state, s_dp, params):
             status = BAD_RATIO
         elif not all_finite(x):
             status = BAD_RECORD
-        elif not all_finite(stats):
+        elif not stats_finite or (MODEL_NNZ == 0 and not SHARED and not all_finite(stats)):
             status = BAD_STATS
     info = StepInfo(accepted / n, math.exp(min_log_alpha), status, math.nan)
     return RecordState(theta, x, stats, total, log_g, state.kernel_state,

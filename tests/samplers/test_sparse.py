@@ -8,7 +8,7 @@ import dawrap as dw
 from dawrap import diagnostics
 from dawrap.models import dirichlet_multinomial as dm
 from dawrap.samplers import record
-from dawrap.samplers.status import BAD_ENTRIES
+from dawrap.samplers.status import BAD_ENTRIES, BAD_STATS
 
 
 @numba.njit
@@ -114,6 +114,41 @@ def test_the_sweep_stops_on_entries_outside_the_statistic():
     _, info = sweep(np.random.default_rng(0), state, s_dp, mech.params)
     assert info.status == BAD_ENTRIES
     assert "entries" in record.STATUS_MESSAGES[BAD_ENTRIES]
+
+
+@numba.njit
+def nan_model_entries(x_i, index, value):
+    """A model statistic whose declared entries turn non-finite for category 2."""
+    index[0] = int(x_i[0])
+    value[0] = np.nan if x_i[0] == 2.0 else 1.0
+    return 1
+
+
+@pytest.mark.parametrize("model_nnz", [1, 0])
+def test_the_sparse_sweep_reports_a_non_finite_model_statistic(model_nnz):
+    """Without scanning all K cells per sweep, a cell the sweep moved to NaN is still
+    reported (BAD_STATS), through the model's entries or its dense statistic."""
+    mech = dm.laplace(1.0, 3)
+    model = dm.model([1.0, 1.0, 1.0])
+    sparse_model = {"model_entries": nan_model_entries, "model_nnz": 1} if model_nnz else {}
+    fns = record.RecordFunctions(model.draw_record, model.propose_record, nan_for_two,
+                                 mech.engine_statistic, mech.log_density,
+                                 entries=mech.sparse.entries, nnz=1,
+                                 coordinate_log_density=mech.coordinate_log_density,
+                                 **sparse_model)
+    sweep = record.bind_chain(fns, 1, 3, 3).sweep   # not shared: the model's own statistic
+    x = np.zeros((50, 1))
+    state = record.RecordState(np.full(3, 1 / 3), x, np.zeros(3), np.zeros(3), 0.0,
+                               np.empty(0), np.empty(0))
+    _, info = sweep(np.random.default_rng(0), state, np.full(3, 50 / 3), mech.params)
+    assert info.status == BAD_STATS
+    assert info.accept_rate > 0
+
+
+@numba.njit
+def nan_for_two(x_i, out):
+    out[:] = 0.0
+    out[int(x_i[0])] = np.nan if x_i[0] == 2.0 else 1.0
 
 
 def test_naive_bayes_entries_agree_with_its_counts_on_every_record():
