@@ -41,6 +41,9 @@ from numba.core.registry import CPUDispatcher
 
 __all__ = ["bind", "cache_tag", "stable_key", "source_digest"]
 
+#: The largest constant array numba compiles into a function's code (bytes).
+FROZEN_ARRAY_BYTES = 10 ** 6
+
 #: Bound groups of this process, by the identity of what was bound (kept alive with them).
 _BOUND: dict = {}
 _LOCK = threading.Lock()
@@ -139,7 +142,7 @@ def stable_key(value):
     """A description of ``value`` that is the same in every process, or None.
 
     Numbers, strings, None and tuples of them describe themselves; an array by its dtype,
-    shape and a hash of its bytes; a compiled function by its module, qualified name and the
+    shape and a hash of its bytes (up to :data:`FROZEN_ARRAY_BYTES`, contiguous); a compiled function by its module, qualified name and the
     keys of its closure's values, provided it is defined in the dawrap package (whose source
     :func:`source_digest` covers). Anything else (a user's function) has none.
 
@@ -158,8 +161,14 @@ def stable_key(value):
         keys = tuple(stable_key(v) for v in value)
         return None if any(k is None for k in keys) else keys
     if isinstance(value, np.ndarray):
+        # numba freezes a constant array into the code only up to 1 MB and contiguous
+        # (BaseContext.make_constant_array); a larger one it reads through a pointer valid in
+        # this process alone, and refuses to cache the function (with a warning).
+        if value.nbytes > FROZEN_ARRAY_BYTES or not (value.flags.c_contiguous
+                                                      or value.flags.f_contiguous):
+            return None
         return ("array", value.dtype.str, value.shape,
-                hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest())
+                hashlib.sha256(value.tobytes()).hexdigest())
     if isinstance(value, CPUDispatcher):
         func = value.py_func
         if hasattr(func, "_template_tag"):  # a bound copy: as stable as what it was bound to

@@ -50,6 +50,10 @@ def test_only_values_defined_in_dawrap_have_a_stable_key():
     a, b = np.arange(3.0), np.arange(3.0)
     assert _templates.stable_key(a) == _templates.stable_key(b)
     assert _templates.stable_key(a) != _templates.stable_key(a + 1)
+    # numba reads arrays over 1 MB (or strided) through a pointer of this process: never
+    # cached (a Dirichlet prior on 10^6 cells would otherwise make numba warn at every run).
+    assert _templates.stable_key(np.ones(_templates.FROZEN_ARRAY_BYTES // 8 + 1)) is None
+    assert _templates.stable_key(np.ones((4, 4))[:, 0]) is None
     # A closure is as stable as what it captures.
     model = beta_binomial.model(a=2, b=3)
     assert _templates.stable_key(model.draw_theta) != _templates.stable_key(
