@@ -14,6 +14,7 @@ from dawrap.models import beta_binomial, normal_mean  # noqa: E402
 Z = 4.0  # as tests/conftest.py: agreement within 4 Monte Carlo standard errors
 
 
+@pytest.mark.slow
 def test_beta_binomial_matches_the_exact_posterior(check_posterior, draws_of):
     n, a, b = 40, 2.0, 3.0
     with pm.Model() as bb:
@@ -27,6 +28,7 @@ def test_beta_binomial_matches_the_exact_posterior(check_posterior, draws_of):
     check_posterior(draws_of(idata, "p"), exact)
 
 
+@pytest.mark.slow
 def test_normal_mean_matches_the_exact_posterior(check_posterior, draws_of):
     n, mu0, sd0, sigma, noise = 30, 0.5, 2.0, 1.5, 4.0
     with pm.Model() as nm:
@@ -39,6 +41,7 @@ def test_normal_mean_matches_the_exact_posterior(check_posterior, draws_of):
     check_posterior(draws_of(idata, "mu"), exact)
 
 
+@pytest.mark.slow
 def test_logistic_regression_matches_the_hand_written_model(example):
     # The tutorial's hand-written model (examples/private_logistic_regression.py: its log
     # density in an adaptive random walk) and its PyMC version

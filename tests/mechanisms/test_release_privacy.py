@@ -354,6 +354,7 @@ def test_streamed_totals_stay_exact_beyond_int64(no_noise, monkeypatch):
     assert mech.bounded_total(x) == [600 * 2 ** 53]
 
 
+@pytest.mark.slow
 def test_a_long_histogram_is_streamed_in_bounded_chunks(no_noise, monkeypatch):
     """A secure release and a simulated one of 10^5 cells from 3000 records: the compiled
     statistic only ever sees chunks of at most CONTRIBUTION_CHUNK contributions (the one

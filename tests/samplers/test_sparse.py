@@ -32,6 +32,7 @@ def test_built_in_count_mechanisms_take_the_sparse_path():
     assert dw.Laplace(dense_one_hot, 1.0, 2.0, size=4).sparse is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("which", ["laplace", "discrete_gaussian"])
 def test_many_cells_mostly_zero_sparse_and_dense_match_enumeration(which, check_posterior):
     # 8 cells, 5 records: most released cells have a true count of zero.

@@ -205,6 +205,7 @@ def _bb_release(n, epsilon, mech=None):
     return mech, mech.release(MODEL.simulate({"p": 0.3}, n, seed=n), seed=n + 1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n, epsilon", NOISE_DOMINATES)
 def test_default_kernel_matches_the_exact_posterior_where_the_noise_dominates(
         n, epsilon, check_posterior, draws_of):
@@ -218,6 +219,7 @@ def test_default_kernel_matches_the_exact_posterior_where_the_noise_dominates(
     check_posterior(p, beta_binomial.exact_posterior(mech, s_dp, n))
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:R-hat")
 def test_gibbs_kernel_fails_the_same_check_where_the_noise_dominates(draws_of):
     """The check above can fail: the Bernstein-Sheldon Gibbs kernel at n = 1000, epsilon =
@@ -255,6 +257,7 @@ def test_marginal_kernel_dirichlet_multinomial(epsilon, gaussian, check_posterio
         check_posterior(p[..., j], exact)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n, epsilon", [(1000, 0.01), (1000, 0.1), (100, 0.05)])
 def test_marginal_kernel_truncated_release(n, epsilon, check_posterior, draws_of):
     """Algorithm 2/3 release (random-sum CLT of the centre part): against the exact posterior
@@ -279,6 +282,7 @@ def _authors_release(prior):
     return model, mech, mech.release(model.simulate({"lam": 1.0}, 1000, seed=11), seed=12)
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:R-hat")
 def test_printed_variant_misses_the_second_mode_of_the_truncated_exponential(draws_of,
                                                                                check_posterior):

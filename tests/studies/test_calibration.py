@@ -252,6 +252,7 @@ def test_verdict_passes_uniform_ranks_and_counts_from_thinned_ranks():
     assert raw_misses.verdict() == {"m": True} and np.all(raw_misses.coverage()["m"] == 0)
 
 
+@pytest.mark.slow
 def test_calibrated_samplers_pass_the_verdict_and_naive_fails():
     """At LEVEL, as the KS checks above: a calibrated sampler fails with probability 1e-3.
     (At the default 0.05 about one seed in 20 fails an exact sampler, and this seed is one:
