@@ -33,6 +33,8 @@ import numba
 import numpy as np
 
 import dawrap as dw
+
+from ._shared import closure_jit
 from dawrap.mechanisms import separable
 from dawrap.mechanisms.additive import _laplace_log_density
 from dawrap.models import dirichlet_multinomial as _dm
@@ -78,7 +80,7 @@ def _functions(levels: tuple, margins: tuple):
         at += int(np.prod([levels[a] for a in attrs]))
     size, count = at, len(margins)
 
-    @numba.njit(nogil=True)
+    @closure_jit(strides, mstride, offsets)
     def entries(x_i, index, value):
         for m in range(count):
             j = offsets[m]
@@ -88,7 +90,7 @@ def _functions(levels: tuple, margins: tuple):
             value[m] = 1.0
         return count
 
-    @numba.njit(nogil=True)
+    @closure_jit(strides, mstride, offsets)
     def statistic(x_i, out):
         for j in range(out.shape[0]):
             out[j] = 0.0
@@ -98,7 +100,7 @@ def _functions(levels: tuple, margins: tuple):
                 j += mstride[m, a] * int(x_i[a])
             out[j] += 1.0
 
-    @numba.njit(nogil=True)
+    @closure_jit(strides)
     def cell_of(x_i):
         j = 0
         for a in range(d):
@@ -115,7 +117,7 @@ def _model_functions(levels: tuple, alpha: tuple):
     cells, d = len(alpha), len(levels)
     alpha_arr, lv = np.array(alpha), np.array(levels, dtype=np.int64)
 
-    @numba.njit(nogil=True)
+    @closure_jit(strides, lv)
     def draw_record(rng, theta, out):
         u, acc, j = rng.random(), 0.0, cells - 1
         for c in range(cells - 1):
@@ -140,11 +142,11 @@ def _model_functions(levels: tuple, alpha: tuple):
 
     dw.declare_sparse(joint_stat, joint_entries, nnz=1)
 
-    @numba.njit(nogil=True)
+    @closure_jit(alpha_arr)
     def draw_theta(rng, theta, x, stats):
         return _dm.conjugate_draw(rng, alpha_arr, stats, x.shape[0])
 
-    @numba.njit(nogil=True)
+    @closure_jit(lv)
     def valid(x_i):
         for a in range(d):
             if not (0 <= x_i[a] < lv[a] and x_i[a] == np.floor(x_i[a])):

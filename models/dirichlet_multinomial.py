@@ -24,6 +24,8 @@ import numpy as np
 
 import dawrap as dw
 
+from ._shared import closure_jit
+
 __all__ = ["model", "one_hot", "one_hot_entries", "draw_record", "propose_uniform", "laplace", "exact_posterior"]
 
 
@@ -220,21 +222,21 @@ def project(s, n):
 def _kernels(alpha: tuple):
     alpha_arr = np.array(alpha)
 
-    @numba.njit(nogil=True)
+    @closure_jit(alpha_arr)
     def draw_theta(rng, theta, x, stats):
         return conjugate_draw(rng, alpha_arr, stats, x.shape[0])
 
-    @numba.njit(nogil=True)
+    @closure_jit(alpha_arr)
     def posterior_draw(rng, s, n):
         return conjugate_draw(rng, alpha_arr, s, n)
 
     k = len(alpha)
 
-    @numba.njit(nogil=True)
+    @closure_jit()
     def on_simplex(theta):
         return np.all(theta >= 0.0) and abs(theta.sum() - 1.0) < 1e-9
 
-    @numba.njit(nogil=True)
+    @closure_jit()
     def is_category(x_i):
         return 0.0 <= x_i[0] < k and x_i[0] == np.floor(x_i[0])
 

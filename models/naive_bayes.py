@@ -69,7 +69,7 @@ import numpy as np
 
 import dawrap as dw
 
-from ._shared import positive
+from ._shared import closure_jit, positive
 
 __all__ = ["model", "counts", "laplace", "sensitivity", "nonprivate_posterior",
            "exact_posterior", "draw_parameters", "published_parameters", "PUBLISHED"]
@@ -215,15 +215,15 @@ def on_simplices(theta, I, J):
 def _record_functions(I: int, J: tuple):
     J_arr = np.array(J, dtype=np.int64)
 
-    @numba.njit(nogil=True)
+    @closure_jit(J_arr)
     def draw_record(rng, theta, out):
         draw_nb_record(rng, theta, I, J_arr, out)
 
-    @numba.njit(nogil=True)
+    @closure_jit(J_arr)
     def cooccurrence_counts(x_i, out):
         cooccurrence(x_i, I, J_arr, out)
 
-    @numba.njit(nogil=True)
+    @closure_jit(J_arr)
     def cooccurrence_entries(x_i, index, value):
         # One cell per feature table (the sparse path: O(K) per record whatever the tables'
         # sizes); a code out of range gives -1, which the engine reports as bad entries.
@@ -241,11 +241,11 @@ def _record_functions(I: int, J: tuple):
 
     dw.declare_sparse(cooccurrence_counts, cooccurrence_entries, nnz=len(J))
 
-    @numba.njit(nogil=True)
+    @closure_jit(J_arr)
     def theta_support(theta):
         return on_simplices(theta, I, J_arr)
 
-    @numba.njit(nogil=True)
+    @closure_jit(J_arr)
     def record_support(x_i):
         return is_nb_record(x_i, I, J_arr)
 
@@ -258,11 +258,11 @@ def _kernels(I: int, J: tuple, alpha: tuple, alpha_feature: tuple):
     alpha_arr, feature_arr = np.array(alpha), np.array(alpha_feature)
     no_counts = np.zeros(len(alpha_feature))
 
-    @numba.njit(nogil=True)
+    @closure_jit(alpha_arr, feature_arr, J_arr)
     def draw_theta(rng, theta, x, stats):
         return conjugate_draw(rng, alpha_arr, feature_arr, I, J_arr, stats)
 
-    @numba.njit(nogil=True)
+    @closure_jit(alpha_arr, feature_arr, J_arr, no_counts)
     def draw_prior(rng):
         return conjugate_draw(rng, alpha_arr, feature_arr, I, J_arr, no_counts)
 

@@ -49,6 +49,8 @@ import numba
 import numpy as np
 
 import dawrap as dw
+
+from ._shared import closure_jit
 from ._small_area_mechanism import LevelledDiscreteGaussian, discrete_gaussian, statistics
 from ._small_area_exact import exact_posterior
 
@@ -131,7 +133,7 @@ def _kernels(cum: tuple, areas: int, cats: int, a0: float, b0: float, step: floa
         out[0] = a
         out[1] = _category(rng, theta, a)
 
-    @numba.njit(nogil=True)
+    @closure_jit()
     def _category(rng, theta, a):
         u, acc = rng.random(), 0.0
         for c in range(cats - 1):
@@ -171,7 +173,7 @@ def _kernels(cum: tuple, areas: int, cats: int, a0: float, b0: float, step: floa
         out[areas * cats:] = eta
         return out
 
-    @numba.njit(nogil=True)
+    @closure_jit()
     def on_simplex(theta):
         for a in range(areas):
             row = theta[a * cats:(a + 1) * cats]
@@ -179,7 +181,7 @@ def _kernels(cum: tuple, areas: int, cats: int, a0: float, b0: float, step: floa
                 return False
         return True
 
-    @numba.njit(nogil=True)
+    @closure_jit()
     def valid_record(x_i):
         return (0 <= x_i[0] < areas and x_i[0] == np.floor(x_i[0])
                 and 0 <= x_i[1] < cats and x_i[1] == np.floor(x_i[1]))

@@ -45,11 +45,10 @@ True
 """
 from __future__ import annotations
 
-import functools
-
 import numba
 import numpy as np
 
+from .. import _templates
 from .._checks import as_count, require_arity, require_njit
 
 __all__ = ["declare_sparse", "sparse_form", "laplace_coordinate", "gaussian_coordinate",
@@ -120,15 +119,20 @@ def sparse_form(statistic) -> SparseForm | None:
     return getattr(statistic, _ATTRIBUTE, None)
 
 
-@functools.lru_cache(maxsize=None)
+# The names the templates below call, bound per statistic (dawrap._templates).
+ENTRIES = None
+NNZ = SIZE = 0
+
+
+def entries_with_release(x_i, s_dp, index, value):
+    """``ENTRIES(x_i, index, value)`` in the engine's form (a template)."""
+    return ENTRIES(x_i, index, value)
+
+
 def entries_given_release(entries):
-    """Adapt ``(x_i, index, value)`` entries to the engine's ``(x_i, s_dp, index, value)``."""
-
-    @numba.njit(nogil=True)
-    def entries_with_release(x_i, s_dp, index, value):
-        return entries(x_i, index, value)
-
-    return entries_with_release
+    """Adapt ``(x_i, index, value)`` entries to the engine's ``(x_i, s_dp, index, value)``
+    (the same function always maps to the same compiled wrapper)."""
+    return _templates.bind((entries_with_release,), {"ENTRIES": entries}).entries_with_release
 
 
 @numba.njit(nogil=True, cache=True)
@@ -164,14 +168,20 @@ def gaussian_coordinate(s_j, t_j, j, params):
     return -0.5 * z * z
 
 
-@numba.njit(nogil=True)  # takes a function argument: not cacheable
-def sparse_total(x, s_dp, entries, nnz, size):
+def sparse_total(x, s_dp, entries, nnz: int, size: int):
     """``(sum_i t(x_i), ok)`` through the entries, O(n nnz + size); ``ok`` is False (and the
     sum incomplete) at the first count outside ``0..nnz`` or index outside the statistic."""
-    total = np.zeros(size)
+    bound = _templates.bind((total_of_entries,), {"ENTRIES": entries, "NNZ": nnz, "SIZE": size})
+    return bound.total_of_entries(x, s_dp)
+
+
+def total_of_entries(x, s_dp):
+    """The template of :func:`sparse_total`."""
+    total = np.zeros(SIZE)
+    nnz, size = NNZ, SIZE
     index, value = np.empty(nnz, np.int64), np.empty(nnz)
     for i in range(x.shape[0]):
-        count = entries(x[i], s_dp, index, value)
+        count = ENTRIES(x[i], s_dp, index, value)
         if count < 0 or count > nnz:
             return total, False
         for a in range(count):

@@ -28,36 +28,38 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
+from .. import _templates
 from .._checks import as_count, require_njit
 
 __all__ = ["ExponentialFamily", "require_family", "truncated_moments", "interval_probability",
            "moments_from_log_partition"]
 
 
-@numba.njit(nogil=True)  # function arguments: not disk-cacheable (see record.py)
-def interval_probability(cdf, sf, eta, v, w, discrete):
-    r""":math:`P(v \le x \le w)` under natural parameter ``eta``, with ``cdf(x) = P(X <= x)``
-    and ``sf(x) = P(X >= x)``; ``v = -inf`` or ``w = inf`` allowed. For a finite interval the
+# The names the templates below call, bound per family (dawrap._templates).
+CDF = SF = None
+
+
+def interval_mass(eta, v, w, discrete):
+    r""":math:`P(v \le x \le w)` under natural parameter ``eta``, with ``CDF(x) = P(X <= x)``
+    and ``SF(x) = P(X >= x)``; ``v = -inf`` or ``w = inf`` allowed. For a finite interval the
     form is chosen so no small probability is a difference of numbers close to 1."""
     if v == -math.inf:
-        return cdf(w, eta)
+        return CDF(w, eta)
     if w == math.inf:
-        return sf(v, eta)
-    upper_tail = sf(v, eta)  # P(X >= v)
+        return SF(v, eta)
+    upper_tail = SF(v, eta)  # P(X >= v)
     if upper_tail < 0.5:
-        above = sf(w + 1.0, eta) if discrete else sf(w, eta)  # P(X > w)
+        above = SF(w + 1.0, eta) if discrete else SF(w, eta)  # P(X > w)
         return upper_tail - above
-    below = cdf(v - 1.0, eta) if discrete else cdf(v, eta)  # P(X < v)
-    return cdf(w, eta) - below
+    below = CDF(v - 1.0, eta) if discrete else CDF(v, eta)  # P(X < v)
+    return CDF(w, eta) - below
 
 
-@numba.njit(nogil=True)  # function arguments: not disk-cacheable (see record.py)
-def _log_mass(cdf, sf, eta, v, w, discrete):
-    return math.log(interval_probability(cdf, sf, eta, v, w, discrete))
+def log_interval_mass(eta, v, w, discrete):
+    return math.log(interval_mass(eta, v, w, discrete))
 
 
-@numba.njit(nogil=True)  # function arguments: not disk-cacheable (see record.py)
-def truncated_moments(cdf, sf, eta, mean, var, v, w, discrete):
+def truncated_moments_of(eta, mean, var, v, w, discrete):
     r"""``(q, mean_hat, var_hat)`` of a univariate statistic truncated to ``[v, w]`` (Lemma 1).
 
     ``q = P(x in [v, w])``; ``mean``/``var`` are the untruncated moments of ``t(x)`` at natural
@@ -66,18 +68,38 @@ def truncated_moments(cdf, sf, eta, mean, var, v, w, discrete):
     one sd, so that is the scale on which ``log q`` varies (truncation error O(h^4) on that
     scale; rounding error about 1e-16 / h^2 relative to ``var``).
     """
-    q = interval_probability(cdf, sf, eta, v, w, discrete)
+    q = interval_mass(eta, v, w, discrete)
     if not q > 0.0:
         return 0.0, 0.0, 0.0
     h = 1e-3 / math.sqrt(var) if var > 0.0 else 1e-3 * max(abs(eta), 1.0)
     f0 = math.log(q)
-    fp1 = _log_mass(cdf, sf, eta + h, v, w, discrete)
-    fm1 = _log_mass(cdf, sf, eta - h, v, w, discrete)
-    fp2 = _log_mass(cdf, sf, eta + 2 * h, v, w, discrete)
-    fm2 = _log_mass(cdf, sf, eta - 2 * h, v, w, discrete)
+    fp1 = log_interval_mass(eta + h, v, w, discrete)
+    fm1 = log_interval_mass(eta - h, v, w, discrete)
+    fp2 = log_interval_mass(eta + 2 * h, v, w, discrete)
+    fm2 = log_interval_mass(eta - 2 * h, v, w, discrete)
     d1 = (-fp2 + 8.0 * fp1 - 8.0 * fm1 + fm2) / (12.0 * h)
     d2 = (-fp2 + 16.0 * fp1 - 30.0 * f0 + 16.0 * fm1 - fm2) / (12.0 * h * h)
     return q, mean + d1, max(var + d2, 0.0)
+
+
+#: The templates above, bound with a family's ``cdf`` and ``sf`` (also by the suffstat
+#: sampler's groups, which call ``truncated_moments_of``).
+TRUNCATION_TEMPLATES = (interval_mass, log_interval_mass, truncated_moments_of)
+
+
+def interval_probability(cdf, sf, eta: float, v: float, w: float, discrete: bool) -> float:
+    r""":math:`P(v \le x \le w)` under natural parameter ``eta`` (:func:`interval_mass` bound
+    to ``cdf`` and ``sf``)."""
+    return _templates.bind(TRUNCATION_TEMPLATES, {"CDF": cdf, "SF": sf}).interval_mass(
+        eta, v, w, discrete)
+
+
+def truncated_moments(cdf, sf, eta: float, mean: float, var: float, v: float, w: float,
+                      discrete: bool) -> tuple:
+    r"""``(q, mean_hat, var_hat)`` of a univariate statistic truncated to ``[v, w]`` (Lemma 1;
+    :func:`truncated_moments_of` bound to ``cdf`` and ``sf``)."""
+    return _templates.bind(TRUNCATION_TEMPLATES, {"CDF": cdf, "SF": sf}).truncated_moments_of(
+        eta, mean, var, v, w, discrete)
 
 
 def _as_vector(value):

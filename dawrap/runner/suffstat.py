@@ -251,7 +251,7 @@ def _support_basis(model: Model, family: ExponentialFamily, states) -> np.ndarra
 CHUNK = 20_000
 
 
-def _run_chain(runner, state, config, fns, rng, draws, tune, keep_stats, theta_size, d, stop,
+def _run_chain(runner, state, config, rng, draws, tune, keep_stats, theta_size, d, stop,
                bar, chain):
     """One chain in chunks; returns its outputs and the iterations done (short of
     ``tune + draws`` only when ``stop`` was set by Ctrl-C)."""
@@ -261,7 +261,7 @@ def _run_chain(runner, state, config, fns, rng, draws, tune, keep_stats, theta_s
     done, total = 0, tune + draws
     while done < total and not stop.is_set():
         end = min(total, done + CHUNK)
-        state, done, status = runner(rng, state, config, fns, done, end, tune,
+        state, done, status = runner(rng, state, config, done, end, tune,
                                      out_theta, out_rejections, out_s)
         bar.done[chain] = done
         if status != suffstat.OK:
@@ -284,8 +284,8 @@ def run_suffstat(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, r
     if structured(family):
         fns = suffstat_multinomial.MultinomialFunctions(family.cell_probabilities,
                                                         family.conjugate_draw, family.valid)
-        runner = (suffstat_multinomial.run_marginal if marginal
-                  else suffstat_multinomial.run_gibbs)
+        runner = (suffstat_multinomial.bind_marginal if marginal
+                  else suffstat_multinomial.bind_gibbs)(fns)
     else:
         fns = suffstat.SuffstatFunctions(family.mean_cov, family.conjugate_draw, family.valid,
                                          family.natural if config.truncated else no_natural,
@@ -294,7 +294,7 @@ def run_suffstat(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, r
                                          family.log_partition if marginal
                                          else no_log_partition,
                                          family.natural if marginal else no_natural)
-        runner = suffstat_marginal.run_marginal if marginal else suffstat.run
+        runner = (suffstat_marginal.bind_run if marginal else suffstat.bind_run)(fns)
     thetas, _ = initial_values(model, len(rngs), n, init_theta, None)
     states = [_initial_state(model, family, mechanism, config, rng, thetas and thetas[c])
               for c, rng in enumerate(rngs)]
@@ -310,14 +310,14 @@ def run_suffstat(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, r
     # interpreter); the chains end at their next chunk and the draws so far are returned.
     with deferred_interrupt(stop.set):
         # Compile here (zero iterations) before the chains start in threads.
-        runner(np.random.default_rng(0), states[0], config, fns, 0, 0, 0,
+        runner(np.random.default_rng(0), states[0], config, 0, 0, 0,
             np.empty((0, model.theta_size)), np.empty(0), np.empty((0, d)))
         if stop.is_set():
             raise KeyboardInterrupt("sampling interrupted before the chains started: no "
                                     "draws to return")
         with Progress("dawrap suffstat", len(rngs), tune + draws, enabled=progress) as bar:
             results = run_parallel(
-                [functools.partial(_run_chain, runner, st, config, fns, rng, draws, tune,
+                [functools.partial(_run_chain, runner, st, config, rng, draws, tune,
                                    keep_stats,
                                    model.theta_size, d, stop, bar, c)
                  for c, (st, rng) in enumerate(zip(states, rngs))], cores, on_interrupt=stop.set)

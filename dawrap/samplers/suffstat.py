@@ -48,7 +48,8 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from ..model.family import truncated_moments
+from .. import _templates
+from ..model.family import TRUNCATION_TEMPLATES, truncated_moments_of
 from .arrays import copy_into
 from .status import BAD_THETA, OK, TOO_MANY_REJECTIONS, message
 
@@ -62,6 +63,12 @@ STATUS_MESSAGES = {
     TOO_MANY_REJECTIONS: message(TOO_MANY_REJECTIONS, max_rejections=MAX_REJECTIONS),
     BAD_THETA: message(BAD_THETA, "the family's conjugate_draw"),
 }
+
+
+# The names the templates below call: SuffstatFunctions' fields in capitals, bound per
+# family (function_names, dawrap._templates; placeholders here).
+MEAN_COV = CONJUGATE_DRAW = VALID = NATURAL = CDF = SF = LOG_PARTITION = None
+LIKELIHOOD_NATURAL = None
 
 
 class SuffstatFunctions(NamedTuple):
@@ -129,16 +136,14 @@ def draw_normal(rng, mean, cov):
     return mean + vectors @ z
 
 
-@numba.njit(nogil=True)
-def region_moments(fns, theta, v, w, discrete):
+def region_moments(theta, v, w, discrete):
     """(q, mean_hat, var_hat) of t(x) for records in [v, w] (Lemma 1)."""
-    eta = fns.natural(theta)
-    mu, Sigma = fns.mean_cov(theta)
-    return truncated_moments(fns.cdf, fns.sf, eta, mu[0], Sigma[0, 0], v, w, discrete)
+    eta = NATURAL(theta)
+    mu, Sigma = MEAN_COV(theta)
+    return truncated_moments_of(eta, mu[0], Sigma[0, 0], v, w, discrete)
 
 
-@numba.njit(nogil=True)
-def _regions(fns, theta, config):
+def _regions(theta, config):
     r"""Mean (3,) and covariance (3, 3) of :math:`(s_\ell, s_c, s_u)` under the CLT.
 
     Per record the vector :math:`(1_\ell t, 1_c t, 1_u t)` has mean :math:`q_r\hat\mu_r` and
@@ -159,7 +164,7 @@ def _regions(fns, theta, config):
     mean_hat = np.empty(3)
     var_hat = np.empty(3)
     for r in range(3):
-        q[r], mean_hat[r], var_hat[r] = region_moments(fns, theta, bounds[r][0], bounds[r][1],
+        q[r], mean_hat[r], var_hat[r] = region_moments(theta, bounds[r][0], bounds[r][1],
                                                         config.discrete)
     m = n * q * mean_hat
     V = np.empty((3, 3))
@@ -174,7 +179,7 @@ def _regions(fns, theta, config):
     return m, V
 
 
-@numba.njit(nogil=True)
+@numba.njit(nogil=True, cache=True)
 def _condition_on_release(m, V, y, noise_var):
     """(m, V) of (s_l, s_c, s_u) given y ~ N(s_c, noise_var): a Kalman update on component 1."""
     gain = V[:, 1] / (V[1, 1] + noise_var)
@@ -216,7 +221,7 @@ def inverse_gaussian(rng, mean, scale):
     return mean * mean / x
 
 
-@numba.njit(nogil=True)
+@numba.njit(nogil=True, cache=True)
 def update_noise(rng, state, config):
     """1/sigma_j^2 | s_c, y ~ InverseGaussian(1/(b |y_j - s_c,j|), 1/b^2) (Park & Casella)."""
     b = config.laplace_scale
@@ -227,18 +232,17 @@ def update_noise(rng, state, config):
         state.noise_var[j] = 1.0 / inverse_gaussian(rng, 1.0 / (b * gap), 1.0 / (b * b))
 
 
-@numba.njit(nogil=True)
-def step(rng, state, config, fns):
+def step(rng, state, config):
     """One Gibbs iteration. Returns ``(state, rejections, status)``."""
     n = config.n
     rejections = 0
     if not config.truncated:
         # Algorithm 1: theta | s; s | theta, sigma^2, y; sigma^2 | s, y.
-        theta = fns.conjugate_draw(rng, state.s, n)
-        mu, Sigma = fns.mean_cov(theta)
+        theta = CONJUGATE_DRAW(rng, state.s, n)
+        mu, Sigma = MEAN_COV(theta)
         m, S = norm_product(n * mu, n * Sigma, config.y, state.noise_var)
         s = draw_normal(rng, m, S)
-        while not fns.valid(s, n):
+        while not VALID(s, n):
             rejections += 1
             if rejections >= MAX_REJECTIONS:
                 return state, rejections, TOO_MANY_REJECTIONS
@@ -247,21 +251,21 @@ def step(rng, state, config, fns):
         copy_into(state.s_centre, s)
     else:
         # Algorithm 2: (s_l, s_c, s_u) | theta, sigma^2, y; theta | s; sigma^2 | s_c, y.
-        m, V = _regions(fns, state.theta, config)
+        m, V = _regions(state.theta, config)
         m, V = _condition_on_release(m, V, config.y[0], state.noise_var[0])
         while True:
             parts = draw_normal(rng, m, V)
             s = np.array([parts[0] + parts[1] + parts[2]])
-            if fns.valid(s, n):
+            if VALID(s, n):
                 break
             rejections += 1
             if rejections >= MAX_REJECTIONS:
                 return state, rejections, TOO_MANY_REJECTIONS
         s_c = parts[1:2].copy()
-        theta = fns.conjugate_draw(rng, s, n)
+        theta = CONJUGATE_DRAW(rng, s, n)
         if config.printed:
             # The paper's line 10: s_c redrawn at the new theta, ignoring y.
-            m, V = _regions(fns, theta, config)
+            m, V = _regions(theta, config)
             s_c = draw_normal(rng, m[1:2].copy(), V[1:2, 1:2].copy())
         copy_into(state.s, s)
         copy_into(state.s_centre, s_c)
@@ -273,14 +277,13 @@ def step(rng, state, config, fns):
     return state, rejections, OK
 
 
-@numba.njit(nogil=True)
-def run(rng, state, config, fns, start, stop, tune, out_theta, out_rejections, out_s):
+def run(rng, state, config, start, stop, tune, out_theta, out_rejections, out_s):
     """Iterations ``start..stop-1`` of the Gibbs kernels; iteration ``it >= tune`` is kept
     in row ``it - tune``.
 
     Returns ``(state, iterations done, status)``."""
     for it in range(start, stop):
-        state, rejections, status = step(rng, state, config, fns)
+        state, rejections, status = step(rng, state, config)
         if status != OK:
             return state, it, status
         if it >= tune:
@@ -290,3 +293,19 @@ def run(rng, state, config, fns, start, stop, tune, out_theta, out_rejections, o
             if out_s.shape[0] > 0:
                 copy_into(out_s[row], state.s_centre)
     return state, stop, OK
+
+
+def function_names(fns) -> dict:
+    """A functions NamedTuple's fields as the templates' global names (in capitals)."""
+    return {name.upper(): value for name, value in fns._asdict().items()}
+
+
+#: The Gibbs kernels (with the truncation helpers they call), bound per family.
+GIBBS_TEMPLATES = TRUNCATION_TEMPLATES + (region_moments, _regions, step, run)
+
+
+def bind_run(fns: SuffstatFunctions):
+    """The compiled Gibbs loop for one family's functions, ``run(rng, state, config, start,
+    stop, tune, out_theta, out_rejections, out_s)`` (templates bound to ``fns``: a built-in
+    model's loads from numba's disk cache, :mod:`dawrap._templates`)."""
+    return _templates.bind(GIBBS_TEMPLATES, function_names(fns)).run

@@ -76,14 +76,14 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-import numba
 import numpy as np
 
-from ..model.family import _as_vector
+from .. import _templates
+from ..model.family import TRUNCATION_TEMPLATES, _as_vector
 from .arrays import copy_into
 from .kernels import acceptance_probability
 from .status import BAD_THETA, OK
-from .suffstat import update_noise
+from .suffstat import function_names, region_moments, update_noise
 from .suffstat_densities import LOG_SQRT_2PI, dot, log_normal_cholesky, matvec, on_support
 from .suffstat_marginal_parts import (PSEUDO_ADAPTED, PSEUDO_INDEPENDENT, PSEUDO_LOG_N,
                                       PSEUDO_STATS, all_finite, draw_released_statistic, freeze,
@@ -91,6 +91,10 @@ from .suffstat_marginal_parts import (PSEUDO_ADAPTED, PSEUDO_INDEPENDENT, PSEUDO
                                       release_log_likelihood, release_moments, summarise)
 
 __all__ = ["MarginalState", "MarginalConfig", "marginal_step", "run_marginal"]
+
+# The family's functions the templates below call, bound per family with the other
+# suffstat templates (dawrap.samplers.suffstat.function_names; placeholders here).
+MEAN_COV = CONJUGATE_DRAW = VALID = LIKELIHOOD_NATURAL = None
 
 
 # The marginal kernel has its own state and settings (the Gibbs kernels' types, and so their
@@ -131,8 +135,7 @@ class MarginalConfig(NamedTuple):
     #                                   matches the posterior spread of mu(theta)
 
 
-@numba.njit(nogil=True)
-def marginal_step(rng, state, config, fns, phase):
+def marginal_step(rng, state, config, phase):
     """One iteration of the marginal kernel: ``config.moves`` local pseudo-data
     Metropolis-Hastings steps for theta and ``config.independence_moves`` independence steps
     (module docstring), then the statistic, then (vector Laplace release) the noise
@@ -152,12 +155,12 @@ def marginal_step(rng, state, config, fns, phase):
     if state.cached[0] == 1.0:
         m, V = state.release_mean.copy(), state.release_cov.copy()
     else:
-        m, V = release_moments(fns, theta, config)
+        m, V = release_moments(theta, config)
     if state.cached[0] == 1.0 and univariate_exact:
         log_lik = state.cached[1]
     else:
         log_lik = release_log_likelihood(m, V, config, state.noise_var)
-    mu, Sigma = fns.mean_cov(theta)
+    mu, Sigma = MEAN_COV(theta)
     r = basis.shape[1]
     mean_accept = 0.0
     if d == 1:
@@ -170,15 +173,15 @@ def marginal_step(rng, state, config, fns, phase):
     # own mean. That set has no posterior mass, so what the kernel does there cannot change
     # what it leaves invariant; a chain can only start there.
     for _ in range(100):
-        if ok and all_finite(_as_vector(fns.likelihood_natural(theta))):
+        if ok and all_finite(_as_vector(LIKELIHOOD_NATURAL(theta))):
             break
-        proposal = fns.conjugate_draw(rng, pseudo_n * mu, pseudo_n)
+        proposal = CONJUGATE_DRAW(rng, pseudo_n * mu, pseudo_n)
         if not all_finite(proposal):
             return state, 0.0, BAD_THETA
         theta = proposal
-        m, V = release_moments(fns, theta, config)
+        m, V = release_moments(theta, config)
         log_lik = release_log_likelihood(m, V, config, state.noise_var)
-        mu, Sigma = fns.mean_cov(theta)
+        mu, Sigma = MEAN_COV(theta)
         if d == 1:
             ok = Sigma[0, 0] > 0.0
         else:
@@ -200,13 +203,13 @@ def marginal_step(rng, state, config, fns, phase):
             log_u = -0.5 * dot(z, z) - r * LOG_SQRT_2PI
             for j in range(r):
                 log_u -= math.log(L[j, j])
-        if fns.valid(u, pseudo_n):
-            proposal = fns.conjugate_draw(rng, u, pseudo_n)
+        if VALID(u, pseudo_n):
+            proposal = CONJUGATE_DRAW(rng, u, pseudo_n)
             if not all_finite(proposal):
                 return state, mean_accept, BAD_THETA
-            m_new, V_new = release_moments(fns, proposal, config)
+            m_new, V_new = release_moments(proposal, config)
             log_lik_new = release_log_likelihood(m_new, V_new, config, state.noise_var)
-            mu_new, Sigma_new = fns.mean_cov(proposal)
+            mu_new, Sigma_new = MEAN_COV(proposal)
             if d == 1:
                 L_new, ok_new = L, Sigma_new[0, 0] > 0.0
                 if ok_new:
@@ -220,8 +223,8 @@ def marginal_step(rng, state, config, fns, phase):
                         on_support(basis, u - pseudo_n * mu_new), L_new)
             if ok_new:
                 log_ratio = (log_lik_new - log_lik + log_u_new - log_u
-                             + log_conjugate_likelihood(fns, theta, u, pseudo_n)
-                             - log_conjugate_likelihood(fns, proposal, u, pseudo_n))
+                             + log_conjugate_likelihood(theta, u, pseudo_n)
+                             - log_conjugate_likelihood(proposal, u, pseudo_n))
                 if log_lik == -math.inf and log_lik_new > -math.inf:
                     log_ratio = math.inf  # leave a start the release rules out
                 a = acceptance_probability(log_ratio)
@@ -238,22 +241,22 @@ def marginal_step(rng, state, config, fns, phase):
         d = mu.shape[0]
         u = independent_n * state.pseudo[PSEUDO_STATS:PSEUDO_STATS + d]
         for _ in range(config.independence_moves):
-            if not fns.valid(u, independent_n):
+            if not VALID(u, independent_n):
                 break
-            proposal = fns.conjugate_draw(rng, u, independent_n)
+            proposal = CONJUGATE_DRAW(rng, u, independent_n)
             if not all_finite(proposal):
                 return state, mean_accept, BAD_THETA
-            m_new, V_new = release_moments(fns, proposal, config)
+            m_new, V_new = release_moments(proposal, config)
             log_lik_new = release_log_likelihood(m_new, V_new, config, state.noise_var)
             log_ratio = (log_lik_new - log_lik
-                         + log_conjugate_likelihood(fns, theta, u, independent_n)
-                         - log_conjugate_likelihood(fns, proposal, u, independent_n))
+                         + log_conjugate_likelihood(theta, u, independent_n)
+                         - log_conjugate_likelihood(proposal, u, independent_n))
             a = acceptance_probability(log_ratio)
             reported += a
             steps += 1
             if a >= 1.0 or (a > 0.0 and rng.random() < a):
                 theta, log_lik, m, V = proposal, log_lik_new, m_new, V_new
-                mu, Sigma = fns.mean_cov(theta)
+                mu, Sigma = MEAN_COV(theta)
     if phase > 0:
         # Robbins-Monro on log n~: a larger pseudo-sample gives narrower proposals and more
         # acceptances. Warm-up only; the kept draws use the frozen value.
@@ -280,8 +283,7 @@ def marginal_step(rng, state, config, fns, phase):
     return state, reported / max(steps, 1), OK
 
 
-@numba.njit(nogil=True)
-def run_marginal(rng, state, config, fns, start, stop, tune, out_theta, out_accept, out_s):
+def run_marginal(rng, state, config, start, stop, tune, out_theta, out_accept, out_s):
     """:func:`dawrap.samplers.suffstat.run` for the marginal kernel (compiled apart, so that
     the Gibbs kernels' loop is the one it always was): ``out_accept`` gets each iteration's
     mean acceptance probability. Warm-up is in two halves: the local step adapts in both,
@@ -291,7 +293,7 @@ def run_marginal(rng, state, config, fns, start, stop, tune, out_theta, out_acce
         if it == tune:
             freeze(state)
         phase = 0 if it >= tune else (1 if 2 * it < tune else 2)
-        state, accept, status = marginal_step(rng, state, config, fns, phase)
+        state, accept, status = marginal_step(rng, state, config, phase)
         if status != OK:
             return state, it, status
         if it >= tune:
@@ -301,3 +303,16 @@ def run_marginal(rng, state, config, fns, start, stop, tune, out_theta, out_acce
             if out_s.shape[0] > 0:
                 copy_into(out_s[row], state.s_centre)
     return state, stop, OK
+
+
+#: The marginal kernel's templates (with the Gibbs kernels' moments they call).
+MARGINAL_TEMPLATES = TRUNCATION_TEMPLATES + (region_moments, release_moments,
+                                             log_conjugate_likelihood, marginal_step,
+                                             run_marginal)
+
+
+def bind_run(fns):
+    """The compiled marginal loop for one family's functions (a
+    :class:`dawrap.samplers.suffstat.SuffstatFunctions`), ``run_marginal(rng, state, config,
+    start, stop, tune, out_theta, out_accept, out_s)``."""
+    return _templates.bind(MARGINAL_TEMPLATES, function_names(fns)).run_marginal

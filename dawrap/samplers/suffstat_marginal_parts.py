@@ -27,22 +27,25 @@ __all__ = ["release_moments", "release_log_likelihood", "log_conjugate_likelihoo
            "PSEUDO_LOG_N", "PSEUDO_ADAPTED", "PSEUDO_SUMMARISED", "PSEUDO_INDEPENDENT",
            "PSEUDO_STATS"]
 
+# The family's functions the templates below call, bound per family with the other
+# suffstat templates (dawrap.samplers.suffstat.function_names; placeholders here).
+MEAN_COV = LIKELIHOOD_NATURAL = LOG_PARTITION = None
 
-@numba.njit(nogil=True)
-def release_moments(fns, theta, config):
+
+def release_moments(theta, config):
     """Mean (d,) and covariance (d, d) of the released statistic under the CLT: ``n mu`` and
     ``n Sigma``, or the centre part's random-sum CLT (Prop. 1) for a truncated release."""
     if config.truncated:
         n = config.n
-        q, mean_hat, var_hat = region_moments(fns, theta, config.lower, config.upper,
+        q, mean_hat, var_hat = region_moments(theta, config.lower, config.upper,
                                                config.discrete)
         return (np.array([n * q * mean_hat]),
                 np.array([[n * q * var_hat + n * q * (1.0 - q) * mean_hat ** 2]]))
-    mu, Sigma = fns.mean_cov(theta)
+    mu, Sigma = MEAN_COV(theta)
     return config.n * mu, config.n * Sigma
 
 
-@numba.njit(nogil=True)
+@numba.njit(nogil=True, cache=True)
 def release_log_likelihood(m, V, config, noise_var):
     """log of the release's density given the statistic ~ N(m, V), the statistic integrated
     out: in closed form for one coordinate; for a vector Laplace release given the current
@@ -57,15 +60,14 @@ def release_log_likelihood(m, V, config, noise_var):
     return log_normal_density(y, m, C)
 
 
-@numba.njit(nogil=True)
-def log_conjugate_likelihood(fns, theta, u, pseudo_n):
+def log_conjugate_likelihood(theta, u, pseudo_n):
     """eta(theta)^T u - n~ A(eta(theta)): theta's part of the conjugate posterior given the
     total ``u`` of ``pseudo_n`` records (the prior is the rest, and cancels)."""
-    eta = _as_vector(fns.likelihood_natural(theta))
-    return dot(eta, u) - pseudo_n * fns.log_partition(eta)
+    eta = _as_vector(LIKELIHOOD_NATURAL(theta))
+    return dot(eta, u) - pseudo_n * LOG_PARTITION(eta)
 
 
-@numba.njit(nogil=True)
+@numba.njit(nogil=True, cache=True)
 def all_finite(theta):
     for j in range(theta.shape[0]):
         if not np.isfinite(theta[j]):
@@ -73,7 +75,7 @@ def all_finite(theta):
     return True
 
 
-@numba.njit(nogil=True)
+@numba.njit(nogil=True, cache=True)
 def pseudo_factor(basis, pseudo_n, Sigma):
     """Cholesky factor of the pseudo-total's covariance on the support, and whether it
     exists (it does not at a theta on the boundary of the parameter space)."""
@@ -110,7 +112,7 @@ def freeze(state):
         p[PSEUDO_INDEPENDENT] = total / used
 
 
-@numba.njit(nogil=True)
+@numba.njit(nogil=True, cache=True)
 def summarise(state, mu, Sigma):
     """Welford's running mean and squared deviations of mu(theta), mean of diag Sigma."""
     p = state.pseudo
@@ -124,7 +126,7 @@ def summarise(state, mu, Sigma):
         p[PSEUDO_STATS + 2 * d + j] += (Sigma[j, j] - p[PSEUDO_STATS + 2 * d + j]) / count
 
 
-@numba.njit(nogil=True)
+@numba.njit(nogil=True, cache=True)
 def draw_released_statistic(rng, m, V, config, noise_var):
     """One draw of the released statistic given theta's CLT moments ``(m, V)``, the release
     and (Gaussian mechanism, or a vector Laplace release) the noise variances."""

@@ -77,7 +77,8 @@ import numpy as np
 from .arrays import all_finite, copy_into
 from .kernels import acceptance_probability
 from .status import BAD_THETA, OK, TOO_MANY_REJECTIONS
-from .suffstat import MAX_REJECTIONS, update_noise
+from .. import _templates
+from .suffstat import MAX_REJECTIONS, function_names, update_noise
 from .suffstat_densities import LOG_SQRT_2PI
 from .suffstat_marginal_parts import (PSEUDO_ADAPTED, PSEUDO_INDEPENDENT, PSEUDO_LOG_N,
                                       PSEUDO_STATS, PSEUDO_SUMMARISED, freeze)
@@ -85,6 +86,11 @@ from .suffstat_marginal_parts import (PSEUDO_ADAPTED, PSEUDO_INDEPENDENT, PSEUDO
 __all__ = ["MultinomialFunctions", "solve", "cov_times", "log_release_likelihood",
            "counts_given", "draw_counts", "gibbs_step", "run_gibbs", "marginal_step",
            "run_marginal"]
+
+
+# The names the templates below call: MultinomialFunctions' fields in capitals, bound per
+# family (dawrap._templates; placeholders here).
+PROBABILITIES = CONJUGATE_DRAW = VALID = None
 
 
 class MultinomialFunctions(NamedTuple):
@@ -171,19 +177,18 @@ def draw_counts(rng, p, n, y, noise_var):
     return counts_given(p, n, y, noise_var, z, e)
 
 
-@numba.njit(nogil=True)
-def gibbs_step(rng, state, config, fns):
+def gibbs_step(rng, state, config):
     """One Gibbs iteration (theta | s; s | theta, sigma^2, y; sigma^2 | s, y), as
     :func:`dawrap.samplers.suffstat.step` for a bounded release. Returns ``(state,
     rejections, status)``."""
     n = config.n
-    theta = fns.conjugate_draw(rng, state.s, n)
+    theta = CONJUGATE_DRAW(rng, state.s, n)
     if not all_finite(theta):
         return state, 0, BAD_THETA
-    p = fns.probabilities(theta)
+    p = PROBABILITIES(theta)
     rejections = 0
     s = draw_counts(rng, p, n, config.y, state.noise_var)
-    while not fns.valid(s, n):
+    while not VALID(s, n):
         rejections += 1
         if rejections >= MAX_REJECTIONS:
             return state, rejections, TOO_MANY_REJECTIONS
@@ -195,11 +200,10 @@ def gibbs_step(rng, state, config, fns):
     return state, rejections, OK
 
 
-@numba.njit(nogil=True)
-def run_gibbs(rng, state, config, fns, start, stop, tune, out_theta, out_rejections, out_s):
+def run_gibbs(rng, state, config, start, stop, tune, out_theta, out_rejections, out_s):
     """:func:`dawrap.samplers.suffstat.run` with :func:`gibbs_step`."""
     for it in range(start, stop):
-        state, rejections, status = gibbs_step(rng, state, config, fns)
+        state, rejections, status = gibbs_step(rng, state, config)
         if status != OK:
             return state, it, status
         if it >= tune:
@@ -211,7 +215,7 @@ def run_gibbs(rng, state, config, fns, start, stop, tune, out_theta, out_rejecti
     return state, stop, OK
 
 
-@numba.njit(nogil=True)
+@numba.njit(nogil=True, cache=True)
 def _log_cell_likelihood(p, u):
     """sum_j u_j log p_j: theta's part of the conjugate likelihood of the counts ``u``."""
     out = 0.0
@@ -221,7 +225,7 @@ def _log_cell_likelihood(p, u):
     return out
 
 
-@numba.njit(nogil=True)
+@numba.njit(nogil=True, cache=True)
 def _summarise(state, p):
     """:func:`dawrap.samplers.suffstat_marginal_parts.summarise` with diag Sigma =
     p (1 - p): Welford's mean and squared deviations of p, mean of p (1 - p)."""
@@ -236,8 +240,7 @@ def _summarise(state, p):
         q[PSEUDO_STATS + 2 * k + j] += (p[j] * (1.0 - p[j]) - q[PSEUDO_STATS + 2 * k + j]) / count
 
 
-@numba.njit(nogil=True)
-def marginal_step(rng, state, config, fns, phase):
+def marginal_step(rng, state, config, phase):
     """One iteration of the marginal kernel (module docstring): ``config.moves`` local
     steps from Poisson pseudo-data, after warm-up ``config.independence_moves`` independence
     steps, then the counts and (Laplace noise) the noise variances. Returns ``(state, mean
@@ -245,7 +248,7 @@ def marginal_step(rng, state, config, fns, phase):
     :func:`dawrap.samplers.suffstat_marginal.marginal_step`."""
     n, y, noise_var = config.n, config.y, state.noise_var
     theta = state.theta.copy()
-    p = fns.probabilities(theta)
+    p = PROBABILITIES(theta)
     k = p.shape[0]
     log_lik = log_release_likelihood(p, n, y, noise_var)
     pseudo_n = math.exp(state.pseudo[PSEUDO_LOG_N])
@@ -257,10 +260,10 @@ def marginal_step(rng, state, config, fns, phase):
         for j in range(k):
             u[j] = float(rng.poisson(pseudo_n * p[j]))
             records += u[j]
-        proposal = fns.conjugate_draw(rng, u, records)
+        proposal = CONJUGATE_DRAW(rng, u, records)
         if not all_finite(proposal):
             return state, mean_accept, BAD_THETA
-        p_new = fns.probabilities(proposal)
+        p_new = PROBABILITIES(proposal)
         log_lik_new = log_release_likelihood(p_new, n, y, noise_var)
         a = acceptance_probability(log_lik_new - log_lik)
         if a >= 1.0 or (a > 0.0 and rng.random() < a):
@@ -276,10 +279,10 @@ def marginal_step(rng, state, config, fns, phase):
         for j in range(k):
             records += u_bar[j]
         for _ in range(config.independence_moves):
-            proposal = fns.conjugate_draw(rng, u_bar, records)
+            proposal = CONJUGATE_DRAW(rng, u_bar, records)
             if not all_finite(proposal):
                 return state, mean_accept, BAD_THETA
-            p_new = fns.probabilities(proposal)
+            p_new = PROBABILITIES(proposal)
             log_lik_new = log_release_likelihood(p_new, n, y, noise_var)
             log_ratio = (log_lik_new - log_lik + _log_cell_likelihood(p, u_bar)
                          - _log_cell_likelihood(p_new, u_bar))
@@ -306,14 +309,13 @@ def marginal_step(rng, state, config, fns, phase):
     return state, reported / max(steps, 1), OK
 
 
-@numba.njit(nogil=True)
-def run_marginal(rng, state, config, fns, start, stop, tune, out_theta, out_accept, out_s):
+def run_marginal(rng, state, config, start, stop, tune, out_theta, out_accept, out_s):
     """:func:`dawrap.samplers.suffstat_marginal.run_marginal` with :func:`marginal_step`."""
     for it in range(start, stop):
         if it == tune:
             freeze(state)
         phase = 0 if it >= tune else (1 if 2 * it < tune else 2)
-        state, accept, status = marginal_step(rng, state, config, fns, phase)
+        state, accept, status = marginal_step(rng, state, config, phase)
         if status != OK:
             return state, it, status
         if it >= tune:
@@ -323,3 +325,14 @@ def run_marginal(rng, state, config, fns, start, stop, tune, out_theta, out_acce
             if out_s.shape[0] > 0:
                 copy_into(out_s[row], state.s_centre)
     return state, stop, OK
+
+
+def bind_gibbs(fns: MultinomialFunctions):
+    """The compiled O(K) Gibbs loop ``run_gibbs(rng, state, config, start, stop, tune,
+    out_theta, out_rejections, out_s)`` for one family's functions."""
+    return _templates.bind((gibbs_step, run_gibbs), function_names(fns)).run_gibbs
+
+
+def bind_marginal(fns: MultinomialFunctions):
+    """The compiled O(K) marginal loop ``run_marginal(...)`` for one family's functions."""
+    return _templates.bind((marginal_step, run_marginal), function_names(fns)).run_marginal
