@@ -27,7 +27,7 @@ import argparse
 import itertools
 import json
 import os
-import platform
+import resource
 import subprocess
 import sys
 import time
@@ -95,30 +95,37 @@ def _runner(method: str, args) -> tuple[list[str], dict]:
     raise ValueError(f"unknown method {method!r}")
 
 
-def run_method(method, rel_path, rel, heldout, m, n_syn, seed, args, work):
-    """Runs one method on one release; returns its result and the wall seconds it took."""
-    t0 = time.perf_counter()
+def run_method(method, rel_path, rel, heldout, m, n_syn, seed, args, work, tag):
+    """Runs one method on one release: its result, the wall and CPU seconds it took.
+
+    CPU seconds (user + system, all threads of the process) are less sensitive than wall
+    time to the other jobs on a shared machine; both include imports and JIT compilation.
+    """
+    t0, c0 = time.perf_counter(), time.process_time()
     if method == "dawrap":
         res = run_dawrap(rel, heldout, m, n_syn, seed, {})
-        return res, time.perf_counter() - t0
+        return res, time.perf_counter() - t0, time.process_time() - c0
     cmd, options = _runner(method, args)
-    out = os.path.join(work, f"{method}_result.npz")
-    job = os.path.join(work, f"{method}_job.json")
+    out = os.path.join(work, f"{tag}_result.npz")
+    job = os.path.join(work, f"{tag}_job.json")
     with open(job, "w") as fh:
         json.dump({"release": rel_path, "out": out, "heldout": [list(h) for h in heldout],
                    "m": m, "n_syn": n_syn, "seed": seed, "options": options}, fh)
-    env = dict(os.environ, PYTHONPATH=HERE, XLA_FLAGS=f"--xla_force_host_platform_device_count=1")
-    log = os.path.join(work, f"{method}.log")
+    env = dict(os.environ, PYTHONPATH=HERE)
+    log = os.path.join(work, f"{tag}.log")
+    c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     with open(log, "w") as fh:
         proc = subprocess.run(cmd + [job], stdout=fh, stderr=subprocess.STDOUT, env=env, cwd=HERE)
     wall = time.perf_counter() - t0
+    c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (c1.ru_utime + c1.ru_stime) - (c0.ru_utime + c0.ru_stime)
     if proc.returncode:
         with open(log) as fh:
             tail = fh.read()[-3000:]
         raise RuntimeError(f"{method} failed (exit {proc.returncode}); log {log}:\n{tail}")
     res = read_result(out, len(heldout), len(rel.marginals))
     os.remove(out)  # m x n x d synthetic records: scored below, not kept
-    return res, wall
+    return res, wall, cpu
 
 
 # --------------------------------------------------------------------------- scoring
@@ -197,7 +204,7 @@ def cmd_run(args):
     done = _done(results)
     methods = [s for s in args.methods.split(",") if s]
     jobs = [(-1, "exact")] if args.exact else []
-    jobs += [(r, mth) for r in range(args.reps) for mth in methods]
+    jobs += [(r, mth) for r in range(args.first_rep, args.reps) for mth in methods]
     for rep, method in jobs:
         if (rep, method) in done:
             continue
@@ -213,15 +220,18 @@ def cmd_run(args):
             else:
                 rel = draw_release(table.codes, table.attributes, table.levels, marginals,
                                    np.random.default_rng(args.seed + rep))
-        rel.save(rel_path)
+                rel.save(rel_path)
+        if rep < 0:
+            rel.save(rel_path)
         seed = 1000 * args.seed + rep + 1
-        res, wall = run_method(method, rel_path, rel, heldout, args.m, n, seed, args, work)
-        row = {"rep": rep, "method": method, "wall_seconds": wall,
+        res, wall, cpu = run_method(method, rel_path, rel, heldout, args.m, n, seed, args, work,
+                                    tag=f"{method}_rep{rep}")
+        row = {"rep": rep, "method": method, "wall_seconds": wall, "cpu_seconds": cpu,
                "load_before": os.getloadavg()[0], **score(res, rel, heldout, truth, naive_too=True),
                "info": res["info"]}
         with open(results, "a") as fh:
             fh.write(json.dumps(row) + "\n")
-        print(f"rep {rep:3d} {method:6s} wall {wall:8.1f} s  fit {res['info']['fit_seconds']:8.1f} s  "
+        print(f"rep {rep:3d} {method:6s} wall {wall:8.1f} s  cpu {cpu:8.1f} s  fit {res['info']['fit_seconds']:8.1f} s  "
               f"mean TV held-out {np.mean(row['tv_heldout']):.4f}", flush=True)
 
 
@@ -244,11 +254,11 @@ def cmd_report(args):
     out = []
     out.append(f"n = {cfg['n']}, {len(cfg['marginals'])} released 2-way marginals, "
                f"{cfg['noise']} noise of scale {cfg['marginals'][0][2]:.3f} per cell; "
-               f"privacy {json.dumps({k: round(v, 6) if isinstance(v, float) else v for k, v in cfg['privacy'].items()})}; "
+               f"privacy {', '.join(f'{k} {v:.4g}' for k, v in cfg['privacy'].items())}; "
                f"{len(cfg['heldout'])} held-out 2-way marginals; m = {cfg['m']} synthetic datasets of n records.\n")
     out.append("| method | releases | TV held-out, mean (sd over releases) | TV held-out, max | "
-               "TV released, mean | fit s, median | synth s, median | wall s, median |")
-    out.append("|---|---|---|---|---|---|---|---|")
+               "TV released, mean | fit s, median | synth s, median | wall s, median | CPU s, median |")
+    out.append("|---|---|---|---|---|---|---|---|---|")
     for mth in methods:
         rs = [r for r in rows if r["method"] == mth]
         th = np.array([np.mean(r["tv_heldout"]) for r in rs])
@@ -257,7 +267,8 @@ def cmd_report(args):
                    f"{np.mean([np.mean(r['tv_released']) for r in rs]):.4f} | "
                    f"{np.median([r['info']['fit_seconds'] for r in rs]):.1f} | "
                    f"{np.median([r['info']['synth_seconds'] for r in rs]):.1f} | "
-                   f"{np.median([r['wall_seconds'] for r in rs]):.1f} |")
+                   f"{np.median([r['wall_seconds'] for r in rs]):.1f} | "
+                   f"{np.median([r['cpu_seconds'] for r in rs]):.1f} |")
     out.append("")
     out.append("Coverage of the real-data maximum-likelihood coefficient (NAPSU-MQ's estimand), "
                "pooled over the 7 coefficients; in brackets the Monte Carlo standard error "
@@ -315,6 +326,8 @@ def main(argv=None):
     run = sub.add_parser("run")
     run.add_argument("--out", required=True)
     run.add_argument("--reps", type=int, default=20)
+    run.add_argument("--first-rep", type=int, default=0,
+                     help="start at this release (to split the releases over processes)")
     run.add_argument("--epsilon", type=float, default=1.0)
     run.add_argument("--delta", type=float, default=None, help="default n^-2, as NAPSU-MQ")
     run.add_argument("--noise", choices=("gaussian", "laplace", "geometric"), default="gaussian")
