@@ -224,8 +224,15 @@ def cmd_run(args):
         if rep < 0:
             rel.save(rel_path)
         seed = 1000 * args.seed + rep + 1
-        res, wall, cpu = run_method(method, rel_path, rel, heldout, args.m, n, seed, args, work,
-                                    tag=f"{method}_rep{rep}")
+        try:
+            res, wall, cpu = run_method(method, rel_path, rel, heldout, args.m, n, seed, args, work,
+                                        tag=f"{method}_rep{rep}")
+        except RuntimeError as err:  # a peer that fails on a release is a result, not a crash
+            with open(results, "a") as fh:
+                fh.write(json.dumps({"rep": rep, "method": method, "failed": True,
+                                     "error": str(err)[-2000:]}) + "\n")
+            print(f"rep {rep:3d} {method:6s} FAILED: {str(err).splitlines()[0]}", flush=True)
+            continue
         row = {"rep": rep, "method": method, "wall_seconds": wall, "cpu_seconds": cpu,
                "load_before": os.getloadavg()[0], **score(res, rel, heldout, truth, naive_too=True),
                "info": res["info"]}
@@ -249,6 +256,8 @@ def cmd_report(args):
         cfg = json.load(fh)
     with open(os.path.join(args.out, "results.jsonl")) as fh:
         rows = [json.loads(line) for line in fh]
+    failed = [r for r in rows if r.get("failed")]
+    rows = [r for r in rows if not r.get("failed")]
     beta, se = cfg["truth_beta"], cfg["truth_se"]
     methods = sorted({r["method"] for r in rows}, key=["exact", "pgm", "napsu", "dawrap"].index)
     out = []
@@ -312,6 +321,8 @@ def cmd_report(args):
                    "real-data standard errors (the bias of a model with only these marginals): "
                    + ", ".join(f"{c} {(exact[0]['intervals']['fully_synthetic'][c]['estimate'] - beta[c]) / se[c]:+.1f}"
                                for c in COEFFICIENTS) + ".")
+    for r in failed:
+        out.append(f"\n{r['method']} failed on release {r['rep']}: {r['error'].splitlines()[-1]}")
     diag = [r["info"] for r in rows if r["method"] == "napsu"]
     if diag and "rhat_max" in diag[0]:
         out.append("")
