@@ -136,20 +136,30 @@ def gaussian_delta(epsilon: float, mu: float) -> float:
             - 0.5 * math.exp(epsilon) * math.erfc((epsilon / mu + mu / 2) / math.sqrt(2)))
 
 
+def _bisect(fn, target: float, lo: float, hi: float) -> float:
+    """For fn monotone on [lo, hi]: the end of the final bracket on the side where fn <= target.
+
+    That side is the private one: the largest mu, or the smallest epsilon, whose delta is
+    at most the target.
+    """
+    ok_low = fn(lo) <= target
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if (fn(mid) <= target) == ok_low:
+            lo = mid
+        else:
+            hi = mid
+    return lo if ok_low else hi
+
+
 def gaussian_sigma_for(epsilon: float, delta: float, count: int) -> float:
     """sigma giving (epsilon, delta)-DP to ``count`` Gaussian marginals of equal noise.
 
     The calibration NAPSU-MQ uses (``privacy_accounting.sigma`` with sensitivity
     sqrt(2 * count)): mu solved from delta(eps, mu) = delta by bisection.
     """
-    lo, hi = 0.0, 50.0
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        if gaussian_delta(epsilon, mid) > delta:
-            hi = mid
-        else:
-            lo = mid
-    return math.sqrt(2.0 * count) / lo
+    mu = _bisect(lambda m: gaussian_delta(epsilon, m), delta, 0.0, 50.0)
+    return math.sqrt(2.0 * count) / mu
 
 
 def privacy(marginals, delta: float | None = None) -> dict:
@@ -161,14 +171,7 @@ def privacy(marginals, delta: float | None = None) -> dict:
         mu = gaussian_mu(gauss)
         out["gaussian_rho_zcdp"] = mu**2 / 2
         if delta is not None:
-            lo, hi = 0.0, 100.0
-            for _ in range(200):
-                mid = (lo + hi) / 2
-                if gaussian_delta(mid, mu) > delta:
-                    lo = mid
-                else:
-                    hi = mid
-            out["gaussian_epsilon"] = hi
+            out["gaussian_epsilon"] = _bisect(lambda e: gaussian_delta(e, mu), delta, 0.0, 100.0)
             out["delta"] = delta
     if pure:
         out["pure_epsilon"] = sum(2.0 / m.scale for m in pure)
