@@ -38,6 +38,7 @@ from .._checks import (as_count, as_float_vector, as_positive_float, n_positiona
                       require_njit)
 from ..model.recipe import reduce_by_recipe
 from . import separable
+from .checked import bounds_checked
 
 __all__ = ["Mechanism", "Laplace", "Gaussian", "Geometric", "DiscreteGaussian", "Box", "Sparse"]
 
@@ -445,14 +446,19 @@ CONTRIBUTION_CHUNK = 1 << 20
 
 
 @numba.njit(nogil=True)  # takes a function argument: not cacheable, see record.py
-def record_contributions(x, s_dp, statistic, size):
-    """Each record's contribution ``t(x_i, s_dp)`` as the rows of an ``(n, size)`` array
-    (compiled); a statistic that writes nothing contributes zeros."""
-    out = np.zeros((x.shape[0], size))
+def record_contributions(x, statistic, size):
+    """Each record's contribution ``t(x_i)`` as the rows of an ``(n, size)`` array (compiled);
+    a statistic that writes nothing contributes zeros, and a record on which it raises (with
+    a bounds-checked statistic, :mod:`dawrap.mechanisms.checked`: also any index out of
+    range) contributes a row of NaN, which the projection maps like any NaN."""
+    out = np.empty((x.shape[0], size))
     buf = np.empty(size)
     for i in range(x.shape[0]):
         buf[:] = 0.0
-        statistic(x[i], s_dp, buf)
+        try:
+            statistic(x[i], buf)
+        except Exception:  # noqa: BLE001 - numba catches only Exception subclasses anyway
+            buf[:] = np.nan  # discard what it wrote before raising
         out[i] = buf
     return out
 
@@ -891,7 +897,12 @@ class Mechanism:
         Python integers.
 
         Checks only the type and shape of ``x``; NaN, infinite, fractional and out-of-range
-        values are projected, never reported.
+        values are projected, never reported. The statistic runs as a bounds-checked copy
+        (:mod:`dawrap.mechanisms.checked`): a record on which it raises, or indexes an array
+        out of range (a category beyond ``out``, say), contributes as if every coordinate
+        were NaN, i.e. the domain's value nearest zero (zero for :class:`Sparse`). Nothing
+        outside ``out`` is ever read or written, whatever the records hold; a statistic
+        whose copy cannot be checked is refused (TypeError) before any record is read.
 
         Parameters
         ----------
@@ -913,20 +924,33 @@ class Mechanism:
         >>> mech = dw.Geometric(beta_binomial.count, epsilon=1.0, contribution=(0, 1))
         >>> mech.bounded_total([1.0, np.nan, 7.0, 0.3])
         [2]
+
+        A one-hot count of 3 categories: the record of category 10**6 would index past
+        ``out``; it contributes nothing.
+
+        >>> from dawrap.models import dirichlet_multinomial
+        >>> hist = dw.Geometric(dirichlet_multinomial.one_hot, epsilon=1.0, sensitivity=2.0,
+        ...                     size=3, contribution=dw.mechanisms.Sparse(1))
+        >>> hist.bounded_total([0.0, 2.0, 2.0, 1e6])
+        [1, 0, 2]
         """
         if self.contribution is None:
             raise ValueError(f"the {self.name} mechanism declares no contribution domain "
                              f"(contribution=...), so it has no bounded total")
         if self.depends_on_release:
             raise NotImplementedError("a statistic that depends on s_dp has no release")
+        statistic = bounds_checked(self.statistic)  # or a TypeError, whatever x holds
         records = _records_for_publication(x)
+        # Compiled on no records at all, so that a compilation error too comes before any
+        # record is read (the types of x, not its values, decide what is compiled).
+        record_contributions(records[:0], statistic, self.size)
         # The projection is row by row and the sum exact, so streaming the records in chunks
         # gives the same integers as one (n, size) array, in O(chunk * size) memory.
         small = records.shape[0] * self.contribution.magnitude() < 2 ** 62
         total = np.zeros(self.size, dtype=np.int64) if small else [0] * self.size
         for chunk in self._chunks(records):
-            projected = self.contribution.project(self._contributions(chunk)).astype(
-                np.int64)  # |v| <= 2**53
+            projected = self.contribution.project(
+                record_contributions(chunk, statistic, self.size)).astype(np.int64)  # |v|<=2**53
             if small:
                 total += projected.sum(axis=0)  # no int64 overflow possible
             else:  # exact, arbitrary size
@@ -940,29 +964,22 @@ class Mechanism:
         for start in range(0, records.shape[0], rows):
             yield records[start:start + rows]
 
-    def _contributions(self, records: np.ndarray) -> np.ndarray:
-        try:
-            return record_contributions(records, np.zeros(self.size), self.engine_statistic,
-                                        self.size)
-        except Exception as err:  # noqa: BLE001 - the user's statistic, on confidential data
-            kind = type(err).__name__
-        # Raised outside the handler, without the original message or traceback: the
-        # statistic's own message could quote a confidential record.
-        raise ValueError(f"the mechanism's statistic raised {kind} on a record of x (its "
-                         f"message is withheld: it could reveal confidential values); a "
-                         f"statistic for release must be defined for every float record, "
-                         f"including NaN and infinities")
-
     def _check_contributions(self, records: np.ndarray) -> None:
+        """The simulation path's refusal of records a publication would have to project."""
+        try:  # never writes outside out either, where the statistic can be checked
+            statistic = bounds_checked(self.statistic)
+        except TypeError:
+            statistic = self.statistic
         for chunk in self._chunks(records):  # O(chunk * size) memory, as bounded_total
-            contributions = self._contributions(chunk)
+            contributions = record_contributions(chunk, statistic, self.size)
             if not np.array_equal(self.contribution.project(contributions), contributions):
                 self._outside_domain()
 
     def _outside_domain(self):
         raise ValueError(f"x has records whose contribution to the statistic lies outside "
                          f"the declared contribution domain {self.contribution!r} (or is "
-                         f"not an integer); a simulated release refuses them, so that a "
+                         f"not an integer, or on which the statistic raises or indexes an "
+                         f"array out of range); a simulated release refuses them, so that a "
                          f"study simulates only releases that could be published; "
                          f"release(x, secure=True) projects them onto the domain")
 
