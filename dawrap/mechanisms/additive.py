@@ -29,6 +29,7 @@ import functools
 import json
 import math
 import numbers
+import types
 
 import numba
 import numpy as np
@@ -152,7 +153,50 @@ def _integer_bounds(value, name: str) -> np.ndarray:
     return floats.astype(np.int64)
 
 
-class Box:
+class _FrozenOnceBuilt(type):
+    """Instances become immutable when their outermost constructor returns (subclasses set
+    their own attributes after ``super().__init__``, so freezing earlier would stop them)."""
+
+    def __call__(cls, *args, **kwargs):
+        obj = super().__call__(*args, **kwargs)
+        object.__setattr__(obj, "_frozen", True)
+        return obj
+
+
+class _Immutable(metaclass=_FrozenOnceBuilt):
+    """No attribute can be set or deleted once built: what the privacy guarantee (and the
+    sampler compiled for the mechanism) was checked against at construction stays what
+    ``release`` and ``privacy`` use. Arrays held are read-only, or handed out as copies.
+
+    The one exception is ``_recipe``, the factory call stamped by :func:`dawrap.recipe`
+    after construction (it says how to rebuild the object elsewhere, not what it does)."""
+
+    _frozen = False
+
+    def __setattr__(self, name: str, value) -> None:
+        self._refuse_change(name)
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        self._refuse_change(name)
+        object.__delattr__(self, name)
+
+    def _refuse_change(self, name: str) -> None:
+        if self._frozen and name != "_recipe":
+            kind = type(self).__name__
+            raise AttributeError(
+                f"{kind} objects are immutable once built: {name!r} cannot be changed, because "
+                f"the privacy guarantee (the sensitivity and domain checks) and the noise were "
+                f"set up for the values given to the constructor. Build a new {kind} with the "
+                f"values you want instead")
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array
+
+
+class Box(_Immutable):
     r"""A contribution domain: every record contributes a vector ``c`` with
     ``lower[j] <= c[j] <= upper[j]`` in each coordinate (integers).
 
@@ -184,8 +228,8 @@ class Box:
     """
 
     def __init__(self, lower, upper):
-        self.lower = _integer_bounds(lower, "lower")
-        self.upper = _integer_bounds(upper, "upper")
+        self.lower = _read_only(_integer_bounds(lower, "lower"))
+        self.upper = _read_only(_integer_bounds(upper, "upper"))
         if self.lower.shape != self.upper.shape and 1 not in (self.lower.shape[0],
                                                                  self.upper.shape[0]):
             raise ValueError(f"lower and upper must have the same length (or one value), got "
@@ -512,7 +556,7 @@ def as_records(x, name: str = "x") -> np.ndarray:
     return arr
 
 
-class Mechanism:
+class Mechanism(_Immutable):
     r"""Any record-additive mechanism :math:`g(s_{dp}, \sum_i t(x_i, s_{dp}))`.
 
     Parameters
@@ -547,6 +591,16 @@ class Mechanism:
         The statistic's sparse form, ``(x_i, index, value) -> count`` with at most ``nnz``
         pairs; by default the one declared with :func:`dawrap.declare_sparse`, if any. Only
         a separable mechanism can use it.
+    noise_variance : array_like, optional
+        The variance of each coordinate's noise, when known in closed form (returned by
+        :meth:`noise_variance`; without it, release-informed starts estimate it from
+        ``draw_release``).
+
+    Notes
+    -----
+    A mechanism is immutable once built, as are those of its subclasses: setting or deleting
+    any attribute raises ``AttributeError`` (its guarantee and noise were checked for the
+    values it was built with), and :attr:`params` is handed out as a copy.
 
     Examples
     --------
@@ -570,7 +624,7 @@ class Mechanism:
     def __init__(self, statistic, log_density, *, size: int = 1, params=(),
                  draw_release=None, epsilon: float | None = None, name: str = "Mechanism",
                  truncation: tuple | None = None, coordinate_log_density=None, entries=None,
-                 nnz: int | None = None):
+                 nnz: int | None = None, noise_variance=None):
         require_njit(statistic, "statistic", "(x_i, out) or (x_i, s_dp, out)")
         require_njit(log_density, "log_density", "(s_dp, t, params) -> float")
         # A wrong arity would otherwise fail only inside dw.sample, as a numba typing error.
@@ -584,9 +638,14 @@ class Mechanism:
         self.engine_statistic = statistic if arity == 3 else with_release_argument(statistic)
         self.log_density = log_density
         self.size = as_count(size, "size")
-        self.params = np.atleast_1d(np.asarray(params, dtype=np.float64)).copy()
-        if not np.all(np.isfinite(self.params)):
-            raise ValueError(f"params must be finite, got {self.params}")
+        self._density_params = _read_only(
+            np.atleast_1d(np.asarray(params, dtype=np.float64)).copy())
+        if not np.all(np.isfinite(self._density_params)):
+            raise ValueError(f"params must be finite, got {self._density_params}")
+        self._noise_variance = None if noise_variance is None else _read_only(
+            as_float_vector(noise_variance, "noise_variance", self.size).copy())
+        if self._noise_variance is not None and np.any(self._noise_variance < 0):
+            raise ValueError(f"noise_variance must be >= 0, got {noise_variance!r}")
         #: Releases and record contributions must be integers (discrete mechanisms).
         self.integer_statistic = False
         if draw_release is not None and not callable(draw_release):
@@ -636,6 +695,20 @@ class Mechanism:
 
     # -- description -------------------------------------------------------------------------
     @property
+    def params(self) -> np.ndarray:
+        """The float parameters handed to ``log_density`` (a copy: changing it changes
+        nothing).
+
+        Examples
+        --------
+        >>> import dawrap as dw
+        >>> from dawrap.models import beta_binomial
+        >>> dw.Laplace(beta_binomial.count, epsilon=0.5).params    # 1/scale, log normaliser
+        array([ 0.5       , -1.38629436])
+        """
+        return self._density_params.copy()
+
+    @property
     def privacy(self) -> dict:
         """The mechanism's parameters, stored as ``constant_data`` with each result."""
         out = {} if self.epsilon is None else {"epsilon": self.epsilon}
@@ -643,8 +716,8 @@ class Mechanism:
 
     def noise_variance(self) -> np.ndarray | None:
         """The variance of each coordinate's noise when it is known in closed form (the
-        built-in mechanisms), else ``None`` (:mod:`dawrap.runner.starts` then estimates it from
-        ``draw_release``).
+        built-in mechanisms, or the ``noise_variance`` given to the constructor), else
+        ``None`` (:mod:`dawrap.runner.starts` then estimates it from ``draw_release``).
 
         Returns
         -------
@@ -657,7 +730,7 @@ class Mechanism:
         >>> dw.Laplace(beta_binomial.count, epsilon=0.5).noise_variance()   # 2 (1/0.5)^2
         array([8.])
         """
-        return None
+        return None if self._noise_variance is None else self._noise_variance.copy()
 
     @property
     def fingerprint(self) -> str:
@@ -1206,7 +1279,7 @@ class Gaussian(Mechanism):
                  truncation: tuple | None = None):
         self.sigma = _usable_scale(as_positive_float(sigma, "sigma"), f"sigma = {sigma!r}",
                                    "sigma", self._largest_sigma, f"dw.{type(self).__name__}")
-        self._guarantee: dict = {}
+        self._guarantee = types.MappingProxyType({})  # set by from_zcdp / from_gdp
         size = as_count(size, "size")
         super().__init__(statistic, _gaussian_log_density, size=size,
                          params=_params(1.0 / self.sigma, size, -self._log_normaliser()),
@@ -1260,7 +1333,7 @@ class Gaussian(Mechanism):
         """
         rho, sensitivity, sigma = cls._sigma_for("rho", rho, sensitivity)
         mech = cls(statistic, sigma, size=size)
-        mech._guarantee = {"rho": rho, "sensitivity": sensitivity}
+        mech._state_guarantee("rho", rho, sensitivity)
         return mech
 
     @classmethod
@@ -1289,8 +1362,18 @@ class Gaussian(Mechanism):
         """
         mu, sensitivity, sigma = cls._sigma_for("mu", mu, sensitivity)
         mech = cls(statistic, sigma, size=size)
-        mech._guarantee = {"mu": mu, "sensitivity": sensitivity}
+        mech._state_guarantee("mu", mu, sensitivity)
         return mech
+
+    def _state_guarantee(self, rho_or_mu: str, value: float, sensitivity: float) -> None:
+        """Record the budget that ``from_zcdp`` / ``from_gdp`` derived sigma from: the one
+        change after construction, allowed once and only for a budget giving this sigma."""
+        _, _, sigma = self._sigma_for(rho_or_mu, value, sensitivity)
+        if self._guarantee or sigma != self.sigma:
+            raise AttributeError(f"{type(self).__name__}: a guarantee is stated once, by "
+                                 f"from_zcdp or from_gdp, and only for the sigma it gives")
+        object.__setattr__(self, "_guarantee", types.MappingProxyType(
+            {rho_or_mu: value, "sensitivity": sensitivity}))
 
     @property
     def privacy(self) -> dict:
@@ -1415,7 +1498,7 @@ class DiscreteGaussian(Gaussian):
         mech = cls(statistic, sigma, size=size, contribution=contribution)
         if mech.contribution is not None:
             _check_sensitivity(sensitivity, mech.contribution, 2, f"{rho:g}-zCDP")
-        mech._guarantee = {"rho": rho, "sensitivity": sensitivity}
+        mech._state_guarantee("rho", rho, sensitivity)
         return mech
 
     def _log_normaliser(self) -> float:

@@ -45,6 +45,8 @@ True
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba
 import numpy as np
 
@@ -57,11 +59,12 @@ __all__ = ["declare_sparse", "sparse_form", "laplace_coordinate", "gaussian_coor
 _ATTRIBUTE = "_dawrap_sparse"
 
 
-class SparseForm:
-    """A statistic's sparse declaration: ``entries`` (compiled) and the most pairs ``nnz``."""
+class SparseForm(NamedTuple):
+    """A statistic's sparse declaration: ``entries`` (compiled) and the most pairs ``nnz``
+    (immutable, as the mechanism holding it)."""
 
-    def __init__(self, entries, nnz: int):
-        self.entries, self.nnz = entries, nnz
+    entries: object
+    nnz: int
 
     def __repr__(self) -> str:
         return f"SparseForm({getattr(self.entries, '__name__', self.entries)}, nnz={self.nnz})"
