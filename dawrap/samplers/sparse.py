@@ -25,7 +25,8 @@ import numpy as np
 from .status import OK, BAD_ENTRIES, BAD_DRIFT, BAD_RECORD_SUPPORT
 
 __all__ = ["merge_entries", "sparse_sums", "sparse_consistency", "check_entries",
-           "ENTRIES_COMPARED"]
+           "ENTRIES_COMPARED", "EntriesError", "guarded_pairs", "arm_pairs", "broken_pairs",
+           "PAIRS_GUARD"]
 
 # The names the templates below call, bound per model with the record sampler's
 # (dawrap.samplers.record.bind_chain; placeholders here).
@@ -35,6 +36,50 @@ SIZE = STAT_SIZE = NNZ = MODEL_NNZ = 0
 #: Records of the starting database whose entries are compared with the dense statistic
 #: (each comparison costs O(size); the bounds of every record's entries are checked).
 ENTRIES_COMPARED = 64
+
+
+#: Pairs after the ``nnz`` an entries function may write that a check watches: one that
+#: writes more pairs than it declared lands there (and is caught) instead of in unrelated
+#: memory (up to this many extra pairs; numba checks no bounds).
+PAIRS_GUARD = 16
+_INDEX_GUARD = -(2 ** 62) - 7  # what the guard zones hold; no entries function writes these
+_VALUE_GUARD = -7.0e307
+
+
+class EntriesError(ValueError):
+    """A sparse statistic's entries function broke its contract (a count outside 0..nnz,
+    more pairs written than nnz, or an index outside the statistic)."""
+
+
+@numba.njit(nogil=True, cache=True)
+def guarded_pairs(nnz):
+    """``(index, value)`` buffers of ``nnz`` pairs followed by :data:`PAIRS_GUARD` watched
+    ones: hand ``index[:nnz]`` and ``value[:nnz]`` to the entries function."""
+    return np.empty(nnz + PAIRS_GUARD, np.int64), np.empty(nnz + PAIRS_GUARD)
+
+
+@numba.njit(nogil=True, cache=True)
+def arm_pairs(index, value, nnz):
+    """Fill the guard zones of :func:`guarded_pairs`' buffers (before each call)."""
+    for a in range(nnz, index.shape[0]):
+        index[a] = _INDEX_GUARD
+        value[a] = _VALUE_GUARD
+
+
+@numba.njit(nogil=True, cache=True)
+def broken_pairs(count, index, value, nnz, size):
+    """Whether the entries call that returned ``count`` into :func:`guarded_pairs`' armed
+    buffers broke its contract, as :func:`entries_error`'s ``why``: 0 it did not, 1 a count
+    outside ``0..nnz`` or a pair written past ``nnz``, 2 an index outside ``0..size-1``."""
+    for a in range(nnz, index.shape[0]):
+        if index[a] != _INDEX_GUARD or value[a] != _VALUE_GUARD:
+            return 1
+    if count < 0 or count > nnz:
+        return 1
+    for a in range(count):
+        if index[a] < 0 or index[a] >= size:
+            return 2
+    return 0
 
 
 @numba.njit(nogil=True, cache=True)
@@ -178,8 +223,9 @@ def sparse_fields(model, mechanism) -> dict:
 
 def entries_error(i: int, which: int, why: int, where: str, mechanism) -> str:
     """The message for :func:`check_entries`'s finding ``(i, which, why)`` on ``where``."""
+    name = "" if mechanism is None else f" {mechanism.name}"
     func = ("the model statistic's entries" if which == 1
-            else f"the entries of the {mechanism.name} mechanism's statistic")
+            else f"the entries of the{name} mechanism's statistic")
     problem = {1: "returned a count outside 0..nnz (more pairs than declared, or negative)",
                2: "wrote an index outside the statistic",
                3: "disagree with the dense statistic (declare_sparse must describe the same "
