@@ -82,8 +82,10 @@ def declare_sparse(statistic, entries, nnz: int):
     entries : numba.njit function
         ``(x_i, index, value) -> int``: writes the record's non-zero coordinates into the
         int64 array ``index`` and the float64 array ``value`` (both of length ``nnz``) and
-        returns how many it wrote. It must agree with ``statistic`` (checked on the starting
-        database before a run).
+        returns how many it wrote. It must agree with ``statistic``: the record sampler checks
+        this before a run, on every distinct record it starts from, and at every refresh of
+        its running sums, on records of the database it has imputed
+        (:mod:`dawrap.samplers.sparse`).
     nnz : int
         The most pairs one record has.
 

@@ -161,8 +161,9 @@ class _Setup:
                           "the records drawn by draw_records"))
         if self.fns.nnz > 0:  # O(n nnz): the dense check below costs O(n size)
             for records, where in [*((r, w) for r, _, w in drawn), (x, name)]:
-                i, which, why = self.chain.check_entries(records, self.s_dp,
-                                                         sparse.ENTRIES_COMPARED)
+                i, which, why = self.chain.check_entries(
+                    records, self.s_dp, sparse.compared_before_a_run(
+                        records, mech.size + model.stat_size * (self.fns.model_nnz > 0)))
                 if i >= 0:
                     raise ValueError(sparse.entries_error(i, which, why, where, mech))
             x = x[:0]  # the dense check on the fresh draws only
