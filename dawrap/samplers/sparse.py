@@ -247,17 +247,19 @@ def check_entries(x, s_dp, compare):
     1 for the model's entries, 2 for the mechanism's; ``why`` 1 for a count outside
     ``0..nnz`` or pairs written past ``nnz``, 2 for an index outside the statistic, 3 for
     entries that disagree with the dense statistic (compared on the records where the mask
-    ``compare`` is True; the others' bounds only). ``(-1, 0, 0)`` if none."""
+    ``compare`` is True; the others' bounds only), 4 for a dense statistic that writes past
+    its ``out`` (a guard zone after it). ``(-1, 0, 0)`` if none."""
     index, value = guarded_pairs(max(NNZ, MODEL_NNZ, 1))
-    dense_t, scattered_t = np.empty(SIZE), np.empty(SIZE)
-    dense_s, scattered_s = np.empty(STAT_SIZE), np.empty(STAT_SIZE)
+    dense_t, scattered_t = np.empty(SIZE + PAIRS_GUARD), np.empty(SIZE)
+    dense_s, scattered_s = np.empty(STAT_SIZE + PAIRS_GUARD), np.empty(STAT_SIZE)
     for i in range(x.shape[0]):
         arm_pairs(index, value, NNZ)
         count = ENTRIES(x[i], s_dp, index[:NNZ], value[:NNZ])
         why = broken_pairs(count, index, value, NNZ, SIZE)
         if why == 0 and compare[i]:
-            MECH_STAT(x[i], s_dp, dense_t)
-            why = 0 if _scattered_agree(count, index, value, dense_t, scattered_t) else 3
+            _arm_floats(dense_t, SIZE)
+            MECH_STAT(x[i], s_dp, dense_t[:SIZE])
+            why = _compared(count, index, value, dense_t, scattered_t)
         if why != 0:
             return i, 2, why
         if MODEL_NNZ > 0:
@@ -265,11 +267,29 @@ def check_entries(x, s_dp, compare):
             count = MODEL_ENTRIES(x[i], index[:MODEL_NNZ], value[:MODEL_NNZ])
             why = broken_pairs(count, index, value, MODEL_NNZ, STAT_SIZE)
             if why == 0 and compare[i]:
-                MODEL_STAT(x[i], dense_s)
-                why = 0 if _scattered_agree(count, index, value, dense_s, scattered_s) else 3
+                _arm_floats(dense_s, STAT_SIZE)
+                MODEL_STAT(x[i], dense_s[:STAT_SIZE])
+                why = _compared(count, index, value, dense_s, scattered_s)
             if why != 0:
                 return i, 1, why
     return -1, 0, 0
+
+
+@numba.njit(nogil=True, cache=True)
+def _arm_floats(buf, size):
+    for j in range(size, buf.shape[0]):
+        buf[j] = _VALUE_GUARD
+
+
+@numba.njit(nogil=True, cache=True)
+def _compared(count, index, value, dense, scattered):
+    """:func:`check_entries`' ``why`` for pairs compared with ``dense`` (its first
+    ``scattered.shape[0]`` values, then a guard zone): 4, 3 or 0."""
+    size = scattered.shape[0]
+    for j in range(size, dense.shape[0]):
+        if dense[j] != _VALUE_GUARD:
+            return 4
+    return 0 if _scattered_agree(count, index, value, dense[:size], scattered) else 3
 
 
 def compared_before_a_run(x, cells: int) -> np.ndarray:
@@ -314,5 +334,6 @@ def entries_error(i: int, which: int, why: int, where: str, mechanism) -> str:
     problem = {1: "returned a count outside 0..nnz, or wrote more pairs than nnz",
                2: "wrote an index outside the statistic",
                3: "disagree with the dense statistic (declare_sparse must describe the same "
-                  "values)"}[why]
+                  "values)",
+               4: "could not be compared: the dense statistic writes past the end of out"}[why]
     return f"{func} {problem} on record {i} of {where}"

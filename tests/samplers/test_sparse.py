@@ -262,3 +262,32 @@ def test_refresh_samples_every_record_or_a_spread_of_them():
         assert 1 <= picked.sum() <= 10
         seen |= picked
     assert seen.mean() > 0.8  # 2000 draws of 1000 positions: 86% expected
+
+
+@numba.njit
+def spills_for_two(x_i, out):
+    """One-hot, but category 2 also writes one value past the end of out."""
+    out[:] = 0.0
+    out[int(x_i[0])] = 1.0
+    if x_i[0] == 2.0:
+        _spill(out)
+
+
+@numba.njit
+def _spill(out):
+    out[out.shape[0]] = 7.0  # numba checks no bounds: one past the end
+
+
+def test_a_dense_statistic_writing_past_out_is_reported_when_compared():
+    """Comparing entries with the dense statistic calls it on more records than before (every
+    distinct starting record, and records at refreshes): its writes past out land in a guard
+    zone and are reported, never in other memory."""
+    laplace = dm.laplace(1.0, 3)
+    mech = dw.Mechanism(spills_for_two, laplace.log_density, size=3, params=laplace.params,
+                        entries=dm.one_hot_entries, nnz=1,
+                        coordinate_log_density=dw.mechanisms.separable.laplace_coordinate)
+    x = np.array([[0.0], [1.0], [2.0], [1.0]])
+    with pytest.raises(ValueError, match="dense statistic writes past the end of out on "
+                                         "record"):
+        dw.sample(dm.model([1.0, 1.0, 1.0]), mech, [1.0, 2.0, 1.0], 4, draws=5, tune=0,
+                  chains=1, seed=0, progress=False, init_x=x)
