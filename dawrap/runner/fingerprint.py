@@ -35,6 +35,8 @@ __all__ = ["run_fingerprint", "digest", "Unverifiable", "UNVERIFIABLE", "FORCE_V
 UNVERIFIABLE = "unverifiable: "
 #: Set to 1 to resume although some part of the run could not be fingerprinted.
 FORCE_VARIABLE = "DAWRAP_RESUME_UNVERIFIED"
+#: Types whose repr is their value, exactly.
+_PLAIN = (type(None), bool, int, float, str)
 #: Attributes that say how an object was built or locked, not what it computes.
 _SKIPPED = {"_recipe", "_frozen", "name"}
 
@@ -107,6 +109,9 @@ class _Digester:
                 return ("objects", value.shape, self.of(tuple(value.ravel()), where))
             return ("array", value.dtype.str, value.shape,
                     hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest())
+        if isinstance(value, (tuple, list)) and all(type(v) in _PLAIN for v in value):
+            return (type(value).__qualname__, "plain",  # long label lists: one hash
+                    hashlib.sha256(repr(value).encode()).hexdigest())
         if isinstance(value, (tuple, list, frozenset, set)):
             items = [self.of(v, f"{where}[{i}]") for i, v in enumerate(value)]
             return (type(value).__qualname__, sorted(items) if isinstance(value, (set, frozenset))
