@@ -218,6 +218,7 @@ def last_counts_twice(x_i, index, value):
     return 1
 
 
+@pytest.mark.slow  # compiles the record chain for a mechanism of its own
 def test_a_lie_the_chain_meets_later_stops_the_run():
     """Neither the starting database nor the start's draws hold the lying category (theta
     puts 1e-12 on it); the chain proposes it uniformly and, since the lie makes it count
