@@ -27,7 +27,7 @@ import dawrap as dw
 from ._shared import closure_jit
 
 __all__ = ["model", "one_hot", "one_hot_entries", "draw_record", "prepare_categorical",
-           "draw_from_table", "propose_uniform", "laplace", "exact_posterior"]
+           "draw_from_table", "PREPARED", "propose_uniform", "laplace", "exact_posterior"]
 
 
 @numba.njit(nogil=True, cache=True)
@@ -113,7 +113,7 @@ def draw_from_table(rng, theta, table, out):
     >>> dm.draw_from_table(np.random.default_rng(4), theta, dm.prepare_categorical(theta), out)
     >>> dm.draw_record(np.random.default_rng(4), theta, scanned)
     >>> out, scanned
-    (array([1.]), array([1.]))
+    (array([2.]), array([2.]))
     """
     out[0] = dw.random.categorical(rng, table[0], table[1])
 
