@@ -6,7 +6,8 @@ One iteration (Algorithm 1; supplement Algorithm 2 with a user proposal):
    :math:`p(\theta \mid x)`;
 2. for :math:`i = 1..n`: propose :math:`x_i^\star \sim f(\cdot\mid\theta)` (or
    :math:`q(\cdot \mid x_i, \theta)`; proposals from f may be drawn ahead in blocks, see
-   :data:`BLOCK`), update the running total
+   :data:`BLOCK`, or from a table built once per sweep, :class:`dawrap.PreparedDraw`),
+   update the running total
    :math:`T^\star = T - t(x_i) + t(x_i^\star)` in O(1) and accept with probability
    :math:`\min\{1, g(s_{dp}, T^\star)/g(s_{dp}, T)\}` (times the Hastings ratio of ``q``).
 
