@@ -23,9 +23,9 @@ Examples
 their running sum costs O(K) per draw. When ``p`` stays fixed for many draws (theta during a
 record sweep), :func:`categorical_table` builds once, in O(K), the running sums and a *guide
 table* (Chen & Asau 1974; Devroye 1986, Sec. III.2.4): for each of ``G`` equal slices of
-[0, 1), ``G`` the smallest power of two >= K, the first index whose running sum exceeds the
+[0, 1), ``G`` the largest power of two <= K, the first index whose running sum exceeds the
 slice's lower end. :func:`categorical` then jumps to the guide entry of its uniform's slice
-and scans on from there: fewer than two comparisons on average, whatever ``p``. It returns
+and scans on from there: fewer than three comparisons on average, whatever ``p``. It returns
 the index the scan would, for the same uniform, bit for bit: the same draws as the O(K) scan
 (see :func:`categorical`). :class:`dawrap.PreparedDraw` puts such a table into the record
 sweep.
@@ -126,18 +126,18 @@ def gamma(rng, shape, scale):
 
 @numba.njit(nogil=True, cache=True)
 def guide_size(k):
-    """The length of a categorical table's guide for ``k`` categories: the smallest power of
-    two >= ``k`` (a power of two, so that ``u * G`` and ``g / G`` are exact in floating
-    point).
+    """The length ``G`` of a categorical table's guide for ``k`` categories: the largest power
+    of two <= ``k`` (a power of two, so that ``u * G`` and ``g / G`` are exact in floating
+    point; at most ``k``, so that the table is at most 1.5 times the size of ``p``).
 
     Examples
     --------
     >>> import dawrap as dw
     >>> dw.random.guide_size(5), dw.random.guide_size(8), dw.random.guide_size(1)
-    (8, 8, 1)
+    (4, 8, 1)
     """
     size = 1
-    while size < k:
+    while 2 * size <= k:
         size *= 2
     return size
 
@@ -166,8 +166,13 @@ def fill_categorical_table(p, cumulative, guide):
         the rounding, as in the scan).
     cumulative : ndarray of shape (K,)
         Receives the running sums.
-    guide : ndarray of shape (G,), int64
+    guide : ndarray of shape (G,), int32 (or int64)
         Receives the guide, ``G = guide_size(K)``.
+
+    Raises
+    ------
+    ValueError
+        If ``K >= 2**31`` (the guide's indices are int32).
 
     Examples
     --------
@@ -177,13 +182,15 @@ def fill_categorical_table(p, cumulative, guide):
     >>> import dawrap as dw
     >>> p = np.array([[0.5, 0.25, 0.25], [0.1, 0.1, 0.8]])
     >>> cumulative = np.empty(p.shape)
-    >>> guide = np.empty((2, dw.random.guide_size(3)), dtype=np.int64)
+    >>> guide = np.empty((2, dw.random.guide_size(3)), dtype=np.int32)
     >>> for a in range(2):
     ...     dw.random.fill_categorical_table(p[a], cumulative[a], guide[a])
     >>> cumulative[1], guide[1]
-    (array([0.1, 0.2, 1. ]), array([0, 2, 2, 2]))
+    (array([0.1, 0.2, 1. ]), array([0, 2], dtype=int32))
     """
     k, size = p.shape[0], guide.shape[0]
+    if k >= 2 ** 31:
+        raise ValueError("a categorical table holds fewer than 2**31 categories")
     total, nonnegative = 0.0, True
     for j in range(k):
         nonnegative &= p[j] >= 0.0  # False for NaN
@@ -236,7 +243,7 @@ def categorical_table(p):
     Returns
     -------
     tuple of ndarray
-        ``(cumulative, guide)``: the running sums, shape ``(K,)``, and the guide, int64 of
+        ``(cumulative, guide)``: the running sums, shape ``(K,)``, and the guide, int32 of
         shape ``(guide_size(K),)`` (:func:`fill_categorical_table`).
 
     Examples
@@ -245,10 +252,10 @@ def categorical_table(p):
     >>> import dawrap as dw
     >>> cumulative, guide = dw.random.categorical_table(np.array([0.2, 0.3, 0.5]))
     >>> cumulative, guide
-    (array([0.2, 0.5, 1. ]), array([0, 1, 2, 2]))
+    (array([0.2, 0.5, 1. ]), array([0, 2], dtype=int32))
     """
     cumulative = np.empty(p.shape[0])
-    guide = np.empty(guide_size(p.shape[0]), dtype=np.int64)
+    guide = np.empty(guide_size(p.shape[0]), dtype=np.int32)
     fill_categorical_table(p, cumulative, guide)
     return cumulative, guide
 
@@ -264,7 +271,8 @@ def categorical(rng, cumulative, guide):
     the scan from ``guide[g]`` on finds the first ``j`` that passes. So index ``j`` has
     probability ``cumulative[j] - cumulative[j - 1]``, the scan's: ``p[j]`` up to the
     rounding of the running sum. On average the scan from ``guide[g]`` takes fewer than
-    ``1 + K / G <= 2`` comparisons (the ``K`` running sums spread over ``G`` slices).
+    ``1 + K / G < 3`` comparisons (the ``K`` running sums spread over ``G`` slices), and
+    those after the first read the neighbours of the first running sum read.
 
     Parameters
     ----------

@@ -124,7 +124,7 @@ def nb_tables(theta, I, J, guides):
     size = guides[0]
     for k in range(J.shape[0]):
         size += I * guides[1 + k]
-    guide = np.empty(size, dtype=np.int64)
+    guide = np.empty(size, dtype=np.int32)
     dw.random.fill_categorical_table(theta[:I], cumulative[:I], guide[:guides[0]])
     start, g = I, guides[0]
     for k in range(J.shape[0]):

@@ -147,7 +147,7 @@ def keep_area(rng, theta, x_i, out):
 @numba.njit
 def area_tables(theta):
     cumulative = np.empty((AREAS, CATS))
-    guide = np.empty((AREAS, dw.random.guide_size(CATS)), dtype=np.int64)
+    guide = np.empty((AREAS, dw.random.guide_size(CATS)), dtype=np.int32)
     for a in range(AREAS):
         dw.random.fill_categorical_table(theta[a * CATS:(a + 1) * CATS], cumulative[a],
                                          guide[a])
