@@ -316,9 +316,9 @@ def model(alpha, proposal: str = "prior") -> dw.Model:
     ``proposal="prior"`` proposes each record from ``Categorical(p)`` (Ju et al. Algorithm
     1), O(1) per record from a table each sweep builds once in O(K) (:data:`PREPARED`);
     ``"uniform"`` proposes a uniformly drawn category with its Hastings ratio (supplement
-    Algorithm 2), O(1) per record and no table. Both are flat in K per record; the prior
-    proposal is accepted more often where ``p`` is far from uniform. Starting databases are
-    drawn from the table with either.
+    Algorithm 2), O(1) per record without a table; the prior proposal is accepted more often
+    where ``p`` is far from uniform. Starting databases are drawn from the table with
+    either.
 
     Parameters
     ----------
