@@ -787,6 +787,9 @@ def bind_chain(fns: RecordFunctions, record_size: int, size: int, stat_size: int
         later processes (:mod:`dawrap._templates`). The sparse path
         (:mod:`dawrap.samplers.sparse`) is taken when ``fns.nnz > 0``.
     """
+    if prepared and (fns.prepare is no_prepare or fns.draw_prepared is no_prepared_draw):
+        raise ValueError("bind_chain: prepared=True needs fns.prepare and fns.draw_prepared "
+                         "(record.prepared_fields of the model's PreparedDraw)")
     names = {name.upper(): value for name, value in fns._asdict().items()}
     names.update(RECORD_SIZE=record_size, SIZE=size, STAT_SIZE=stat_size, PREPARED=prepared)
     records = _templates.bind(RECORD_TEMPLATES, names)

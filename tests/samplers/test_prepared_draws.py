@@ -281,3 +281,12 @@ def test_a_bad_prepared_draw_is_named_before_sampling(prepared, propose, error, 
     with pytest.raises(error, match=match):
         dw.sample(model, beta_binomial.laplace(1.0), 30.0, 100, draws=10, tune=0, chains=1,
                   seed=0, progress=False, interweave=False)
+
+
+def test_binding_a_prepared_sweep_without_the_table_functions_is_refused():
+    # Placeholders would leave every proposal unwritten: refused before compiling.
+    mech = dm.laplace(1.0, 8)
+    fns = record.RecordFunctions(plain_draw, plain_proposal, dm.one_hot,
+                                 mech.engine_statistic, mech.log_density)
+    with pytest.raises(ValueError, match="prepared=True needs fns.prepare"):
+        record.bind_chain(fns, 1, 8, 8, prepared=True)
