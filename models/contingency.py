@@ -128,6 +128,15 @@ def _model_functions(levels: tuple, alpha: tuple):
         for a in range(d):
             out[a] = (j // strides[a]) % lv[a]
 
+    @closure_jit(strides, lv)
+    def draw_from_table(rng, theta, table, out):
+        # the cell in O(1) from the sweep's table: the scan's cell, bit for bit
+        j = dw.random.categorical(rng, table[0], table[1])
+        for a in range(d):
+            out[a] = (j // strides[a]) % lv[a]
+
+    prepared = dw.PreparedDraw(_dm.prepare_categorical, draw_from_table)
+
     @numba.njit(nogil=True)
     def joint_stat(x_i, out):
         for j in range(cells):
@@ -153,7 +162,7 @@ def _model_functions(levels: tuple, alpha: tuple):
                 return False
         return True
 
-    return draw_record, joint_stat, draw_theta, valid
+    return draw_record, prepared, joint_stat, draw_theta, valid
 
 
 @dw.recipe
@@ -190,9 +199,10 @@ def model(levels, alpha=1.0) -> dw.Model:
     if not np.all(np.isfinite(a)) or np.any(a <= 0):
         raise ValueError(f"contingency.model: alpha must be positive, got {alpha!r}")
     alpha = tuple(float(v) for v in a)
-    draw_record, joint_stat, draw_theta, valid = _model_functions(levels, alpha)
+    draw_record, prepared, joint_stat, draw_theta, valid = _model_functions(levels, alpha)
     alpha_arr = np.array(alpha)
     return dw.Model(params={"p": (cells,)}, record_size=len(levels), draw_record=draw_record,
+                    prepared=prepared,
                     draw_theta=draw_theta, model_stat=joint_stat, stat_size=cells,
                     draw_prior=lambda rng: rng.dirichlet(alpha_arr), record_support=valid,
                     name=f"contingency(levels={list(levels)})")
