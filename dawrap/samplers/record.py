@@ -331,8 +331,10 @@ def dense_sweep(rng, state, s_dp, params):
     and keeps the per-record buffers, which live on the stack, in registers. On the heap it
     must assume they may alias the database and the totals and reload after every write.
     Together that makes a record update markedly cheaper (``benchmarks/record_update.py``).
+    For the same reason the running sums are worked on in stack copies, written back at the
+    end of the sweep (nothing reads them meanwhile).
     """
-    theta, x, stats, total = state.theta, state.x, state.stats, state.total
+    theta, x = state.theta, state.x
     n = x.shape[0]
     m, k = SIZE, STAT_SIZE
     # The stack memory must belong to this function's own frame (a helper returning it
@@ -344,7 +346,12 @@ def dense_sweep(rng, state, s_dp, params):
         total_new = numba.carray(_stack_floats(), m)
         s_old = numba.carray(_stack_floats(), k)
         s_new = numba.carray(_stack_floats(), k)
+        total = numba.carray(_stack_floats(), m)
+        stats = numba.carray(_stack_floats(), k)
+        copy_into(total, state.total)
+        copy_into(stats, state.stats)
     else:
+        total, stats = state.total, state.stats
         proposal = np.empty(RECORD_SIZE)
         t_old, t_new, total_new = np.empty(m), np.empty(m), np.empty(m)
         s_old, s_new = np.empty(k), np.empty(k)
@@ -415,6 +422,9 @@ def dense_sweep(rng, state, s_dp, params):
                 x_i[j] = proposal[j]
             log_g = log_g_new
             accepted += 1
+    if ON_STACK:
+        copy_into(state.total, total)
+        copy_into(state.stats, stats)
     # Checked once per sweep rather than per record: a vectorised scan is cheaper than a
     # branch in the hot loop, and the error is raised all the same.
     status = OK
@@ -425,7 +435,7 @@ def dense_sweep(rng, state, s_dp, params):
     elif not all_finite(stats):
         status = BAD_STATS
     info = StepInfo(accepted / n, math.exp(min_log_alpha), status, math.nan)
-    return RecordState(theta, x, stats, total, log_g, state.kernel_state,
+    return RecordState(theta, x, state.stats, state.total, log_g, state.kernel_state,
                        state.move_state, state.cells), info
 
 
