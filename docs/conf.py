@@ -22,6 +22,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
 import dawrap  # noqa: E402
+from dawrap.models import REGISTRY, builtin_models  # noqa: E402
 
 warnings.filterwarnings("ignore", message=".*ArviZ is undergoing a major refactor.*")
 os.environ.setdefault("MPLBACKEND", "Agg")
@@ -64,7 +65,8 @@ intersphinx_mapping: dict = {}   # no network at build time
 
 html_theme = "pydata_sphinx_theme"
 html_title = f"dawrap {release}"
-html_static_path: list = []
+html_static_path = ["_static"]
+html_css_files = ["dawrap.css"]   # wider article, nothing clipped at 1280 px
 templates_path = ["_templates"]
 html_theme_options = {
     "navigation_with_keys": False,
@@ -73,11 +75,60 @@ html_theme_options = {
 }
 html_sidebars = {"index": []}
 
+# -- the built-in models, from their registry (dawrap.models.REGISTRY) ----------------------
+# The API reference's page of the models and the catalogue's table are written here, at
+# every build, so that a model added to the registry appears in both.
+
+
+def _catalogue_link(name: str) -> str:
+    page = ROOT / "examples" / "models" / f"plot_{name}.py"
+    return f":doc:`example </catalogue/plot_{name}>`" if page.exists() else "(no example yet)"
+
+
+def write_model_pages() -> None:
+    """``api/models.rst`` (an autosummary of every registered model) and
+    ``api/models_table.inc`` (the catalogue's table, included by its header)."""
+    models = builtin_models()
+    api = ["Built-in models", "===============", "",
+           "One module per model in :mod:`dawrap.models`, in the order of its registry "
+           "(``dawrap.models.REGISTRY``, which ``dawrap models`` lists too); the",
+           ":doc:`model catalogue </catalogue/index>` runs each of them.", "",
+           ".. currentmodule:: dawrap.models", "", ".. autosummary::",
+           "   :toctree: generated", ""] + [f"   {name}" for name in models] + [""]
+    table = [".. list-table::", "   :header-rows: 1", "   :widths: 18 52 18 12", "",
+             "   * - model", "     - records and release", "     - mechanisms",
+             "     - page"]
+    for name, entry in models.items():
+        mechanisms = ", ".join(f"``{m}``" for m in entry.mechanisms)
+        table += [f"   * - :mod:`{name} <dawrap.models.{name}>`", f"     - {entry.summary}",
+                  f"     - {mechanisms}", f"     - {_catalogue_link(name)}"]
+    for path, lines in ((HERE / "api" / "models.rst", api),
+                        (HERE / "api" / "models_table.inc", table + [""])):
+        text = "\n".join(lines)
+        if not path.exists() or path.read_text() != text:  # unchanged: no rebuild
+            path.write_text(text)
+
+
+write_model_pages()
+
+#: The order of the gallery pages (sphinx-gallery sorts each folder by this key): the
+#: Quickstart first, then the tutorials, then the how-tos; the catalogue in the registry's
+#: order. Anything not listed follows, by file name.
+GALLERY_ORDER = ["plot_quickstart.py", "plot_private_logistic_regression.py",
+                 "plot_census.py", "plot_long_runs.py", "plot_calibration.py",
+                 *(f"plot_{name}.py" for name in REGISTRY)]
+
+
+def gallery_order(filename: str) -> tuple:
+    return (GALLERY_ORDER.index(filename) if filename in GALLERY_ORDER else len(GALLERY_ORDER),
+            filename)
+
+
 sphinx_gallery_conf = {
     "examples_dirs": ["../examples/gallery", "../examples/models", "../examples/case_studies"],
     "gallery_dirs": ["auto_examples", "catalogue", "case_studies"],
     "filename_pattern": r"/plot_",
-    "within_subsection_order": "FileNameSortKey",
+    "within_subsection_order": gallery_order,
     "download_all_examples": False,
     "remove_config_comments": True,
     "reference_url": {"dawrap": None},
