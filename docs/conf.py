@@ -114,7 +114,7 @@ write_model_pages()
 #: The order of the gallery pages (sphinx-gallery sorts each folder by this key): the
 #: Quickstart first, then the tutorials, then the how-tos; the catalogue in the registry's
 #: order. Anything not listed follows, by file name.
-GALLERY_ORDER = ["plot_quickstart.py", "plot_private_logistic_regression.py",
+GALLERY_ORDER = ["plot_quickstart.py", "plot_own_model.py", "plot_private_logistic_regression.py",
                  "plot_census.py", "plot_long_runs.py", "plot_calibration.py",
                  *(f"plot_{name}.py" for name in REGISTRY)]
 
