@@ -226,6 +226,9 @@ CALIBRATE = ["calibrate", "beta_binomial", "--epsilon", "1", "--n", "3", "--tria
     (["sample", "beta_binomial", "--epsilon", "1", "--n", "3", "--s-dp", "1", "2"],
      "must have 1 value(s), got 2"),
     (CALIBRATE + ["--methods", "record,record"], "--methods names record more than once"),
+    (["sample", "linear_regression", "--model-arg", "p=1000000", "--mechanism-arg",
+      "p=1000000", "--mechanism-arg", "bounds_x=1", "--mechanism-arg", "bound_y=1",
+      "--epsilon", "1", "--n", "3", "--s-dp", "1"], "GB of memory"),
 ])
 def test_conflicting_or_repeated_arguments_are_refused(argv, message, no_sampling, capsys,
                                                        tmp_path):
