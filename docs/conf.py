@@ -20,9 +20,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))
 
 import dawrap  # noqa: E402
-from dawrap.models import REGISTRY, builtin_models  # noqa: E402
+from dawrap.models import REGISTRY  # noqa: E402
+from model_pages import write_model_pages  # noqa: E402  (docs/model_pages.py)
 
 warnings.filterwarnings("ignore", message=".*ArviZ is undergoing a major refactor.*")
 os.environ.setdefault("MPLBACKEND", "Agg")
@@ -75,47 +77,17 @@ html_theme_options = {
 }
 html_sidebars = {"index": []}
 
-# -- the built-in models, from their registry (dawrap.models.REGISTRY) ----------------------
-# The API reference's page of the models and the catalogue's table are written here, at
-# every build, so that a model added to the registry appears in both.
-
-
-def _catalogue_link(name: str) -> str:
-    page = ROOT / "examples" / "models" / f"plot_{name}.py"
-    return f":doc:`example </catalogue/plot_{name}>`" if page.exists() else "(no example yet)"
-
-
-def write_model_pages() -> None:
-    """``api/models.rst`` (an autosummary of every registered model) and
-    ``api/models_table.inc`` (the catalogue's table, included by its header)."""
-    models = builtin_models()
-    api = ["Built-in models", "===============", "",
-           "One module per model in :mod:`dawrap.models`, in the order of its registry "
-           "(``dawrap.models.REGISTRY``, which ``dawrap models`` lists too); the",
-           ":doc:`model catalogue </catalogue/index>` runs each of them.", "",
-           ".. currentmodule:: dawrap.models", "", ".. autosummary::",
-           "   :toctree: generated", ""] + [f"   {name}" for name in models] + [""]
-    table = [".. list-table::", "   :header-rows: 1", "   :widths: 18 52 18 12", "",
-             "   * - model", "     - records and release", "     - mechanisms",
-             "     - page"]
-    for name, entry in models.items():
-        mechanisms = ", ".join(f"``{m}``" for m in entry.mechanisms)
-        table += [f"   * - :mod:`{name} <dawrap.models.{name}>`", f"     - {entry.summary}",
-                  f"     - {mechanisms}", f"     - {_catalogue_link(name)}"]
-    for path, lines in ((HERE / "api" / "models.rst", api),
-                        (HERE / "api" / "models_table.inc", table + [""])):
-        text = "\n".join(lines)
-        if not path.exists() or path.read_text() != text:  # unchanged: no rebuild
-            path.write_text(text)
-
-
+# The API reference's page of the built-in models and the catalogue's table, written from
+# their registry at every build (docs/model_pages.py), so that a model added to the registry
+# appears in both.
 write_model_pages()
 
 #: The order of the gallery pages (sphinx-gallery sorts each folder by this key): the
 #: Quickstart first, then the tutorials, then the how-tos; the catalogue in the registry's
 #: order. Anything not listed follows, by file name.
-GALLERY_ORDER = ["plot_quickstart.py", "plot_own_model.py", "plot_private_logistic_regression.py",
-                 "plot_census.py", "plot_long_runs.py", "plot_calibration.py",
+GALLERY_ORDER = ["plot_quickstart.py", "plot_own_model.py",
+                 "plot_private_logistic_regression.py", "plot_census.py", "plot_long_runs.py",
+                 "plot_calibration.py",
                  *(f"plot_{name}.py" for name in REGISTRY)]
 
 
