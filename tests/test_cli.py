@@ -201,6 +201,7 @@ def test_counts_are_checked_before_anything_compiles(argv, message, capsys, monk
 def no_sampling(monkeypatch):
     """dw.sample and calibrate replaced by stand-ins that fail the test if reached: the
     command must stop on its arguments first."""
+    import dawrap
     import dawrap.sampling
     import dawrap.studies.calibration
 
@@ -208,6 +209,7 @@ def no_sampling(monkeypatch):
         raise AssertionError("the command ran with arguments it should have refused")
 
     monkeypatch.setattr(dawrap.sampling, "sample", reached)
+    monkeypatch.setattr(dawrap, "sample", reached)  # dw.sample, once imported lazily
     monkeypatch.setattr(dawrap.studies.calibration, "calibrate", reached)
 
 
