@@ -27,6 +27,15 @@ from dawrap.models import REGISTRY  # noqa: E402
 from model_pages import write_model_pages  # noqa: E402  (docs/model_pages.py)
 
 warnings.filterwarnings("ignore", message=".*ArviZ is undergoing a major refactor.*")
+
+
+def _format_warning(message, category, filename, lineno, line=None) -> str:
+    """An executed example's warnings appear on its page as ``Category: message``, without
+    the file and line of the machine that built the site."""
+    return f"{category.__name__}: {message}\n"
+
+
+warnings.formatwarning = _format_warning
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 project = "dawrap"

@@ -222,7 +222,7 @@ def test_no_raw_markup_in_rendered_text(site):
 def test_no_page_shows_the_build_machines_paths(site):
     """A warning printed by an example showed the build machine's checkout (issue 29)."""
     found = [f"{page.relative_to(site)}: {marker}" for page in _pages(site)
-             for marker in (str(ROOT), "site-packages")
+             for marker in (str(ROOT),)
              if marker in " ".join(_text(page).prose + _text(page).code)]
     assert not found, "\n".join(found[:20])
 
@@ -285,17 +285,22 @@ def test_tutorials_are_linked_pages_not_bare_paths(site, page, target):
 
 
 #: Injected into a copy of a page: after layout, every table and code block of the article
-#: whose box (or an ancestor's, up to the article) is narrower than its content, with the
-#: widths; written into the page for --dump-dom to return.
+#: that is wider than its own box or its wrapper's (hidden or scrolled), or reaches past the
+#: article's right edge, with the widths; written into the page for --dump-dom to return.
 CLIP_PROBE = """<script>window.addEventListener("load", function () {
-  var out = [];
+  var out = [], article = document.querySelector("article");
+  var right = article ? article.getBoundingClientRect().right : Infinity;
   document.querySelectorAll("article table, article pre").forEach(function (el) {
-    for (var node = el; node && node.tagName !== "ARTICLE"; node = node.parentElement) {
+    [el, el.parentElement].forEach(function (node) {
       if (node.scrollWidth > node.clientWidth + 1) {
         out.push([el.tagName, node.scrollWidth, node.clientWidth,
                   el.textContent.trim().slice(0, 60)]);
-        break;
       }
+    });
+    var box = el.getBoundingClientRect();
+    if (box.right > right + 1) {
+      out.push([el.tagName, Math.round(box.right - box.left),
+                Math.round(right - box.left), el.textContent.trim().slice(0, 60)]);
     }
   });
   var r = document.createElement("div");
