@@ -73,9 +73,15 @@ def test_calibrate_writes_results_and_plots_and_resumes(tmp_path, capsys):
         assert (out / name).stat().st_size > 0, name
     rows = (out / "trials.jsonl").read_text().splitlines()
     assert len(rows) == 1 + 8 and "settings" in json.loads(rows[0])
+    assert "Rewriting" not in first
     assert main(argv) == 0  # resumes: every trial is read back, none re-run
-    assert capsys.readouterr().out.splitlines()[:7] == first.splitlines()[:7]
+    again = capsys.readouterr().out
+    assert again.splitlines()[:7] == first.splitlines()[:7]
     assert len((out / "trials.jsonl").read_text().splitlines()) == 1 + 8
+    # The results are rewritten from the trials, and the command says so (the README's
+    # promise: no output is replaced silently without --force).
+    assert f"Rewriting this study's results in {out} (summary.txt, calibration.nc, ranks.png, " \
+           f"ecdf.png) from its 8 trials in trials.jsonl" in again
 
 
 def test_help_is_complete(capsys):
