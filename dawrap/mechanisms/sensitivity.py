@@ -61,33 +61,30 @@ def _signs(values: np.ndarray, axis: int) -> np.ndarray:
 def _common_order(signs: np.ndarray, fixed_output: bool) -> bool:
     """Whether signs ``(d, k)`` (entries +1, -1, 0) factor as ``d_i e_j`` wherever non-zero
     (with every ``e_j = +1`` when ``fixed_output``): a two-colouring of the bipartite graph
-    of record and statistic coordinates."""
+    whose nodes are the record's and the statistic's coordinates."""
     d, k = signs.shape
-    rec, stat = np.zeros(d, int), np.zeros(k, int)
-    if fixed_output:
-        stat[:] = 1
-    for start in range(d):
-        if rec[start] or not signs[start].any():
-            continue
-        rec[start], queue = 1, [("rec", start)]
+
+    def neighbours(node):
+        side, i = node
+        if side == "record":
+            return [(("stat", j), signs[i, j]) for j in np.flatnonzero(signs[i])]
+        return [(("record", r), signs[r, i]) for r in np.flatnonzero(signs[:, i])]
+
+    colour = {("stat", j): 1 for j in range(k)} if fixed_output else {}
+    queue = list(colour)
+    for start in [("record", i) for i in range(d)] + [("stat", j) for j in range(k)]:
+        if start not in colour:
+            colour[start] = 1
+            queue.append(start)
         while queue:
-            kind, i = queue.pop()
-            if kind == "rec":
-                for j in np.flatnonzero(signs[i]):
-                    want = rec[i] * signs[i, j]
-                    if stat[j] == 0:
-                        stat[j] = want
-                        queue.append(("stat", j))
-                    elif stat[j] != want:
-                        return False
-            else:
-                for r in np.flatnonzero(signs[:, i]):
-                    want = stat[i] * signs[r, i]
-                    if rec[r] == 0:
-                        rec[r] = want
-                        queue.append(("rec", r))
-                    elif rec[r] != want:
-                        return False
+            node = queue.pop()
+            for other, sign in neighbours(node):
+                want = colour[node] * sign
+                if other not in colour:
+                    colour[other] = want
+                    queue.append(other)
+                elif colour[other] != want:
+                    return False
     return True
 
 
