@@ -311,22 +311,22 @@ CLIP_PROBE = """<script>window.addEventListener("load", function () {
 
 
 def _clipped(browser: str, page: Path, profile: Path) -> list:
-    """The clipped tables and code blocks of ``page`` at 1280 px (see CLIP_PROBE)."""
+    """The clipped tables and code blocks of ``page`` at 1280 px (see CLIP_PROBE). The probe
+    is a copy of the page outside the site (its links resolved against the page's folder by
+    a ``<base>``), so that tests reading the site never meet it."""
     import json
-    import uuid
     from html import unescape
 
-    probe = page.with_name(f".clip-probe-{uuid.uuid4().hex}.html")
-    probe.write_text(page.read_text(encoding="utf-8").replace("</body>", CLIP_PROBE + "</body>"),
-                     encoding="utf-8")
-    try:
-        dom = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu",
-                              "--hide-scrollbars", "--window-size=1280,1800",
-                              "--virtual-time-budget=3000", f"--user-data-dir={profile}",
-                              "--dump-dom", probe.resolve().as_uri()],
-                             capture_output=True, text=True, timeout=120).stdout
-    finally:
-        probe.unlink()
+    profile.mkdir(parents=True, exist_ok=True)
+    probe = profile / "probe.html"
+    text = page.read_text(encoding="utf-8").replace(
+        "<head>", f'<head><base href="{page.parent.resolve().as_uri()}/">', 1)
+    probe.write_text(text.replace("</body>", CLIP_PROBE + "</body>"), encoding="utf-8")
+    dom = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu",
+                          "--hide-scrollbars", "--window-size=1280,1800",
+                          "--virtual-time-budget=3000", f"--user-data-dir={profile / 'chrome'}",
+                          "--dump-dom", probe.resolve().as_uri()],
+                         capture_output=True, text=True, timeout=300).stdout
     report = re.search(r'id="clip-report" data-report="([^"]*)"', dom)
     assert report, f"{page.name}: the probe did not run"
     return json.loads(unescape(report.group(1)))
