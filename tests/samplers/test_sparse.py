@@ -354,3 +354,27 @@ def test_a_sweep_with_the_block_is_the_sweep_without_it():
         assert np.array_equal(other[2], runs[0][2]) and other[3] == runs[0][3]
         # move_accept is NaN (no move): compared as arrays with NaN equal to NaN
         assert np.array_equal(other[4], runs[0][4], equal_nan=True)
+
+
+def test_refresh_keeps_the_block_and_keep_stats_reads_it():
+    """A refresh writes the recomputed sums into the block (total and stats stay views of
+    it) and a run with keep_stats stores the running totals of the sparse path: each kept
+    total is a table of counts of the n records."""
+    chain, mech = _sparse_chain()
+    x = np.array([[0.0], [3.0], [3.0], [1.0], [4.0]])
+    s_dp = np.array([0.5, 1.5, -0.2, 2.2, 0.1])
+    state = chain.init(np.full(5, 0.2), x.copy(), record.Inputs(s_dp, mech.params, 1),
+                       np.empty(0), np.empty(0))
+    state, info = chain.sweep(np.random.default_rng(1), state, s_dp, mech.params)
+    state.cells[:, 0] = np.nan  # a stale copy of the release: refresh writes it afresh
+    state, status = chain.refresh(state, s_dp, mech.params)
+    assert status == record.OK and np.array_equal(state.cells[:, 0], s_dp)
+    assert np.shares_memory(state.total, state.cells) and np.shares_memory(state.stats,
+                                                                           state.cells)
+    assert np.array_equal(state.cells[:, 2], mech.total(state.x))
+    assert state.log_g == mech.log_density(s_dp, mech.total(state.x), mech.params)
+    model = dm.model(np.ones(5), proposal="uniform")
+    idata = dw.sample(model, mech, s_dp, 5, draws=20, tune=5, chains=1, seed=2,
+                      progress=False, keep_stats=True)
+    kept = diagnostics.group(idata, "imputed_statistic")["t"].values.reshape(20, 5)
+    assert np.all(kept.sum(axis=1) == 5) and np.all((kept >= 0) & (kept == np.round(kept)))
