@@ -86,7 +86,8 @@ def layer(name: str) -> str:
         return "user / fixed helpers"
     if base in {t.__name__ for t in record.RECORD_TEMPLATES}:
         return "records' helpers"
-    if base in {t.__name__ for t in record.SWEEP_TEMPLATES} | {"dense_sweep", "sparse_sweep"}:
+    if base in {t.__name__ for t in record.SWEEP_TEMPLATES} | {"dense_sweep", "sparse_sweep",
+                                                                "dense_pass", "sparse_pass"}:
         return "sweep"
     if base in {t.__name__ for t in record.CHAIN_TEMPLATES}:
         return "chain"

@@ -64,7 +64,9 @@ PREPARED = PREPARED_PROPOSALS = False
 # built-in ones); CELL_COUNTS, column 3 holds the model's counts (stat_size == size).
 CELL_PARAMS = CELL_COUNTS = False
 # The chain's pieces: the record sweep, the extra theta move, the compiled theta kernel.
-SWEEP = MOVE = KERNEL_STEP = REFRESH = None
+# The record sweep is bound as its pass (the sweep given its table) and the table, which
+# update_records builds once per iteration.
+SWEEP_PASS = SWEEP_TABLE = MOVE = KERNEL_STEP = REFRESH = None
 
 #: Running totals are recomputed from ``x`` every this many iterations, so that floating-point
 #: drift of the O(1) updates (continuous statistics) cannot accumulate over a long run.
@@ -323,9 +325,29 @@ def take_proposal(rng, theta, block, taken, left, proposal):
     return taken + 1
 
 
+def sweep_table(theta):
+    """The table a sweep proposes through (``PREPARED_PROPOSALS``: ``PREPARE(theta)``), else
+    a placeholder nothing reads. theta is fixed over the sweeps of an iteration, so
+    ``update_records`` builds it once per iteration, not once per sweep."""
+    if PREPARED_PROPOSALS:
+        return PREPARE(theta)
+    return 0.0
+
+
 def dense_sweep(rng, state, s_dp, params):
+    """One sweep (:func:`dense_pass`) with its own table: ``Chain.sweep``."""
+    return dense_pass(rng, state, s_dp, params, sweep_table(state.theta))
+
+
+def sparse_sweep(rng, state, s_dp, params):
+    """One sweep (:func:`sparse_pass`) with its own table: ``Chain.sweep``."""
+    return sparse_pass(rng, state, s_dp, params, sweep_table(state.theta))
+
+
+def dense_pass(rng, state, s_dp, params, table):
     """Update every record once, in order (step 2 of Algorithm 1), or ``n`` records at
-    random (``RANDOM_SCAN``).
+    random (``RANDOM_SCAN``); proposals through ``table`` (:func:`sweep_table` of the
+    state's theta) with ``PREPARED_PROPOSALS``.
 
     With the sizes and flags compile-time constants, LLVM unrolls the small per-record loops
     and keeps the per-record buffers, which live on the stack, in registers. On the heap it
@@ -348,33 +370,36 @@ def dense_sweep(rng, state, s_dp, params):
         s_new = numba.carray(_stack_floats(), k)
         total = numba.carray(_stack_floats(), m)
         stats = numba.carray(_stack_floats(), k)
+        current = numba.carray(_stack_floats(), RECORD_SIZE)
         copy_into(total, state.total)
         copy_into(stats, state.stats)
     else:
         total, stats = state.total, state.stats
-        proposal = np.empty(RECORD_SIZE)
+        proposal, current = np.empty(RECORD_SIZE), np.empty(RECORD_SIZE)
         t_old, t_new, total_new = np.empty(m), np.empty(m), np.empty(m)
         s_old, s_new = np.empty(k), np.empty(k)
     if BATCHED:  # proposals from DRAW_RECORDS, BLOCK at a time (take_proposal)
         block = np.empty((BLOCK, RECORD_SIZE))
         taken = BLOCK
-    if PREPARED_PROPOSALS:  # theta is fixed during the sweep: one table serves every record
-        table = PREPARE(theta)
     log_g = state.log_g
     accepted = 0
     min_log_alpha = 0.0
     nan_seen = False
     for visit in range(n):
         i = rng.integers(0, n) if RANDOM_SCAN else visit
-        x_i = x[i]
+        # The record is read into a buffer of the sweep's own rather than taken as a view
+        # x[i]: a view holds a reference to x, counted (an atomic add and subtract) at every
+        # record, a tenth of the cost of a record update (benchmarks/record_update.py).
+        for j in range(RECORD_SIZE):
+            current[j] = x[i, j]
         if GENERAL:
-            # out starts as a copy of x_i, so a proposal may change only some fields.
+            # out starts as a copy of the record, so a proposal may change only some fields.
             for j in range(RECORD_SIZE):
-                proposal[j] = x_i[j]
+                proposal[j] = current[j]
             if PREPARED_PROPOSALS:
-                log_alpha = PROPOSE_PREPARED(rng, theta, table, x_i, proposal)
+                log_alpha = PROPOSE_PREPARED(rng, theta, table, current, proposal)
             else:
-                log_alpha = PROPOSE_RECORD(rng, theta, x_i, proposal)
+                log_alpha = PROPOSE_RECORD(rng, theta, current, proposal)
         elif BATCHED:
             taken = take_proposal(rng, theta, block, taken, n - visit, proposal)
             log_alpha = 0.0
@@ -384,7 +409,7 @@ def dense_sweep(rng, state, s_dp, params):
         else:
             DRAW_RECORD(rng, theta, proposal)
             log_alpha = 0.0
-        MECH_STAT(x_i, s_dp, t_old)
+        MECH_STAT(current, s_dp, t_old)
         MECH_STAT(proposal, s_dp, t_new)
         unchanged = True
         for j in range(m):
@@ -396,9 +421,9 @@ def dense_sweep(rng, state, s_dp, params):
             log_g_new = log_g
             if not GENERAL:
                 if not SHARED:
-                    move_model_stat(x_i, proposal, stats, s_old, s_new)
+                    move_model_stat(current, proposal, stats, s_old, s_new)
                 for j in range(RECORD_SIZE):
-                    x_i[j] = proposal[j]
+                    x[i, j] = proposal[j]
                 accepted += 1
                 continue
         else:
@@ -415,11 +440,11 @@ def dense_sweep(rng, state, s_dp, params):
                 for j in range(k):
                     stats[j] += t_new[j] - t_old[j]
             else:
-                move_model_stat(x_i, proposal, stats, s_old, s_new)
+                move_model_stat(current, proposal, stats, s_old, s_new)
             for j in range(m):
                 total[j] = total_new[j]
             for j in range(RECORD_SIZE):
-                x_i[j] = proposal[j]
+                x[i, j] = proposal[j]
             log_g = log_g_new
             accepted += 1
     if ON_STACK:
@@ -461,7 +486,7 @@ def move_model_stats(x_i, proposal, stats, index, value, touched, delta, s_old, 
     return OK if finite else BAD_STATS
 
 
-def sparse_sweep(rng, state, s_dp, params):
+def sparse_pass(rng, state, s_dp, params, table):
     """The sweep of a sparse statistic with a separable density
     (:mod:`dawrap.samplers.sparse`): each record update touches the union of the old and
     the new record's cells only."""
@@ -473,7 +498,7 @@ def sparse_sweep(rng, state, s_dp, params):
     scale = state.cells[:, 1] if arranged and CELL_PARAMS else params
     n = x.shape[0]
     nnz = max(NNZ, MODEL_NNZ)
-    proposal = np.empty(RECORD_SIZE)
+    proposal, current = np.empty(RECORD_SIZE), np.empty(RECORD_SIZE)
     index, value = np.empty(nnz, np.int64), np.empty(nnz)
     touched, delta = np.empty(2 * nnz, np.int64), np.empty(2 * nnz)
     m_touched, m_delta = np.empty(2 * nnz, np.int64), np.empty(2 * nnz)
@@ -481,8 +506,6 @@ def sparse_sweep(rng, state, s_dp, params):
     if BATCHED:  # proposals from DRAW_RECORDS, BLOCK at a time (take_proposal)
         block = np.empty((BLOCK, RECORD_SIZE))
         taken = BLOCK
-    if PREPARED_PROPOSALS:  # theta is fixed during the sweep: one table serves every record
-        table = PREPARE(theta)
     log_g = state.log_g
     accepted = 0
     min_log_alpha = 0.0
@@ -491,14 +514,15 @@ def sparse_sweep(rng, state, s_dp, params):
     status = OK
     for visit in range(n):
         i = rng.integers(0, n) if RANDOM_SCAN else visit
-        x_i = x[i]
+        for j in range(RECORD_SIZE):  # no view x[i]: see dense_pass
+            current[j] = x[i, j]
         if GENERAL:
             for j in range(RECORD_SIZE):
-                proposal[j] = x_i[j]
+                proposal[j] = current[j]
             if PREPARED_PROPOSALS:
-                log_alpha = PROPOSE_PREPARED(rng, theta, table, x_i, proposal)
+                log_alpha = PROPOSE_PREPARED(rng, theta, table, current, proposal)
             else:
-                log_alpha = PROPOSE_RECORD(rng, theta, x_i, proposal)
+                log_alpha = PROPOSE_RECORD(rng, theta, current, proposal)
         elif BATCHED:
             taken = take_proposal(rng, theta, block, taken, n - visit, proposal)
             log_alpha = 0.0
@@ -508,7 +532,7 @@ def sparse_sweep(rng, state, s_dp, params):
         else:
             DRAW_RECORD(rng, theta, proposal)
             log_alpha = 0.0
-        used = merge_entries(ENTRIES(x_i, s_dp, index, value), index, value, -1.0, NNZ, SIZE,
+        used = merge_entries(ENTRIES(current, s_dp, index, value), index, value, -1.0, NNZ, SIZE,
                              touched, delta, 0)
         if used >= 0:
             used = merge_entries(ENTRIES(proposal, s_dp, index, value), index, value, 1.0, NNZ,
@@ -532,7 +556,7 @@ def sparse_sweep(rng, state, s_dp, params):
                     stats[touched[b]] += delta[b]
                     stats_finite &= math.isfinite(stats[touched[b]])
             else:
-                moved = move_model_stats(x_i, proposal, stats, index, value, m_touched,
+                moved = move_model_stats(current, proposal, stats, index, value, m_touched,
                                          m_delta, s_old, s_new)
                 if moved == BAD_ENTRIES:
                     status = BAD_ENTRIES
@@ -541,7 +565,7 @@ def sparse_sweep(rng, state, s_dp, params):
             for b in range(used):
                 total[touched[b]] += delta[b]
             for j in range(RECORD_SIZE):
-                x_i[j] = proposal[j]
+                x[i, j] = proposal[j]
             # The cached log g drifts by rounding only; refresh recomputes it.
             log_g += change
             accepted += 1
@@ -593,8 +617,9 @@ def update_records(rng, state, inputs, tuning):
     if status != OK:
         return state, StepInfo(0.0, 0.0, status, move_accept)
     accepted, min_accept = 0.0, 1.0
+    table = SWEEP_TABLE(state.theta)  # theta is fixed from here to the iteration's end
     for _ in range(inputs.sweeps):
-        state, info = SWEEP(rng, state, s_dp, params)
+        state, info = SWEEP_PASS(rng, state, s_dp, params, table)
         if info.status != OK:
             return state, info
         accepted += info.accept_rate
@@ -817,7 +842,7 @@ RECORD_TEMPLATES = (init, arrange, fill_cells, consistency, refresh, first_overf
                     draw_guarded, draw_database,
                     draw_batches_guarded, sparse.sparse_sums, sparse.sparse_consistency,
                     sparse.check_entries)
-SWEEP_TEMPLATES = (move_model_stat, move_model_stats, take_proposal)
+SWEEP_TEMPLATES = (move_model_stat, move_model_stats, take_proposal, sweep_table)
 CHAIN_TEMPLATES = (update_records, after_theta, step, run)
 
 
@@ -876,8 +901,9 @@ def bind_chain(fns: RecordFunctions, record_size: int, size: int, stat_size: int
                      laplace_coordinate, gaussian_coordinate),
                  CELL_COUNTS=fns.nnz > 0 and stat_size == size)
     records = _templates.bind(RECORD_TEMPLATES, names)
-    sweep_template = sparse_sweep if fns.nnz > 0 else dense_sweep
-    sweeps = _templates.bind(SWEEP_TEMPLATES + (sweep_template,), dict(
+    sweep_template, pass_template = ((sparse_sweep, sparse_pass) if fns.nnz > 0
+                                     else (dense_sweep, dense_pass))
+    sweeps = _templates.bind(SWEEP_TEMPLATES + (sweep_template, pass_template), dict(
         names, GENERAL=general, SHARED=shared, RANDOM_SCAN=random_scan,
         BATCHED=batched and not general,
         PREPARED_PROPOSALS=prepared and (not general
@@ -885,7 +911,9 @@ def bind_chain(fns: RecordFunctions, record_size: int, size: int, stat_size: int
         ON_STACK=max(record_size, size, stat_size) <= STACK_FLOATS))
     sweep = getattr(sweeps, sweep_template.__name__)
     chain = _templates.bind(CHAIN_TEMPLATES, dict(
-        SWEEP=sweep, MOVE=move, KERNEL_STEP=kernel_step, REFRESH=records.refresh,
+        SWEEP_PASS=getattr(sweeps, pass_template.__name__),
+        SWEEP_TABLE=sweeps.sweep_table, MOVE=move, KERNEL_STEP=kernel_step,
+        REFRESH=records.refresh,
         THETA_SUPPORT=fns.theta_support))
     return Chain(records.init, chain.step, chain.run, chain.after_theta, sweep,
                  chain.update_records, records.consistency, records.refresh,
