@@ -49,7 +49,7 @@ _BOUND: dict = {}
 _LOCK = threading.Lock()
 
 
-def bind(templates, names: dict) -> types.SimpleNamespace:
+def bind(templates, names: dict, inline=()) -> types.SimpleNamespace:
     """Compile ``templates`` with ``names`` as their globals; a namespace of the compiled copies.
 
     Parameters
@@ -60,6 +60,12 @@ def bind(templates, names: dict) -> types.SimpleNamespace:
     names : dict
         Global name -> compiled function, number, flag, tuple or array, for every capitalised
         name the templates use.
+    inline : collection of str
+        Templates compiled with ``inline="always"``: a bound copy that calls one of them
+        takes in its code at numba's level, so a layer called only from the next one up is
+        typed and optimised once, as part of its caller, not once on its own and again in
+        every caller (LLVM re-optimises a callee linked into each caller). Called from
+        Python, such a copy compiles as any other.
 
     Returns
     -------
@@ -85,15 +91,17 @@ def bind(templates, names: dict) -> types.SimpleNamespace:
     >>> bound.apply_all(np.array([1.0, 2.5]))
     array([2., 5.])
     """
-    identity = (tuple(templates), tuple(sorted((k, _identity(v)) for k, v in names.items())))
+    inline = frozenset(inline)
+    identity = (tuple(templates), tuple(sorted((k, _identity(v)) for k, v in names.items())),
+                inline)
     with _LOCK:  # chains and calibration trials may bind from several threads at once
         if identity not in _BOUND:
-            _BOUND[identity] = (_bind(templates, names), list(names.values()))
+            _BOUND[identity] = (_bind(templates, names, inline), list(names.values()))
         return _BOUND[identity][0]  # the values are kept alive: no id() in a key is reused
 
 
-def _bind(templates, names: dict) -> types.SimpleNamespace:
-    tag = cache_tag(templates, names)
+def _bind(templates, names: dict, inline=frozenset()) -> types.SimpleNamespace:
+    tag = cache_tag(templates, names, inline)
     copies = {}
     namespaces = {}
     for template in templates:
@@ -105,7 +113,8 @@ def _bind(templates, names: dict) -> types.SimpleNamespace:
         # The qualname names numba's cache index file: one per binding.
         func.__qualname__ = f"{template.__qualname__}__{tag or 'local'}"
         func._template_tag = tag  # what stable_key says of this copy (None: not stable)
-        copies[template.__name__] = dispatcher = numba.njit(nogil=True)(func)
+        options = {"inline": "always"} if template.__name__ in inline else {}
+        copies[template.__name__] = dispatcher = numba.njit(nogil=True, **options)(func)
         if tag is not None:
             try:
                 dispatcher.enable_caching()
@@ -116,7 +125,7 @@ def _bind(templates, names: dict) -> types.SimpleNamespace:
     return types.SimpleNamespace(**copies)
 
 
-def cache_tag(templates, names: dict) -> str | None:
+def cache_tag(templates, names: dict, inline=frozenset()) -> str | None:
     """The name under which the copies of ``templates`` bound to ``names`` are cached on disk:
     a digest of the group, the stable keys of ``names`` and the package's source; None when
     some value has no :func:`stable_key` or a template is not dawrap's own (the copies are
@@ -124,7 +133,8 @@ def cache_tag(templates, names: dict) -> str | None:
     keys = {name: stable_key(value) for name, value in names.items()}
     if any(key is None for key in keys.values()) or not all(map(_in_package, templates)):
         return None
-    group = ",".join(f"{t.__module__}.{t.__qualname__}" for t in templates)
+    group = ",".join(f"{t.__module__}.{t.__qualname__}{'+inline' if t.__name__ in inline else ''}"
+                     for t in templates)
     return _digest(group, repr(sorted(keys.items())), source_digest())
 
 

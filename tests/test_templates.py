@@ -41,6 +41,28 @@ def test_bind_compiles_a_copy_per_binding_and_memoises_it():
     assert twice.apply_to is not count.apply_to
 
 
+def sum_applied(rows):
+    return apply_to(rows).sum()  # noqa: F821 - the group's bound copy
+
+
+def test_an_inlined_template_is_compiled_into_its_caller_and_still_callable():
+    """``inline``: the caller holds the callee's code (the callee is not compiled on its own
+    when only the caller runs), results are those of the plain binding, and the option is
+    part of what a binding is (its own copies, its own cache name)."""
+    plain = _templates.bind([apply_to, sum_applied], {"FUNC": user_twice})
+    inlined = _templates.bind([apply_to, sum_applied], {"FUNC": user_twice},
+                              inline=("apply_to",))
+    assert inlined is not plain
+    rows = np.array([[1.0], [2.5]])
+    assert inlined.sum_applied(rows) == plain.sum_applied(rows) == 7.0
+    assert inlined.apply_to.signatures == []  # typed within sum_applied, not compiled alone
+    assert inlined.apply_to(rows).tolist() == [2.0, 5.0]  # from Python it compiles as usual
+    names = {"RECORD_SUPPORT": beta_binomial.in_unit_interval}  # a dawrap template's tag
+    tag = _templates.cache_tag([first_outside], names)
+    assert tag is not None
+    assert tag != _templates.cache_tag([first_outside], names, frozenset({"first_outside"}))
+
+
 def test_only_values_defined_in_dawrap_have_a_stable_key():
     assert _templates.stable_key(beta_binomial.count) == (
         "fn", "dawrap.models.beta_binomial", "count", ())
