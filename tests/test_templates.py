@@ -147,3 +147,36 @@ def test_a_built_in_chain_loads_from_the_disk_cache_with_the_same_draws(tmp_path
     other = _child(5.0, tmp_path)
     assert other["misses"] > 0 and other["p"] != cold["p"]
     assert other["p"] == _child(5.0, tmp_path / "fresh")["p"]
+
+
+def test_a_misspelt_or_missing_slot_is_named_before_anything_compiles():
+    """Issue 28: ``RECORD_SIZ`` used to bind silently (RECORD_SIZE stayed 0: a database of
+    shape (n, 0), and writes past zero-length buffers); now every name is checked against
+    the slots the templates' module declares."""
+    from dawrap.model.protocols import draw_database
+    draw = beta_binomial.model(1.0, 1.0).draw_record
+    with pytest.raises(_templates.SlotError, match="'RECORD_SIZ' is not a slot .*did you "
+                                                   "mean 'RECORD_SIZE'"):
+        _templates.bind((draw_database,), {"DRAW_RECORD": draw, "RECORD_SIZ": 1,
+                                           "PREPARED": False, "PREPARE": None,
+                                           "DRAW_PREPARED": None})
+    with pytest.raises(_templates.SlotError, match="draw_database reads the slot "
+                                                   "'RECORD_SIZE' \\(int: floats per record"):
+        _templates.bind((draw_database,), {"DRAW_RECORD": draw, "PREPARED": False,
+                                           "PREPARE": None, "DRAW_PREPARED": None})
+    with pytest.raises(ValueError, match="'NOT_A_NAME' is not a slot .*the slots are "
+                                         "DRAW_PREPARED, DRAW_RECORD"):
+        _templates.bind((draw_database,), {"NOT_A_NAME": 1})
+    bound = _templates.bind((draw_database,), {"DRAW_RECORD": draw, "RECORD_SIZE": 1,
+                                               "PREPARED": False, "PREPARE": draw,
+                                               "DRAW_PREPARED": draw})
+    assert bound.draw_database(np.random.default_rng(0), np.array([0.5]), 3).shape == (3, 1)
+
+
+def test_the_record_chain_declares_every_slot_it_binds():
+    """bind_chain's names are all declared slots of record.py (a new name must be declared
+    there to be bound at all), and every declared slot says what it holds."""
+    from dawrap.samplers import record
+    slots = {k: v for k, v in vars(record).items() if isinstance(v, _templates.Slot)}
+    assert {"DRAW_RECORD", "RECORD_SIZE", "SWEEP_PASS", "CELL_COUNTS"} <= set(slots)
+    assert all(v.what for v in slots.values())

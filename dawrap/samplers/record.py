@@ -35,6 +35,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from .. import _templates
+from .._templates import slot
 from ..model.protocols import (anywhere, draw_database, no_prepare, no_prepared_draw,
                                no_prepared_proposal, no_records)
 from .arrays import add_into, all_finite, copy_into
@@ -47,26 +48,49 @@ __all__ = ["RecordFunctions", "RecordState", "StepInfo", "Trace", "Inputs", "Cha
            "SAMPLE_STATS", "bind_chain", "prepared_fields", "no_move", "no_kernel", "store_draw",
            "STATUS_MESSAGES", "REFRESH_EVERY", "BLOCK", "anywhere"]
 
-# The names the templates below call, bound per model by bind_chain (placeholders here).
-# The model's and the mechanism's functions (RecordFunctions' fields, in capitals):
-DRAW_RECORD = PROPOSE_RECORD = MODEL_STAT = MECH_STAT = LOG_DENSITY = DRAW_RECORDS = None
-THETA_SUPPORT = RECORD_SUPPORT = ENTRIES = MODEL_ENTRIES = COORDINATE_LOG_DENSITY = None
-PREPARE = DRAW_PREPARED = PROPOSE_PREPARED = None
+# The slots of the templates below, bound per model by bind_chain (dawrap._templates checks
+# every binding against them). The model's and the mechanism's functions (RecordFunctions'
+# fields, in capitals):
+DRAW_RECORD = slot("(rng, theta, out): one record from f(. | theta)")
+PROPOSE_RECORD = slot("(rng, theta, x_i, out) -> log Hastings ratio")
+MODEL_STAT = slot("(x_i, out): the model's statistic of a record")
+MECH_STAT = slot("(x_i, s_dp, out): the mechanism's statistic of a record")
+LOG_DENSITY = slot("(s_dp, t, params) -> log g(s_dp | t)")
+DRAW_RECORDS = slot("(rng, theta, out): out.shape[0] records at once")
+THETA_SUPPORT = slot("(theta) -> bool")
+RECORD_SUPPORT = slot("(x_i) -> bool")
+ENTRIES = slot("(x_i, s_dp, index, value) -> count: the mechanism's statistic as pairs")
+MODEL_ENTRIES = slot("(x_i, index, value) -> count: the model's statistic as pairs")
+COORDINATE_LOG_DENSITY = slot("(s_j, t_j, j, params) -> float")
+PREPARE = slot("(theta) -> table: the PreparedDraw's table")
+DRAW_PREPARED = slot("(rng, theta, table, out)")
+PROPOSE_PREPARED = slot("(rng, theta, table, x_i, out) -> log Hastings ratio")
 # Compile-time constants: floats per record, per mechanism statistic, per model statistic;
 # the most (index, value) pairs of the sparse path (0: dense); the sweep's flags.
-RECORD_SIZE = SIZE = STAT_SIZE = NNZ = MODEL_NNZ = 0
-GENERAL = SHARED = RANDOM_SCAN = ON_STACK = BATCHED = False
-# PREPARED: the model has a PreparedDraw (databases are drawn through it); PREPARED_PROPOSALS:
-# the sweep builds its table once and proposes through it.
-PREPARED = PREPARED_PROPOSALS = False
-# The sparse path's per-cell block (RecordState.cells): CELL_PARAMS, column 1 holds the
-# mechanism's parameter of each cell (its coordinate density reads params[j] only: the
-# built-in ones); CELL_COUNTS, column 3 holds the model's counts (stat_size == size).
-CELL_PARAMS = CELL_COUNTS = False
-# The chain's pieces: the record sweep, the extra theta move, the compiled theta kernel.
-# The record sweep is bound as its pass (the sweep given its table) and the table, which
-# update_records builds once per iteration.
-SWEEP_PASS = SWEEP_TABLE = MOVE = KERNEL_STEP = REFRESH = None
+RECORD_SIZE = slot("int: floats per record")
+SIZE = slot("int: floats of the mechanism's statistic")
+STAT_SIZE = slot("int: floats of the model's statistic")
+NNZ = slot("int: most pairs of ENTRIES (0: the dense path)")
+MODEL_NNZ = slot("int: most pairs of MODEL_ENTRIES (0: dense)")
+GENERAL = slot("bool: propose with PROPOSE_RECORD (else draw from f)")
+SHARED = slot("bool: the model's statistic is the mechanism's")
+RANDOM_SCAN = slot("bool: visit n records at random")
+ON_STACK = slot("bool: the per-record buffers fit on the stack")
+BATCHED = slot("bool: proposals from DRAW_RECORDS, BLOCK at a time")
+PREPARED = slot("bool: the model has a PreparedDraw (databases are drawn through it)")
+PREPARED_PROPOSALS = slot("bool: the sweep proposes through the PreparedDraw's table")
+# The sparse path's per-cell block (RecordState.cells): column 1 holds the mechanism's
+# parameter of each cell (its coordinate density reads params[j] only: the built-in ones);
+# column 3 holds the model's counts (stat_size == size).
+CELL_PARAMS = slot("bool: the block holds the mechanism's parameter of each cell")
+CELL_COUNTS = slot("bool: the block holds the model's counts")
+# The chain's pieces: the record sweep given its table (pass) and the table, which
+# update_records builds once per iteration; the extra theta move; the compiled theta kernel.
+SWEEP_PASS = slot("(rng, state, s_dp, params, table) -> (state, StepInfo)")
+SWEEP_TABLE = slot("(theta) -> table, or a placeholder without PREPARED_PROPOSALS")
+MOVE = slot("(rng, state, s_dp, params, tuning) -> (state, accept_prob, status)")
+KERNEL_STEP = slot("(rng, theta, x, stats, kernel_state, tuning) -> (theta, accept_prob)")
+REFRESH = slot("(state, s_dp, params) -> (state, status)")
 
 #: Running totals are recomputed from ``x`` every this many iterations, so that floating-point
 #: drift of the O(1) updates (continuous statistics) cannot accumulate over a long run.
