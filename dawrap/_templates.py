@@ -84,15 +84,19 @@ class SlotError(ValueError):
 def check_slots(templates, names: dict) -> None:
     """Raise :class:`SlotError` when ``names`` holds a name that is no declared slot of the
     templates' modules (with the closest declared one), or lacks a slot that one of the
-    templates reads. Templates whose modules declare no slots are not checked."""
-    declared = {}
+    templates reads. Templates whose modules declare no slots are not checked (nor, in a
+    group with one of them, are the names given)."""
+    declared, undeclared = {}, False
     for template in templates:
-        declared.update((k, v) for k, v in template.__globals__.items() if isinstance(v, Slot))
+        slots = {k: v for k, v in template.__globals__.items() if isinstance(v, Slot)}
+        declared.update(slots)
+        undeclared |= not slots
     if not declared:
         return
     modules = ", ".join(sorted({t.__module__ for t in templates}))
     for name in names:
-        if name not in declared:
+        # (with a template of a module that declares none, any name may be one of its own)
+        if name not in declared and not undeclared:
             close = difflib.get_close_matches(name, list(declared), n=1)
             hint = (f"did you mean {close[0]!r}?" if close
                     else f"the slots are {', '.join(sorted(declared))}")

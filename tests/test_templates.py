@@ -171,6 +171,15 @@ def test_a_misspelt_or_missing_slot_is_named_before_anything_compiles():
                                                "PREPARED": False, "PREPARE": draw,
                                                "DRAW_PREPARED": draw})
     assert bound.draw_database(np.random.default_rng(0), np.array([0.5]), 3).shape == (3, 1)
+    # With a template of a module that declares no slots (apply_to, here), a name may be
+    # its own: not refused; the declared slots are still required.
+    names = {"FUNC": user_twice, "DRAW_RECORD": draw, "RECORD_SIZE": 1, "PREPARED": False,
+             "PREPARE": draw, "DRAW_PREPARED": draw}
+    assert _templates.bind((apply_to, draw_database), names).apply_to(
+        np.array([[1.5]])).tolist() == [3.0]
+    with pytest.raises(_templates.SlotError, match="'RECORD_SIZE'"):
+        _templates.bind((apply_to, draw_database),
+                        {k: v for k, v in names.items() if k != "RECORD_SIZE"})
 
 
 def test_the_record_chain_declares_every_slot_it_binds():
