@@ -311,7 +311,7 @@ def move_model_stat(x_old, x_new, stats, s_old, s_new):
             stats[j] += s_new[j] - s_old[j]
 
 
-#: Per-record buffers of at most this many floats live on the stack (see dense_sweep).
+#: Per-record buffers of at most this many floats live on the stack (see dense_pass).
 STACK_FLOATS = 16
 
 
