@@ -45,9 +45,10 @@ DRAW_RECORD = MECH_STAT = MODEL_STAT = LOG_DENSITY = None
 RECORD_SIZE = SIZE = STAT_SIZE = 0
 
 
-def soma_sweep(rng, state, s_dp, params):
+def soma_sweep(rng, state, s_dp, params, table):
     """A drop-in replacement for the record sweep (a template bound like
-    ``dawrap.samplers.record.dense_sweep``): n SOMA offers."""
+    ``dawrap.samplers.record.dense_pass``, whose place it takes): n SOMA offers (``table``,
+    the prepared draw's, is not used)."""
     record_size, size, stat_size = RECORD_SIZE, SIZE, STAT_SIZE
     theta, x, stats, total = state.theta, state.x, state.stats, state.total
     n = x.shape[0]
@@ -101,18 +102,18 @@ def soma_sweep(rng, state, s_dp, params):
             accepted += 1
     info = record.StepInfo(accepted / n, math.exp(min_log_alpha), record.OK, math.nan)
     return record.RecordState(theta, x, stats, total, log_g, state.kernel_state,
-                              state.move_state), info
+                              state.move_state, state.cells), info
 
 
 @contextlib.contextmanager
 def soma_sweeps():
     """Make the record sampler build SOMA sweeps instead of its own."""
-    original = record.dense_sweep
-    record.dense_sweep = soma_sweep
+    original = record.dense_pass
+    record.dense_pass = soma_sweep
     try:
         yield
     finally:
-        record.dense_sweep = original
+        record.dense_pass = original
 
 
 def problems():

@@ -16,6 +16,13 @@ freezes global numbers as constants, exactly as it does closure variables: the m
 what a hand-written function for that model would give. The cache key then holds only the
 argument types and the bytecode.
 
+The names a module's templates read are declared as *slots*: ``DRAW_RECORD =
+slot("(rng, theta, out): ...")`` at the module's top. :func:`bind` checks the names it is
+given against them before compiling: a name no template of the group declares (a misspelt
+``RECORD_SIZ``) or a slot a template reads and the names lack is an error naming it, where an
+undeclared placeholder would be compiled in as it stands (a ``RECORD_SIZE`` of 0). Modules
+that declare no slots are not checked.
+
 A bound copy is cached on disk when everything bound into it has a *stable key*
 (:func:`stable_key`): numbers, strings, tuples, arrays, and compiled functions defined in the
 dawrap package itself (the built-in models included), closures over such values too. The key,
@@ -27,6 +34,7 @@ once per process, and every later binding with the same functions reuses them.
 """
 from __future__ import annotations
 
+import difflib
 import functools
 import hashlib
 import importlib.util
@@ -39,17 +47,84 @@ import numba
 import numpy as np
 from numba.core.registry import CPUDispatcher
 
-__all__ = ["bind", "cache_tag", "stable_key", "source_digest"]
+__all__ = ["bind", "cache_tag", "stable_key", "source_digest", "slot", "Slot", "SlotError"]
 
 #: The largest constant array numba compiles into a function's code (bytes).
 FROZEN_ARRAY_BYTES = 10 ** 6
+
+class Slot:
+    """A global name a template reads and :func:`bind` must give: declared at the top of
+    the template's module as ``NAME = slot("what it is")``."""
+    __slots__ = ("what",)
+
+    def __init__(self, what: str):
+        self.what = what
+
+    def __repr__(self) -> str:
+        return f"slot({self.what!r})"
+
+
+def slot(what: str) -> Slot:
+    """Declare a template slot; ``what`` says what :func:`bind` must put there (a
+    function's signature, a size, a flag).
+
+    Examples
+    --------
+    >>> from dawrap import _templates
+    >>> _templates.slot("(rng, theta, out): one record drawn from f(. | theta)")
+    slot('(rng, theta, out): one record drawn from f(. | theta)')
+    """
+    return Slot(what)
+
+
+class SlotError(ValueError):
+    """A binding that gives a name no template declares, or lacks a slot one reads."""
+
+
+def check_slots(templates, names: dict) -> None:
+    """Raise :class:`SlotError` when ``names`` holds a name that is no declared slot of the
+    templates' modules (with the closest declared one), or lacks a slot that one of the
+    templates reads. Templates whose modules declare no slots are not checked (nor, in a
+    group with one of them, are the names given)."""
+    declared, undeclared = {}, False
+    for template in templates:
+        slots = {k: v for k, v in template.__globals__.items() if isinstance(v, Slot)}
+        declared.update(slots)
+        undeclared |= not slots
+    if not declared:
+        return
+    modules = ", ".join(sorted({t.__module__ for t in templates}))
+    for name in names:
+        # (with a template of a module that declares none, any name may be one of its own)
+        if name not in declared and not undeclared:
+            close = difflib.get_close_matches(name, list(declared), n=1)
+            hint = (f"did you mean {close[0]!r}?" if close
+                    else f"the slots are {', '.join(sorted(declared))}")
+            raise SlotError(f"bind: {name!r} is not a slot of the templates of {modules}; "
+                            f"{hint}")
+    for template in templates:
+        for used in sorted(_global_names(template.__code__)):
+            value = template.__globals__.get(used)
+            if isinstance(value, Slot) and used not in names:
+                raise SlotError(f"bind: {template.__name__} reads the slot {used!r} "
+                                f"({value.what}), which the names do not give")
+
+
+def _global_names(code) -> set:
+    """The global (and attribute) names ``code`` and the code nested in it use."""
+    found = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            found |= _global_names(const)
+    return found
+
 
 #: Bound groups of this process, by the identity of what was bound (kept alive with them).
 _BOUND: dict = {}
 _LOCK = threading.Lock()
 
 
-def bind(templates, names: dict) -> types.SimpleNamespace:
+def bind(templates, names: dict, inline=()) -> types.SimpleNamespace:
     """Compile ``templates`` with ``names`` as their globals; a namespace of the compiled copies.
 
     Parameters
@@ -60,6 +135,18 @@ def bind(templates, names: dict) -> types.SimpleNamespace:
     names : dict
         Global name -> compiled function, number, flag, tuple or array, for every capitalised
         name the templates use.
+    inline : collection of str
+        Templates compiled with ``inline="always"``: a bound copy that calls one of them
+        takes in its code at numba's level, so a layer called only from the next one up is
+        typed and optimised once, as part of its caller, not once on its own and again in
+        every caller (LLVM re-optimises a callee linked into each caller). Called from
+        Python, such a copy compiles as any other.
+
+    Raises
+    ------
+    SlotError
+        When ``names`` holds a name that no template's module declares as a :func:`slot`,
+        or lacks a slot a template reads (modules that declare slots).
 
     Returns
     -------
@@ -85,15 +172,18 @@ def bind(templates, names: dict) -> types.SimpleNamespace:
     >>> bound.apply_all(np.array([1.0, 2.5]))
     array([2., 5.])
     """
-    identity = (tuple(templates), tuple(sorted((k, _identity(v)) for k, v in names.items())))
+    inline = frozenset(inline)
+    identity = (tuple(templates), tuple(sorted((k, _identity(v)) for k, v in names.items())),
+                inline)
     with _LOCK:  # chains and calibration trials may bind from several threads at once
         if identity not in _BOUND:
-            _BOUND[identity] = (_bind(templates, names), list(names.values()))
+            check_slots(templates, names)
+            _BOUND[identity] = (_bind(templates, names, inline), list(names.values()))
         return _BOUND[identity][0]  # the values are kept alive: no id() in a key is reused
 
 
-def _bind(templates, names: dict) -> types.SimpleNamespace:
-    tag = cache_tag(templates, names)
+def _bind(templates, names: dict, inline=frozenset()) -> types.SimpleNamespace:
+    tag = cache_tag(templates, names, inline)
     copies = {}
     namespaces = {}
     for template in templates:
@@ -105,7 +195,8 @@ def _bind(templates, names: dict) -> types.SimpleNamespace:
         # The qualname names numba's cache index file: one per binding.
         func.__qualname__ = f"{template.__qualname__}__{tag or 'local'}"
         func._template_tag = tag  # what stable_key says of this copy (None: not stable)
-        copies[template.__name__] = dispatcher = numba.njit(nogil=True)(func)
+        options = {"inline": "always"} if template.__name__ in inline else {}
+        copies[template.__name__] = dispatcher = numba.njit(nogil=True, **options)(func)
         if tag is not None:
             try:
                 dispatcher.enable_caching()
@@ -116,7 +207,7 @@ def _bind(templates, names: dict) -> types.SimpleNamespace:
     return types.SimpleNamespace(**copies)
 
 
-def cache_tag(templates, names: dict) -> str | None:
+def cache_tag(templates, names: dict, inline=frozenset()) -> str | None:
     """The name under which the copies of ``templates`` bound to ``names`` are cached on disk:
     a digest of the group, the stable keys of ``names`` and the package's source; None when
     some value has no :func:`stable_key` or a template is not dawrap's own (the copies are
@@ -124,7 +215,8 @@ def cache_tag(templates, names: dict) -> str | None:
     keys = {name: stable_key(value) for name, value in names.items()}
     if any(key is None for key in keys.values()) or not all(map(_in_package, templates)):
         return None
-    group = ",".join(f"{t.__module__}.{t.__qualname__}" for t in templates)
+    group = ",".join(f"{t.__module__}.{t.__qualname__}{'+inline' if t.__name__ in inline else ''}"
+                     for t in templates)
     return _digest(group, repr(sorted(keys.items())), source_digest())
 
 

@@ -41,6 +41,28 @@ def test_bind_compiles_a_copy_per_binding_and_memoises_it():
     assert twice.apply_to is not count.apply_to
 
 
+def sum_applied(rows):
+    return apply_to(rows).sum()  # noqa: F821 - the group's bound copy
+
+
+def test_an_inlined_template_is_compiled_into_its_caller_and_still_callable():
+    """``inline``: the caller holds the callee's code (the callee is not compiled on its own
+    when only the caller runs), results are those of the plain binding, and the option is
+    part of what a binding is (its own copies, its own cache name)."""
+    plain = _templates.bind([apply_to, sum_applied], {"FUNC": user_twice})
+    inlined = _templates.bind([apply_to, sum_applied], {"FUNC": user_twice},
+                              inline=("apply_to",))
+    assert inlined is not plain
+    rows = np.array([[1.0], [2.5]])
+    assert inlined.sum_applied(rows) == plain.sum_applied(rows) == 7.0
+    assert inlined.apply_to.signatures == []  # typed within sum_applied, not compiled alone
+    assert inlined.apply_to(rows).tolist() == [2.0, 5.0]  # from Python it compiles as usual
+    names = {"RECORD_SUPPORT": beta_binomial.in_unit_interval}  # a dawrap template's tag
+    tag = _templates.cache_tag([first_outside], names)
+    assert tag is not None
+    assert tag != _templates.cache_tag([first_outside], names, frozenset({"first_outside"}))
+
+
 def test_only_values_defined_in_dawrap_have_a_stable_key():
     assert _templates.stable_key(beta_binomial.count) == (
         "fn", "dawrap.models.beta_binomial", "count", ())
@@ -125,3 +147,45 @@ def test_a_built_in_chain_loads_from_the_disk_cache_with_the_same_draws(tmp_path
     other = _child(5.0, tmp_path)
     assert other["misses"] > 0 and other["p"] != cold["p"]
     assert other["p"] == _child(5.0, tmp_path / "fresh")["p"]
+
+
+def test_a_misspelt_or_missing_slot_is_named_before_anything_compiles():
+    """Issue 28: ``RECORD_SIZ`` used to bind silently (RECORD_SIZE stayed 0: a database of
+    shape (n, 0), and writes past zero-length buffers); now every name is checked against
+    the slots the templates' module declares."""
+    from dawrap.model.protocols import draw_database
+    draw = beta_binomial.model(1.0, 1.0).draw_record
+    with pytest.raises(_templates.SlotError, match="'RECORD_SIZ' is not a slot .*did you "
+                                                   "mean 'RECORD_SIZE'"):
+        _templates.bind((draw_database,), {"DRAW_RECORD": draw, "RECORD_SIZ": 1,
+                                           "PREPARED": False, "PREPARE": None,
+                                           "DRAW_PREPARED": None})
+    with pytest.raises(_templates.SlotError, match="draw_database reads the slot "
+                                                   "'RECORD_SIZE' \\(int: floats per record"):
+        _templates.bind((draw_database,), {"DRAW_RECORD": draw, "PREPARED": False,
+                                           "PREPARE": None, "DRAW_PREPARED": None})
+    with pytest.raises(ValueError, match="'NOT_A_NAME' is not a slot .*the slots are "
+                                         "DRAW_PREPARED, DRAW_RECORD"):
+        _templates.bind((draw_database,), {"NOT_A_NAME": 1})
+    bound = _templates.bind((draw_database,), {"DRAW_RECORD": draw, "RECORD_SIZE": 1,
+                                               "PREPARED": False, "PREPARE": draw,
+                                               "DRAW_PREPARED": draw})
+    assert bound.draw_database(np.random.default_rng(0), np.array([0.5]), 3).shape == (3, 1)
+    # With a template of a module that declares no slots (apply_to, here), a name may be
+    # its own: not refused; the declared slots are still required.
+    names = {"FUNC": user_twice, "DRAW_RECORD": draw, "RECORD_SIZE": 1, "PREPARED": False,
+             "PREPARE": draw, "DRAW_PREPARED": draw}
+    assert _templates.bind((apply_to, draw_database), names).apply_to(
+        np.array([[1.5]])).tolist() == [3.0]
+    with pytest.raises(_templates.SlotError, match="'RECORD_SIZE'"):
+        _templates.bind((apply_to, draw_database),
+                        {k: v for k, v in names.items() if k != "RECORD_SIZE"})
+
+
+def test_the_record_chain_declares_every_slot_it_binds():
+    """bind_chain's names are all declared slots of record.py (a new name must be declared
+    there to be bound at all), and every declared slot says what it holds."""
+    from dawrap.samplers import record
+    slots = {k: v for k, v in vars(record).items() if isinstance(v, _templates.Slot)}
+    assert {"DRAW_RECORD", "RECORD_SIZE", "SWEEP_PASS", "CELL_COUNTS"} <= set(slots)
+    assert all(v.what for v in slots.values())

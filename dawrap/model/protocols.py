@@ -282,10 +282,13 @@ def no_prepared_proposal(rng, theta, table, x_i, out):
     return 0.0
 
 
-# The names the templates below call, bound per model (dawrap._templates).
-DRAW_RECORD = RECORD_SUPPORT = PREPARE = DRAW_PREPARED = None
-RECORD_SIZE = 0
-PREPARED = False  # whether the model has a PreparedDraw (PREPARE, DRAW_PREPARED)
+# The slots of the templates below, bound per model (dawrap._templates checks them).
+DRAW_RECORD = _templates.slot("(rng, theta, out): one record from f(. | theta)")
+RECORD_SUPPORT = _templates.slot("(x_i) -> bool")
+PREPARE = _templates.slot("(theta) -> table: the PreparedDraw's table")
+DRAW_PREPARED = _templates.slot("(rng, theta, table, out)")
+RECORD_SIZE = _templates.slot("int: floats per record")
+PREPARED = _templates.slot("bool: the model has a PreparedDraw (PREPARE, DRAW_PREPARED)")
 
 
 def draw_database(rng, theta, n):

@@ -30,7 +30,8 @@ from .fingerprint import FORCE_VARIABLE, UNVERIFIABLE
 from .._files import Lock, as_path, atomic_write, ensure_folder, is_held, kind_of, refuse_special
 
 __all__ = ["save_chain", "load_chain", "load_chains", "saved_seed", "check_folder", "lock",
-           "remove_stale_temporaries", "resumable", "CheckpointWriteError", "FORMAT"]
+           "remove_stale_temporaries", "resumable", "CheckpointWriteError", "FORMAT",
+           "SAVED_STATE"]
 
 #: 5: the settings hold the run's fingerprint (dawrap.runner.fingerprint).
 FORMAT = 5
@@ -39,10 +40,14 @@ FORMAT = 5
 LOCK_NAME = ".lock"
 _BUSY = ("wait for it to finish, or give this run another checkpoint folder (a run that "
          "died releases the folder by itself)")
+#: The sampler state's fields a checkpoint holds: all but the sparse path's per-cell block,
+#: which copies the release and the running sums (the runner rebuilds it with
+#: ``chain.arrange``), so files written before the block existed resume as they are.
+SAVED_STATE = tuple(k for k in RecordState._fields if k != "cells")
 #: What a chain's file must hold: the sampler state's fields (written from and read back into
 #: the NamedTuple, so its field list lives in one place), the run's bookkeeping, and the
 #: ``trace_*`` arrays.
-_KEYS = (*RecordState._fields, "done", "rng_state", "settings")
+_KEYS = (*SAVED_STATE, "done", "rng_state", "settings")
 _TRACE = Trace._fields
 
 
@@ -166,7 +171,7 @@ def save_chain(directory, chain: int, *, done: int, state, rng, trace, settings:
 
     def write(tmp: str) -> None:
         with open(tmp, "wb") as f:
-            np.savez(f, **{k: np.asarray(v) for k, v in state._asdict().items()},
+            np.savez(f, **{k: np.asarray(getattr(state, k)) for k in SAVED_STATE},
                      done=np.int64(done),
                      rng_state=np.array(json.dumps(rng.bit_generator.state)),
                      settings=np.array(json.dumps({**settings, "format": FORMAT})),

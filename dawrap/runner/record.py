@@ -19,7 +19,8 @@ from .._checks import call_user, is_real
 from ..samplers.output import Output
 from .chains import deferred_interrupt, run_parallel
 from .progress import Progress
-from .checkpoint import CheckpointWriteError, load_chains, lock, resumable, save_chain
+from .checkpoint import (SAVED_STATE, CheckpointWriteError, load_chains, lock, resumable,
+                         save_chain)
 from .fingerprint import run_fingerprint
 from ..samplers.interweave import make_move
 from ..samplers.kernels import Kernel, engine_form, no_state
@@ -215,7 +216,7 @@ class _Setup:
         except (TypeError, ValueError) as err:
             raise ValueError(f"{where}: {err}; delete chain{chain}.npz to restart that chain "
                              f"from its seed") from None
-        state = record.RecordState(*(saved[k] for k in record.RecordState._fields))
+        state = record.RecordState(*(saved[k] for k in SAVED_STATE))
         _, _, status = self.chain.consistency(state, self.s_dp)
         if status != record.OK or not np.isfinite(saved["log_g"]):
             raise ValueError(f"{where}: the saved state is inconsistent (a record outside "
@@ -382,7 +383,9 @@ def _run_chain(setup: _Setup, chain: int, rng, theta, x, tune: int, draws: int,
                 f"init_x with a confidential total the mechanism could have released s_dp from")
         trace, done = _new_trace(draws, model.theta_size, mech.size, keep_stats), 0
     else:
-        state = record.RecordState(*(resumed[k] for k in record.RecordState._fields))
+        # The saved fields, laid out as a fresh state is (the sparse path's per-cell block).
+        state = setup.chain.arrange(record.RecordState(*(resumed[k] for k in SAVED_STATE)),
+                                    setup.s_dp, setup.params)
         trace = record.Trace(*(resumed[f"trace_{k}"] for k in record.Trace._fields))
         done = resumed["done"]
     total_iterations = tune + draws

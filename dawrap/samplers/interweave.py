@@ -102,7 +102,7 @@ def one_step(rng, state, s_dp, params, tuning):
     stats[:] = stats_new
     state.total[:] = total
     return RecordState(theta, x, stats, state.total, log_g, state.kernel_state,
-                       state.move_state), a, OK
+                       state.move_state, state.cells), a, OK
 
 
 def move(rng, state, s_dp, params, tuning):

@@ -35,31 +35,62 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from .. import _templates
+from .._templates import slot
 from ..model.protocols import (anywhere, draw_database, no_prepare, no_prepared_draw,
                                no_prepared_proposal, no_records)
 from .arrays import add_into, all_finite, copy_into
 from . import sparse
 from .sparse import merge_entries, sparse_sums, sparse_consistency
-from ..mechanisms.separable import no_coordinate, no_entries, no_model_entries
+from ..mechanisms.separable import (gaussian_coordinate, laplace_coordinate, no_coordinate,
+                                    no_entries, no_model_entries)
 
 __all__ = ["RecordFunctions", "RecordState", "StepInfo", "Trace", "Inputs", "Chain",
            "SAMPLE_STATS", "bind_chain", "prepared_fields", "no_move", "no_kernel", "store_draw",
            "STATUS_MESSAGES", "REFRESH_EVERY", "BLOCK", "anywhere"]
 
-# The names the templates below call, bound per model by bind_chain (placeholders here).
-# The model's and the mechanism's functions (RecordFunctions' fields, in capitals):
-DRAW_RECORD = PROPOSE_RECORD = MODEL_STAT = MECH_STAT = LOG_DENSITY = DRAW_RECORDS = None
-THETA_SUPPORT = RECORD_SUPPORT = ENTRIES = MODEL_ENTRIES = COORDINATE_LOG_DENSITY = None
-PREPARE = DRAW_PREPARED = PROPOSE_PREPARED = None
+# The slots of the templates below, bound per model by bind_chain (dawrap._templates checks
+# every binding against them). The model's and the mechanism's functions (RecordFunctions'
+# fields, in capitals):
+DRAW_RECORD = slot("(rng, theta, out): one record from f(. | theta)")
+PROPOSE_RECORD = slot("(rng, theta, x_i, out) -> log Hastings ratio")
+MODEL_STAT = slot("(x_i, out): the model's statistic of a record")
+MECH_STAT = slot("(x_i, s_dp, out): the mechanism's statistic of a record")
+LOG_DENSITY = slot("(s_dp, t, params) -> log g(s_dp | t)")
+DRAW_RECORDS = slot("(rng, theta, out): out.shape[0] records at once")
+THETA_SUPPORT = slot("(theta) -> bool")
+RECORD_SUPPORT = slot("(x_i) -> bool")
+ENTRIES = slot("(x_i, s_dp, index, value) -> count: the mechanism's statistic as pairs")
+MODEL_ENTRIES = slot("(x_i, index, value) -> count: the model's statistic as pairs")
+COORDINATE_LOG_DENSITY = slot("(s_j, t_j, j, params) -> float")
+PREPARE = slot("(theta) -> table: the PreparedDraw's table")
+DRAW_PREPARED = slot("(rng, theta, table, out)")
+PROPOSE_PREPARED = slot("(rng, theta, table, x_i, out) -> log Hastings ratio")
 # Compile-time constants: floats per record, per mechanism statistic, per model statistic;
 # the most (index, value) pairs of the sparse path (0: dense); the sweep's flags.
-RECORD_SIZE = SIZE = STAT_SIZE = NNZ = MODEL_NNZ = 0
-GENERAL = SHARED = RANDOM_SCAN = ON_STACK = BATCHED = False
-# PREPARED: the model has a PreparedDraw (databases are drawn through it); PREPARED_PROPOSALS:
-# the sweep builds its table once and proposes through it.
-PREPARED = PREPARED_PROPOSALS = False
-# The chain's pieces: the record sweep, the extra theta move, the compiled theta kernel.
-SWEEP = MOVE = KERNEL_STEP = REFRESH = None
+RECORD_SIZE = slot("int: floats per record")
+SIZE = slot("int: floats of the mechanism's statistic")
+STAT_SIZE = slot("int: floats of the model's statistic")
+NNZ = slot("int: most pairs of ENTRIES (0: the dense path)")
+MODEL_NNZ = slot("int: most pairs of MODEL_ENTRIES (0: dense)")
+GENERAL = slot("bool: propose with PROPOSE_RECORD (else draw from f)")
+SHARED = slot("bool: the model's statistic is the mechanism's")
+RANDOM_SCAN = slot("bool: visit n records at random")
+ON_STACK = slot("bool: the per-record buffers fit on the stack")
+BATCHED = slot("bool: proposals from DRAW_RECORDS, BLOCK at a time")
+PREPARED = slot("bool: the model has a PreparedDraw (databases are drawn through it)")
+PREPARED_PROPOSALS = slot("bool: the sweep proposes through the PreparedDraw's table")
+# The sparse path's per-cell block (RecordState.cells): column 1 holds the mechanism's
+# parameter of each cell (its coordinate density reads params[j] only: the built-in ones);
+# column 3 holds the model's counts (stat_size == size).
+CELL_PARAMS = slot("bool: the block holds the mechanism's parameter of each cell")
+CELL_COUNTS = slot("bool: the block holds the model's counts")
+# The chain's pieces: the record sweep given its table (pass) and the table, which
+# update_records builds once per iteration; the extra theta move; the compiled theta kernel.
+SWEEP_PASS = slot("(rng, state, s_dp, params, table) -> (state, StepInfo)")
+SWEEP_TABLE = slot("(theta) -> table, or a placeholder without PREPARED_PROPOSALS")
+MOVE = slot("(rng, state, s_dp, params, tuning) -> (state, accept_prob, status)")
+KERNEL_STEP = slot("(rng, theta, x, stats, kernel_state, tuning) -> (theta, accept_prob)")
+REFRESH = slot("(state, s_dp, params) -> (state, status)")
 
 #: Running totals are recomputed from ``x`` every this many iterations, so that floating-point
 #: drift of the O(1) updates (continuous statistics) cannot accumulate over a long run.
@@ -118,8 +149,21 @@ def prepared_fields(prepared) -> dict:
     return fields
 
 
+#: A state without the sparse path's per-cell block (the dense path's, and one built by hand;
+#: empty, so nothing can write to it, and writable, so its type is that of ``init``'s).
+NO_CELLS = np.zeros((0, 4))
+
+
 class RecordState(NamedTuple):
-    """State of one chain. ``x``, ``stats`` and ``total`` are updated in place."""
+    """State of one chain. ``x``, ``stats`` and ``total`` are updated in place.
+
+    On the sparse path (:mod:`dawrap.samplers.sparse`) ``cells`` holds, row ``j`` for cell
+    ``j``, the release, the mechanism's parameter of that cell, the running total and the
+    model's count (when ``stat_size == size``), and ``total`` and ``stats`` are views of its
+    columns (:func:`arrange`): a record update reads and writes one row, one cache line, per
+    cell it touches instead of one line in each of four arrays (at 10^6 cells the arrays
+    outgrow the caches and every line is a miss: ``benchmarks/tables_locality.py``).
+    """
     theta: np.ndarray   # (theta_size,)
     x: np.ndarray       # (n, record_size) imputed confidential database
     stats: np.ndarray   # (stat_size,) sum_i model_stat(x_i)
@@ -127,6 +171,7 @@ class RecordState(NamedTuple):
     log_g: float        # log g(s_dp, T), cached so no record update recomputes it
     kernel_state: np.ndarray  # the theta kernel's own state (e.g. an adapted step size)
     move_state: np.ndarray    # the extra theta move's state (see dawrap.interweave)
+    cells: np.ndarray = NO_CELLS  # (size, 4) on the sparse path (above), else (0, 4)
 
 
 class StepInfo(NamedTuple):
@@ -168,7 +213,8 @@ class Chain(NamedTuple):
     rest check a database: ``consistency(state, s_dp)``, ``refresh(state, s_dp, params)``,
     ``first_overflow(x, s_dp)``, ``draw_guarded(rng, theta, count)``,
     ``draw_database(rng, theta, n)``, ``check_entries(x, s_dp, compared)``,
-    ``draw_batches_guarded(rng, theta, count)``.
+    ``draw_batches_guarded(rng, theta, count)``; ``arrange(state, s_dp, params)`` gives a
+    state restored from its saved fields the sparse path's per-cell block.
     """
     init: object
     step: object
@@ -183,6 +229,7 @@ class Chain(NamedTuple):
     draw_database: object
     check_entries: object
     draw_batches_guarded: object
+    arrange: object
 
 
 #: The per-iteration statistics the record sampler emits (each a column of :class:`Trace`
@@ -202,8 +249,9 @@ def init(theta, x, inputs, kernel_state, move_state):
     s_dp = inputs.s_dp
     if NNZ > 0:  # the sparse path: O(n nnz + size); bad entries are checked before a run
         stats, total, _, _, _ = sparse_sums(x, s_dp, False)
-        return RecordState(theta, x, stats, total, LOG_DENSITY(s_dp, total, inputs.params),
-                           kernel_state, move_state)
+        return arrange(RecordState(theta, x, stats, total,
+                                   LOG_DENSITY(s_dp, total, inputs.params), kernel_state,
+                                   move_state, np.zeros((0, 4))), s_dp, inputs.params)
     stats = np.zeros(STAT_SIZE)
     total = np.zeros(s_dp.shape[0])
     buf_s = np.empty(STAT_SIZE)
@@ -214,7 +262,44 @@ def init(theta, x, inputs, kernel_state, move_state):
         add_into(stats, buf_s)
         add_into(total, buf_t)
     return RecordState(theta, x, stats, total, LOG_DENSITY(s_dp, total, inputs.params),
-                       kernel_state, move_state)
+                       kernel_state, move_state, np.zeros((0, 4)))
+
+
+def arrange(state, s_dp, params):
+    """``state`` with the sparse path's per-cell block (:class:`RecordState`): a new
+    ``(size, 4)`` array holding the release, the parameters (``CELL_PARAMS``), the running
+    total and the model's counts (``CELL_COUNTS``) of each cell, with ``total`` and
+    ``stats`` views of its columns holding the values they held; O(size). The dense path's
+    state is returned as it is. Used by ``init`` and to restore a saved state (a checkpoint
+    holds the running sums, not the block), so a restored chain continues bit for bit."""
+    if NNZ == 0:
+        return state
+    size = state.total.shape[0]
+    cells = np.zeros((size, 4))
+    fill_cells(cells, s_dp, params)
+    for j in range(size):
+        cells[j, 2] = state.total[j]
+    if CELL_COUNTS:
+        for j in range(size):
+            cells[j, 3] = state.stats[j]
+        stats = cells[:, 3]
+    else:
+        stats = state.stats
+    return RecordState(state.theta, state.x, stats, cells[:, 2], state.log_g,
+                       state.kernel_state, state.move_state, cells)
+
+
+@numba.njit(nogil=True, cache=True)
+def _fill_cells(cells, s_dp, params, with_params):
+    for j in range(cells.shape[0]):
+        cells[j, 0] = s_dp[j]
+        if with_params:  # a parameter the mechanism lacks is NaN: every ratio fails loudly
+            cells[j, 1] = params[j] if j < params.shape[0] else math.nan
+
+
+def fill_cells(cells, s_dp, params):
+    """Copy the release and (``CELL_PARAMS``) the parameters into the per-cell block."""
+    _fill_cells(cells, s_dp, params, CELL_PARAMS)
 
 
 def move_model_stat(x_old, x_new, stats, s_old, s_new):
@@ -226,7 +311,7 @@ def move_model_stat(x_old, x_new, stats, s_old, s_new):
             stats[j] += s_new[j] - s_old[j]
 
 
-#: Per-record buffers of at most this many floats live on the stack (see dense_sweep).
+#: Per-record buffers of at most this many floats live on the stack (see dense_pass).
 STACK_FLOATS = 16
 
 
@@ -264,16 +349,38 @@ def take_proposal(rng, theta, block, taken, left, proposal):
     return taken + 1
 
 
+def sweep_table(theta):
+    """The table a sweep proposes through (``PREPARED_PROPOSALS``: ``PREPARE(theta)``), else
+    a placeholder nothing reads. theta is fixed over the sweeps of an iteration, so
+    ``update_records`` builds it once per iteration, not once per sweep."""
+    if PREPARED_PROPOSALS:
+        return PREPARE(theta)
+    return 0.0
+
+
 def dense_sweep(rng, state, s_dp, params):
+    """One sweep (:func:`dense_pass`) with its own table: ``Chain.sweep``."""
+    return dense_pass(rng, state, s_dp, params, sweep_table(state.theta))
+
+
+def sparse_sweep(rng, state, s_dp, params):
+    """One sweep (:func:`sparse_pass`) with its own table: ``Chain.sweep``."""
+    return sparse_pass(rng, state, s_dp, params, sweep_table(state.theta))
+
+
+def dense_pass(rng, state, s_dp, params, table):
     """Update every record once, in order (step 2 of Algorithm 1), or ``n`` records at
-    random (``RANDOM_SCAN``).
+    random (``RANDOM_SCAN``); proposals through ``table`` (:func:`sweep_table` of the
+    state's theta) with ``PREPARED_PROPOSALS``.
 
     With the sizes and flags compile-time constants, LLVM unrolls the small per-record loops
     and keeps the per-record buffers, which live on the stack, in registers. On the heap it
     must assume they may alias the database and the totals and reload after every write.
     Together that makes a record update markedly cheaper (``benchmarks/record_update.py``).
+    For the same reason the running sums are worked on in stack copies, written back at the
+    end of the sweep (nothing reads them meanwhile).
     """
-    theta, x, stats, total = state.theta, state.x, state.stats, state.total
+    theta, x = state.theta, state.x
     n = x.shape[0]
     m, k = SIZE, STAT_SIZE
     # The stack memory must belong to this function's own frame (a helper returning it
@@ -285,30 +392,38 @@ def dense_sweep(rng, state, s_dp, params):
         total_new = numba.carray(_stack_floats(), m)
         s_old = numba.carray(_stack_floats(), k)
         s_new = numba.carray(_stack_floats(), k)
+        total = numba.carray(_stack_floats(), m)
+        stats = numba.carray(_stack_floats(), k)
+        current = numba.carray(_stack_floats(), RECORD_SIZE)
+        copy_into(total, state.total)
+        copy_into(stats, state.stats)
     else:
-        proposal = np.empty(RECORD_SIZE)
+        total, stats = state.total, state.stats
+        proposal, current = np.empty(RECORD_SIZE), np.empty(RECORD_SIZE)
         t_old, t_new, total_new = np.empty(m), np.empty(m), np.empty(m)
         s_old, s_new = np.empty(k), np.empty(k)
     if BATCHED:  # proposals from DRAW_RECORDS, BLOCK at a time (take_proposal)
         block = np.empty((BLOCK, RECORD_SIZE))
         taken = BLOCK
-    if PREPARED_PROPOSALS:  # theta is fixed during the sweep: one table serves every record
-        table = PREPARE(theta)
     log_g = state.log_g
     accepted = 0
     min_log_alpha = 0.0
     nan_seen = False
     for visit in range(n):
         i = rng.integers(0, n) if RANDOM_SCAN else visit
-        x_i = x[i]
+        # The record is read into a buffer of the sweep's own rather than taken as a view
+        # x[i]: a view holds a reference to x, counted (an atomic add and subtract) at every
+        # record, a tenth of the cost of a record update (benchmarks/record_update.py).
+        for j in range(RECORD_SIZE):
+            current[j] = x[i, j]
         if GENERAL:
-            # out starts as a copy of x_i, so a proposal may change only some fields.
+            # out starts as a copy of the record, so a proposal may change only some fields.
             for j in range(RECORD_SIZE):
-                proposal[j] = x_i[j]
+                proposal[j] = current[j]
             if PREPARED_PROPOSALS:
-                log_alpha = PROPOSE_PREPARED(rng, theta, table, x_i, proposal)
+                log_alpha = PROPOSE_PREPARED(rng, theta, table, current, proposal)
             else:
-                log_alpha = PROPOSE_RECORD(rng, theta, x_i, proposal)
+                log_alpha = PROPOSE_RECORD(rng, theta, current, proposal)
         elif BATCHED:
             taken = take_proposal(rng, theta, block, taken, n - visit, proposal)
             log_alpha = 0.0
@@ -318,7 +433,7 @@ def dense_sweep(rng, state, s_dp, params):
         else:
             DRAW_RECORD(rng, theta, proposal)
             log_alpha = 0.0
-        MECH_STAT(x_i, s_dp, t_old)
+        MECH_STAT(current, s_dp, t_old)
         MECH_STAT(proposal, s_dp, t_new)
         unchanged = True
         for j in range(m):
@@ -330,9 +445,9 @@ def dense_sweep(rng, state, s_dp, params):
             log_g_new = log_g
             if not GENERAL:
                 if not SHARED:
-                    move_model_stat(x_i, proposal, stats, s_old, s_new)
+                    move_model_stat(current, proposal, stats, s_old, s_new)
                 for j in range(RECORD_SIZE):
-                    x_i[j] = proposal[j]
+                    x[i, j] = proposal[j]
                 accepted += 1
                 continue
         else:
@@ -349,13 +464,16 @@ def dense_sweep(rng, state, s_dp, params):
                 for j in range(k):
                     stats[j] += t_new[j] - t_old[j]
             else:
-                move_model_stat(x_i, proposal, stats, s_old, s_new)
+                move_model_stat(current, proposal, stats, s_old, s_new)
             for j in range(m):
                 total[j] = total_new[j]
             for j in range(RECORD_SIZE):
-                x_i[j] = proposal[j]
+                x[i, j] = proposal[j]
             log_g = log_g_new
             accepted += 1
+    if ON_STACK:
+        copy_into(state.total, total)
+        copy_into(state.stats, stats)
     # Checked once per sweep rather than per record: a vectorised scan is cheaper than a
     # branch in the hot loop, and the error is raised all the same.
     status = OK
@@ -366,8 +484,8 @@ def dense_sweep(rng, state, s_dp, params):
     elif not all_finite(stats):
         status = BAD_STATS
     info = StepInfo(accepted / n, math.exp(min_log_alpha), status, math.nan)
-    return RecordState(theta, x, stats, total, log_g, state.kernel_state,
-                       state.move_state), info
+    return RecordState(theta, x, state.stats, state.total, log_g, state.kernel_state,
+                       state.move_state, state.cells), info
 
 
 def move_model_stats(x_i, proposal, stats, index, value, touched, delta, s_old, s_new):
@@ -392,14 +510,19 @@ def move_model_stats(x_i, proposal, stats, index, value, touched, delta, s_old, 
     return OK if finite else BAD_STATS
 
 
-def sparse_sweep(rng, state, s_dp, params):
+def sparse_pass(rng, state, s_dp, params, table):
     """The sweep of a sparse statistic with a separable density
     (:mod:`dawrap.samplers.sparse`): each record update touches the union of the old and
     the new record's cells only."""
     theta, x, stats, total = state.theta, state.x, state.stats, state.total
+    # The release and the parameters of cell j from row j of the per-cell block, beside its
+    # total (one cache line); a state built without the block reads the arrays passed.
+    arranged = state.cells.shape[0] == SIZE
+    release = state.cells[:, 0] if arranged else s_dp
+    scale = state.cells[:, 1] if arranged and CELL_PARAMS else params
     n = x.shape[0]
     nnz = max(NNZ, MODEL_NNZ)
-    proposal = np.empty(RECORD_SIZE)
+    proposal, current = np.empty(RECORD_SIZE), np.empty(RECORD_SIZE)
     index, value = np.empty(nnz, np.int64), np.empty(nnz)
     touched, delta = np.empty(2 * nnz, np.int64), np.empty(2 * nnz)
     m_touched, m_delta = np.empty(2 * nnz, np.int64), np.empty(2 * nnz)
@@ -407,8 +530,6 @@ def sparse_sweep(rng, state, s_dp, params):
     if BATCHED:  # proposals from DRAW_RECORDS, BLOCK at a time (take_proposal)
         block = np.empty((BLOCK, RECORD_SIZE))
         taken = BLOCK
-    if PREPARED_PROPOSALS:  # theta is fixed during the sweep: one table serves every record
-        table = PREPARE(theta)
     log_g = state.log_g
     accepted = 0
     min_log_alpha = 0.0
@@ -417,14 +538,15 @@ def sparse_sweep(rng, state, s_dp, params):
     status = OK
     for visit in range(n):
         i = rng.integers(0, n) if RANDOM_SCAN else visit
-        x_i = x[i]
+        for j in range(RECORD_SIZE):  # no view x[i]: see dense_pass
+            current[j] = x[i, j]
         if GENERAL:
             for j in range(RECORD_SIZE):
-                proposal[j] = x_i[j]
+                proposal[j] = current[j]
             if PREPARED_PROPOSALS:
-                log_alpha = PROPOSE_PREPARED(rng, theta, table, x_i, proposal)
+                log_alpha = PROPOSE_PREPARED(rng, theta, table, current, proposal)
             else:
-                log_alpha = PROPOSE_RECORD(rng, theta, x_i, proposal)
+                log_alpha = PROPOSE_RECORD(rng, theta, current, proposal)
         elif BATCHED:
             taken = take_proposal(rng, theta, block, taken, n - visit, proposal)
             log_alpha = 0.0
@@ -434,7 +556,7 @@ def sparse_sweep(rng, state, s_dp, params):
         else:
             DRAW_RECORD(rng, theta, proposal)
             log_alpha = 0.0
-        used = merge_entries(ENTRIES(x_i, s_dp, index, value), index, value, -1.0, NNZ, SIZE,
+        used = merge_entries(ENTRIES(current, s_dp, index, value), index, value, -1.0, NNZ, SIZE,
                              touched, delta, 0)
         if used >= 0:
             used = merge_entries(ENTRIES(proposal, s_dp, index, value), index, value, 1.0, NNZ,
@@ -446,8 +568,8 @@ def sparse_sweep(rng, state, s_dp, params):
         for b in range(used):
             if delta[b] != 0.0:
                 j = touched[b]
-                change += (COORDINATE_LOG_DENSITY(s_dp[j], total[j] + delta[b], j, params)
-                           - COORDINATE_LOG_DENSITY(s_dp[j], total[j], j, params))
+                change += (COORDINATE_LOG_DENSITY(release[j], total[j] + delta[b], j, scale)
+                           - COORDINATE_LOG_DENSITY(release[j], total[j], j, scale))
         log_alpha += change
         nan_seen |= log_alpha != log_alpha
         if log_alpha < min_log_alpha:
@@ -458,7 +580,7 @@ def sparse_sweep(rng, state, s_dp, params):
                     stats[touched[b]] += delta[b]
                     stats_finite &= math.isfinite(stats[touched[b]])
             else:
-                moved = move_model_stats(x_i, proposal, stats, index, value, m_touched,
+                moved = move_model_stats(current, proposal, stats, index, value, m_touched,
                                          m_delta, s_old, s_new)
                 if moved == BAD_ENTRIES:
                     status = BAD_ENTRIES
@@ -467,7 +589,7 @@ def sparse_sweep(rng, state, s_dp, params):
             for b in range(used):
                 total[touched[b]] += delta[b]
             for j in range(RECORD_SIZE):
-                x_i[j] = proposal[j]
+                x[i, j] = proposal[j]
             # The cached log g drifts by rounding only; refresh recomputes it.
             log_g += change
             accepted += 1
@@ -480,7 +602,7 @@ def sparse_sweep(rng, state, s_dp, params):
             status = BAD_STATS
     info = StepInfo(accepted / n, math.exp(min_log_alpha), status, math.nan)
     return RecordState(theta, x, stats, total, log_g, state.kernel_state,
-                       state.move_state), info
+                       state.move_state, state.cells), info
 
 
 @numba.njit(nogil=True, cache=True)
@@ -519,8 +641,9 @@ def update_records(rng, state, inputs, tuning):
     if status != OK:
         return state, StepInfo(0.0, 0.0, status, move_accept)
     accepted, min_accept = 0.0, 1.0
+    table = SWEEP_TABLE(state.theta)  # theta is fixed from here to the iteration's end
     for _ in range(inputs.sweeps):
-        state, info = SWEEP(rng, state, s_dp, params)
+        state, info = SWEEP_PASS(rng, state, s_dp, params, table)
         if info.status != OK:
             return state, info
         accepted += info.accept_rate
@@ -646,9 +769,12 @@ def refresh(state, s_dp, params):
     stats, total, status = consistency(state, s_dp)
     copy_into(state.stats, stats)
     copy_into(state.total, total)
+    if NNZ > 0 and state.cells.shape[0] == SIZE:  # the block's copies follow the inputs
+        fill_cells(state.cells, s_dp, params)
+    # The fresh total (contiguous) holds the values of state.total, which may be a view.
     return RecordState(state.theta, state.x, state.stats, state.total,
-                       LOG_DENSITY(s_dp, state.total, params), state.kernel_state,
-                       state.move_state), status
+                       LOG_DENSITY(s_dp, total, params), state.kernel_state,
+                       state.move_state, state.cells), status
 
 
 #: Floats after the end of each ``out`` buffer that ``first_overflow`` watches.
@@ -736,11 +862,18 @@ def draw_batches_guarded(rng, theta, count):
 
 #: The templates of a model's records, sweep and chain (bound in that order, each group
 #: reusing the groups before it, so that another kernel or move recompiles only the chain).
-RECORD_TEMPLATES = (init, consistency, refresh, first_overflow, draw_guarded, draw_database,
+RECORD_TEMPLATES = (init, arrange, fill_cells, consistency, refresh, first_overflow,
+                    draw_guarded, draw_database,
                     draw_batches_guarded, sparse.sparse_sums, sparse.sparse_consistency,
                     sparse.check_entries)
-SWEEP_TEMPLATES = (move_model_stat, move_model_stats, take_proposal)
+SWEEP_TEMPLATES = (move_model_stat, move_model_stats, take_proposal, sweep_table)
 CHAIN_TEMPLATES = (update_records, after_theta, step, run)
+#: The chain's layers compiled into their callers rather than on their own: ``run`` holds
+#: them all (``after_theta``, which the runner calls around a Python ``draw_theta``,
+#: compiles on its own when so called), so each is optimised once, not once more in every
+#: caller (``benchmarks/compile_profile.py``: the chain's compile time 19.7 s -> 9.1 s at
+#: load 12). Inlining the sweep's pass too costs numba's typing more than it saves LLVM.
+CHAIN_INLINED = ("update_records", "after_theta", "step")
 
 
 def bind_chain(fns: RecordFunctions, record_size: int, size: int, stat_size: int, *,
@@ -791,10 +924,16 @@ def bind_chain(fns: RecordFunctions, record_size: int, size: int, stat_size: int
         raise ValueError("bind_chain: prepared=True needs fns.prepare and fns.draw_prepared "
                          "(record.prepared_fields of the model's PreparedDraw)")
     names = {name.upper(): value for name, value in fns._asdict().items()}
-    names.update(RECORD_SIZE=record_size, SIZE=size, STAT_SIZE=stat_size, PREPARED=prepared)
+    names.update(RECORD_SIZE=record_size, SIZE=size, STAT_SIZE=stat_size, PREPARED=prepared,
+                 # Densities known to read params[j] for cell j alone (and params[-1]):
+                 # their parameters can live in the per-cell block.
+                 CELL_PARAMS=fns.nnz > 0 and fns.coordinate_log_density in (
+                     laplace_coordinate, gaussian_coordinate),
+                 CELL_COUNTS=fns.nnz > 0 and stat_size == size)
     records = _templates.bind(RECORD_TEMPLATES, names)
-    sweep_template = sparse_sweep if fns.nnz > 0 else dense_sweep
-    sweeps = _templates.bind(SWEEP_TEMPLATES + (sweep_template,), dict(
+    sweep_template, pass_template = ((sparse_sweep, sparse_pass) if fns.nnz > 0
+                                     else (dense_sweep, dense_pass))
+    sweeps = _templates.bind(SWEEP_TEMPLATES + (sweep_template, pass_template), dict(
         names, GENERAL=general, SHARED=shared, RANDOM_SCAN=random_scan,
         BATCHED=batched and not general,
         PREPARED_PROPOSALS=prepared and (not general
@@ -802,9 +941,11 @@ def bind_chain(fns: RecordFunctions, record_size: int, size: int, stat_size: int
         ON_STACK=max(record_size, size, stat_size) <= STACK_FLOATS))
     sweep = getattr(sweeps, sweep_template.__name__)
     chain = _templates.bind(CHAIN_TEMPLATES, dict(
-        SWEEP=sweep, MOVE=move, KERNEL_STEP=kernel_step, REFRESH=records.refresh,
-        THETA_SUPPORT=fns.theta_support))
+        SWEEP_PASS=getattr(sweeps, pass_template.__name__),
+        SWEEP_TABLE=sweeps.sweep_table, MOVE=move, KERNEL_STEP=kernel_step,
+        REFRESH=records.refresh,
+        THETA_SUPPORT=fns.theta_support), inline=CHAIN_INLINED)
     return Chain(records.init, chain.step, chain.run, chain.after_theta, sweep,
                  chain.update_records, records.consistency, records.refresh,
                  records.first_overflow, records.draw_guarded, records.draw_database,
-                 records.check_entries, records.draw_batches_guarded)
+                 records.check_entries, records.draw_batches_guarded, records.arrange)

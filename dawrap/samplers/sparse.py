@@ -24,15 +24,23 @@ import numba
 import numpy as np
 
 from .status import OK, BAD_ENTRIES, BAD_DRIFT, BAD_RECORD_SUPPORT
+from .._templates import slot
 
 __all__ = ["merge_entries", "sparse_sums", "sparse_consistency", "check_entries",
            "compared_before_a_run", "DENSE_CHECK_CELLS", "REFRESH_CHECK_CELLS", "EntriesError", "guarded_pairs", "arm_pairs", "broken_pairs",
            "PAIRS_GUARD"]
 
-# The names the templates below call, bound per model with the record sampler's
-# (dawrap.samplers.record.bind_chain; placeholders here).
-ENTRIES = MODEL_ENTRIES = MODEL_STAT = MECH_STAT = RECORD_SUPPORT = None
-SIZE = STAT_SIZE = NNZ = MODEL_NNZ = 0
+# The slots of the templates below, bound per model with the record sampler's
+# (dawrap.samplers.record.bind_chain, which says what each is).
+ENTRIES = slot("(x_i, s_dp, index, value) -> count")
+MODEL_ENTRIES = slot("(x_i, index, value) -> count")
+MODEL_STAT = slot("(x_i, out)")
+MECH_STAT = slot("(x_i, s_dp, out)")
+RECORD_SUPPORT = slot("(x_i) -> bool")
+SIZE = slot("int: floats of the mechanism's statistic")
+STAT_SIZE = slot("int: floats of the model's statistic")
+NNZ = slot("int: most pairs of ENTRIES")
+MODEL_NNZ = slot("int: most pairs of MODEL_ENTRIES (0: dense)")
 
 #: Pairs after the ``nnz`` an entries function may write that a check watches: one that
 #: writes more pairs than it declared lands there (and is caught) instead of in unrelated

@@ -290,3 +290,48 @@ def test_binding_a_prepared_sweep_without_the_table_functions_is_refused():
                                  mech.engine_statistic, mech.log_density)
     with pytest.raises(ValueError, match="prepared=True needs fns.prepare"):
         record.bind_chain(fns, 1, 8, 8, prepared=True)
+
+
+# -- the table is built once per iteration -------------------------------------------------
+# theta's last cell counts the tables built: the counting prepare writes it (theta is the
+# state's buffer), the kernel below keeps it.
+
+
+@numba.njit
+def counting_prepare(theta):
+    theta[-1] += 1.0
+    return np.array([1.0])
+
+
+@numba.njit
+def keep_theta(rng, theta, x, stats, kernel_state, tuning):
+    return theta.copy(), np.nan
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", ["sparse", "dense"])
+def test_the_table_is_built_once_per_iteration_whatever_the_sweeps(path):
+    """theta is fixed over the sweeps of an iteration, so with ``sweeps = 3`` an iteration
+    builds one table, not three; ``Chain.sweep`` alone builds its own."""
+    k, n, iterations = 4, 30, 5
+    if path == "sparse":
+        mech = dm.laplace(1.0, k)
+        fields = sparse.sparse_fields(dm.model(np.ones(k)), mech)
+    else:
+        mech, fields = dw.Laplace(dense_one_hot, epsilon=1.0, sensitivity=2.0, size=k), {}
+    fns = record.RecordFunctions(plain_draw, plain_proposal, dm.one_hot,
+                                 mech.engine_statistic, mech.log_density, **fields,
+                                 prepare=counting_prepare, draw_prepared=draw_from_table)
+    chain = record.bind_chain(fns, 1, k, k, prepared=True, kernel_step=keep_theta)
+    s_dp = np.full(k, n / k)
+    inputs = record.Inputs(s_dp, mech.params, 3)
+    theta = np.array([0.25, 0.25, 0.25, 0.25, 0.0])  # the last cell: the tables built
+    state = chain.init(theta, np.ones((n, 1)), inputs, np.empty(0), np.empty(0))
+    trace = record.Trace(np.empty((iterations, k + 1)),
+                         *(np.empty(iterations) for _ in range(4)), np.empty((0, k)))
+    state, done, status = chain.run(np.random.default_rng(0), state, inputs, 0, iterations,
+                                    0, trace)
+    assert status == record.OK and done == iterations
+    assert np.array_equal(trace.theta[:, -1], np.arange(1, iterations + 1))
+    state, info = chain.sweep(np.random.default_rng(1), state, s_dp, mech.params)
+    assert info.status == record.OK and state.theta[-1] == iterations + 1

@@ -7,7 +7,7 @@ import pytest
 import dawrap as dw
 from dawrap import diagnostics
 from dawrap.models import dirichlet_multinomial as dm
-from dawrap.samplers import record
+from dawrap.samplers import record, sparse
 from dawrap.samplers.status import BAD_ENTRIES, BAD_STATS
 
 
@@ -292,3 +292,89 @@ def test_a_dense_statistic_writing_past_out_is_reported_when_compared():
                                          "record"):
         dw.sample(dm.model([1.0, 1.0, 1.0]), mech, [1.0, 2.0, 1.0], 4, draws=5, tune=0,
                   chains=1, seed=0, progress=False, init_x=x)
+
+
+def _sparse_chain(k=5, stat=None):
+    """A dirichlet_multinomial chain on the sparse path (uniform proposals)."""
+    model, mech = dm.model(np.ones(k), proposal="uniform"), dm.laplace(1.0, k)
+    fns = record.RecordFunctions(model.draw_record, model.propose_record,
+                                 stat or model.model_stat, mech.engine_statistic,
+                                 mech.log_density, **sparse.sparse_fields(model, mech))
+    chain = record.bind_chain(fns, 1, k, k, general=True, shared=stat is None)
+    return chain, mech
+
+
+def test_the_sparse_state_keeps_each_cells_values_in_one_row():
+    """Issue 27 item 2: release, parameter, running total and count of cell j share row j of
+    one block (one cache line per touched cell), total and stats being views of it."""
+    chain, mech = _sparse_chain()
+    x = np.array([[0.0], [3.0], [3.0], [1.0]])
+    s_dp = np.array([0.5, 1.5, -0.2, 2.2, 0.1])
+    state = chain.init(np.full(5, 0.2), x.copy(), record.Inputs(s_dp, mech.params, 1),
+                       np.empty(0), np.empty(0))
+    cells = state.cells
+    assert cells.shape == (5, 4)
+    assert np.array_equal(cells[:, 0], s_dp) and np.array_equal(cells[:, 1], mech.params[:5])
+    for column, view in ((2, state.total), (3, state.stats)):
+        assert np.shares_memory(view, cells)
+        assert np.array_equal(view, cells[:, column])
+        assert np.array_equal(view, [1.0, 1.0, 0.0, 2.0, 0.0])
+    state, info = chain.sweep(np.random.default_rng(0), state, s_dp, mech.params)
+    assert info.status == record.OK and np.shares_memory(state.total, state.cells)
+    assert np.array_equal(state.total, mech.total(state.x))
+    assert np.array_equal(state.stats, state.total)
+
+
+def test_a_sweep_with_the_block_is_the_sweep_without_it():
+    """The block only moves values: a state built without it (arrays passed, as by hand)
+    gives bit-identical sweeps, and arrange restores a saved state's block exactly."""
+    chain, mech = _sparse_chain()
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 5, (40, 1)).astype(float)
+    s_dp = mech.release(x, seed=4)
+    theta = rng.dirichlet(np.ones(5))
+    fresh = chain.init(theta.copy(), x.copy(), record.Inputs(s_dp, mech.params, 1),
+                       np.empty(0), np.empty(0))
+    plain = record.RecordState(theta.copy(), x.copy(), fresh.stats.copy(), fresh.total.copy(),
+                               fresh.log_g, np.empty(0), np.empty(0))
+    assert plain.cells.shape == (0, 4)
+    restored = chain.arrange(plain._replace(x=x.copy()), s_dp, mech.params)
+    assert np.array_equal(restored.cells, fresh.cells)
+    runs = []
+    for state in (fresh, plain, restored):
+        rng = np.random.default_rng(5)
+        infos = []
+        for _ in range(3):
+            state, info = chain.sweep(rng, state, s_dp, mech.params)
+            infos.append(tuple(info))
+        runs.append((state.x.copy(), state.total.copy(), state.stats.copy(), state.log_g,
+                     infos))
+    for other in runs[1:]:
+        assert np.array_equal(other[0], runs[0][0]) and np.array_equal(other[1], runs[0][1])
+        assert np.array_equal(other[2], runs[0][2]) and other[3] == runs[0][3]
+        # move_accept is NaN (no move): compared as arrays with NaN equal to NaN
+        assert np.array_equal(other[4], runs[0][4], equal_nan=True)
+
+
+def test_refresh_keeps_the_block_and_keep_stats_reads_it():
+    """A refresh writes the recomputed sums into the block (total and stats stay views of
+    it) and a run with keep_stats stores the running totals of the sparse path: each kept
+    total is a table of counts of the n records."""
+    chain, mech = _sparse_chain()
+    x = np.array([[0.0], [3.0], [3.0], [1.0], [4.0]])
+    s_dp = np.array([0.5, 1.5, -0.2, 2.2, 0.1])
+    state = chain.init(np.full(5, 0.2), x.copy(), record.Inputs(s_dp, mech.params, 1),
+                       np.empty(0), np.empty(0))
+    state, info = chain.sweep(np.random.default_rng(1), state, s_dp, mech.params)
+    state.cells[:, 0] = np.nan  # a stale copy of the release: refresh writes it afresh
+    state, status = chain.refresh(state, s_dp, mech.params)
+    assert status == record.OK and np.array_equal(state.cells[:, 0], s_dp)
+    assert np.shares_memory(state.total, state.cells) and np.shares_memory(state.stats,
+                                                                           state.cells)
+    assert np.array_equal(state.cells[:, 2], mech.total(state.x))
+    assert state.log_g == mech.log_density(s_dp, mech.total(state.x), mech.params)
+    model = dm.model(np.ones(5), proposal="uniform")
+    idata = dw.sample(model, mech, s_dp, 5, draws=20, tune=5, chains=1, seed=2,
+                      progress=False, keep_stats=True)
+    kept = diagnostics.group(idata, "imputed_statistic")["t"].values.reshape(20, 5)
+    assert np.all(kept.sum(axis=1) == 5) and np.all((kept >= 0) & (kept == np.round(kept)))
