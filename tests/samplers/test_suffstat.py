@@ -328,7 +328,7 @@ def test_discrete_gaussian_noise(sigma, check_posterior, draws_of):
 
 
 def test_noise_model_matches_the_variance_of_integer_noise():
-    from dawrap.mechanisms.additive import discrete_gaussian_variance
+    from dawrap.mechanisms.discrete_gaussian import discrete_gaussian_variance
     from dawrap.runner.suffstat import noise_model
 
     geo = beta_binomial.geometric(1.0)
