@@ -16,7 +16,7 @@ import numpy as np
 from . import diagnostics
 from ._checks import as_count
 from .runner.chains import deferred_interrupt
-from .mechanisms.additive import Mechanism, _laplace_log_density
+from .mechanisms import Mechanism
 from .methods import METHODS as _METHOD_CLASSES, Shared, as_method
 from .model.model import Model
 from .runner.starts import noise_variance, simulated_contributions
@@ -253,7 +253,7 @@ def _check_plausible(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: in
             f"{cost:.4g} nats below zero noise")
     if not np.isfinite(cost) or cost * 2.0 ** -52 > RESOLUTION_NATS:
         hint = ""
-        if mechanism.log_density is _laplace_log_density:
+        if mechanism.noise is not None and mechanism.noise.form == "laplace":
             hint = (f"; with this mechanism's Laplace-form noise the posterior is the same "
                     f"for every release beyond the range, so s_dp = {nearest[j]:g} in that "
                     f"coordinate gives it exactly")

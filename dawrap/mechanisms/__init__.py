@@ -1,7 +1,7 @@
 """Record-additive privacy mechanisms, one module per part:
 
 * :mod:`.base`: :class:`Mechanism`, the base class, whose docstring is the contract a new
-  mechanism follows;
+  mechanism follows; :mod:`.noise`: :class:`NoiseLaw`, the law of its noise, when declared;
 * :mod:`.laplace`, :mod:`.geometric`, :mod:`.gaussian`, :mod:`.discrete_gaussian`: the
   built-in noise families;
 * :mod:`.domains`: the contribution domains (:class:`Box`, :class:`Sparse`) a secure release
@@ -17,5 +17,7 @@ from .domains import Box, Sparse
 from .gaussian import Gaussian
 from .geometric import Geometric
 from .laplace import Laplace
+from .noise import NoiseLaw
 
-__all__ = ["Mechanism", "Laplace", "Gaussian", "Geometric", "DiscreteGaussian", "Box", "Sparse"]
+__all__ = ["Mechanism", "NoiseLaw", "Laplace", "Gaussian", "Geometric", "DiscreteGaussian", "Box",
+           "Sparse"]

@@ -35,6 +35,7 @@ from .._checks import (as_count, as_float_vector, as_positive_float, n_positiona
 from ..model.recipe import reduce_by_recipe
 from . import publication, separable
 from ._immutable import Immutable, read_only
+from .noise import NoiseLaw
 
 __all__ = ["Mechanism", "as_records", "sum_statistic", "with_release_argument"]
 
@@ -105,7 +106,45 @@ def as_records(x, name: str = "x") -> np.ndarray:
 
 
 class Mechanism(Immutable):
-    r"""Any record-additive mechanism :math:`g(s_{dp}, \sum_i t(x_i, s_{dp}))`.
+    r"""Any record-additive mechanism :math:`g(s_{dp}, \sum_i t(x_i, s_{dp}))`; the base
+    class, and the contract a new mechanism follows.
+
+    The samplers, the runners and the exact posteriors ask a mechanism only for what is listed
+    here, by these attributes and methods, never by its type.
+
+    **What every mechanism provides** (the record-level sampler needs nothing else):
+
+    * ``statistic`` and ``size``: a ``numba.njit`` function writing one record's contribution
+      :math:`t(x_i)` to ``out`` of length ``size``;
+    * ``log_density`` and ``params``: a ``numba.njit`` function ``(s_dp, t, params) ->
+      float``, :math:`\log g(s_{dp}, t)` for a total ``t`` (normalised, ``-inf`` where the
+      density is zero, never NaN), and the float array it takes (numbers in ``params``, not in
+      the code, so that another epsilon recompiles nothing).
+
+    **What it may provide**, each enabling more:
+
+    * ``draw_release``: simulated releases (:meth:`release`), hence calibration studies and
+      release-informed starting values;
+    * ``noise``: a :class:`~dawrap.mechanisms.NoiseLaw` saying the noise is additive,
+      independent per coordinate, Laplace, geometric, Gaussian or discrete Gaussian, with
+      its scales: needed by the sufficient-statistic sampler (``method="suffstat"``); the
+      exact posteriors of :mod:`dawrap.reference` then stay exact at releases far outside
+      the statistic's range, and :meth:`noise_variance` follows from it. It is checked
+      against ``log_density`` when given;
+    * ``noise_variance``: each coordinate's noise variance in closed form, for
+      release-informed starts without simulating (when there is no ``noise`` law);
+    * ``epsilon``: the pure epsilon-DP guarantee, stored with the results;
+    * ``coordinate_log_density`` (and the statistic's sparse form, ``entries`` and ``nnz``
+      or :func:`dawrap.declare_sparse`): a record update in O(nnz) rather than O(size)
+      (:mod:`dawrap.mechanisms.separable`);
+    * ``truncation``: what the sufficient-statistic sampler needs of a truncated statistic.
+
+    A subclass (one module per noise family: :mod:`dawrap.mechanisms.laplace` is the model
+    to follow) checks its own arguments, calls this constructor, then sets its own
+    attributes, and overrides :attr:`privacy` to report its parameters. The publication path
+    (``release(x, secure=True)``, :mod:`dawrap.mechanisms.publication`) is the built-in
+    integer mechanisms' alone: it needs exact integer noise from a cryptographic source and
+    a contribution domain (:mod:`dawrap.mechanisms.domains`).
 
     Parameters
     ----------
@@ -139,10 +178,15 @@ class Mechanism(Immutable):
         The statistic's sparse form, ``(x_i, index, value) -> count`` with at most ``nnz``
         pairs; by default the one declared with :func:`dawrap.declare_sparse`, if any. Only
         a separable mechanism can use it.
+    noise : NoiseLaw, optional
+        The law of the noise, when it is one of the four families
+        (:class:`~dawrap.mechanisms.NoiseLaw`, built with ``NoiseLaw.of``). A ValueError
+        if ``log_density`` does not change as the law says; an integer family makes the
+        releases integers.
     noise_variance : array_like, optional
-        The variance of each coordinate's noise, when known in closed form (returned by
-        :meth:`noise_variance`; without it, release-informed starts estimate it from
-        ``draw_release``).
+        The variance of each coordinate's noise, when known in closed form and no ``noise``
+        law is given (returned by :meth:`noise_variance`; without either, release-informed
+        starts estimate it from ``draw_release``).
 
     Notes
     -----
@@ -152,10 +196,12 @@ class Mechanism(Immutable):
 
     Examples
     --------
-    A uniform-noise mechanism, ``s_dp = sum_i x_i + U(-h, h)``:
+    A uniform-noise mechanism, ``s_dp = sum_i x_i + U(-h, h)``: a statistic, a log density
+    and its parameters are all the record sampler needs.
 
     >>> import math
     >>> import numba
+    >>> import numpy as np
     >>> import dawrap as dw
     >>> @numba.njit
     ... def identity(x_i, out):
@@ -167,12 +213,33 @@ class Mechanism(Immutable):
     ...                     draw_release=lambda rng, t: t + rng.uniform(-5.0, 5.0, t.shape))
     >>> mech.log_g(s_dp=12.0, t=10.0) == -math.log(10.0)
     True
+
+    Laplace noise of its own scale on each of two counts, declared as such (``noise``), so
+    that ``method="suffstat"`` and the exact posteriors know it:
+
+    >>> from dawrap.mechanisms import NoiseLaw
+    >>> @numba.njit
+    ... def pair(x_i, out):
+    ...     out[0], out[1] = x_i[0], x_i[1]
+    >>> @numba.njit
+    ... def log_laplace(s_dp, t, params):        # params: 1 / scale_j, then log normaliser
+    ...     out = params[-1]
+    ...     for j in range(s_dp.shape[0]):
+    ...         out -= abs(s_dp[j] - t[j]) * params[j]
+    ...     return out
+    >>> scale = np.array([1.0, 4.0])
+    >>> mech = dw.Mechanism(pair, log_laplace, size=2,
+    ...                     params=np.r_[1 / scale, -np.log(2 * scale).sum()],
+    ...                     noise=NoiseLaw.of("laplace", scale),
+    ...                     draw_release=lambda rng, t: t + rng.laplace(0.0, scale))
+    >>> mech.noise_variance()                           # 2 scale^2, from the law
+    array([ 2., 32.])
     """
 
     def __init__(self, statistic, log_density, *, size: int = 1, params=(),
                  draw_release=None, epsilon: float | None = None, name: str = "Mechanism",
                  truncation: tuple | None = None, coordinate_log_density=None, entries=None,
-                 nnz: int | None = None, noise_variance=None):
+                 nnz: int | None = None, noise: NoiseLaw | None = None, noise_variance=None):
         require_njit(statistic, "statistic", "(x_i, out) or (x_i, s_dp, out)")
         require_njit(log_density, "log_density", "(s_dp, t, params) -> float")
         # A wrong arity would otherwise fail only inside dw.sample, as a numba typing error.
@@ -194,8 +261,10 @@ class Mechanism(Immutable):
             as_float_vector(noise_variance, "noise_variance", self.size).copy())
         if self._noise_variance is not None and np.any(self._noise_variance < 0):
             raise ValueError(f"noise_variance must be >= 0, got {noise_variance!r}")
+        #: The declared law of the noise (:class:`~dawrap.mechanisms.NoiseLaw`), or None.
+        self.noise = self._checked_noise(noise, log_density, noise_variance)
         #: Releases and record contributions must be integers (discrete mechanisms).
-        self.integer_statistic = False
+        self.integer_statistic = self.noise is not None and self.noise.integer
         if draw_release is not None and not callable(draw_release):
             raise TypeError("draw_release must be callable (rng, t) -> s_dp")
         self._draw_release = draw_release
@@ -206,6 +275,26 @@ class Mechanism(Immutable):
         #: secure releases project onto; only the integer mechanisms take one.
         self.contribution = None
         self._declare_sparse(coordinate_log_density, entries, nnz)
+
+    def _checked_noise(self, noise, log_density, noise_variance) -> NoiseLaw | None:
+        """A user's ``noise`` law, checked for this mechanism's size and against its
+        ``log_density`` (the built-in families set theirs after construction, unchecked: their
+        densities are of their law by construction)."""
+        if noise is None:
+            return None
+        if not isinstance(noise, NoiseLaw):
+            raise TypeError(f"noise must be a dawrap.mechanisms.NoiseLaw (NoiseLaw.of(family, "
+                            f"scale)), got {noise!r}")
+        if noise_variance is not None:
+            raise TypeError("give noise or noise_variance, not both: the noise law has the "
+                            "variance")
+        noise = NoiseLaw.of(noise.family, noise.scale, noise.variance, size=self.size)
+        problem = noise.disagreement(log_density, self._density_params)
+        if problem is not None:
+            raise ValueError(f"the declared noise law is not the log density's: {problem}. "
+                             f"Declare the family and scale log_density implements, or no "
+                             f"noise law")
+        return noise
 
     def _declare_sparse(self, coordinate_log_density, entries, nnz) -> None:
         """Set ``coordinate_log_density`` (None: not separable) and ``sparse`` (the
@@ -263,9 +352,10 @@ class Mechanism(Immutable):
         return out
 
     def noise_variance(self) -> np.ndarray | None:
-        """The variance of each coordinate's noise when it is known in closed form (the
-        built-in mechanisms, or the ``noise_variance`` given to the constructor), else
-        ``None`` (:mod:`dawrap.runner.starts` then estimates it from ``draw_release``).
+        """The variance of each coordinate's noise when it is known in closed form (from the
+        :attr:`noise` law, as for the built-in mechanisms, or the ``noise_variance`` given to
+        the constructor), else ``None`` (:mod:`dawrap.runner.starts` then estimates it from
+        ``draw_release``).
 
         Returns
         -------
@@ -278,7 +368,9 @@ class Mechanism(Immutable):
         >>> dw.Laplace(beta_binomial.count, epsilon=0.5).noise_variance()   # 2 (1/0.5)^2
         array([8.])
         """
-        return None if self._noise_variance is None else self._noise_variance.copy()
+        if self._noise_variance is not None:
+            return self._noise_variance.copy()
+        return None if self.noise is None else self.noise.variance.copy()
 
     @property
     def fingerprint(self) -> str:

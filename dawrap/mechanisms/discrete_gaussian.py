@@ -87,6 +87,7 @@ class DiscreteGaussian(Gaussian):
     """
 
     _largest_sigma = LARGEST_INTEGER_SCALE
+    _noise_family = "discrete_gaussian"
 
     def __init__(self, statistic, sigma: float, *, size: int = 1,
                  truncation: tuple | None = None, contribution=None):
@@ -135,8 +136,8 @@ class DiscreteGaussian(Gaussian):
     def _log_normaliser(self) -> float:
         return discrete_gaussian_log_normaliser(self.sigma)
 
-    def noise_variance(self) -> np.ndarray:
-        return np.full(self.size, discrete_gaussian_variance(self.sigma))
+    def _variance(self) -> float:
+        return discrete_gaussian_variance(self.sigma)
 
     @classmethod
     def from_gdp(cls, statistic, mu, sensitivity, *, size=1):

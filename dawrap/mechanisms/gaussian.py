@@ -6,18 +6,28 @@ import math
 import types
 
 import numba
-import numpy as np
 
 from .._checks import as_count, as_positive_float
 from . import separable
 from .base import Mechanism
-from .noise import LARGEST_SCALE, inverse_scale_params, usable_scale
+from .noise import LARGEST_SCALE, NoiseLaw, inverse_scale_params, usable_scale
 
 __all__ = ["Gaussian", "gaussian_log_density"]
 
 
 @numba.njit(nogil=True, cache=True)
 def gaussian_log_density(s_dp, t, params):
+    r""":math:`c - \tfrac12 \sum_j ((s_j - t_j) w_j)^2` with ``params = [w_1, ..., w_m, c]``
+    (the inverse sigmas, then the log normaliser): the log density of Gaussian and discrete
+    Gaussian noise.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dawrap.mechanisms.gaussian import gaussian_log_density
+    >>> float(gaussian_log_density(np.array([3.0]), np.array([1.0]), np.array([0.5, -1.0])))
+    -1.5
+    """
     out = params[-1]
     for j in range(s_dp.shape[0]):
         z = (s_dp[j] - t[j]) * params[j]
@@ -54,6 +64,8 @@ class Gaussian(Mechanism):
 
     #: The largest usable sigma (see ``LARGEST_SCALE``).
     _largest_sigma = LARGEST_SCALE
+    #: The family of the noise law it declares (:class:`~dawrap.mechanisms.NoiseLaw`).
+    _noise_family = "gaussian"
 
     def __init__(self, statistic, sigma: float, *, size: int = 1,
                  truncation: tuple | None = None):
@@ -67,9 +79,13 @@ class Gaussian(Mechanism):
                          name=type(self).__name__, truncation=truncation,
                          draw_release=self._draw,
                          coordinate_log_density=separable.gaussian_coordinate)
+        self.noise = NoiseLaw.of(self._noise_family, self.sigma, self._variance(), size=size)
 
     def _log_normaliser(self) -> float:
         return math.log(self.sigma) + 0.5 * math.log(2.0 * math.pi)
+
+    def _variance(self) -> float:
+        return self.sigma ** 2
 
     def _draw(self, rng, t):
         return t + rng.normal(0.0, self.sigma, t.shape)
@@ -159,6 +175,3 @@ class Gaussian(Mechanism):
     @property
     def privacy(self) -> dict:
         return {"sigma": self.sigma, **self._guarantee}
-
-    def noise_variance(self) -> np.ndarray:
-        return np.full(self.size, self.sigma ** 2)

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from .._checks import as_count, as_positive_float
 from . import separable
 from .base import Mechanism
 from .domains import as_contribution, check_sensitivity
 from .laplace import laplace_log_density
-from .noise import LARGEST_INTEGER_SCALE, inverse_scale_params, usable_scale
+from .noise import LARGEST_INTEGER_SCALE, NoiseLaw, inverse_scale_params, usable_scale
 
 __all__ = ["Geometric"]
 
@@ -77,6 +75,9 @@ class Geometric(Mechanism):
                          coordinate_log_density=separable.laplace_coordinate)
         self.integer_statistic = True
         self.contribution = domain
+        # The difference of two geometric counts of failures, each of variance a / (1 - a)^2.
+        self.noise = NoiseLaw.of("geometric", self.sensitivity / epsilon,
+                                 2.0 * self.alpha / self._success_probability() ** 2, size=size)
 
     @classmethod
     def from_scale(cls, statistic, scale: float, sensitivity: float = 1.0, *,
@@ -141,7 +142,3 @@ class Geometric(Mechanism):
     @property
     def privacy(self) -> dict:
         return {"epsilon": self.epsilon, "sensitivity": self.sensitivity, "alpha": self.alpha}
-
-    def noise_variance(self) -> np.ndarray:
-        # The difference of two geometric counts of failures, each of variance a / (1 - a)^2.
-        return np.full(self.size, 2.0 * self.alpha / self._success_probability() ** 2)

@@ -5,18 +5,27 @@ from __future__ import annotations
 import math
 
 import numba
-import numpy as np
 
 from .._checks import as_count, as_positive_float
 from . import separable
 from .base import Mechanism
-from .noise import LARGEST_SCALE, inverse_scale_params, usable_scale
+from .noise import LARGEST_SCALE, NoiseLaw, inverse_scale_params, usable_scale
 
 __all__ = ["Laplace", "laplace_log_density"]
 
 
 @numba.njit(nogil=True, cache=True)
 def laplace_log_density(s_dp, t, params):
+    r""":math:`c - \sum_j |s_j - t_j| w_j` with ``params = [w_1, ..., w_m, c]`` (the inverse
+    scales, then the log normaliser): the log density of Laplace and geometric noise.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dawrap.mechanisms.laplace import laplace_log_density
+    >>> float(laplace_log_density(np.array([3.5]), np.array([3.0]), np.array([0.5, -1.0])))
+    -1.25
+    """
     out = params[-1]
     for j in range(s_dp.shape[0]):
         out -= abs(s_dp[j] - t[j]) * params[j]
@@ -66,10 +75,8 @@ class Laplace(Mechanism):
                          epsilon=epsilon, name="Laplace", truncation=truncation,
                          coordinate_log_density=separable.laplace_coordinate,
                          draw_release=lambda rng, t: t + rng.laplace(0.0, self.scale, t.shape))
+        self.noise = NoiseLaw.of("laplace", self.scale, 2.0 * self.scale ** 2, size=size)
 
     @property
     def privacy(self) -> dict:
         return {"epsilon": self.epsilon, "sensitivity": self.sensitivity, "scale": self.scale}
-
-    def noise_variance(self) -> np.ndarray:
-        return np.full(self.size, 2.0 * self.scale ** 2)
