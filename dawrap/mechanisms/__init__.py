@@ -9,7 +9,8 @@
 * :mod:`.publication`: the secure release itself (privacy-critical, on its own), with
   :mod:`.checked` (bounds-checked statistics) and :mod:`.discrete` (the exact integer noise
   samplers);
-* :mod:`.separable`: sparse statistics and coordinate-separable densities (the O(nnz) path).
+* :mod:`.separable`: sparse statistics and coordinate-separable densities (the O(nnz) path);
+* :mod:`.sensitivity`: the sensitivity of a statistic of records in a box.
 """
 from .base import Mechanism
 from .discrete_gaussian import DiscreteGaussian
@@ -18,6 +19,7 @@ from .gaussian import Gaussian
 from .geometric import Geometric
 from .laplace import Laplace
 from .noise import NoiseLaw
+from .sensitivity import box_sensitivity
 
 __all__ = ["Mechanism", "NoiseLaw", "Laplace", "Gaussian", "Geometric", "DiscreteGaussian", "Box",
-           "Sparse"]
+           "Sparse", "box_sensitivity"]

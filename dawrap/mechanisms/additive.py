@@ -13,7 +13,11 @@ it held is re-exported from the module that now defines it.
 :mod:`~dawrap.mechanisms.discrete_gaussian`
 =========================================  ==========================================
 
-New code imports from :mod:`dawrap.mechanisms` (or ``dw.Laplace``, ...) instead.
+Kept only for backwards compatibility of imports (dawrap itself no longer imports it): new
+code imports from :mod:`dawrap.mechanisms` (or ``dw.Laplace``, ...) or the modules above.
+The private aliases (``_laplace_log_density``, ``_gaussian_log_density``,
+``_NumpyIntegers``) are the public ``laplace_log_density``, ``gaussian_log_density`` and
+``NumpyIntegers`` of their modules.
 """
 from .base import Mechanism, as_records, sum_statistic, with_release_argument
 from .discrete_gaussian import (DiscreteGaussian, NumpyIntegers as _NumpyIntegers,
