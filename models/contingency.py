@@ -281,7 +281,7 @@ def laplace(levels, margins, epsilon) -> dw.Mechanism:
                         params=params, epsilon=float(eps.sum()), name="ContingencyLaplace",
                         coordinate_log_density=separable.laplace_coordinate,
                         draw_release=lambda rng, t: t + rng.laplace(0.0, scale),
-                        noise=dw.mechanisms.NoiseLaw.of("laplace", scale))
+                        noise=dw.NoiseLaw.of("laplace", scale))
     return mech
 
 
