@@ -30,7 +30,7 @@ _LAZY = {
     "NonCentred": ".model.protocols", "PreparedDraw": ".model.protocols",
     "Mechanism": ".mechanisms", "Laplace": ".mechanisms", "Gaussian": ".mechanisms",
     "Geometric": ".mechanisms", "DiscreteGaussian": ".mechanisms", "Box": ".mechanisms",
-    "Sparse": ".mechanisms", "declare_sparse": ".mechanisms.separable",
+    "Sparse": ".mechanisms", "NoiseLaw": ".mechanisms", "declare_sparse": ".mechanisms.separable",
     "box_sensitivity": ".mechanisms.sensitivity",
     "sample": ".sampling", "METHODS": ".sampling",
     "Record": ".methods", "Suffstat": ".methods", "Naive": ".methods",
@@ -43,8 +43,8 @@ _SUBMODULES = {"kernels": ".samplers.kernels", "random": ".random",
                "diagnostics": ".diagnostics"}
 
 __all__ = ["Model", "ExponentialFamily", "NonCentred", "PreparedDraw", "recipe",
-           "Mechanism", "Laplace", "Gaussian", "Geometric", "DiscreteGaussian", "Box", "Sparse",
-           "declare_sparse", "box_sensitivity", "sample", "METHODS", "Record", "Suffstat", "Naive", "NonPrivate",
+           "Mechanism", "Laplace", "Gaussian", "Geometric", "DiscreteGaussian", "NoiseLaw", "Box",
+           "Sparse", "declare_sparse", "box_sensitivity", "sample", "METHODS", "Record", "Suffstat", "Naive", "NonPrivate",
            "OPS",
            "kernels", "random", "diagnostics",
            "compare", "Comparison", "mmd2", "calibrate", "Calibration", "__version__"]

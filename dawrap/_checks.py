@@ -18,6 +18,8 @@ from numba.core.registry import CPUDispatcher
 __all__ = [
     "is_real",
     "as_count",
+    "as_choice",
+    "MAX_COUNT",
     "as_positive_float",
     "as_float_vector",
     "require_njit",
@@ -72,14 +74,37 @@ def is_real(value) -> bool:
         not isinstance(value, (bool, np.bool_))
 
 
-def as_count(value, name: str, minimum: int = 1) -> int:
-    """Return ``value`` as an ``int`` >= ``minimum`` or raise naming ``name``."""
+#: Largest ``n``, ``draws``, ``tune``, ``sweeps``, ``checkpoint_every`` and ``interweave``
+#: accepted: 2**53, the largest count float64 holds exactly (the samplers compute with ``n`` as
+#: a float) and far from int64 overflow in the compiled loops (``tune + draws`` iterations).
+MAX_COUNT = 2 ** 53
+
+
+def as_count(value, name: str, minimum: int = 1, maximum: int | None = None) -> int:
+    """Return ``value`` as an ``int`` >= ``minimum`` (and <= ``maximum`` if given; NumPy
+    integers too, bools not) or raise naming ``name``."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer >= {minimum}, got {shown(value)} "
                         f"of type {type(value).__name__}")
     if value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        most = "2**53" if maximum == MAX_COUNT else f"{maximum}"
+        raise ValueError(f"{name} must be an integer >= {minimum} and at most {most}, got "
+                         f"{value}")
     return int(value)
+
+
+def as_choice(value, name: str, options: tuple) -> str:
+    """Return ``value`` if it is one of the strings ``options``, else raise naming ``name``
+    (TypeError for a non-string: on a NumPy array ``in`` would be ambiguous)."""
+    allowed = " or ".join(map(repr, options)) if len(options) == 2 else f"one of {options}"
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be {allowed}, got {shown(value)} of type "
+                        f"{type(value).__name__}")
+    if value not in options:
+        raise ValueError(f"{name} must be {allowed}, got {value!r}")
+    return str(value)
 
 
 def as_positive_float(value, name: str) -> float:

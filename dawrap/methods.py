@@ -29,17 +29,14 @@ from typing import ClassVar, NamedTuple
 
 import numpy as np
 
-from ._checks import as_count
+from ._checks import MAX_COUNT, as_choice, as_count
 from .mechanisms import Mechanism
 from .model import Model
+from .runner.memory import MemoryPart
 from .samplers.output import Output
 
 __all__ = ["Method", "Record", "Suffstat", "Naive", "NonPrivate", "OPS", "Shared", "as_method",
            "METHODS"]
-
-#: Largest count accepted for a method's integer options (the same bound as ``dw.sample``'s).
-MAX_COUNT = 2 ** 53
-
 
 class Shared(NamedTuple):
     """What ``dw.sample`` validated for every method, handed to :meth:`Method.run`."""
@@ -50,25 +47,6 @@ class Shared(NamedTuple):
     init_theta: object
     progress: bool | None
     seed_entropy: str
-
-
-def _choice(value, name: str, options: tuple) -> str:
-    """``value`` if it is one of the strings ``options``, else an error naming ``name``
-    (TypeError for a non-string: a NumPy array would make ``in`` ambiguous)."""
-    allowed = " or ".join(map(repr, options)) if len(options) == 2 else f"one of {options}"
-    if not isinstance(value, str):
-        raise TypeError(f"{name} must be {allowed}, got {value!r} of type "
-                        f"{type(value).__name__}")
-    if value not in options:
-        raise ValueError(f"{name} must be {allowed}, got {value!r}")
-    return value
-
-
-def _count(value, name: str, minimum: int = 1) -> int:
-    value = as_count(value, name, minimum)
-    if value > MAX_COUNT:
-        raise ValueError(f"{name} must be an integer >= {minimum} and at most 2**53, got {value}")
-    return value
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,6 +71,33 @@ class Method:
     def attrs(self) -> dict:
         """The options stored in the result's attributes."""
         return {}
+
+    #: Sample statistics kept per draw (``sample_stats``), for :meth:`memory_needed`.
+    stats_per_draw: ClassVar[int] = 1
+
+    def memory_needed(self, model: Model, mechanism: Mechanism, n: int, draws: int,
+                      chains: int, cores: int, keep_stats: bool) -> list[MemoryPart]:
+        """What the run allocates that grows with its arguments, 8 bytes a float, as named
+        parts (:func:`dawrap.runner.memory.check_memory` compares them with the memory
+        available before anything is allocated): every method keeps ``chains x draws``
+        draws of theta and its sample statistics (and of the statistic with
+        ``keep_stats``), twice (the traces and the stacked output).
+
+        Examples
+        --------
+        >>> import dawrap as dw
+        >>> from dawrap.models import beta_binomial
+        >>> model, mech = beta_binomial.model(), beta_binomial.laplace(epsilon=0.5)
+        >>> [part.nbytes for part in dw.Suffstat().memory_needed(model, mech, n=10 ** 9,
+        ...                                                        draws=1000, chains=4,
+        ...                                                        cores=2, keep_stats=False)]
+        [128000]
+        """
+        per_draw = model.theta_size + self.stats_per_draw + (mechanism.size if keep_stats
+                                                              else 0)
+        floats = 2 * chains * draws * per_draw
+        return [MemoryPart(8 * floats, f"the draws (chains={chains} x draws={draws} x "
+                                       f"{per_draw} values x 8 bytes, twice)")]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,10 +147,12 @@ class Record(Method):
     resume: object = None
 
     def __post_init__(self):
-        object.__setattr__(self, "sweeps", _count(self.sweeps, "sweeps"))
+        object.__setattr__(self, "sweeps",
+                           as_count(self.sweeps, "sweeps", maximum=MAX_COUNT))
         object.__setattr__(self, "checkpoint_every",
-                           _count(self.checkpoint_every, "checkpoint_every"))
-        _choice(self.scan, "scan", ("systematic", "random"))
+                           as_count(self.checkpoint_every, "checkpoint_every",
+                                    maximum=MAX_COUNT))
+        as_choice(self.scan, "scan", ("systematic", "random"))
         iw = self.interweave
         if iw is not None and not isinstance(iw, (bool, np.bool_)) and not (
                 isinstance(iw, numbers.Integral) and iw >= 0):
@@ -185,6 +192,32 @@ class Record(Method):
     def attrs(self):
         return {"interweave": int(self.interweave or 0), "sweeps": self.sweeps,
                 "scan": self.scan}
+
+    #: The four of :data:`dawrap.samplers.record.SAMPLE_STATS`, and one to spare.
+    stats_per_draw: ClassVar[int] = 5
+
+    def memory_needed(self, model, mechanism, n, draws, chains, cores, keep_stats):
+        """Also every chain's imputed database (``chains x n x record_size``, all made
+        before the first iteration) plus one more per running chain (the non-centred
+        move's proposal, a checkpoint's copy).
+
+        Examples
+        --------
+        >>> import dawrap as dw
+        >>> from dawrap.models import beta_binomial
+        >>> model, mech = beta_binomial.model(), beta_binomial.laplace(epsilon=0.5)
+        >>> databases, _ = dw.Record().memory_needed(model, mech, n=10 ** 9, draws=1000,
+        ...                                          chains=4, cores=2, keep_stats=False)
+        >>> databases.nbytes                        # (4 + 2) x 10^9 records x 1 x 8 bytes
+        48000000000
+        """
+        running = min(cores, chains)
+        databases = MemoryPart(
+            8 * (chains + running) * n * model.record_size,
+            f"the imputed databases (chains={chains} (+{running} running) x n={n} records x "
+            f"record_size={model.record_size} x 8 bytes)")
+        return [databases, *super().memory_needed(model, mechanism, n, draws, chains, cores,
+                                                  keep_stats)]
 
 
 #: The longest release the sufficient-statistic sampler accepts for a family without a
@@ -229,7 +262,7 @@ class Suffstat(Method):
         from .runner.suffstat import VARIANTS
 
         if self.variant is not None:
-            _choice(self.variant, "variant", VARIANTS)
+            as_choice(self.variant, "variant", VARIANTS)
 
     def prepare(self, model, mechanism, n):
         from .runner.suffstat import choose_variant, structured

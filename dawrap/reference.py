@@ -12,7 +12,7 @@ built-in models:
 Both are computed in log space and shifted by the largest log weight, so that a release far
 outside anything the model can produce still gives its (well-defined) answer instead of the
 prior or 0/0: :func:`relative_log_g` keeps the differences of :math:`\log g(s_{dp}, t)`
-between confidential totals exact for the built-in noise densities however large the release.
+between confidential totals exact for the declared noise laws however large the release.
 """
 from __future__ import annotations
 
@@ -65,7 +65,9 @@ def relative_log_g(mechanism, s_dp, totals) -> np.ndarray:
     Only these differences enter an exact posterior, and they must not be computed as
     differences of the log densities themselves: at ``s_dp = 1e300`` every
     :math:`|s_{dp} - t_k|` rounds to the same number, and a sum over the totals returns the
-    prior. For the built-in noise densities they are computed without that cancellation:
+    prior. For a mechanism that declares its noise law (``mechanism.noise``, a
+    :class:`dawrap.mechanisms.NoiseLaw`: every built-in one does) they are computed without
+    that cancellation (:meth:`~dawrap.mechanisms.NoiseLaw.relative_log_density`):
 
     * Laplace form (``dw.Laplace``, ``dw.Geometric``): :math:`-\sum_j w_j |s_j - t_{kj}|`.
       For :math:`s_j` beyond every total, :math:`|s_j - t_{kj}| = |s_j - e_j| + |e_j - t_{kj}|`
@@ -78,7 +80,8 @@ def relative_log_g(mechanism, s_dp, totals) -> np.ndarray:
       squares (which overflow at 1e155 and lose every unit below that). Every term is >= 0,
       so an overflow gives ``-inf``: a weight that is zero to double precision.
 
-    Any other mechanism is evaluated through ``mechanism.log_g`` and shifted by the maximum.
+    A mechanism without a noise law is evaluated through ``mechanism.log_g`` and shifted by
+    the maximum.
 
     Parameters
     ----------
@@ -114,20 +117,10 @@ def relative_log_g(mechanism, s_dp, totals) -> np.ndarray:
     >>> relative_log_g(mech, 1e300, np.arange(4))
     array([-1.5, -1. , -0.5,  0. ])
     """
-    from .mechanisms.additive import _gaussian_log_density, _laplace_log_density
-
     s = mechanism.check_release(s_dp)
     t = np.asarray(totals, dtype=np.float64).reshape(-1, mechanism.size)
-    w = mechanism.params[:mechanism.size]
-    nearest = np.clip(s, t.min(axis=0), t.max(axis=0))
-    if mechanism.log_density is _laplace_log_density:
-        log_g = -(np.abs(nearest - t) * w).sum(axis=1)
-    elif mechanism.log_density is _gaussian_log_density:
-        with np.errstate(over="ignore", invalid="ignore"):
-            terms = (w * (nearest - t)) * (w * (2.0 * s - t - nearest))
-            # 0 * inf is NaN only where t equals the nearest total: that term is exactly 0.
-            terms[(t == nearest) & ~np.isfinite(terms)] = 0.0
-            log_g = -0.5 * terms.sum(axis=1)
+    if mechanism.noise is not None:  # the law's form, exact at any release
+        log_g = mechanism.noise.relative_log_density(s, t)
     else:
         log_g = np.array([mechanism.log_g(s, row) for row in t], dtype=np.float64)
     if np.any(np.isnan(log_g)):

@@ -14,12 +14,12 @@ import warnings
 import numpy as np
 
 from . import diagnostics
-from ._checks import as_count
+from ._checks import MAX_COUNT, as_count
 from .runner.chains import deferred_interrupt
-from .mechanisms.additive import Mechanism, _laplace_log_density
+from .mechanisms import Mechanism
 from .methods import METHODS as _METHOD_CLASSES, Shared, as_method
 from .model.model import Model
-from .runner.starts import noise_variance, simulated_contributions
+from .runner import memory, plausibility
 
 __all__ = ["sample", "METHODS"]
 
@@ -28,16 +28,10 @@ __all__ = ["sample", "METHODS"]
 METHODS = tuple(_METHOD_CLASSES)
 
 
-#: Largest ``n``, ``draws``, ``tune``, ``sweeps``, ``checkpoint_every`` and ``interweave``
-#: accepted: 2**53, the largest count float64 holds exactly (the samplers compute with ``n`` as
-#: a float) and far from int64 overflow in the compiled loops (``tune + draws`` iterations).
-MAX_COUNT = 2 ** 53
 #: Largest ``chains``: spawning one generator costs about 26 us and 1 KB, and each chain a
 #: start of milliseconds, so 10**5 chains already take seconds before the first draw; more is
 #: a mistake (``draws`` is how to get more draws), not a run.
 MAX_CHAINS = 100_000
-#: Bytes per chain besides its arrays: its generator, seed sequence and small state.
-CHAIN_OVERHEAD = 2048
 
 
 def _check_seed(seed) -> None:
@@ -57,215 +51,6 @@ def _generators(seed, chains: int):
         raise ValueError(f"chains must be at most {MAX_CHAINS}, got {chains}")
     root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     return root, [np.random.Generator(np.random.PCG64(c)) for c in root.spawn(chains)]
-
-
-def _count(value, name: str, minimum: int = 1, maximum: int = MAX_COUNT) -> int:
-    """``value`` as an int in ``[minimum, maximum]`` (NumPy integers too, bools not), or an
-    error naming ``name``."""
-    value = as_count(value, name, minimum)
-    if value > maximum:
-        shown = "2**53" if maximum == MAX_COUNT else f"{maximum}"
-        raise ValueError(f"{name} must be an integer >= {minimum} and at most {shown}, got "
-                         f"{value}")
-    return value
-
-
-def _choice(value, name: str, options: tuple) -> str:
-    """``value`` if it is one of the strings ``options``, else an error naming ``name`` (a
-    NumPy array is refused too: ``in`` on it would be ambiguous)."""
-    allowed = " or ".join(map(repr, options)) if len(options) == 2 else f"one of {options}"
-    if not isinstance(value, str):
-        raise TypeError(f"{name} must be {allowed}, got {value!r} of type "
-                        f"{type(value).__name__}")
-    if value not in options:
-        raise ValueError(f"{name} must be {allowed}, got {value!r}")
-    return str(value)
-
-
-def available_memory() -> int | None:
-    """Bytes this process can still allocate without swapping or being killed, as far as the
-    system says: Linux's ``MemAvailable`` (else the free physical pages), capped by a cgroup
-    (container) limit minus its usage. ``None`` when none of these can be read."""
-    found = []
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    found.append(int(line.split()[1]) * 1024)
-    except (OSError, ValueError, IndexError):
-        pass
-    if not found:
-        try:
-            found.append(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-        except (ValueError, OSError, AttributeError):
-            try:
-                found.append(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-            except (ValueError, OSError, AttributeError):
-                pass
-    for limit, usage in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
-                         ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
-                          "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
-        try:
-            with open(limit) as f, open(usage) as g:
-                found.append(int(f.read().strip()) - int(g.read().strip()))
-        except (OSError, ValueError):  # absent, or "max": no limit
-            pass
-    return min(found) if found else None
-
-
-def _gb(nbytes: float) -> str:
-    return f"{nbytes / 1e9:.3g} GB"
-
-
-def _check_memory(model: Model, mechanism: Mechanism, method: str, n: int, draws: int,
-                  chains: int, cores: int, keep_stats: bool) -> None:
-    """Refuse, naming ``n``, ``chains`` and ``draws``, a run whose arrays cannot fit in the
-    available memory (:func:`available_memory`), before anything is allocated.
-
-    The estimate counts what grows with the arguments, 8 bytes a float: ``"record"`` keeps
-    every chain's imputed database (``chains x n x record_size``, all made before the first
-    iteration) plus one more per running chain (the non-centred move's proposal, a
-    checkpoint's copy); every method keeps ``chains x draws`` draws of theta and the
-    sample statistics (and of the statistic with ``keep_stats``), twice (the traces and the
-    stacked output). Without it, ``n = 2**31`` ran until the kernel killed the process at
-    22 GB and ``n = 2**63`` failed with an OverflowError naming nothing.
-    """
-    record_floats = (chains + min(cores, chains)) * n * model.record_size \
-        if method == "record" else 0
-    per_draw = model.theta_size + (5 if method == "record" else 1) \
-        + (mechanism.size if keep_stats else 0)
-    draw_floats = 2 * chains * draws * per_draw
-    need = 8 * (record_floats + draw_floats) + CHAIN_OVERHEAD * chains
-    have = available_memory()
-    if have is None or need <= have:
-        return
-    parts = []
-    if record_floats:
-        parts.append(f"{_gb(8 * record_floats)} for the imputed databases (chains={chains} "
-                     f"(+{min(cores, chains)} running) x n={n} records x "
-                     f"record_size={model.record_size} x 8 bytes)")
-    parts.append(f"{_gb(8 * draw_floats)} for the draws (chains={chains} x draws={draws} x "
-                 f"{per_draw} values x 8 bytes, twice)")
-    advice = "; method='suffstat' needs no memory for n" if method == "record" else ""
-    raise ValueError(f"this run would need about {_gb(need)} of memory ({' and '.join(parts)}) "
-                     f"but about {_gb(max(have, 0))} is available: reduce n, chains or "
-                     f"draws{advice}")
-
-
-#: A release is implausible when some coordinate lies so far outside the range of the
-#: confidential statistic that the noise needed to reach it has a density below
-#: exp(-IMPLAUSIBLE_NATS) times its density at zero (see _check_plausible).
-IMPLAUSIBLE_NATS = 40.0
-#: Rounding error, in nats, of the mechanism's log density above which the samplers cannot
-#: tell one confidential total from its neighbours at the release.
-RESOLUTION_NATS = 1e-3
-
-
-def _statistic_range(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int):
-    """Bounds ``(lower, upper, source)`` per coordinate on the confidential total that hold
-    under every theta, or ``None`` when neither the mechanism nor the model gives one.
-
-    One record's contribution is bounded by the mechanism's declared contribution domain
-    (``mechanism.contribution``), or else by its stated sensitivity around simulated
-    contributions: a replacement sensitivity D means every record's contribution lies within
-    D of every other's in each coordinate, so within ``[max_r t_r - D, min_r t_r + D]`` over
-    any records ``r``. Simulated records that contradict the declaration (outside the domain,
-    or spread wider than D) mean it does not bound this model's records: no range is claimed.
-    """
-    domain = getattr(mechanism, "contribution", None)
-    seen = simulated_contributions(model, mechanism, s_dp)
-    if seen is None:
-        return None
-    if domain is not None and hasattr(domain, "lower") and hasattr(domain, "upper"):
-        lower = np.broadcast_to(np.asarray(domain.lower, dtype=np.float64), mechanism.size)
-        upper = np.broadcast_to(np.asarray(domain.upper, dtype=np.float64), mechanism.size)
-        if np.all((seen >= lower) & (seen <= upper)):
-            return n * lower, n * upper, f"the declared contribution domain {domain!r}"
-        return None
-    sensitivity = mechanism.privacy.get("sensitivity")
-    if sensitivity is None:
-        return None
-    low, high = seen.min(axis=0), seen.max(axis=0)
-    if np.any(high - low > sensitivity):
-        return None
-    return n * (high - sensitivity), n * (low + sensitivity), \
-        f"sensitivity = {sensitivity:g} (each record's contribution within it of the others)"
-
-
-def _check_plausible(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int) -> None:
-    r"""Warn, or refuse, when the release is implausible under every theta.
-
-    Where the model and mechanism bound the confidential total ``T`` (each coordinate in
-    ``[lower, upper]`` under every theta: :func:`_statistic_range`), the noise that produced
-    coordinate ``j`` of the release is at least its distance :math:`d_j` from that range. Its
-    cost in nats, :math:`\nu_j = \log g(s, s) - \log g(s, t^{(j)})` with :math:`t^{(j)}` the
-    release moved to the range in coordinate ``j`` only, is :math:`d_j/b` for Laplace noise of
-    scale ``b`` (``epsilon d_j / sensitivity`` for the geometric) and :math:`d_j^2/2\sigma^2`
-    for Gaussian noise; for all the built-in mechanisms the probability of noise that large is
-    at most :math:`e^{-\nu_j}`. Then, per coordinate (so that a long release of small counts,
-    many slightly negative, stays quiet):
-
-    * :math:`\nu_j >` :data:`IMPLAUSIBLE_NATS` (40 nats: 28 noise sds for Laplace, 8.9 for
-      Gaussian, probability at most e^-40 = 4.2e-18 under every theta): a
-      ``RuntimeWarning``. The posterior is still well defined and the samplers compute it
-      (with Laplace noise it is the posterior for a release at the edge of the range), so
-      refusing would withhold a correct answer; but such a release almost surely means a
-      wrong ``n``, mechanism, scale or units.
-    * the rounding error of the log density at the release, about :math:`\nu_j \cdot 2^{-52}`,
-      above :data:`RESOLUTION_NATS`, or :math:`\nu_j` infinite (the density underflows): a
-      ``ValueError``. Double precision can then no longer tell one confidential total from
-      its neighbours (at ``s_dp = 1e18`` with epsilon = 0.5 the log density moves in steps of
-      64 nats), so the samplers would return something close to the prior, or wrong in
-      spread, without any sign of it: no output is better than that.
-
-    Cheap: one pass over about a hundred simulated records
-    (:func:`dawrap.runner.starts.simulated_contributions`) and O(size) arithmetic, plus two
-    log-density evaluations per coordinate outside the range (none for an ordinary release).
-    """
-    bounds = _statistic_range(model, mechanism, s_dp, n)
-    if bounds is None:
-        return
-    lower, upper, source = bounds
-    nearest = np.clip(s_dp, lower, upper)
-    outside = np.flatnonzero(nearest != s_dp)
-    if outside.size == 0:
-        return
-    log_density, params = mechanism.log_density, mechanism.params
-    with np.errstate(over="ignore", invalid="ignore"):
-        at_zero = float(log_density(s_dp, s_dp, params))
-        nats = np.empty(outside.size)
-        for i, j in enumerate(outside):
-            t = s_dp.copy()
-            t[j] = nearest[j]
-            nats[i] = at_zero - float(log_density(s_dp, t, params))
-    bad = np.where(np.isnan(nats), np.inf, nats)
-    worst = int(np.argmax(bad))
-    j, cost = int(outside[worst]), float(bad[worst])
-    if cost <= IMPLAUSIBLE_NATS:
-        return
-    where = f"s_dp[{j}] = {s_dp[j]:g}" if s_dp.shape[0] > 1 else f"s_dp = {s_dp[j]:g}"
-    variance = noise_variance(mechanism)
-    sds = "" if variance is None else \
-        f" ({abs(s_dp[j] - nearest[j]) / np.sqrt(variance[j]):.3g} noise standard deviations)"
-    what = (f"{where} lies outside [{lower[j]:g}, {upper[j]:g}], the range the confidential "
-            f"statistic has under every theta with n = {n} (from {source}), by "
-            f"{abs(s_dp[j] - nearest[j]):.6g}{sds}: noise that large has log density "
-            f"{cost:.4g} nats below zero noise")
-    if not np.isfinite(cost) or cost * 2.0 ** -52 > RESOLUTION_NATS:
-        hint = ""
-        if mechanism.log_density is _laplace_log_density:
-            hint = (f"; with this mechanism's Laplace-form noise the posterior is the same "
-                    f"for every release beyond the range, so s_dp = {nearest[j]:g} in that "
-                    f"coordinate gives it exactly")
-        raise ValueError(f"{what}; at this magnitude double precision cannot resolve the "
-                         f"change of one record in the mechanism's log density (rounding "
-                         f"error about {cost * 2.0 ** -52:.3g} nats), so no sampler can "
-                         f"return the posterior. Check n, the mechanism and the units of "
-                         f"s_dp{hint}")
-    warnings.warn(f"{what}. The release is implausible under every theta (probability below "
-                  f"e^-{IMPLAUSIBLE_NATS:g}): check n, the mechanism, its scale and the units "
-                  f"of s_dp. Sampling the posterior given it anyway", RuntimeWarning,
-                  stacklevel=3)
 
 
 def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method="record",
@@ -418,10 +203,10 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method="record",
         raise ValueError(f"s_dp (the release) is required for method={method.name!r}")
     if s_dp is not None:
         s_dp = mechanism.check_release(s_dp)
-    n = _count(n, "n")
-    draws = _count(draws, "draws")
-    tune = _count(tune, "tune", minimum=0)
-    chains = _count(chains, "chains", maximum=MAX_CHAINS)
+    n = as_count(n, "n", maximum=MAX_COUNT)
+    draws = as_count(draws, "draws", maximum=MAX_COUNT)
+    tune = as_count(tune, "tune", minimum=0, maximum=MAX_COUNT)
+    chains = as_count(chains, "chains", maximum=MAX_CHAINS)
     # More threads than chains would idle: any cores >= chains is the same run.
     cores = min(chains, os.cpu_count() or 1) if cores is None \
         else min(chains, as_count(cores, "cores"))
@@ -439,9 +224,12 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method="record",
     with deferred_interrupt(stop.set), _compile_timer() as compiling:
         # Before anything is allocated or drawn: the memory the run needs, and whether the
         # release is one the model could have produced.
-        _check_memory(model, mechanism, method.name, n, draws, chains, cores, keep_stats)
+        memory.check_memory(method.memory_needed(model, mechanism, n, draws, chains, cores,
+                                                 keep_stats), chains,
+                            advice="; method='suffstat' needs no memory for n"
+                            if method.name == "record" else "")
         if uses_release:
-            _check_plausible(model, mechanism, s_dp, n)
+            plausibility.check_plausible(model, mechanism, s_dp, n)
         method = method.prepare(model, mechanism, n)  # automatic choices, output folders
         resume = getattr(method, "resume", None)
         if resume is not None and seed is None:

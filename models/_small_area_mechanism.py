@@ -9,7 +9,9 @@ import numba
 import numpy as np
 
 import dawrap as dw
-from dawrap.mechanisms import additive, separable
+from dawrap.mechanisms import NoiseLaw, separable
+from dawrap.mechanisms.discrete_gaussian import NumpyIntegers, discrete_gaussian_log_normaliser
+from dawrap.mechanisms.gaussian import gaussian_log_density
 
 __all__ = ["statistics", "discrete_gaussian", "LevelledDiscreteGaussian"]
 
@@ -109,18 +111,20 @@ class LevelledDiscreteGaussian(dw.Mechanism):
         self.sigmas = tuple(self.sensitivity / math.sqrt(2.0 * r) for r in self.rho)
         inverse = np.concatenate([np.full(s, 1.0 / sg) for s, sg in zip(self.sizes,
                                                                           self.sigmas)])
-        norm = sum(s * additive.discrete_gaussian_log_normaliser(sg)
+        norm = sum(s * discrete_gaussian_log_normaliser(sg)
                    for s, sg in zip(self.sizes, self.sigmas))
-        super().__init__(statistic, additive._gaussian_log_density, size=sum(self.sizes),
+        # The declared law makes the releases integers and gives the exact variances.
+        super().__init__(statistic, gaussian_log_density, size=sum(self.sizes),
                          params=np.r_[inverse, -norm], draw_release=self._draw,
                          name="LevelledDiscreteGaussian",
-                         coordinate_log_density=separable.gaussian_coordinate)
-        self.integer_statistic = True
+                         coordinate_log_density=separable.gaussian_coordinate,
+                         noise=NoiseLaw.of("discrete_gaussian",
+                                           np.repeat(self.sigmas, self.sizes)))
 
     def _draw(self, rng, t):
         from dawrap.mechanisms.discrete import discrete_gaussian
 
-        source = additive._NumpyIntegers(rng)
+        source = NumpyIntegers(rng)
         sigma = np.repeat(self.sigmas, self.sizes)
         return np.array([v + discrete_gaussian(s, source) for v, s in zip(t, sigma)],
                         dtype=np.float64)
@@ -129,10 +133,6 @@ class LevelledDiscreteGaussian(dw.Mechanism):
     def privacy(self) -> dict:
         out = {f"rho_{l}": r for l, r in enumerate(self.rho)}
         return {**out, "rho": sum(self.rho), "sensitivity": self.sensitivity}
-
-    def noise_variance(self) -> np.ndarray:
-        return np.repeat([additive.discrete_gaussian_variance(s) for s in self.sigmas],
-                         self.sizes)
 
 
 @dw.recipe

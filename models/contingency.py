@@ -38,7 +38,7 @@ import dawrap as dw
 
 from ._shared import check_memory, closure_jit
 from dawrap.mechanisms import separable
-from dawrap.mechanisms.additive import _laplace_log_density
+from dawrap.mechanisms.laplace import laplace_log_density
 from dawrap.models import dirichlet_multinomial as _dm
 
 __all__ = ["model", "laplace", "margin_matrix", "exact_posterior"]
@@ -277,11 +277,11 @@ def laplace(levels, margins, epsilon) -> dw.Mechanism:
     lengths = [int(np.prod([levels[a] for a in m])) for m in margins]
     scale = np.repeat(2.0 / eps, lengths)
     params = np.r_[1.0 / scale, -np.sum(np.log(2.0 * scale))]
-    mech = dw.Mechanism(statistic, _laplace_log_density, size=size,
+    mech = dw.Mechanism(statistic, laplace_log_density, size=size,
                         params=params, epsilon=float(eps.sum()), name="ContingencyLaplace",
                         coordinate_log_density=separable.laplace_coordinate,
                         draw_release=lambda rng, t: t + rng.laplace(0.0, scale),
-                        noise_variance=2.0 * scale ** 2)
+                        noise=dw.NoiseLaw.of("laplace", scale))
     return mech
 
 

@@ -320,8 +320,9 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, alpha: float = 1.0,
         raise ValueError("exact_posterior needs a truncated release (gamma_exponential.laplace)")
     lower, upper = mechanism.truncation
     s_dp = float(np.asarray(s_dp, dtype=float).ravel()[0])
-    if isinstance(mechanism, dw.Laplace):
-        scale = mechanism.scale
+    family = None if mechanism.noise is None else mechanism.noise.family
+    if family == "laplace":
+        scale = float(mechanism.noise.scale[0])
 
         def noise_cf(w):
             return 1.0 / (1.0 + (scale * w) ** 2)
@@ -329,8 +330,8 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, alpha: float = 1.0,
         def noise_log_pdf(x):
             return -abs(x) / scale - math.log(2.0 * scale)
         reach = 60.0 * scale
-    elif isinstance(mechanism, dw.Gaussian) and not isinstance(mechanism, dw.DiscreteGaussian):
-        sigma = mechanism.sigma
+    elif family == "gaussian":
+        sigma = float(mechanism.noise.scale[0])
 
         def noise_cf(w):
             return np.exp(-0.5 * (sigma * w) ** 2)
@@ -339,8 +340,8 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, alpha: float = 1.0,
             return stats.norm.logpdf(x, 0.0, sigma)
         reach = 40.0 * sigma
     else:
-        raise ValueError(f"exact_posterior supports Laplace and Gaussian noise, got "
-                         f"{mechanism.name}")
+        raise ValueError(f"exact_posterior supports Laplace and Gaussian noise (a continuous "
+                         f"noise law, mechanism.noise), got {mechanism.name}")
     spread = n * upper + reach + abs(s_dp)
 
     def log_posterior(lam):

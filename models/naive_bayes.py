@@ -712,9 +712,10 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, I: int, J, alpha=2.0,
 
     I, J = _check_layout(I, J)
     alpha, alpha_feature = _check_prior(alpha, alpha_feature, I, J)
-    if not isinstance(mechanism, (dw.Laplace, dw.Geometric, dw.Gaussian)):
-        raise TypeError(f"mechanism must add independent noise to each count (dw.Laplace, "
-                        f"dw.Geometric, dw.Gaussian), got {type(mechanism).__name__}")
+    if getattr(mechanism, "noise", None) is None:  # its density factorises over the cells
+        raise TypeError(f"mechanism must add independent noise of a declared law to each count "
+                        f"(mechanism.noise: dw.Laplace, dw.Geometric, dw.Gaussian, "
+                        f"dw.DiscreteGaussian), got {type(mechanism).__name__}")
     size = I * sum(J)
     if mechanism.size != size:
         raise ValueError(f"mechanism must release I * sum(J) = {size} counts, it releases "

@@ -14,6 +14,7 @@ import pytest
 
 import dawrap as dw
 from dawrap import sampling
+from dawrap.runner import memory, plausibility
 from dawrap.models import (beta_binomial, dirichlet_multinomial, gamma_exponential,
                            linear_regression, naive_bayes, normal_mean, poisson_gamma)
 
@@ -30,7 +31,7 @@ def judged(model, mech, s_dp, n):
     """The RuntimeWarnings the plausibility check gives for this release (no sampling)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        sampling._check_plausible(model, mech, mech.check_release(s_dp), n)
+        plausibility.check_plausible(model, mech, mech.check_release(s_dp), n)
     return [w for w in caught if issubclass(w.category, RuntimeWarning)]
 
 
@@ -105,7 +106,7 @@ def test_releases_of_the_builtin_models_are_quiet(model, mech, n):
     """Releases simulated from prior draws, noise included, never trip the check; and the
     check is not vacuous: it finds a range for every bounded built-in statistic."""
     s_dp = np.zeros(mech.size)
-    assert sampling._statistic_range(model, mech, s_dp, n) is not None
+    assert plausibility.statistic_range(model, mech, s_dp, n) is not None
     rng = np.random.default_rng(0)
     for seed in range(10):
         theta = model.pack(model.draw_prior(rng))
@@ -145,7 +146,7 @@ def test_check_does_not_touch_the_chains_generators(monkeypatch):
 
     with pytest.warns(RuntimeWarning, match="implausible"):
         warned = run(s_dp=1e4, n=20, draws=30)
-    monkeypatch.setattr(sampling, "_check_plausible", lambda *args: None)
+    monkeypatch.setattr(plausibility, "check_plausible", lambda *args: None)
     plain = run(s_dp=1e4, n=20, draws=30)
     assert np.array_equal(diagnostics.group(warned, "posterior")["p"].values,
                           diagnostics.group(plain, "posterior")["p"].values)
@@ -214,7 +215,7 @@ def no_sampling(monkeypatch):
 
 
 def test_a_run_that_cannot_fit_in_memory_is_refused(monkeypatch, no_sampling):
-    monkeypatch.setattr(sampling, "available_memory", lambda: 2 * 10 ** 9)
+    monkeypatch.setattr(memory, "available_memory", lambda: 2 * 10 ** 9)
     # n = 2**31 on four chains (plus two running): 6 x 2**31 x 8 bytes = 103 GB.
     with pytest.raises(ValueError, match=r"about 103 GB .*n=2147483648 records.* about 2 GB is "
                                          r"available: reduce n, chains or draws"):
@@ -223,7 +224,8 @@ def test_a_run_that_cannot_fit_in_memory_is_refused(monkeypatch, no_sampling):
     with pytest.raises(ValueError, match=r"chains=100000 x draws=10000"):
         run(chains=10 ** 5, draws=10 ** 4, method="naive")
     # The sufficient-statistic sampler keeps no records: n = 2**31 fits.
-    sampling._check_memory(MODEL, LAPLACE, "suffstat", 2 ** 31, 1000, 4, 2, False)
+    memory.check_memory(dw.Suffstat().memory_needed(MODEL, LAPLACE, 2 ** 31, 1000, 4, 2, False),
+                        chains=4)
 
 
 def test_impossible_memory_is_refused_on_any_machine(no_sampling):
@@ -233,5 +235,5 @@ def test_impossible_memory_is_refused_on_any_machine(no_sampling):
 
 
 def test_available_memory_is_read():
-    have = sampling.available_memory()
+    have = memory.available_memory()
     assert have is None or have > 0

@@ -24,7 +24,7 @@ from .checkpoint import (SAVED_STATE, CheckpointWriteError, load_chains, lock, r
 from .fingerprint import run_fingerprint
 from ..samplers.interweave import make_move
 from ..samplers.kernels import Kernel, engine_form, no_state
-from ..mechanisms.additive import Mechanism
+from ..mechanisms.base import Mechanism
 from ..model.model import Model
 from ..model.protocols import no_records
 from .starts import initial_values, noise_variance, release_informed_theta

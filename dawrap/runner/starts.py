@@ -33,7 +33,7 @@ import warnings
 import numba
 import numpy as np
 
-from ..mechanisms.additive import as_records
+from ..mechanisms.base import as_records
 from .. import _templates
 from ..model.protocols import database_drawer
 from ..samplers import sparse

@@ -8,7 +8,7 @@ import warnings
 
 import numpy as np
 
-from ..mechanisms.additive import DiscreteGaussian, Gaussian, Geometric, Laplace, Mechanism
+from ..mechanisms import Mechanism
 from ..model.family import (ExponentialFamily, no_cdf, no_log_partition, no_natural,
                             require_family)
 from ..model.model import Model
@@ -90,20 +90,28 @@ def noise_model(mech: Mechanism) -> tuple[float, float]:
     on the noise through its moments, so matching the variance leaves an error of the order
     of the fourth cumulants' difference over :math:`(n\Sigma)^2`; where the CLT sd of the
     statistic is below one count, neither approximation is meaningful.
+
+    The law is the mechanism's declared ``noise`` (:class:`dawrap.mechanisms.NoiseLaw`),
+    the same on every coordinate.
     """
-    if isinstance(mech, Laplace):
-        return mech.scale, 0.0
-    if isinstance(mech, Geometric):
-        return math.sqrt(float(mech.noise_variance()[0]) / 2.0), 0.0
-    if isinstance(mech, DiscreteGaussian):
+    law = mech.noise
+    if law is None:
+        raise ValueError(f"method='suffstat' needs the law of the noise (a mechanism with a "
+                         f"noise= NoiseLaw: dw.Laplace, dw.Gaussian, dw.Geometric and "
+                         f"dw.DiscreteGaussian declare theirs), got {mech.name}")
+    if np.any(law.scale != law.scale[0]) or np.any(law.variance != law.variance[0]):
+        raise ValueError(f"method='suffstat' needs the same noise on every coordinate; "
+                         f"{mech.name}'s noise scales differ: {law.scale}")
+    scale, variance = float(law.scale[0]), float(law.variance[0])
+    if law.family == "laplace":
+        return scale, 0.0
+    if law.family == "geometric":
+        return math.sqrt(variance / 2.0), 0.0
+    if law.family == "discrete_gaussian":
         # sigma^2 itself for sigma >= 1 (equal to the variance to 1e-16, and unchanged from
         # earlier versions, so seeded runs repeat); the true variance below.
-        return 0.0, (mech.sigma ** 2 if mech.sigma >= 1.0
-                     else float(mech.noise_variance()[0]))
-    if isinstance(mech, Gaussian):
-        return 0.0, mech.sigma ** 2
-    raise ValueError(f"method='suffstat' supports the Laplace, Gaussian, Geometric and "
-                     f"DiscreteGaussian mechanisms (noise whose law it knows), got {mech.name}")
+        return 0.0, (scale ** 2 if scale >= 1.0 else variance)
+    return 0.0, scale ** 2  # gaussian
 
 
 def structured(family: ExponentialFamily) -> bool:

@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import _templates
 from .output import Output
-from ..mechanisms.additive import Mechanism, as_records, sum_statistic, with_release_argument
+from ..mechanisms.base import Mechanism, as_records, sum_statistic, with_release_argument
 from ..model.model import Model
 from ..model.family import require_family
 

@@ -58,7 +58,7 @@ from . import trial_log
 from .._checks import as_count, hint_misplaced
 from .executors import run_tasks
 from ..runner.progress import Progress
-from ..mechanisms.additive import Mechanism
+from ..mechanisms.base import Mechanism
 from ..model.model import Model
 from ..sampling import METHODS, sample
 from .calibration_results import Calibration, CoverageTest, ks_uniform

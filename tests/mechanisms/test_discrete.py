@@ -9,7 +9,7 @@ from scipy import stats
 import dawrap as dw
 from dawrap import diagnostics
 from dawrap.mechanisms.discrete import discrete_gaussian, discrete_laplace
-from dawrap.mechanisms.additive import discrete_gaussian_log_normaliser
+from dawrap.mechanisms.discrete_gaussian import discrete_gaussian_log_normaliser
 from dawrap.models import beta_binomial
 
 

@@ -385,7 +385,7 @@ def _reference_messages(sensitivity):
 def _one_array_total(mech, x):
     """The bounded total from one (n, size) array of contributions, with the Sparse ranking
     applied to every row (the definition, before the records were streamed in chunks)."""
-    from dawrap.mechanisms.additive import record_contributions
+    from dawrap.mechanisms.publication import record_contributions
 
     c = record_contributions(np.asarray(x, dtype=np.float64), mech.statistic, mech.size)
     domain = mech.contribution
@@ -417,9 +417,9 @@ histograms = hnp.arrays(np.float64, st.tuples(st.integers(1, 30), st.just(3)),
 @given(x=histograms, which=st.integers(0, len(STREAMED) - 1), chunk=st.integers(1, 12))
 def test_streamed_contributions_give_the_one_array_total(x, which, chunk, no_noise,
                                                          monkeypatch):
-    from dawrap.mechanisms import additive
+    from dawrap.mechanisms import publication
 
-    monkeypatch.setattr(additive, "CONTRIBUTION_CHUNK", chunk)
+    monkeypatch.setattr(publication, "CONTRIBUTION_CHUNK", chunk)
     mech = STREAMED[which]()
     expected = _one_array_total(mech, x)
     assert mech.bounded_total(x) == expected
@@ -427,9 +427,9 @@ def test_streamed_contributions_give_the_one_array_total(x, which, chunk, no_noi
 
 
 def test_streamed_totals_stay_exact_beyond_int64(no_noise, monkeypatch):
-    from dawrap.mechanisms import additive
+    from dawrap.mechanisms import publication
 
-    monkeypatch.setattr(additive, "CONTRIBUTION_CHUNK", 7)
+    monkeypatch.setattr(publication, "CONTRIBUTION_CHUNK", 7)
     mech = dw.Geometric(identity, 9007.0, sensitivity=2.0 ** 53, contribution=(0, 2 ** 53))
     x = np.full((600, 1), np.inf)  # 600 * 2**53 > 2**62: the exact Python-integer sum
     assert mech.bounded_total(x) == [600 * 2 ** 53]
@@ -440,22 +440,22 @@ def test_a_long_histogram_is_streamed_in_bounded_chunks(no_noise, monkeypatch):
     """A secure release and a simulated one of 10^5 cells from 3000 records: the compiled
     statistic only ever sees chunks of at most CONTRIBUTION_CHUNK contributions (the one
     (n, size) array would be 2.4 GB), and the totals are the counts."""
-    from dawrap.mechanisms import additive
+    from dawrap.mechanisms import publication
     from dawrap.models import dirichlet_multinomial as dm
 
     k, n = 100_000, 3000
-    seen, real = [], additive.record_contributions
+    seen, real = [], publication.record_contributions
 
     def watched(x, statistic, size):
         seen.append(x.shape[0] * size)
         return real(x, statistic, size)
 
-    monkeypatch.setattr(additive, "record_contributions", watched)
+    monkeypatch.setattr(publication, "record_contributions", watched)
     mech = dw.Geometric(dm.one_hot, 1.0, sensitivity=2.0, size=k, contribution=Sparse())
     x = np.random.default_rng(0).integers(0, k, n).astype(float)[:, None]
     counts = np.bincount(x[:, 0].astype(int), minlength=k)
     assert mech.bounded_total(x) == counts.tolist()
-    assert max(seen) <= additive.CONTRIBUTION_CHUNK
+    assert max(seen) <= publication.CONTRIBUTION_CHUNK
     seen.clear()
     mech.release(x, seed=1)  # the simulation path's domain check, streamed too
-    assert seen and max(seen) <= additive.CONTRIBUTION_CHUNK
+    assert seen and max(seen) <= publication.CONTRIBUTION_CHUNK
