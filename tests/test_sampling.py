@@ -255,3 +255,51 @@ def test_compile_time_is_reported_apart_from_sampling_time():
         assert attrs["compile_time"] + attrs["sampling_time"] <= wall
         times.append(attrs["compile_time"])
     assert times[0] > 0.2 and times[1] < 0.1 * times[0]
+
+
+def _convergence_warnings(run):
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run()
+    return [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)
+            and str(w.message).startswith("R-hat and ESS")]
+
+
+def test_a_run_that_has_not_mixed_warns_naming_the_parameters(monkeypatch):
+    """R-hat above 1.01 or bulk ESS below 100 per chain: one warning naming each parameter
+    (ArviZ's and PyMC's thresholds); the old check warned only above R-hat 1.05."""
+    from dawrap import sampling
+    from dawrap.models import dirichlet_multinomial
+
+    model = dirichlet_multinomial.model(alpha=[1, 1, 1])
+    rng = np.random.default_rng(0)
+    theta = np.full((4, 400, 3), 1 / 3)
+    theta[..., 0] = rng.random((4, 400))                                      # fine
+    theta[..., 1] = rng.random((4, 400)) + 0.05 * np.arange(4)[:, None]     # R-hat ~1.02
+    theta[..., 2] = np.cumsum(rng.normal(size=(4, 400)), axis=1)            # ESS ~10
+    (message,) = _convergence_warnings(
+        lambda: sampling._warn_if_unconverged(model, theta, "record"))
+    rhat, ess = diagnostics.convergence(theta)
+    assert 1.01 < rhat[1] < 1.05 and ess[2] < 400 and rhat[0] < 1.01 and ess[0] > 400
+    assert "R-hat above 1.01 for p[2]" in message and "p[1] (" in message
+    assert "bulk ESS below 100 per chain (400 for 4 chains of 400 draws) for p[2]" in message
+    assert "p[0]" not in message and "interweave=True" in message
+    # Many scalars: a bounded number checked, and the warning says so.
+    monkeypatch.setattr(sampling, "CHECK_BUDGET", 2 * 4 * 400)
+    (message,) = _convergence_warnings(
+        lambda: sampling._warn_if_unconverged(model, theta, "suffstat"))
+    assert "checked 2 of 3 scalars" in message and "variant='marginal'" in message
+
+
+def test_sampling_warns_on_few_effective_draws_and_not_on_a_good_run():
+    from dawrap.models import beta_binomial
+
+    model, mech = beta_binomial.model(), beta_binomial.laplace(0.1)
+    (message,) = _convergence_warnings(lambda: dw.sample(
+        model, mech, 30.0, 100, draws=60, tune=100, chains=2, seed=1, progress=False))
+    assert "bulk ESS below 100 per chain" in message and " for p (" in message
+    assert not _convergence_warnings(lambda: dw.sample(
+        model, beta_binomial.laplace(1.0), 30.0, 100, draws=1000, chains=4, seed=1,
+        progress=False))
