@@ -28,7 +28,7 @@ from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.type import random_generator_type
 
 from .draws import row_draw
-from .graph import Layout, layout
+from .graph import Layout, UnsupportedModel, layout
 
 __all__ = ["Compiled", "compile_model"]
 
@@ -195,6 +195,9 @@ def compile_model(model: pm.Model, records: Sequence[str] | None = None) -> Comp
     x = pt.tensor("x", dtype="float64", shape=(None, lay.columns[lay.observed[-1].name].stop))
     u_parts = _pieces(u, value_shapes)
     logp = _replace(model.logp(vars=lay.free), dict(zip(values, u_parts)))
+    # Each term on its own, to say which one is not finite (_check_finite_start)
+    terms = [(f"the prior of {rv.name!r}",
+              _replace(model.logp(vars=[rv]), dict(zip(values, u_parts)))) for rv in lay.free]
     constrained = replace_rvs_by_values(lay.free, rvs_to_values=dict(zip(lay.free, u_parts)),
                                         rvs_to_transforms=model.rvs_to_transforms)
     memo = dict(zip(lay.free, constrained))
@@ -203,6 +206,7 @@ def compile_model(model: pm.Model, records: Sequence[str] | None = None) -> Comp
         data = pt.cast(data, rv.type.dtype)
         rebuilt = _rebuild(rv, random_generator_type("unused"), x.shape[0], lay, memo)[1]
         term = pm.logp(rebuilt, data).sum()
+        terms.append((f"the likelihood of {rv.name!r}", term))
         # A term that does not depend on u (e.g. covariates with a fixed distribution) is a
         # constant given x: HMC within Gibbs only compares log densities at the same x, so
         # it is left out rather than computed at every leapfrog step.
@@ -243,5 +247,46 @@ def compile_model(model: pm.Model, records: Sequence[str] | None = None) -> Comp
         pm.pytensorf.reseed_rngs(prior_rngs, int(rng.integers(2 ** 62)))
         return np.asarray(prior_fn(), dtype=np.float64)
 
-    return Compiled(model, lay, draw_record, draw_records, logp_and_grad, to_unconstrained,
-                    to_constrained, draw_prior)
+    compiled = Compiled(model, lay, draw_record, draw_records, logp_and_grad,
+                        to_unconstrained, to_constrained, draw_prior)
+    _check_finite_start(compiled, terms, u, x)
+    return compiled
+
+
+#: Prior draws of the parameters (each with records drawn from the model) at which the log
+#: density must be finite somewhere, and the records drawn at each.
+START_DRAWS, START_RECORDS = 4, 8
+
+
+def _check_finite_start(parts: Compiled, terms: list, u, x) -> None:
+    """Refuse a model whose log density is not finite at any of :data:`START_DRAWS` prior
+    draws of the parameters with records drawn from the model, naming the terms that are
+    not: a parameter outside its distribution's domain (``sigma=-1``) makes every HMC step
+    a rejection, and the chain would stay at its start without a word."""
+    rng = np.random.default_rng(20220601)
+    width = parts.layout.columns[parts.layout.observed[-1].name].stop
+    points = []
+    for _ in range(START_DRAWS):
+        theta = parts.draw_prior(rng)
+        records = np.zeros((START_RECORDS, width))
+        parts.draw_records(rng, theta, records)
+        u_start = parts.to_unconstrained(theta)
+        if np.isfinite(parts.logp_and_grad(u_start, records)[0]):
+            return
+        points.append((u_start, records))
+    # Compiled only now, for the message: the Python backend, no numba compile.
+    values = pm.pytensorf.compile([u, x], [term for _, term in terms], mode="FAST_COMPILE",
+                                  on_unused_input="ignore")
+    bad = {}
+    for u_start, records in points:
+        for (name, _), value in zip(terms, values(u_start, records)):
+            if not np.isfinite(value):
+                bad.setdefault(name, float(value))
+    if not bad:  # the terms are finite one by one: their sum overflows
+        bad = {"their sum": float("nan")}
+    raise UnsupportedModel(
+        f"the model's log density is not finite at any of {START_DRAWS} prior draws of the "
+        f"parameters (with records drawn from the model): "
+        f"{', '.join(f'{name} is {value}' for name, value in bad.items())}. Every HMC step "
+        f"would be rejected; check the parameters of these distributions (a negative or zero "
+        f"scale such as sigma=-1, a probability outside [0, 1], ...)")
