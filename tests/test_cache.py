@@ -85,14 +85,17 @@ def test_a_users_own_cached_functions_stay_where_numba_puts_them(tmp_path):
     # dawrap's locator answers for dawrap's files only: numba's rule for everything else.
     (tmp_path / "mine.py").write_text("import numba\n@numba.njit(cache=True)\n"
                                       "def twice(v):\n    return 2 * v\n")
-    code = ("import dawrap.models, mine; print(mine.twice(2)); "
-            "print(mine.twice._cache.cache_path)")
+    # numba imported before dawrap: dawrap's locator is registered all the same
+    code = ("import numba, mine, dawrap.models; print(mine.twice(2)); "
+            "print(mine.twice._cache.cache_path); "
+            "print(dawrap.models.beta_binomial.count._cache.cache_path)")
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
                           text=True, env=_env(DAWRAP_CACHE_DIR=tmp_path / "dawrap-cache"))
     assert done.returncode == 0, done.stderr
-    value, path = done.stdout.split()
+    value, path, dawraps = done.stdout.split()
     assert value == "4" and path == str(tmp_path / "__pycache__")
     assert list((tmp_path / "__pycache__").glob("mine.twice*.nbi"))
+    assert dawraps.startswith(str(tmp_path / "dawrap-cache"))
 
 
 def _damage(path: Path, how: str) -> None:

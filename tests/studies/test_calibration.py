@@ -307,7 +307,8 @@ def test_ctrl_c_during_a_trial_stores_no_trial_from_a_cut_chain(tmp_path, monkey
 
 def test_ctrl_c_stops_trials_running_in_threads_at_once(tmp_path, monkeypatch):
     """Signals reach only the main thread: trials in worker threads are told to stop, and the
-    study ends within a chunk instead of waiting for their chains (about 10 s each here)."""
+    study ends within a chunk instead of waiting for their chains (3 * 10^9 record updates,
+    half a minute each here)."""
     import os
     import signal
     import threading
@@ -333,9 +334,9 @@ def test_ctrl_c_stops_trials_running_in_threads_at_once(tmp_path, monkeypatch):
             calibrate(beta_binomial.model(), beta_binomial.laplace(1.0), 10**6, ["record"],
                       trials=2, seed=1, executor="threads", workers=2, store=store,
                       progress=False,
-                      sample_kwargs={"draws": 1000, "tune": 0, "chains": 1,
+                      sample_kwargs={"draws": 3000, "tune": 0, "chains": 1,
                                      "interweave": False})
     finally:
         signal.signal(signal.SIGINT, previous)
-    assert sent and time.perf_counter() - sent[0] < 5.0
+    assert sent and time.perf_counter() - sent[0] < 10.0
     assert store.read_text().count("\n") == 1  # the header only
