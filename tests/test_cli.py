@@ -190,3 +190,34 @@ def test_counts_are_checked_before_anything_compiles(argv, message, capsys, monk
         main(argv)
     assert exit_.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_ctrl_c_in_a_study_exits_130_saying_what_was_kept(tmp_path, capsys, monkeypatch):
+    """Ctrl-C inside the third trial's chain: the study stops (it ended with exit 0 and a
+    trial from a cut chain), the two completed trials are kept, and the command says so."""
+    import signal
+
+    from dawrap.runner import record as run_record
+    from dawrap.studies import calibration
+
+    calls, sent = [0], []
+    real_sample, real_advance = calibration.sample, run_record._advance
+
+    def counted_sample(*args, **kwargs):
+        calls[0] += 1
+        return real_sample(*args, **kwargs)
+
+    def advance(*args, **kwargs):
+        if calls[0] == 3 and not sent:
+            sent.append(True)
+            signal.raise_signal(signal.SIGINT)
+        return real_advance(*args, **kwargs)
+
+    monkeypatch.setattr(calibration, "sample", counted_sample)
+    monkeypatch.setattr(run_record, "_advance", advance)
+    out = tmp_path / "study"
+    assert main(["calibrate", "beta_binomial", "--epsilon", "1", "--n", "30", "--methods",
+                 "record", "--trials", "4", "--draws", "100", "--tune", "0", "--executor",
+                 "serial", "--out", str(out)]) == 130
+    assert "2 of 4 trials are complete and kept in" in capsys.readouterr().err
+    assert len((out / "trials.jsonl").read_text().splitlines()) == 1 + 2
