@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -186,10 +187,18 @@ def test_the_readme_install_then_editable_install_sequence(tmp_path):
     cache folders, left in site-packages by the uninstall, made it an empty namespace
     package (issue 29, item 13)."""
     checkout = _copy_checkout(tmp_path / "checkout")
+    # A new environment that sees this one's packages (numpy, numba, ...) but not its dawrap:
+    # the base interpreter's site-packages, and this environment's folders as plain lines of
+    # a .pth file (which do not run the .pth files inside them, among them dawrap's own
+    # editable install), as tests/test_packaging.py does.
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
                    check=True)
     python = str(venv / ("Scripts" if os.name == "nt" else "bin") / "python")
+    child_site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()"
+                                 "['purelib'])"], capture_output=True, text=True, check=True)
+    Path(child_site.stdout.strip(), "_parent_env.pth").write_text("\n".join(sorted(
+        {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})) + "\n")
     env = _env(HOME=tmp_path / "home", XDG_CACHE_HOME=tmp_path / "home" / ".cache",
                PIP_DISABLE_PIP_VERSION_CHECK=1)
     elsewhere = tmp_path / "elsewhere"

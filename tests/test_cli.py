@@ -25,6 +25,7 @@ def test_sample_writes_the_posterior(tmp_path, capsys):
     assert draws.shape == (2, 400) and abs(draws.mean() - 0.3124) < 0.01
 
 
+@pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
 @pytest.mark.slow
 def test_sample_reads_a_vector_release_from_a_file(tmp_path):
     release = tmp_path / "release.txt"
@@ -128,6 +129,7 @@ def test_privacy_gap_is_read_from_the_mechanism():
         assert privacy_gap(mech).startswith("not DP on its own")
 
 
+@pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
 def test_sample_says_which_seed_it_drew_and_the_seed_repeats_the_run(tmp_path, capsys):
     import re
 
@@ -144,6 +146,7 @@ def test_sample_says_which_seed_it_drew_and_the_seed_repeats_the_run(tmp_path, c
                           diagnostics.group(again, "posterior")["p"].values)
 
 
+@pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
 @pytest.mark.slow
 def test_sample_notes_a_mechanism_without_a_guarantee(tmp_path, capsys):
     assert main(["sample", "normal_mean", "--mechanism", "gaussian", "--mechanism-arg",
