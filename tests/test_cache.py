@@ -74,6 +74,7 @@ def test_entries_land_in_the_configured_folder_and_not_in_the_package(tmp_path):
     assert warm["hits"] == 2 and not warm["warnings"]
 
 
+@pytest.mark.slow
 def test_the_default_folder_is_per_user_and_numba_cache_dir_moves_it(tmp_path):
     home = _child(HOME=tmp_path, XDG_CACHE_HOME=tmp_path / "xdg")
     if sys.platform.startswith("linux"):
@@ -82,6 +83,7 @@ def test_the_default_folder_is_per_user_and_numba_cache_dir_moves_it(tmp_path):
     assert all(p.startswith(str(tmp_path / "numba" / "dawrap")) for p in numba_dir["paths"])
 
 
+@pytest.mark.slow
 def test_a_users_own_cached_functions_stay_where_numba_puts_them(tmp_path):
     # dawrap's locator answers for dawrap's files only: numba's rule for everything else.
     (tmp_path / "mine.py").write_text("import numba\n@numba.njit(cache=True)\n"
@@ -108,6 +110,7 @@ def _damage(path: Path, how: str) -> None:
         path.write_bytes(bytes(data))
 
 
+@pytest.mark.slow
 def test_a_damaged_entry_is_recompiled_and_replaced_with_one_warning(tmp_path):
     cache = tmp_path / "cache"
     _child(DAWRAP_CACHE_DIR=cache)
@@ -131,6 +134,7 @@ def test_a_damaged_entry_is_recompiled_and_replaced_with_one_warning(tmp_path):
         assert healed["hits"] == 2 and not healed["warnings"]
 
 
+@pytest.mark.slow
 def test_no_writable_folder_compiles_in_memory_with_one_warning(tmp_path):
     # Under a regular file: no process can create that folder, root included (chmod would
     # not stop root).

@@ -188,6 +188,7 @@ def test_checkpoint_at_an_existing_file_fails_before_sampling(tmp_path):
         run(checkpoint=path / "below")  # a folder under a file cannot exist
 
 
+@pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
 def test_a_new_run_does_not_overwrite_a_saved_checkpoint(tmp_path):
     first = p_draws(run(checkpoint=tmp_path, checkpoint_every=20))
     saved = (tmp_path / "chain0.npz").read_bytes()
@@ -354,6 +355,7 @@ def _hold(path: Path):
     return fd
 
 
+@pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
 def test_a_checkpoint_folder_in_use_is_refused(tmp_path):
     fd = _hold(tmp_path / ".lock")
     try:
