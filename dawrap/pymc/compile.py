@@ -25,7 +25,7 @@ from pymc.logprob.utils import replace_rvs_by_values
 from pymc.model.transform.optimization import freeze_dims_and_data
 from pytensor.graph.replace import clone_replace
 from pytensor.graph.traversal import ancestors
-from pytensor.tensor.random.type import random_generator_type
+from pytensor.tensor.random.type import RandomGeneratorType, random_generator_type
 
 from .draws import row_draw
 from .graph import Layout, UnsupportedModel, layout
@@ -247,42 +247,66 @@ def compile_model(model: pm.Model, records: Sequence[str] | None = None) -> Comp
         pm.pytensorf.reseed_rngs(prior_rngs, int(rng.integers(2 ** 62)))
         return np.asarray(prior_fn(), dtype=np.float64)
 
-    compiled = Compiled(model, lay, draw_record, draw_records, logp_and_grad,
-                        to_unconstrained, to_constrained, draw_prior)
-    _check_finite_start(compiled, terms, u, x)
-    return compiled
+    _check_finite_start(model, lay, terms, u, x, theta, forward,
+                        (draw_prior, to_unconstrained, draw_records))
+    return Compiled(model, lay, draw_record, draw_records, logp_and_grad, to_unconstrained,
+                    to_constrained, draw_prior)
 
 
 #: Prior draws of the parameters (each with records drawn from the model) at which the log
 #: density must be finite somewhere, and the records drawn at each.
 START_DRAWS, START_RECORDS = 4, 8
+#: PyTensor's Python backend: the check costs no compilation (numba's would take seconds).
+_PYTHON = pytensor.compile.mode.Mode(linker="py", optimizer="fast_compile")
 
 
-def _check_finite_start(parts: Compiled, terms: list, u, x) -> None:
+def _check_finite_start(model: pm.Model, lay: Layout, terms: list, u, x, theta, forward,
+                        compiled: tuple) -> None:
     """Refuse a model whose log density is not finite at any of :data:`START_DRAWS` prior
     draws of the parameters with records drawn from the model, naming the terms that are
     not: a parameter outside its distribution's domain (``sigma=-1``) makes every HMC step
-    a rejection, and the chain would stay at its start without a word."""
-    rng = np.random.default_rng(20220601)
-    width = parts.layout.columns[parts.layout.observed[-1].name].stop
-    points = []
-    for _ in range(START_DRAWS):
-        theta = parts.draw_prior(rng)
-        records = np.zeros((START_RECORDS, width))
-        parts.draw_records(rng, theta, records)
-        u_start = parts.to_unconstrained(theta)
-        if np.isfinite(parts.logp_and_grad(u_start, records)[0]):
-            return
-        points.append((u_start, records))
-    # Compiled only now, for the message: the Python backend, no numba compile.
-    values = pm.pytensorf.compile([u, x], [term for _, term in terms], mode="FAST_COMPILE",
-                                  on_unused_input="ignore")
+    a rejection, and the chain would stay at its start without a word.
+
+    Evaluated in PyTensor's Python backend (no compilation); where its draws refuse the
+    parameters (NumPy's do, ``scale < 0``), the draws come from ``compiled``, the sampler's
+    own ``(draw_prior, to_unconstrained, draw_records)``, as a run would make them."""
+    draw_prior, to_unconstrained, draw_records = compiled
+    memo = dict(zip(lay.free, _pieces(theta, list(lay.params.values()))))
+    draws = {}
+    for rv in [v for v in model.observed_RVs if v in lay.observed]:
+        # a symbolic row count: the generic draw, which the Python backend runs
+        rng = pytensor.shared(np.random.default_rng(0))
+        draws[rv.name] = _rebuild(rv, rng, pt.as_tensor(np.int64(START_RECORDS)), lay, memo)[1]
+        memo[rv] = draws[rv.name]
+    prior = _flat(lay.free)
+    draw_start = pm.pytensorf.compile([], [prior, _replace(forward, {theta: prior})],
+                                      mode=_PYTHON)
+    draw_rows = pm.pytensorf.compile([theta], _flat_rows([draws[rv.name] for rv in
+                                                          lay.observed]), mode=_PYTHON)
+    evaluate = pm.pytensorf.compile([u, x], [term for _, term in terms], mode=_PYTHON,
+                                    on_unused_input="ignore")
+    rngs = [v for f in (draw_start, draw_rows) for v in f.get_shared()
+            if isinstance(v.type, RandomGeneratorType)]
     bad = {}
-    for u_start, records in points:
-        for (name, _), value in zip(terms, values(u_start, records)):
+    for seed in range(START_DRAWS):
+        pm.pytensorf.reseed_rngs(rngs, 20220601 + seed)
+        try:
+            theta_start, u_start = draw_start()
+        except Exception:  # e.g. NumPy's "scale < 0": the sampler's draws, compiled
+            theta_start = draw_prior(np.random.default_rng(seed))
+            u_start = to_unconstrained(theta_start)
+        try:
+            records = draw_rows(theta_start)
+        except Exception:
+            records = np.zeros((START_RECORDS, x.type.shape[1]))
+            draw_records(np.random.default_rng(seed), theta_start, records)
+        found = [float(v) for v in evaluate(u_start, records)]
+        if np.isfinite(sum(found)):
+            return
+        for (name, _), value in zip(terms, found):
             if not np.isfinite(value):
-                bad.setdefault(name, float(value))
-    if not bad:  # the terms are finite one by one: their sum overflows
+                bad.setdefault(name, value)
+    if not bad:  # each term finite, their sum not
         bad = {"their sum": float("nan")}
     raise UnsupportedModel(
         f"the model's log density is not finite at any of {START_DRAWS} prior draws of the "
@@ -290,3 +314,9 @@ def _check_finite_start(parts: Compiled, terms: list, u, x) -> None:
         f"{', '.join(f'{name} is {value}' for name, value in bad.items())}. Every HMC step "
         f"would be rejected; check the parameters of these distributions (a negative or zero "
         f"scale such as sigma=-1, a probability outside [0, 1], ...)")
+
+
+def _flat_rows(parts: list):
+    """Draws of shape (m, *row) each, as the (m, record_size) records they make."""
+    return pt.concatenate([pt.cast(p, "float64").reshape((p.shape[0], -1)) for p in parts],
+                          axis=1)

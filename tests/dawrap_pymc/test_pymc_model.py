@@ -226,14 +226,19 @@ def test_missing_observations_are_refused():
 
 
 @pytest.mark.slow
-def test_a_likelihood_with_an_invalid_parameter_is_refused_naming_the_term():
-    """sigma = -1: the log density is -inf everywhere and every HMC step was rejected, mu
-    stuck at its start without a word."""
+@pytest.mark.parametrize("invalid, term", [("sigma", "the likelihood of 'y'"),
+                                           ("p", "the likelihood of 'y'"),
+                                           ("prior", "the prior of 'mu'")])
+def test_a_density_with_an_invalid_parameter_is_refused_naming_the_term(invalid, term):
+    """sigma = -1 (or p = 1.5, or a prior's sd of -1): the log density is -inf everywhere
+    and every HMC step was rejected, mu stuck at its start without a word."""
     with pm.Model() as model:
-        mu = pm.Normal("mu", 0.0, 1.0)
-        pm.Normal("y", mu, -1.0, observed=np.zeros(20))
-    with pytest.raises(dwpm.UnsupportedModel, match="not finite .* the likelihood of 'y' "
-                                                    "is -inf"):
+        mu = pm.Normal("mu", 0.0, -1.0 if invalid == "prior" else 1.0)
+        if invalid == "p":
+            pm.Bernoulli("y", p=1.5 + 0.0 * mu, observed=np.zeros(20))
+        else:
+            pm.Normal("y", mu, -1.0 if invalid == "sigma" else 1.0, observed=np.zeros(20))
+    with pytest.raises(dwpm.UnsupportedModel, match=f"not finite .*: {term} is -inf"):
         dwpm.from_pymc(model)
 
 
