@@ -27,8 +27,10 @@ from pytensor.graph.replace import clone_replace
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.type import RandomGeneratorType, random_generator_type
 
+from ..runner.fingerprint import STATED, Unverifiable
 from .draws import row_draw
 from .graph import Layout, UnsupportedModel, layout
+from .identity import model_digest
 
 __all__ = ["Compiled", "compile_model"]
 
@@ -46,6 +48,7 @@ class Compiled(NamedTuple):
     to_unconstrained: object     # njit (theta) -> u
     to_constrained: object       # njit (u) -> theta
     draw_prior: Callable         # (rng) -> theta
+    identity: str | None         # model_digest of ``model``, or None if it has none
 
 
 def _pieces(vector, shapes: Sequence[tuple]) -> list:
@@ -194,7 +197,8 @@ def compile_model(model: pm.Model, records: Sequence[str] | None = None) -> Comp
     u = pt.tensor("u", dtype="float64", shape=(sum(math.prod(s) for s in value_shapes),))
     x = pt.tensor("x", dtype="float64", shape=(None, lay.columns[lay.observed[-1].name].stop))
     u_parts = _pieces(u, value_shapes)
-    logp = _replace(model.logp(vars=lay.free), dict(zip(values, u_parts)))
+    prior_logp = model.logp(vars=lay.free)
+    logp = _replace(prior_logp, dict(zip(values, u_parts)))
     # Each term on its own, to say which one is not finite (_check_finite_start)
     terms = [(f"the prior of {rv.name!r}",
               _replace(model.logp(vars=[rv]), dict(zip(values, u_parts)))) for rv in lay.free]
@@ -249,8 +253,29 @@ def compile_model(model: pm.Model, records: Sequence[str] | None = None) -> Comp
 
     _check_finite_start(model, lay, terms, u, x, theta, forward,
                         (draw_prior, to_unconstrained, draw_records))
+    identity = _identify(model, lay, prior_logp, draw_record=draw_record, draw_records=draw_records,
+                         logp_and_grad=logp_and_grad, to_unconstrained=to_unconstrained,
+                         to_constrained=to_constrained, draw_prior=draw_prior)
     return Compiled(model, lay, draw_record, draw_records, logp_and_grad, to_unconstrained,
-                    to_constrained, draw_prior)
+                    to_constrained, draw_prior, identity)
+
+
+def identify(function, role: str, identity: str | None) -> None:
+    """Let ``function``, compiled from the PyMC model whose digest is ``identity``, carry
+    that digest (with its ``role``) for checkpoints' fingerprints: its generated code has
+    none of its own (:mod:`dawrap.pymc.identity`)."""
+    if identity is not None:
+        setattr(function, STATED, f"pymc {role}: {identity}")
+
+
+def _identify(model: pm.Model, lay: Layout, prior_logp, **functions) -> str | None:
+    try:
+        identity = model_digest(model, lay, prior_logp)
+    except Unverifiable:  # a resume then asks for DAWRAP_RESUME_UNVERIFIED=1, as before
+        return None
+    for role, function in functions.items():
+        identify(function, role, identity)
+    return identity
 
 
 #: Prior draws of the parameters (each with records drawn from the model) at which the log
