@@ -337,3 +337,17 @@ def test_demo_help_and_table_describe_the_samplers_truly(capsys):
     assert "90% interval" in " ".join(text.split()) and "%%" not in text
     assert "exact" not in DEMO_METHODS["suffstat"] and "approximate" in DEMO_METHODS["suffstat"]
     assert "(exact)" in DEMO_METHODS["record"]
+
+
+def test_sample_small_area_starts_from_its_sizes_and_checks_n_against_them(tmp_path, capsys):
+    """The command line cannot pass init_x: small_area now starts from its own public sizes
+    (before, from n records of random areas), and an n other than their sum is named."""
+    argv = ["sample", "small_area", "--model-arg", "sizes=[2,3]", "--model-arg", "categories=2",
+            "--mechanism", "discrete_gaussian", "--mechanism-arg", "regions=[0,0]",
+            "--mechanism-arg", "categories=2", "--mechanism-arg", "rho=[0.5,0.5]",
+            "--s-dp", "1", "1", "2", "1", "3", "2", "--chains", "1", "--n", "4",
+            "--out", str(tmp_path / "x.nc")]
+    assert main(argv) == 2
+    assert "small_area: n = 4, but the model's sizes add up to 5 records" in \
+        capsys.readouterr().err
+    assert not (tmp_path / "x.nc").exists()

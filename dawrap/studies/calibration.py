@@ -211,6 +211,12 @@ def calibrate(model: Model, mechanism: Mechanism, n: int, methods: Sequence[str]
                 variant and name != "suffstat"):
             raise ValueError(f"methods: {method!r} is not one of {METHODS} (or "
                              f"'suffstat:gibbs', 'suffstat:marginal', 'suffstat:printed')")
+    repeated = sorted({str(m) for m in methods if list(map(str, methods)).count(str(m)) > 1})
+    if repeated:  # a method twice would be run twice and its rows overwrite each other
+        raise ValueError(f"methods names {', '.join(map(repr, repeated))} more than once, "
+                         f"got {list(methods)!r}")
+    if workers is not None:
+        workers = as_count(workers, "workers")
     parameter = parameter or next(iter(model.params))
     if parameter not in model.params:
         raise ValueError(f"parameter must be one of {list(model.params)}, got {parameter!r}")

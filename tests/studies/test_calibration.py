@@ -120,6 +120,16 @@ def test_bad_executor_is_named():
         _small_study(object())
 
 
+def test_a_method_named_twice_and_zero_workers_are_refused():
+    """methods=["record", "record"] ran each trial's record chain twice, its rows overwriting
+    each other; workers=0 silently meant every core (issue 29 item 18)."""
+    model, mech = beta_binomial.model(a=1.0, b=1.0), beta_binomial.laplace(0.5)
+    with pytest.raises(ValueError, match="methods names 'naive' more than once"):
+        calibrate(model, mech, 20, ["naive", "record", "naive"], trials=2, seed=1)
+    with pytest.raises(ValueError, match="workers must be an integer >= 1, got 0"):
+        calibrate(model, mech, 20, ["naive"], trials=2, seed=1, workers=0)
+
+
 @pytest.mark.slow
 def test_study_keeps_completed_trials_and_skips_them_on_restart(tmp_path, interrupted):
     from dawrap.studies import calibration
