@@ -20,7 +20,7 @@ for numba, SciPy or ArviZ (about 5 s of a cold import) to load the rest.
 """
 import importlib
 
-from . import _compat
+from . import _cache, _compat
 
 __version__ = "0.2.0"
 
@@ -67,3 +67,5 @@ def __dir__():
 
 
 _compat.install()
+# numba caches dawrap's compiled code in a per-user folder, not in the package (dawrap._cache)
+_cache.install()

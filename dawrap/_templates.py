@@ -37,8 +37,6 @@ from __future__ import annotations
 import difflib
 import functools
 import hashlib
-import importlib.util
-import os
 import threading
 import types
 from pathlib import Path
@@ -46,6 +44,8 @@ from pathlib import Path
 import numba
 import numpy as np
 from numba.core.registry import CPUDispatcher
+
+from ._cache import package_folders as _package_folders
 
 __all__ = ["bind", "cache_tag", "stable_key", "source_digest", "slot", "Slot", "SlotError"]
 
@@ -198,10 +198,7 @@ def _bind(templates, names: dict, inline=frozenset()) -> types.SimpleNamespace:
         options = {"inline": "always"} if template.__name__ in inline else {}
         copies[template.__name__] = dispatcher = numba.njit(nogil=True, **options)(func)
         if tag is not None:
-            try:
-                dispatcher.enable_caching()
-            except RuntimeError:  # no writable cache folder: compiled once per process
-                pass
+            dispatcher.enable_caching()  # in dawrap's cache folder (dawrap._cache)
     for namespace in namespaces.values():  # templates call each other's bound copies
         namespace.update(copies)
     return types.SimpleNamespace(**copies)
@@ -278,14 +275,6 @@ def _in_package(func) -> bool:
     """Defined in a source file of the dawrap package (its models included)."""
     filename = func.__code__.co_filename
     return any(filename.startswith(folder) for folder in _package_folders())
-
-
-@functools.lru_cache(maxsize=1)
-def _package_folders() -> tuple:
-    """The folders of the package's source: dawrap/ and that of dawrap.models."""
-    models = importlib.util.find_spec("dawrap.models").submodule_search_locations or ()
-    return tuple(str(Path(p).resolve()) + os.sep
-                 for p in (Path(__file__).parent, *models))
 
 
 @functools.lru_cache(maxsize=1)

@@ -442,6 +442,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, TypeError, OSError) as err:
         print(f"dawrap {args.command}: error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as err:  # Ctrl-C: say what was kept (a study's trials, ...)
+        print(f"dawrap {args.command}: {err or 'interrupted'}", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -175,6 +175,10 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method="record",
     Ctrl-C during ``"record"`` sampling returns the draws so far (with a warning) instead of
     losing them.
 
+    After a ``"record"`` or ``"suffstat"`` run, one ``RuntimeWarning`` names the parameters
+    whose rank-normalised split R-hat exceeds 1.01 or whose bulk ESS is below 100 per chain
+    (:func:`dawrap.diagnostics.convergence`; the thresholds of ArviZ and PyMC).
+
     Examples
     --------
     A release of 1000 Bernoulli records' count with Laplace noise (epsilon 0.5), at a
@@ -253,7 +257,7 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method="record",
     if stop.is_set():  # Ctrl-C during a baseline's (short) run: honoured now
         raise KeyboardInterrupt("sampling interrupted")
     if method.name in ("record", "suffstat"):
-        _warn_if_unconverged(model, out.theta)
+        _warn_if_unconverged(model, out.theta, method.name)
     return _label(model, mechanism, s_dp, n, out, method.name, root, elapsed, tune, draws,
                   {"compile_time": compile_time, **method.attrs()})
 
@@ -273,29 +277,73 @@ def _seconds(timer) -> float:
     return timer.duration if timer.done else 0.0
 
 
-#: Rank-normalised split R-hat above this draws a warning (Vehtari et al. 2021 suggest 1.01
-#: for final results; 1.05 flags chains that plainly disagree without crying wolf on short runs).
-RHAT_WARNING = 1.05
+#: A run warns when a parameter's rank-normalised split R-hat exceeds this, or its bulk ESS
+#: is below ESS_PER_CHAIN per chain: the thresholds of Vehtari et al. (2021), which ArviZ's
+#: summary and PyMC's sampler warnings use.
+RHAT_WARNING, ESS_PER_CHAIN = 1.01, 100
+#: Most draws x scalars checked (a few seconds of sorting): beyond it, evenly spaced scalars.
+CHECK_BUDGET = 20_000_000
+#: Parameters named in the warning, per check.
+NAMED = 8
 
 
-def _warn_if_unconverged(model: Model, theta: np.ndarray) -> None:
-    """Warn when the chains disagree: a stuck or slowly mixing chain must not pass silently."""
-    if theta.shape[0] < 2 or theta.shape[1] < 4:
+def _warn_if_unconverged(model: Model, theta: np.ndarray, method: str) -> None:
+    """One warning after sampling when some parameter has R-hat above :data:`RHAT_WARNING`
+    (two chains or more) or a bulk ESS below :data:`ESS_PER_CHAIN` per chain, naming them:
+    a stuck or slowly mixing chain must not pass silently. Constant parameters (a fixed
+    value) are not checked, nor runs of fewer than 4 draws per chain."""
+    chains, draws = theta.shape[0], theta.shape[1]
+    if draws < 4 or theta.shape[2] == 0:
         return
-    worst, where = 0.0, ""
-    for name, draws in model.unpack(theta).items():
-        flat = draws.reshape(draws.shape[0], draws.shape[1], -1)
-        for j in range(flat.shape[2]):
-            if np.ptp(flat[:, :, j]) == 0:
-                continue
-            r = diagnostics.rhat(flat[:, :, j])
-            if r > worst:
-                worst, where = r, name if flat.shape[2] == 1 else f"{name}[{j}]"
-    if worst > RHAT_WARNING:
-        warnings.warn(f"R-hat = {worst:.3g} for {where}: the chains have not converged to the "
-                      f"same distribution. Run longer (tune, draws), start the chains closer "
-                      f"to the posterior (init_theta), or check the model", RuntimeWarning,
-                      stacklevel=3)
+    labels = _labels(model)
+    columns = np.arange(theta.shape[2])
+    if chains * draws * columns.size > CHECK_BUDGET:
+        columns = np.unique(np.linspace(0, columns.size - 1,
+                                        max(1, CHECK_BUDGET // (chains * draws))).astype(int))
+    rhat, ess = diagnostics.convergence(theta[:, :, columns])
+    checked = "" if columns.size == theta.shape[2] else \
+        f" (checked {columns.size} of {theta.shape[2]} scalars, evenly spaced)"
+    problems = []
+    high = np.flatnonzero(rhat > RHAT_WARNING)
+    if high.size:
+        problems.append(f"R-hat above {RHAT_WARNING} for "
+                        + _named([(labels[columns[j]], f"{rhat[j]:.3g}")
+                                  for j in high[np.argsort(-rhat[high])]]))
+    low = np.flatnonzero(ess < ESS_PER_CHAIN * chains)
+    if low.size:
+        problems.append(f"bulk ESS below {ESS_PER_CHAIN} per chain ({ESS_PER_CHAIN * chains} "
+                        f"for {chains} chain{'s' * (chains > 1)} of {draws} draws) for "
+                        + _named([(labels[columns[j]], f"{ess[j]:.0f}")
+                                  for j in low[np.argsort(ess[low])]]))
+    if not problems:
+        return
+    advice = {"record": "; for the record sampler, interweave=True (a model with a "
+                        "non-centred map) mixes far better when the noise hides much of the "
+                        "data",
+              "suffstat": "; for suffstat, variant='marginal' mixes better when the noise "
+                          "dominates"}.get(method, "")
+    warnings.warn(f"R-hat and ESS: {' and '.join(problems)}{checked}. The chains have not "
+                  f"mixed enough for reliable estimates (Vehtari et al. 2021). Run longer "
+                  f"(draws, tune), start the chains closer to the posterior (init_theta), or "
+                  f"check the model{advice}; dw.diagnostics.summary(result) shows R-hat and "
+                  f"ESS per parameter", RuntimeWarning, stacklevel=3)
+
+
+def _labels(model: Model) -> list:
+    """The name of each scalar of theta: ``p``, or ``beta[1]`` for a vector parameter."""
+    labels = [""] * model.theta_size
+    for name, index in model.unpack(np.arange(model.theta_size, dtype=float)).items():
+        index = np.asarray(index)
+        for position in np.ndindex(index.shape):
+            labels[int(index[position])] = name if not position else \
+                f"{name}[{', '.join(map(str, position))}]"
+    return labels
+
+
+def _named(items: list) -> str:
+    """``a (1.02), b (1.03)``, at most :data:`NAMED` of them."""
+    shown = ", ".join(f"{label} ({value})" for label, value in items[:NAMED])
+    return shown if len(items) <= NAMED else f"{shown} and {len(items) - NAMED} more"
 
 
 def _label(model, mech, s_dp, n, out, method, root, elapsed, tune, draws, kernel):

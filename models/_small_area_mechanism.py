@@ -48,10 +48,22 @@ def statistics(areas: int, cats: int, regions: tuple | None):
     region = np.array(regions if regions is not None else [0], dtype=np.int64)
     levels = 1 if regions is None else 2
     offset = areas * cats
+    # A record outside these areas or categories is a model built for other areas than the
+    # mechanism (or a bad init_x): said so, rather than a count written out of range.
+    outside = (f"small_area: a record's area or category is outside the {areas} areas and "
+               f"{cats} categories that this statistic counts; the model and the mechanism "
+               f"must be built for the same areas (len(sizes) == len(regions)) and the same "
+               f"categories")
+
+    @numba.njit(nogil=True)
+    def cell(x_i):
+        if not (0.0 <= x_i[0] < areas and 0.0 <= x_i[1] < cats):  # NaN fails too
+            raise ValueError(outside)
+        return int(x_i[0]), int(x_i[1])
 
     @numba.njit(nogil=True)
     def entries(x_i, index, value):
-        a, c = int(x_i[0]), int(x_i[1])
+        a, c = cell(x_i)
         index[0] = a * cats + c
         value[0] = 1.0
         if levels == 2:
@@ -65,7 +77,7 @@ def statistics(areas: int, cats: int, regions: tuple | None):
     def statistic(x_i, out):
         for j in range(out.shape[0]):
             out[j] = 0.0
-        a, c = int(x_i[0]), int(x_i[1])
+        a, c = cell(x_i)
         out[a * cats + c] = 1.0
         if levels == 2:
             out[offset + region[a] * cats + c] = 1.0

@@ -13,8 +13,9 @@ with :math:`N_{ac}` the number of records of area :math:`a` in category :math:`c
 :math:`r` the coarser regions (e.g. blocks ``a`` within tracts ``r``). The area sizes
 :math:`n_a` are public, as in a census: a record is ``[area, category]`` and only its category
 is imputed (the record proposal keeps the area and draws the category from
-:math:`p_{a(i)}`), so the database the sampler starts from must hold the right areas: pass
-``init_x=records(sizes)``.
+:math:`p_{a(i)}`), so the database the sampler starts from must hold the right areas: the
+model builds it from the sizes (``dw.Model(start_database=...)``), and refuses an ``init_x``
+with other area sizes or an ``n`` other than their sum.
 
 Replacing one record moves two cells by one at each level, so each level's L2 sensitivity is
 :math:`\sqrt2` (brute-forced in the tests) and level :math:`l` with budget :math:`\rho_l` has
@@ -38,7 +39,7 @@ Examples
 >>> mech = small_area.discrete_gaussian(tracts, categories=6, rho=(0.5, 0.5))
 >>> x = small_area.records(sizes, np.random.default_rng(0).integers(0, 6, size=300))
 >>> s_dp = mech.release(x, seed=1)           # 3 x 6 block counts, then 2 x 6 tract counts
->>> idata = dw.sample(model, mech, s_dp, n=300, init_x=small_area.records(sizes))  # doctest: +SKIP
+>>> idata = dw.sample(model, mech, s_dp, n=300)  # doctest: +SKIP
 """
 from __future__ import annotations
 
@@ -87,13 +88,80 @@ def records(sizes, categories=None) -> np.ndarray:
     return np.column_stack([area.astype(float), cat])
 
 
+#: The most records an area, or all areas together, may hold: counts stay exact in float64
+#: (the statistic and the database are floats) and in int64.
+MAX_RECORDS = 2 ** 53
+
+
 def _check_sizes(sizes) -> np.ndarray:
     arr = np.asarray(sizes)
-    if arr.ndim != 1 or arr.shape[0] < 1 or arr.dtype.kind not in "iu" and not (
-            arr.dtype.kind == "f" and np.all(arr == np.round(arr))) or np.any(arr < 1):
+    whole = arr.dtype.kind in "iu" or arr.dtype.kind == "f" and bool(
+        np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)))
+    if arr.ndim != 1 or arr.shape[0] < 1 or not whole or np.any(arr < 1) \
+            or np.any(arr > MAX_RECORDS) or float(arr.astype(float).sum()) > MAX_RECORDS:
         raise ValueError(f"small_area: sizes must be a list of positive whole numbers (records "
-                         f"per area), got {sizes!r}")
+                         f"per area), finite and adding up to at most 2**53, got "
+                         f"{_short(sizes)}")
     return arr.astype(np.int64)
+
+
+def _short(values) -> str:
+    """``values`` for a message: at most 12 of them."""
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        return repr(values)
+    text = ", ".join(str(v) for v in arr[:12].tolist())
+    return f"[{text}{', ...' if arr.shape[0] > 12 else ''}] ({arr.shape[0]} areas)" \
+        if arr.shape[0] > 12 else f"[{text}]"
+
+
+def _start(sizes: np.ndarray, n: int, init_x) -> np.ndarray:
+    """The database the chains start from (``dw.Model(start_database=...)``): the public
+    area sizes with categories 0, or ``init_x`` once its areas are checked against them.
+    The record proposal keeps each record's area, so a start with other sizes would
+    silently replace the public sizes for the whole run."""
+    total = int(sizes.sum())
+    if n != total:
+        raise ValueError(f"small_area: n = {n}, but the model's sizes add up to {total} "
+                         f"records (sizes {_short(sizes)})")
+    if init_x is None:
+        return records(sizes)
+    area = init_x[:, 0]
+    if not np.all((area >= 0) & (area < len(sizes)) & (area == np.floor(area))):
+        raise ValueError(f"init_x: the first column holds each record's area, an integer in "
+                         f"0..{len(sizes) - 1}, got {_short(np.unique(area))}")
+    held = np.bincount(area.astype(np.int64), minlength=len(sizes))
+    if not np.array_equal(held, sizes):
+        first = int(np.flatnonzero(held != sizes)[0])
+        raise ValueError(f"init_x holds {_short(held)} records per area, but the model's "
+                         f"sizes are {_short(sizes)} (area {first}: {held[first]}, not "
+                         f"{sizes[first]}). The sampler keeps each record's area, so a start "
+                         f"with other sizes would replace the public ones: leave init_x out "
+                         f"(the model starts from its sizes) or pass "
+                         f"init_x=small_area.records(sizes, categories)")
+    return init_x
+
+
+def _check_settings(categories, a0, b0, step, hyper_steps) -> None:
+    """Each setting of :func:`model` by name: a wrong one is refused, never truncated."""
+    def whole(v):  # 6 or 6.0, not 2.5, True or "6"
+        return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(
+            v, bool) and math.isfinite(v) and v == round(v)
+
+    def positive(v):
+        return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(
+            v, bool) and math.isfinite(v) and v > 0
+
+    if not whole(categories) or categories < 2:
+        raise ValueError(f"small_area.model: categories must be an integer >= 2, got "
+                         f"{categories!r}")
+    if not whole(hyper_steps) or hyper_steps < 1:
+        raise ValueError(f"small_area.model: hyper_steps must be an integer >= 1, got "
+                         f"{hyper_steps!r}")
+    for name, value in (("a0", a0), ("b0", b0), ("step", step)):
+        if not positive(value):
+            raise ValueError(f"small_area.model: {name} must be a finite number > 0, got "
+                             f"{value!r}")
 
 
 @numba.njit(nogil=True, cache=True)
@@ -223,11 +291,10 @@ def model(sizes, categories: int, a0: float = 2.0, b0: float = 1.0, step: float 
     {'p': (3, 6), 'log_alpha': (6,)}
     """
     sizes = _check_sizes(sizes)
-    areas, cats = len(sizes), int(categories)
+    areas = len(sizes)
     step = 1.0 / math.sqrt(areas) if step is None else step
-    if cats < 2 or not (a0 > 0 and b0 > 0 and step > 0 and hyper_steps >= 1):
-        raise ValueError("small_area.model: categories >= 2, a0, b0, step > 0 and "
-                         "hyper_steps >= 1 are required")
+    _check_settings(categories, a0, b0, step, hyper_steps)
+    cats = int(categories)
     cum = tuple(float(v) for v in np.cumsum(sizes) / sizes.sum())
     draw_record, propose_record, draw_theta, on_simplex, valid_record = _kernels(
         cum, areas, cats, float(a0), float(b0), float(step), int(hyper_steps))
@@ -242,4 +309,5 @@ def model(sizes, categories: int, a0: float = 2.0, b0: float = 1.0, step: float 
                     draw_theta=draw_theta, model_stat=model_stat, stat_size=areas * cats,
                     draw_prior=draw_prior, theta_support=on_simplex,
                     record_support=valid_record,
+                    start_database=functools.partial(_start, sizes),
                     name=f"small_area(areas={areas}, categories={cats}, a0={a0}, b0={b0})")

@@ -25,6 +25,7 @@ def test_sample_writes_the_posterior(tmp_path, capsys):
     assert draws.shape == (2, 400) and abs(draws.mean() - 0.3124) < 0.01
 
 
+@pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
 @pytest.mark.slow
 def test_sample_reads_a_vector_release_from_a_file(tmp_path):
     release = tmp_path / "release.txt"
@@ -137,6 +138,7 @@ def test_privacy_gap_is_read_from_the_mechanism():
         assert privacy_gap(mech).startswith("not DP on its own")
 
 
+@pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
 def test_sample_says_which_seed_it_drew_and_the_seed_repeats_the_run(tmp_path, capsys):
     import re
 
@@ -153,6 +155,7 @@ def test_sample_says_which_seed_it_drew_and_the_seed_repeats_the_run(tmp_path, c
                           diagnostics.group(again, "posterior")["p"].values)
 
 
+@pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
 @pytest.mark.slow
 def test_sample_notes_a_mechanism_without_a_guarantee(tmp_path, capsys):
     assert main(["sample", "normal_mean", "--mechanism", "gaussian", "--mechanism-arg",
@@ -199,6 +202,37 @@ def test_counts_are_checked_before_anything_compiles(argv, message, capsys, monk
         main(argv)
     assert exit_.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_ctrl_c_in_a_study_exits_130_saying_what_was_kept(tmp_path, capsys, monkeypatch):
+    """Ctrl-C inside the third trial's chain: the study stops (it ended with exit 0 and a
+    trial from a cut chain), the two completed trials are kept, and the command says so."""
+    import signal
+
+    from dawrap.runner import record as run_record
+    from dawrap.studies import calibration
+
+    calls, sent = [0], []
+    real_sample, real_advance = calibration.sample, run_record._advance
+
+    def counted_sample(*args, **kwargs):
+        calls[0] += 1
+        return real_sample(*args, **kwargs)
+
+    def advance(*args, **kwargs):
+        if calls[0] == 3 and not sent:
+            sent.append(True)
+            signal.raise_signal(signal.SIGINT)
+        return real_advance(*args, **kwargs)
+
+    monkeypatch.setattr(calibration, "sample", counted_sample)
+    monkeypatch.setattr(run_record, "_advance", advance)
+    out = tmp_path / "study"
+    assert main(["calibrate", "beta_binomial", "--epsilon", "1", "--n", "30", "--methods",
+                 "record", "--trials", "4", "--draws", "100", "--tune", "0", "--executor",
+                 "serial", "--out", str(out)]) == 130
+    assert "2 of 4 trials are complete and kept in" in capsys.readouterr().err
+    assert len((out / "trials.jsonl").read_text().splitlines()) == 1 + 2
 
 
 # -- issue 29, items 17 and 18: arguments checked first, each error naming its argument ------
@@ -303,3 +337,17 @@ def test_demo_help_and_table_describe_the_samplers_truly(capsys):
     assert "90% interval" in " ".join(text.split()) and "%%" not in text
     assert "exact" not in DEMO_METHODS["suffstat"] and "approximate" in DEMO_METHODS["suffstat"]
     assert "(exact)" in DEMO_METHODS["record"]
+
+
+def test_sample_small_area_starts_from_its_sizes_and_checks_n_against_them(tmp_path, capsys):
+    """The command line cannot pass init_x: small_area now starts from its own public sizes
+    (before, from n records of random areas), and an n other than their sum is named."""
+    argv = ["sample", "small_area", "--model-arg", "sizes=[2,3]", "--model-arg", "categories=2",
+            "--mechanism", "discrete_gaussian", "--mechanism-arg", "regions=[0,0]",
+            "--mechanism-arg", "categories=2", "--mechanism-arg", "rho=[0.5,0.5]",
+            "--s-dp", "1", "1", "2", "1", "3", "2", "--chains", "1", "--n", "4",
+            "--out", str(tmp_path / "x.nc")]
+    assert main(argv) == 2
+    assert "small_area: n = 4, but the model's sizes add up to 5 records" in \
+        capsys.readouterr().err
+    assert not (tmp_path / "x.nc").exists()

@@ -120,3 +120,40 @@ def test_rhat_is_arviz_rhat(shape, shift):
         expected = float(az.rhat(draws))
     got = diagnostics.rhat(draws)
     assert (np.isnan(got) and np.isnan(expected)) or got == pytest.approx(expected, rel=1e-12)
+
+
+def _expected_ess_rhat(draws):
+    if diagnostics.ARVIZ_1:
+        stats = diagnostics._array_stats()
+        ess = float(stats.ess(draws, chain_axis=0, draw_axis=1, method="bulk"))
+        rhat = float(stats.rhat(draws, chain_axis=0, draw_axis=1))
+    else:
+        ess, rhat = float(az.ess(draws, method="bulk")), float(az.rhat(draws))
+    return ess, (rhat if draws.shape[0] > 1 else np.nan)
+
+
+@pytest.mark.parametrize("chains, draws", [(4, 1000), (2, 7), (3, 51), (1, 100), (2, 4)])
+def test_convergence_is_arviz_bulk_ess_and_rhat_for_every_scalar(chains, draws):
+    """The vectorised check behind dw.sample's warning gives ArviZ's bulk ESS and R-hat for
+    each scalar: iid, strongly autocorrelated (AR(1) with phi 0.95), anticorrelated,
+    Metropolis-like ties, chains that disagree; constant or non-finite scalars give NaN."""
+    rng = np.random.default_rng(chains * draws)
+    noise = rng.standard_t(4, size=(chains, draws, 4))
+    x = np.empty((chains, draws, 7))
+    for k, phi in enumerate((0.0, 0.95, -0.6)):
+        x[:, 0, k] = noise[:, 0, k]
+        for t in range(1, draws):
+            x[:, t, k] = phi * x[:, t - 1, k] + noise[:, t, k]
+    x[..., 3] = np.round(noise[..., 3])                             # ties
+    x[..., 4] = noise[..., 0] + np.arange(chains)[:, None]          # chains disagree
+    x[..., 5] = 2.5                                                 # constant
+    x[..., 6] = noise[..., 1]
+    x[0, 0, 6] = np.nan
+    rhat, ess = diagnostics.convergence(x.reshape(chains, draws, 7, 1))
+    assert rhat.shape == ess.shape == (7, 1)
+    for k in range(5):
+        expected_ess, expected_rhat = _expected_ess_rhat(x[..., k])
+        assert ess[k, 0] == pytest.approx(expected_ess, rel=1e-10, nan_ok=True), k
+        assert rhat[k, 0] == pytest.approx(expected_rhat, rel=1e-10, nan_ok=True), k
+    assert np.isnan(ess[5:]).all() and np.isnan(rhat[5:]).all()
+    assert diagnostics.rhat(x[..., 4]) == pytest.approx(rhat[4, 0], nan_ok=True)

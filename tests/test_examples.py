@@ -86,6 +86,7 @@ def test_cli_reports_bad_input(capsys):
     assert "epsilon must be a finite number > 0" in capsys.readouterr().err
 
 
+@pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
 @pytest.mark.slow
 def test_logistic_regression_tutorial_runs_and_is_sensible():
     idata, reference = _load("private_logistic_regression").main(n=300, draws=400, tune=300)
@@ -96,6 +97,7 @@ def test_logistic_regression_tutorial_runs_and_is_sensible():
         assert beta[:, j].std() > reference[:, j].std()
 
 
+@pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
 def test_census_example_runs_and_summarises():
     idata = _load("census").main(blocks=20, per_block=20, draws=100, tune=50)
     p = diagnostics.group(idata, "posterior")["p"].values

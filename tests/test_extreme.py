@@ -138,6 +138,7 @@ def test_unbounded_statistics_are_not_judged():
     assert not judged(model, dw.Laplace(normal_mean.total, 1.0, 0.5), 1e12, 100)
 
 
+@pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
 @pytest.mark.slow
 def test_check_does_not_touch_the_chains_generators(monkeypatch):
     """The simulated records come from a generator of their own: the same seed gives the same
@@ -190,6 +191,7 @@ def test_extreme_arguments_are_named(kw, error, match):
     assert time.perf_counter() - began < 5.0  # refused up front, not after minutes
 
 
+@pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
 @pytest.mark.slow
 def test_numpy_scalars_are_accepted():
     idata = run(n=np.int64(20), draws=np.int32(20), tune=np.uint8(5), chains=np.int16(1),

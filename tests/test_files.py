@@ -188,6 +188,7 @@ def test_checkpoint_at_an_existing_file_fails_before_sampling(tmp_path):
         run(checkpoint=path / "below")  # a folder under a file cannot exist
 
 
+@pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
 def test_a_new_run_does_not_overwrite_a_saved_checkpoint(tmp_path):
     first = p_draws(run(checkpoint=tmp_path, checkpoint_every=20))
     saved = (tmp_path / "chain0.npz").read_bytes()
@@ -199,6 +200,7 @@ def test_a_new_run_does_not_overwrite_a_saved_checkpoint(tmp_path):
     assert np.array_equal(p_draws(run(checkpoint=tmp_path, resume=tmp_path)), first)
 
 
+@pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
 def test_cli_out_is_checked_before_sampling_and_not_overwritten(tmp_path, capsys,
                                                                 monkeypatch):
     argv = ["sample", "beta_binomial", "--epsilon", "1", "--n", "20", "--s-dp", "5",
@@ -233,6 +235,7 @@ def _load(path):
     return az.from_netcdf(str(path))
 
 
+@pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
 def test_a_failed_checkpoint_returns_the_draws_and_leaves_no_temporary_file(tmp_path,
                                                                             monkeypatch):
     """The disk fills up at the second checkpoint: the draws so far come back with a warning
@@ -352,6 +355,7 @@ def _hold(path: Path):
     return fd
 
 
+@pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
 def test_a_checkpoint_folder_in_use_is_refused(tmp_path):
     fd = _hold(tmp_path / ".lock")
     try:
@@ -497,6 +501,7 @@ def saved_run():
     return data, saved
 
 
+@pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
 @pytest.mark.parametrize("damage", ["truncated", "empty", "flipped", "not a zip",
                                     "missing key", "wrong shape", "nan"])
 def test_a_damaged_checkpoint_names_the_file(tmp_path, saved_run, damage):

@@ -34,6 +34,7 @@ def _finite_posterior(idata):
         assert all(np.all(np.isfinite(post[v].values)) for v in post.data_vars)
 
 
+@pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
 @SETTINGS
 @given(s_dp=anything, n=anything)
 def test_sample_release_and_size(s_dp, n):
@@ -48,6 +49,7 @@ def test_sample_run_settings(draws, tune, chains, seed, cores):
                                                chains=chains, seed=seed, cores=cores)))
 
 
+@pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
 @pytest.mark.slow
 @SETTINGS
 @given(init_theta=anything, init_x=anything, method=st.sampled_from(

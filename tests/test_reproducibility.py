@@ -36,6 +36,7 @@ CASES = {
 }
 
 
+@pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
 @pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_pinned_draws(case):

@@ -132,6 +132,7 @@ def test_same_seed_bit_identical_and_chains_differ():
     assert not np.array_equal(d[0], d[1]) and not np.array_equal(d[1], d[2])
 
 
+@pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
 def test_results_do_not_depend_on_parallelism():
     model, mech = beta_binomial.model(), beta_binomial.laplace(0.3)
     runs = [dw.sample(model, mech, 40.0, n=100, draws=100, tune=10, chains=4, seed=5, cores=k)
@@ -142,6 +143,7 @@ def test_results_do_not_depend_on_parallelism():
     assert np.array_equal(_draws(two), _draws(runs[0])[:2])
 
 
+@pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
 @pytest.mark.slow
 def test_python_theta_kernel_matches_compiled_kernel():
     """A plain-Python draw_theta runs the same chain as its compiled twin, draw for draw."""
@@ -155,6 +157,7 @@ def test_python_theta_kernel_matches_compiled_kernel():
                           _draws(dw.sample(python, mech, 70.0, **kw)))
 
 
+@pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
 @pytest.mark.slow
 def test_draws_are_states_after_each_update():
     """Row k holds theta after iteration tune + k's update: no off-by-one."""
@@ -219,6 +222,7 @@ def test_vector_parameters_are_unpacked():
     assert diagnostics.group(idata, "posterior")["m"].shape == (2, 30, 2)
 
 
+@pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
 def test_progress_line_only_when_asked_or_on_a_terminal(capsys):
     model, mech = beta_binomial.model(), beta_binomial.laplace(1.0)
     dw.sample(model, mech, 300.0, 1000, draws=50, tune=10, chains=2, seed=0)
@@ -230,6 +234,7 @@ def test_progress_line_only_when_asked_or_on_a_terminal(capsys):
     assert capsys.readouterr().err == ""
 
 
+@pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
 @pytest.mark.slow
 def test_compile_time_is_reported_apart_from_sampling_time():
     """A model's first call compiles its chain; the attrs say how long, and sampling_time
@@ -255,3 +260,51 @@ def test_compile_time_is_reported_apart_from_sampling_time():
         assert attrs["compile_time"] + attrs["sampling_time"] <= wall
         times.append(attrs["compile_time"])
     assert times[0] > 0.2 and times[1] < 0.1 * times[0]
+
+
+def _convergence_warnings(run):
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run()
+    return [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)
+            and str(w.message).startswith("R-hat and ESS")]
+
+
+def test_a_run_that_has_not_mixed_warns_naming_the_parameters(monkeypatch):
+    """R-hat above 1.01 or bulk ESS below 100 per chain: one warning naming each parameter
+    (ArviZ's and PyMC's thresholds); the old check warned only above R-hat 1.05."""
+    from dawrap import sampling
+    from dawrap.models import dirichlet_multinomial
+
+    model = dirichlet_multinomial.model(alpha=[1, 1, 1])
+    rng = np.random.default_rng(0)
+    theta = np.full((4, 400, 3), 1 / 3)
+    theta[..., 0] = rng.random((4, 400))                                      # fine
+    theta[..., 1] = rng.random((4, 400)) + 0.05 * np.arange(4)[:, None]     # R-hat ~1.02
+    theta[..., 2] = np.cumsum(rng.normal(size=(4, 400)), axis=1)            # ESS ~10
+    (message,) = _convergence_warnings(
+        lambda: sampling._warn_if_unconverged(model, theta, "record"))
+    rhat, ess = diagnostics.convergence(theta)
+    assert 1.01 < rhat[1] < 1.05 and ess[2] < 400 and rhat[0] < 1.01 and ess[0] > 400
+    assert "R-hat above 1.01 for p[2]" in message and "p[1] (" in message
+    assert "bulk ESS below 100 per chain (400 for 4 chains of 400 draws) for p[2]" in message
+    assert "p[0]" not in message and "interweave=True" in message
+    # Many scalars: a bounded number checked, and the warning says so.
+    monkeypatch.setattr(sampling, "CHECK_BUDGET", 2 * 4 * 400)
+    (message,) = _convergence_warnings(
+        lambda: sampling._warn_if_unconverged(model, theta, "suffstat"))
+    assert "checked 2 of 3 scalars" in message and "variant='marginal'" in message
+
+
+def test_sampling_warns_on_few_effective_draws_and_not_on_a_good_run():
+    from dawrap.models import beta_binomial
+
+    model, mech = beta_binomial.model(), beta_binomial.laplace(0.1)
+    (message,) = _convergence_warnings(lambda: dw.sample(
+        model, mech, 30.0, 100, draws=60, tune=100, chains=2, seed=1, progress=False))
+    assert "bulk ESS below 100 per chain" in message and " for p (" in message
+    assert not _convergence_warnings(lambda: dw.sample(
+        model, beta_binomial.laplace(1.0), 30.0, 100, draws=1000, chains=4, seed=1,
+        progress=False))

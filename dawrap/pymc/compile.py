@@ -25,10 +25,12 @@ from pymc.logprob.utils import replace_rvs_by_values
 from pymc.model.transform.optimization import freeze_dims_and_data
 from pytensor.graph.replace import clone_replace
 from pytensor.graph.traversal import ancestors
-from pytensor.tensor.random.type import random_generator_type
+from pytensor.tensor.random.type import RandomGeneratorType, random_generator_type
 
+from ..runner.fingerprint import STATED, Unverifiable
 from .draws import row_draw
-from .graph import Layout, layout
+from .graph import Layout, UnsupportedModel, layout
+from .identity import model_digest
 
 __all__ = ["Compiled", "compile_model"]
 
@@ -46,6 +48,7 @@ class Compiled(NamedTuple):
     to_unconstrained: object     # njit (theta) -> u
     to_constrained: object       # njit (u) -> theta
     draw_prior: Callable         # (rng) -> theta
+    identity: str | None         # model_digest of ``model``, or None if it has none
 
 
 def _pieces(vector, shapes: Sequence[tuple]) -> list:
@@ -194,7 +197,11 @@ def compile_model(model: pm.Model, records: Sequence[str] | None = None) -> Comp
     u = pt.tensor("u", dtype="float64", shape=(sum(math.prod(s) for s in value_shapes),))
     x = pt.tensor("x", dtype="float64", shape=(None, lay.columns[lay.observed[-1].name].stop))
     u_parts = _pieces(u, value_shapes)
-    logp = _replace(model.logp(vars=lay.free), dict(zip(values, u_parts)))
+    prior_logp = model.logp(vars=lay.free)
+    logp = _replace(prior_logp, dict(zip(values, u_parts)))
+    # Each term on its own, to say which one is not finite (_check_finite_start)
+    terms = [(f"the prior of {rv.name!r}",
+              _replace(model.logp(vars=[rv]), dict(zip(values, u_parts)))) for rv in lay.free]
     constrained = replace_rvs_by_values(lay.free, rvs_to_values=dict(zip(lay.free, u_parts)),
                                         rvs_to_transforms=model.rvs_to_transforms)
     memo = dict(zip(lay.free, constrained))
@@ -203,6 +210,7 @@ def compile_model(model: pm.Model, records: Sequence[str] | None = None) -> Comp
         data = pt.cast(data, rv.type.dtype)
         rebuilt = _rebuild(rv, random_generator_type("unused"), x.shape[0], lay, memo)[1]
         term = pm.logp(rebuilt, data).sum()
+        terms.append((f"the likelihood of {rv.name!r}", term))
         # A term that does not depend on u (e.g. covariates with a fixed distribution) is a
         # constant given x: HMC within Gibbs only compares log densities at the same x, so
         # it is left out rather than computed at every leapfrog step.
@@ -243,5 +251,97 @@ def compile_model(model: pm.Model, records: Sequence[str] | None = None) -> Comp
         pm.pytensorf.reseed_rngs(prior_rngs, int(rng.integers(2 ** 62)))
         return np.asarray(prior_fn(), dtype=np.float64)
 
+    _check_finite_start(model, lay, terms, u, x, theta, forward,
+                        (draw_prior, to_unconstrained, draw_records))
+    identity = _identify(model, lay, prior_logp, draw_record=draw_record, draw_records=draw_records,
+                         logp_and_grad=logp_and_grad, to_unconstrained=to_unconstrained,
+                         to_constrained=to_constrained, draw_prior=draw_prior)
     return Compiled(model, lay, draw_record, draw_records, logp_and_grad, to_unconstrained,
-                    to_constrained, draw_prior)
+                    to_constrained, draw_prior, identity)
+
+
+def identify(function, role: str, identity: str | None) -> None:
+    """Let ``function``, compiled from the PyMC model whose digest is ``identity``, carry
+    that digest (with its ``role``) for checkpoints' fingerprints: its generated code has
+    none of its own (:mod:`dawrap.pymc.identity`)."""
+    if identity is not None:
+        setattr(function, STATED, f"pymc {role}: {identity}")
+
+
+def _identify(model: pm.Model, lay: Layout, prior_logp, **functions) -> str | None:
+    try:
+        identity = model_digest(model, lay, prior_logp)
+    except Unverifiable:  # a resume then asks for DAWRAP_RESUME_UNVERIFIED=1, as before
+        return None
+    for role, function in functions.items():
+        identify(function, role, identity)
+    return identity
+
+
+#: Prior draws of the parameters (each with records drawn from the model) at which the log
+#: density must be finite somewhere, and the records drawn at each.
+START_DRAWS, START_RECORDS = 4, 8
+#: PyTensor's Python backend: the check costs no compilation (numba's would take seconds).
+_PYTHON = pytensor.compile.mode.Mode(linker="py", optimizer="fast_compile")
+
+
+def _check_finite_start(model: pm.Model, lay: Layout, terms: list, u, x, theta, forward,
+                        compiled: tuple) -> None:
+    """Refuse a model whose log density is not finite at any of :data:`START_DRAWS` prior
+    draws of the parameters with records drawn from the model, naming the terms that are
+    not: a parameter outside its distribution's domain (``sigma=-1``) makes every HMC step
+    a rejection, and the chain would stay at its start without a word.
+
+    Evaluated in PyTensor's Python backend (no compilation); where its draws refuse the
+    parameters (NumPy's do, ``scale < 0``), the draws come from ``compiled``, the sampler's
+    own ``(draw_prior, to_unconstrained, draw_records)``, as a run would make them."""
+    draw_prior, to_unconstrained, draw_records = compiled
+    memo = dict(zip(lay.free, _pieces(theta, list(lay.params.values()))))
+    draws = {}
+    for rv in [v for v in model.observed_RVs if v in lay.observed]:
+        # a symbolic row count: the generic draw, which the Python backend runs
+        rng = pytensor.shared(np.random.default_rng(0))
+        draws[rv.name] = _rebuild(rv, rng, pt.as_tensor(np.int64(START_RECORDS)), lay, memo)[1]
+        memo[rv] = draws[rv.name]
+    prior = _flat(lay.free)
+    draw_start = pm.pytensorf.compile([], [prior, _replace(forward, {theta: prior})],
+                                      mode=_PYTHON)
+    draw_rows = pm.pytensorf.compile([theta], _flat_rows([draws[rv.name] for rv in
+                                                          lay.observed]), mode=_PYTHON)
+    evaluate = pm.pytensorf.compile([u, x], [term for _, term in terms], mode=_PYTHON,
+                                    on_unused_input="ignore")
+    rngs = [v for f in (draw_start, draw_rows) for v in f.get_shared()
+            if isinstance(v.type, RandomGeneratorType)]
+    bad = {}
+    for seed in range(START_DRAWS):
+        pm.pytensorf.reseed_rngs(rngs, 20220601 + seed)
+        try:
+            theta_start, u_start = draw_start()
+        except Exception:  # e.g. NumPy's "scale < 0": the sampler's draws, compiled
+            theta_start = draw_prior(np.random.default_rng(seed))
+            u_start = to_unconstrained(theta_start)
+        try:
+            records = draw_rows(theta_start)
+        except Exception:
+            records = np.zeros((START_RECORDS, x.type.shape[1]))
+            draw_records(np.random.default_rng(seed), theta_start, records)
+        found = [float(v) for v in evaluate(u_start, records)]
+        if np.isfinite(sum(found)):
+            return
+        for (name, _), value in zip(terms, found):
+            if not np.isfinite(value):
+                bad.setdefault(name, value)
+    if not bad:  # each term finite, their sum not
+        bad = {"their sum": float("nan")}
+    raise UnsupportedModel(
+        f"the model's log density is not finite at any of {START_DRAWS} prior draws of the "
+        f"parameters (with records drawn from the model): "
+        f"{', '.join(f'{name} is {value}' for name, value in bad.items())}. Every HMC step "
+        f"would be rejected; check the parameters of these distributions (a negative or zero "
+        f"scale such as sigma=-1, a probability outside [0, 1], ...)")
+
+
+def _flat_rows(parts: list):
+    """Draws of shape (m, *row) each, as the (m, record_size) records they make."""
+    return pt.concatenate([pt.cast(p, "float64").reshape((p.shape[0], -1)) for p in parts],
+                          axis=1)

@@ -7,7 +7,7 @@ import pymc as pm
 
 from ..model import Model
 from ..samplers.hmc import hmc
-from .compile import compile_model
+from .compile import compile_model, identify
 from .labels import labels
 
 __all__ = ["from_pymc"]
@@ -86,7 +86,10 @@ def from_pymc(model: pm.Model, records: Sequence[str] | None = None, *, name: st
     record_size = lay.columns[lay.observed[-1].name].stop
     # A hand-written draw_record replaces both of PyMC's draws: the batched one is its graph.
     draw_records = parts.draw_records if batched and draw_record is None else None
+    named = labels(parts.model, lay)
+    if named["deterministics"] is not None:
+        identify(named["deterministics"], "deterministics", parts.identity)
     return Model(params=lay.params, record_size=record_size,
                  draw_record=parts.draw_record if draw_record is None else draw_record,
                  draw_records=draw_records, draw_theta=kernel, draw_prior=parts.draw_prior,
-                 name=name or model.name or "pymc", **labels(parts.model, lay))
+                 name=name or model.name or "pymc", **named)

@@ -16,6 +16,8 @@ from pytensor.tensor.variable import TensorConstant
 from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.random.type import RandomType
 
+from .rows import RowCoupling, record_axes
+
 __all__ = ["Layout", "UnsupportedModel", "layout"]
 
 
@@ -114,6 +116,47 @@ def _check_per_record_constants(rv, free: list, observed: list, row_shapes: dict
                 f"observed=your_array), and use X in the likelihood")
 
 
+def _check_records_independent(rv, free: list, observed: list) -> None:
+    """Refuse a likelihood in which a record's distribution reads other records' values
+    (a mean, a cumulative sum or a product over the records, rows moved by indexing, ...):
+    :mod:`dawrap.pymc.rows` walks the graph and accepts only what it proves reads one
+    record per row."""
+    op = rv.owner.op
+    params = list(rv.owner.inputs[2:])
+    try:
+        axes = record_axes(params, [v for v in observed if v is not rv], free)
+        rows = rv.type.ndim - op.ndim_supp  # the variable's batch axes; records along 0
+        for param, core, axis in zip(params, op.ndims_params, axes):
+            batch = param.type.ndim - core
+            if axis is not None and (axis >= batch or rows - batch + axis != 0):
+                raise RowCoupling(param.owner or rv.owner, "the records' axis of this "
+                                  "parameter is not the variable's rows")
+    except RowCoupling as err:
+        name = next((v.name for v in err.node.outputs if v.name), None)
+        where = f"{err.node.op}" + (f" (computing {name!r})" if name else "")
+        raise UnsupportedModel(
+            f"observed variable {rv.name!r}: its likelihood reads other records through "
+            f"{where}: {err.why}. dawrap imputes the records one at a time, so each record's "
+            f"distribution may depend on the parameters and on that record only; compute "
+            f"summaries of the data outside the model (e.g. centre a covariate by a fixed, "
+            f"public value rather than by its mean in the model)") from None
+
+
+def _check_no_imputation(model: pm.Model) -> None:
+    """Refuse observed data with missing values: PyMC imputes them as a free parameter
+    (``y_unobserved``), which dawrap would sample as part of theta."""
+    observed = {rv.name for rv in model.observed_RVs}
+    imputed = sorted(rv.name[:-len("_unobserved")] for rv in model.free_RVs
+                     if rv.name.endswith("_unobserved")
+                     and rv.name[:-len("_unobserved")] + "_observed" in observed)
+    if imputed:
+        raise UnsupportedModel(
+            f"observed variable {imputed[0]!r} has missing (NaN) values, which PyMC imputes "
+            f"as the parameter {imputed[0] + '_unobserved'!r}. dawrap imputes every record "
+            f"itself and reads only the shape of the observed arrays: give arrays without "
+            f"NaN (zeros will do)")
+
+
 def layout(model: pm.Model, records: Sequence[str] | None = None) -> Layout:
     """Read the parameters and record layout of ``model``, or raise :class:`UnsupportedModel`.
 
@@ -133,6 +176,7 @@ def layout(model: pm.Model, records: Sequence[str] | None = None) -> Layout:
     """
     if not isinstance(model, pm.Model):
         raise TypeError(f"model must be a pymc.Model, got {type(model).__name__}")
+    _check_no_imputation(model)
     observed = list(model.observed_RVs)
     if not observed:
         raise UnsupportedModel("the model has no observed variable: give the likelihood of the "
@@ -169,4 +213,5 @@ def layout(model: pm.Model, records: Sequence[str] | None = None) -> Layout:
     n = next(iter(rows.values()))
     for rv in observed:
         _check_per_record_constants(rv, free, observed, row_shapes, n)
+        _check_records_independent(rv, free, observed)
     return Layout(params, free, observed, columns, row_shapes, n)

@@ -12,12 +12,14 @@ mechanism's parameters, ...), a digest of
   closure holds and the values of the global names it reads, each digested the same way
   (so a helper it calls, or an array it reads, counts too); a ``numba.njit`` function: that
   of its Python function, with its compile options; a module or a class: its name;
-* an object of dawrap's own (a kernel, an exponential family, a mechanism): its attributes.
+* an object of dawrap's own (a kernel, an exponential family, a mechanism): its attributes;
+* a function that carries a digest its builder stated (attribute :data:`STATED`, e.g. the
+  functions :mod:`dawrap.pymc` compiles carry the digest of the PyMC model's graphs): that.
 
 A digest names neither file nor line, so moving code does not change it. Anything else (a
 generator, an object of another library) cannot be digested by value; the model's
-``draw_prior`` is then fingerprinted by what it draws at eight fixed seeds (a PyMC prior is a
-compiled graph), and any other such part is *unverifiable*: a resume refuses it unless
+``draw_prior`` is then fingerprinted by what it draws at eight fixed seeds, and any other
+such part is *unverifiable*: a resume refuses it unless
 :data:`FORCE_VARIABLE` is set (:mod:`dawrap.runner.checkpoint`).
 """
 from __future__ import annotations
@@ -29,12 +31,17 @@ import types
 
 import numpy as np
 
-__all__ = ["run_fingerprint", "digest", "Unverifiable", "UNVERIFIABLE", "FORCE_VARIABLE"]
+__all__ = ["run_fingerprint", "digest", "Unverifiable", "UNVERIFIABLE", "FORCE_VARIABLE",
+           "STATED"]
 
 #: How an unverifiable part's digest begins.
 UNVERIFIABLE = "unverifiable: "
 #: Set to 1 to resume although some part of the run could not be fingerprinted.
 FORCE_VARIABLE = "DAWRAP_RESUME_UNVERIFIED"
+#: The attribute by which a compiled function states its own digest, where its code says
+#: nothing of what it computes (generated code around a compiled graph): its builder sets it
+#: to a digest of what the function computes, e.g. a graph with its constants.
+STATED = "__dawrap_fingerprint__"
 #: Types whose repr is their value, exactly.
 _PLAIN = (type(None), bool, int, float, str)
 #: Attributes that say how an object was built or locked, not what it computes.
@@ -101,6 +108,9 @@ class _Digester:
         return out
 
     def _parts(self, value, where: str):
+        own = getattr(value, "__dict__", None)  # a digest its builder stated, first
+        if isinstance(own, dict) and isinstance(own.get(STATED), str):
+            return ("stated", own[STATED])
         if value is None or isinstance(value, (bool, int, float, complex, str, bytes, range,
                                                slice, np.generic, np.dtype)):
             return (type(value).__name__, repr(value))

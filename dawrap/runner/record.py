@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import time
 import warnings
 
 import numpy as np
@@ -17,7 +18,7 @@ import numpy as np
 from ..samplers import record, sparse
 from .._checks import call_user, is_real
 from ..samplers.output import Output
-from .chains import deferred_interrupt, run_parallel
+from .chains import Chunks, deferred_interrupt, interrupted, run_parallel
 from .progress import Progress
 from .checkpoint import (SAVED_STATE, CheckpointWriteError, load_chains, lock, resumable,
                          save_chain)
@@ -320,15 +321,11 @@ class _Setup:
 class Control:
     """What the chains share while running: when to stop, and where to checkpoint."""
 
-    def __init__(self, n: int, checkpoint=None, every: int = 1000, settings=None,
-                 progress=None):
+    def __init__(self, checkpoint=None, every: int = 1000, settings=None, progress=None):
         self.stop = threading.Event()
         self.progress = progress  # a dawrap._progress.Progress, or None
         self.checkpoint, self.every, self.settings = checkpoint, every, settings or {}
         self.checkpoint_error = None  # the first checkpoint write that failed, if any
-        # Iterations per compiled call: short enough (~0.05 s) that Ctrl-C and checkpoints
-        # are honoured promptly, long enough that the Python round trip costs nothing.
-        self.chunk = max(1, min(every if checkpoint else 10_000, 2_000_000 // max(n, 1)))
 
 
 def _new_trace(draws: int, theta_size: int, size: int, keep_stats: bool) -> record.Trace:
@@ -389,10 +386,15 @@ def _run_chain(setup: _Setup, chain: int, rng, theta, x, tune: int, draws: int,
         trace = record.Trace(*(resumed[f"trace_{k}"] for k in record.Trace._fields))
         done = resumed["done"]
     total_iterations = tune + draws
+    # Calls of about CHUNK_SECONDS (chains.Chunks), each ending at a checkpoint when one is
+    # due: Ctrl-C waits for one call, not for thousands of costly iterations.
+    chunks, every = Chunks(), control.every if control.checkpoint is not None else None
     try:
         while done < total_iterations and not control.stop.is_set():
-            stop = min(total_iterations, done + control.chunk)
+            stop = chunks.stop(done, total_iterations, every)
+            began = time.perf_counter()
             state = _advance(setup, rng, state, done, stop, tune, trace)
+            chunks.timed(stop - done, time.perf_counter() - began)
             saved_before = done // control.every
             done = stop
             if control.progress is not None:
@@ -484,7 +486,7 @@ def _run_record(model, mechanism, s_dp, n, rngs, method, shared, stop) -> Output
                 "code": None if checkpoint is None and resume is None
                 else run_fingerprint(model, mechanism)}
     bar = Progress("dawrap record", chains, tune + draws, enabled=shared.progress)
-    control = Control(n, checkpoint if checkpoint is not None else resume,
+    control = Control(checkpoint if checkpoint is not None else resume,
                       method.checkpoint_every, settings, bar)
     control.stop = stop  # set by Ctrl-C (deferred_interrupt), polled between chunks
     setup = _Setup(model, mechanism, s_dp, n, interweave, sweeps, random_scan)
@@ -566,6 +568,6 @@ def _finished(results, tune: int, draws: int, control: Control):
         f"; the checkpoint in {control.checkpoint} can be resumed" if saved else
         f"; no checkpoint was written to {control.checkpoint} yet (one is written every "
         f"{control.every} iterations), so nothing can be resumed")
-    warnings.warn(f"sampling interrupted: returning the first {common} of {draws} draws of "
-                  f"{len(usable)} of {len(results)} chains{where}", UserWarning, stacklevel=5)
+    interrupted(f"sampling interrupted: returning the first {common} of {draws} draws of "
+                f"{len(usable)} of {len(results)} chains{where}", stacklevel=5)
     return [t for t, _ in usable], common

@@ -276,11 +276,16 @@ def initial_values(model, chains: int, n: int, init_theta, init_x):
             thetas = [model.pack(t, f"init_theta[{c}]") for c, t in enumerate(init_theta)]
         else:
             thetas = [model.pack(init_theta, "init_theta")] * chains
-    xs = None
+    x = None
     if init_x is not None:
         x = as_records(init_x, "init_x")
         if x.shape != (n, model.record_size):
             raise ValueError(f"init_x must have shape (n, record_size) = "
                              f"({n}, {model.record_size}), got {x.shape}")
-        xs = [x] * chains
-    return thetas, xs
+    if model.start_database is not None:  # the model's own start, or its check of init_x
+        x = as_records(model.start_database(n, x), "the model's start_database(n, init_x)")
+        if x.shape != (n, model.record_size):
+            raise ValueError(f"the model's start_database(n, init_x) must return an array of "
+                             f"shape (n, record_size) = ({n}, {model.record_size}), got "
+                             f"{x.shape}")
+    return thetas, None if x is None else [x] * chains

@@ -4,7 +4,7 @@ from __future__ import annotations
 import functools
 import math
 import threading
-import warnings
+import time
 
 import numpy as np
 
@@ -16,7 +16,7 @@ from ..samplers import suffstat, suffstat_marginal, suffstat_multinomial
 from ..samplers.output import Output
 from ..samplers.suffstat_marginal_parts import PSEUDO_LOG_N, PSEUDO_STATS
 from .._checks import call_user
-from .chains import deferred_interrupt, run_parallel
+from .chains import Chunks, deferred_interrupt, interrupted, run_parallel
 from .progress import Progress
 from .starts import initial_values
 
@@ -254,11 +254,6 @@ def _support_basis(model: Model, family: ExponentialFamily, states) -> np.ndarra
     return starts if starts.shape[1] == wider.shape[1] else wider
 
 
-#: Iterations per compiled call: a fraction of a second, so Ctrl-C is honoured promptly; the
-#: chunking does not change the draws (the state and generator carry over).
-CHUNK = 20_000
-
-
 def _run_chain(runner, state, config, rng, draws, tune, keep_stats, theta_size, d, stop,
                bar, chain):
     """One chain in chunks; returns its outputs and the iterations done (short of
@@ -267,10 +262,12 @@ def _run_chain(runner, state, config, rng, draws, tune, keep_stats, theta_size, 
     out_rejections = np.empty(draws)
     out_s = np.empty((draws if keep_stats else 0, d))
     done, total = 0, tune + draws
+    chunks = Chunks()  # calls of about CHUNK_SECONDS: Ctrl-C is honoured promptly
     while done < total and not stop.is_set():
-        end = min(total, done + CHUNK)
-        state, done, status = runner(rng, state, config, done, end, tune,
+        start, end, began = done, chunks.stop(done, total), time.perf_counter()
+        state, done, status = runner(rng, state, config, start, end, tune,
                                      out_theta, out_rejections, out_s)
+        chunks.timed(done - start, time.perf_counter() - began)
         bar.done[chain] = done
         if status != suffstat.OK:
             raise ValueError(f"{suffstat.STATUS_MESSAGES[status]} (iteration {done})")
@@ -334,9 +331,9 @@ def run_suffstat(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, r
         results = [r for r, k in zip(results, kept) if k > 0]
         if not results:
             raise KeyboardInterrupt("sampling interrupted during warm-up: no draws to return")
-        warnings.warn(f"sampling interrupted: returning the first {min(k for k in kept if k)} "
-                      f"of {draws} draws of {len(results)} of {len(kept)} chains",
-                      UserWarning, stacklevel=3)  # 1 here, 2 dw.sample, 3 the caller
+        interrupted(f"sampling interrupted: returning the first {min(k for k in kept if k)} "
+                    f"of {draws} draws of {len(results)} of {len(kept)} chains",
+                    stacklevel=3)  # 1 here, 2 dw.sample, 3 the caller
     kept = min(max(0, r[3] - tune) for r in results)
     theta = np.stack([r[0][:kept] for r in results])
     per_draw = np.stack([r[1][:kept] for r in results])

@@ -57,6 +57,7 @@ from .. import diagnostics
 from . import trial_log
 from .._checks import as_count, hint_misplaced
 from .executors import run_tasks
+from ..runner.chains import interruptions_raise
 from ..runner.progress import Progress
 from ..mechanisms.base import Mechanism
 from ..model.model import Model
@@ -103,8 +104,10 @@ def run_trial(study: Study, t: int) -> dict:
         name, _, variant = method.partition(":")
         kwargs = study.sample_kwargs if name == "record" else {
             k: v for k, v in study.sample_kwargs.items() if k not in RECORD_ONLY}
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), interruptions_raise():
             # Short chains in a study may draw R-hat warnings; calibration is the verdict.
+            # Ctrl-C raises rather than returning truncated chains: a trial computed from
+            # them would be stored as complete.
             warnings.simplefilter("ignore", RuntimeWarning)
             idata = sample(model, study.mechanism, s_dp, study.n, method=name,
                            seed=method_seed, confidential=x,
@@ -208,6 +211,12 @@ def calibrate(model: Model, mechanism: Mechanism, n: int, methods: Sequence[str]
                 variant and name != "suffstat"):
             raise ValueError(f"methods: {method!r} is not one of {METHODS} (or "
                              f"'suffstat:gibbs', 'suffstat:marginal', 'suffstat:printed')")
+    repeated = sorted({str(m) for m in methods if list(map(str, methods)).count(str(m)) > 1})
+    if repeated:  # a method twice would be run twice and its rows overwrite each other
+        raise ValueError(f"methods names {', '.join(map(repr, repeated))} more than once, "
+                         f"got {list(methods)!r}")
+    if workers is not None:
+        workers = as_count(workers, "workers")
     parameter = parameter or next(iter(model.params))
     if parameter not in model.params:
         raise ValueError(f"parameter must be one of {list(model.params)}, got {parameter!r}")
@@ -253,10 +262,22 @@ def calibrate(model: Model, mechanism: Mechanism, n: int, methods: Sequence[str]
             # Set here as well as in run_trial: catch_warnings is not thread-safe, so trials
             # in threads must find the filter already in place.
             warnings.simplefilter("ignore", RuntimeWarning)
-            run_tasks(run_trial, (study,), todo, executor, finished, workers)
+            try:
+                run_tasks(run_trial, (study,), todo, executor, finished, workers)
+            except KeyboardInterrupt:
+                raise KeyboardInterrupt(_interrupted(len(rows), trials, store)) from None
         if kept is not None:
             kept.verify(rows, trials)  # the file agrees with what is reported
         return Calibration([rows[t] for t in range(trials)], study.methods, levels, settings)
+
+
+def _interrupted(complete: int, trials: int, store) -> str:
+    """What an interrupted study kept: the trials it completed, none cut short."""
+    if store is None:
+        return (f"calibration interrupted: {complete} of {trials} trials were complete, and "
+                f"none is kept (pass store= to keep completed trials and resume)")
+    return (f"calibration interrupted: {complete} of {trials} trials are complete and kept in "
+            f"{store} (a trial that was running is not); run the same study again to resume")
 
 
 def _row_problem(study: Study, row: dict) -> str | None:

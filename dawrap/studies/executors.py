@@ -14,11 +14,14 @@ cannot change the result. ``executor`` may be
 """
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import pickle
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+
+from ..runner.chains import interrupting_running
 
 __all__ = ["EXECUTORS", "run_tasks"]
 
@@ -43,7 +46,9 @@ def run_tasks(function: Callable, args: tuple, indices: Iterable[int], executor=
               workers: int | None = None) -> None:
     """Call ``function(*args, i)`` for every ``i`` in ``indices``; ``on_result(i, result)``
     is called in this thread as each finishes. On an error or Ctrl-C, tasks not yet started
-    are cancelled and the exception propagates (results already passed on are kept)."""
+    are cancelled and the exception propagates (results already passed on are kept); on
+    Ctrl-C, sampling in tasks running in threads is told to stop
+    (:func:`dawrap.runner.chains.interrupting_running`)."""
     indices = list(indices)
     executor = "processes" if executor is None else executor
     if isinstance(executor, str) and executor not in EXECUTORS:
@@ -64,16 +69,20 @@ def run_tasks(function: Callable, args: tuple, indices: Iterable[int], executor=
                             f"but it cannot be pickled: {err}") from err
     owned = isinstance(executor, str)
     pool = _own_executor(executor, workers or os.cpu_count() or 1) if owned else executor
-    futures = {}
+    futures, interrupted = {}, False
     try:
         for i in indices:
             futures[pool.submit(function, *args, i)] = i
         for future in as_completed(futures):
             on_result(futures[future], future.result())
-    except BaseException:
+    except BaseException as err:
         for future in futures:
             future.cancel()
+        interrupted = isinstance(err, KeyboardInterrupt)
         raise
     finally:
-        if owned:
-            pool.shutdown(wait=True, cancel_futures=True)
+        # Ctrl-C reaches only this thread: tasks running in threads (sampling under
+        # interruptions_raise) are told to stop at their next chunk, not to run on.
+        with interrupting_running() if interrupted else contextlib.nullcontext():
+            if owned:
+                pool.shutdown(wait=True, cancel_futures=True)

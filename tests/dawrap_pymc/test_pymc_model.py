@@ -156,6 +156,92 @@ def test_a_size_changing_transform_is_refused():
         dwpm.from_pymc(model)
 
 
+def _with_covariate(likelihood_mean, columns=1, n=20):
+    """A model y ~ N(likelihood_mean(X, b), 1) with X ~ N(0, 1) observed, columns wide."""
+    import pytensor.tensor as pt
+
+    with pm.Model() as model:
+        b = pm.Normal("b", 0.0, 1.0, shape=columns)
+        X = pm.Normal("X", 0.0, 1.0, observed=np.zeros((n, columns)))
+        pm.Normal("y", likelihood_mean(X, b, pt), 1.0, observed=np.zeros(n))
+    return model
+
+
+COUPLED = {  # a record's likelihood reads other records -> what the error names
+    "cumsum": (lambda X, b, pt: pt.cumsum(X[:, 0]), r"Cumsum\{axis=0\}.*along the records"),
+    "centred by the mean": (lambda X, b, pt: b[0] * (X[:, 0] - X[:, 0].mean()),
+                            r"Sum\{axes=None\}.*sums over the records"),
+    "summed over rows": (lambda X, b, pt: X.sum(axis=0)[0] * b[0] + X[:, 0],
+                         "sums over the records"),
+    "rows shifted": (lambda X, b, pt: X[1:, 0].sum() + X[:, 0], "moves rows"),
+    "rows reversed": (lambda X, b, pt: X[::-1, 0] * b[0], "moves rows"),
+    "one row for all": (lambda X, b, pt: X[0, 0] + 0 * X[:, 0], "moves rows"),
+    "product over records": (lambda X, b, pt: (X.T @ X)[0, 0] + X[:, 0],
+                             "matrix product sums over the records"),
+    "pairwise": (lambda X, b, pt: (X[:, 0][:, None] - X[:, 0][None, :]).max(axis=1),
+                 "pairs values of different records"),
+    "sorted": (lambda X, b, pt: pt.sort(X[:, 0]) * b[0], "cannot verify"),
+}
+
+ROW_BY_ROW = {  # the forms a record's own likelihood takes in practice
+    "linear predictor": lambda X, b, pt: X @ b,
+    "sum over columns": lambda X, b, pt: (X * b).sum(axis=1) + pt.exp(X[:, 0]),
+    "softmax over columns": lambda X, b, pt: pt.special.softmax(X * b, axis=1)[:, 0],
+    "centred by a constant": lambda X, b, pt: b[0] * (X[:, 1] - 0.25),
+    "dot": lambda X, b, pt: pt.dot(X, b) + pt.switch(X[:, 0] > 0, 1.0, -1.0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COUPLED))
+def test_a_likelihood_reading_other_records_is_refused_naming_the_operation(name):
+    """cumsum(X) or X - X.mean() in a likelihood couple the records: dawrap, which replaces
+    one record at a time, would sample another model (issue 29, item 7)."""
+    mean, message = COUPLED[name]
+    with pytest.raises(dwpm.UnsupportedModel, match="'y': its likelihood reads other "
+                                                    "records through .*" + message):
+        dwpm.layout(_with_covariate(mean, columns=2), records=["y", "X"])
+
+
+@pytest.mark.parametrize("name", sorted(ROW_BY_ROW))
+def test_likelihoods_reading_their_own_row_are_accepted(name):
+    lay = dwpm.layout(_with_covariate(ROW_BY_ROW[name], columns=2), records=["y", "X"])
+    assert lay.columns == {"y": slice(0, 1), "X": slice(1, 3)}
+
+
+def test_records_indexing_a_parameter_by_group_are_accepted(example):
+    # a[g]: each record reads the effect of its own group (the hierarchical tutorial)
+    lay = dwpm.layout(example("pymc_varying_intercepts").pymc_model(30), records=["g", "y"])
+    assert lay.params["a"] == (4,)
+
+
+def test_missing_observations_are_refused():
+    """PyMC imputes NaN observations as a parameter y_unobserved, which dawrap would sample
+    as part of theta; the observed values are never used, so NaN is refused."""
+    with pm.Model() as model, pytest.warns(UserWarning, match="automatically imputed"):
+        mu = pm.Normal("mu", 0.0, 1.0)
+        pm.Normal("y", mu, 1.0, observed=np.array([1.0, np.nan, 2.0]))
+    with pytest.raises(dwpm.UnsupportedModel, match="'y' has missing \\(NaN\\) values.*"
+                                                    "'y_unobserved'"):
+        dwpm.from_pymc(model, records=["y"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("invalid, term", [("sigma", "the likelihood of 'y'"),
+                                           ("p", "the likelihood of 'y'"),
+                                           ("prior", "the prior of 'mu'")])
+def test_a_density_with_an_invalid_parameter_is_refused_naming_the_term(invalid, term):
+    """sigma = -1 (or p = 1.5, or a prior's sd of -1): the log density is -inf everywhere
+    and every HMC step was rejected, mu stuck at its start without a word."""
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, -1.0 if invalid == "prior" else 1.0)
+        if invalid == "p":
+            pm.Bernoulli("y", p=1.5 + 0.0 * mu, observed=np.zeros(20))
+        else:
+            pm.Normal("y", mu, -1.0 if invalid == "sigma" else 1.0, observed=np.zeros(20))
+    with pytest.raises(dwpm.UnsupportedModel, match=f"not finite .*: {term} is -inf"):
+        dwpm.from_pymc(model)
+
+
 def test_bad_arguments_are_named():
     with pytest.raises(TypeError, match="model must be a pymc.Model"):
         dwpm.from_pymc("not a model")

@@ -34,8 +34,8 @@ def test_record_sampler_is_exact(check_posterior):
     x = small_area.records(sizes, [0, 1, 1, 1, 0])
     s_dp = mech.release(x, seed=4)
     exact, eta_mean, eta_sd = small_area.exact_posterior(mech, s_dp, sizes, cats)
-    idata = dw.sample(model, mech, s_dp, sum(sizes), init_x=small_area.records(sizes),
-                      draws=5000, tune=500, chains=4, seed=2, progress=False)
+    # no init_x: the model starts from its public sizes (before, n draws of random areas)
+    idata = dw.sample(model, mech, s_dp, sum(sizes), draws=5000, tune=500, chains=4, seed=2, progress=False)
     p = diagnostics.group(idata, "posterior")["p"].values
     eta = diagnostics.group(idata, "posterior")["log_alpha"].values
     check_posterior(p[..., 0, 0], exact)
@@ -51,3 +51,67 @@ def test_bad_sizes_and_budgets_are_named():
         small_area.model([2, 0], 3)
     with pytest.raises(ValueError, match="one positive finite rho per level"):
         small_area.discrete_gaussian([0, 1], 3, rho=(0.5,))
+
+
+# -- issue 29 items 6 and 18: the public sizes are the model's own; bad settings by name ------
+
+SIZES, REGIONS = [120, 80, 100], [0, 0, 1]
+
+
+def test_the_start_is_built_from_the_sizes_and_a_given_one_is_checked():
+    model = small_area.model(SIZES, 3)
+    assert np.array_equal(model.start_database(300, None), small_area.records(SIZES))
+    given = small_area.records(SIZES, np.arange(300) % 3)[::-1].copy()  # any order of rows
+    assert model.start_database(300, given) is given
+
+
+def test_an_init_x_of_other_sizes_is_refused_naming_the_sizes():
+    """The issue's repro: init_x=records([100, 100, 100]) for sizes [120, 80, 100] gave area
+    1 the probabilities [0.13, 0.83, 0.04] where the truth was [0, 1, 0], silently."""
+    model = small_area.model(SIZES, 3)
+    mech = small_area.discrete_gaussian(REGIONS, 3, rho=(0.5, 0.5))
+    s_dp = mech.release(small_area.records(SIZES, np.repeat([0, 1, 2], SIZES)), seed=0)
+    kw = dict(draws=10, tune=0, chains=1, progress=False)
+    with pytest.raises(ValueError, match=r"init_x holds \[100, 100, 100\] records per area, "
+                                         r"but the model's sizes are \[120, 80, 100\]"):
+        dw.sample(model, mech, s_dp, 300, init_x=small_area.records([100, 100, 100]), **kw)
+    with pytest.raises(ValueError, match=r"init_x: the first column holds each record's area"):
+        dw.sample(model, mech, s_dp, 300, init_x=small_area.records([100, 100, 99, 1]), **kw)
+    with pytest.raises(ValueError, match=r"n = 299, but the model's sizes add up to 300"):
+        dw.sample(model, mech, s_dp, 299, **kw)
+
+
+def test_a_model_and_mechanism_of_other_areas_are_named_as_such():
+    """A record of area 3 read by a mechanism of 3 areas: the release-informed start and the
+    sampler crashed (SIGSEGV) or blamed declare_sparse; now the mismatch is named."""
+    mech = small_area.discrete_gaussian(REGIONS, 3, rho=(0.5, 0.5))
+    message = "the model and the mechanism must be built for the same areas"
+    with pytest.raises(ValueError, match=message):
+        mech.total(small_area.records([10, 10, 10, 10]))
+    with pytest.raises(ValueError, match=message), \
+            pytest.warns(RuntimeWarning, match="release-informed start failed"):
+        dw.sample(small_area.model([10, 10, 10, 10], 3), mech, np.zeros(mech.size), 40,
+                  draws=10, tune=0, chains=1, progress=False)
+
+
+@pytest.mark.parametrize("sizes", [[float("inf")], [1e19], [10 ** 19], [2.5], [3, float("nan")],
+                                   [2 ** 52, 2 ** 52, 2]])
+def test_sizes_that_are_not_finite_whole_numbers_are_refused(sizes):
+    with pytest.raises(ValueError, match="small_area: sizes must be"):
+        small_area.model(sizes, 3)
+    with pytest.raises(ValueError, match="small_area: sizes must be"):
+        small_area.records(sizes)
+
+
+@pytest.mark.parametrize("setting, message", [
+    ({"step": float("inf")}, "step must be a finite number > 0, got inf"),
+    ({"step": 0.0}, "step must be a finite number > 0"),
+    ({"hyper_steps": 2.5}, "hyper_steps must be an integer >= 1, got 2.5"),
+    ({"hyper_steps": 0}, "hyper_steps must be an integer >= 1"),
+    ({"categories": 2.5}, "categories must be an integer >= 2, got 2.5"),
+    ({"a0": float("nan")}, "a0 must be a finite number > 0, got nan"),
+    ({"b0": -1.0}, "b0 must be a finite number > 0"),
+])
+def test_each_bad_setting_is_named(setting, message):
+    with pytest.raises(ValueError, match=message):
+        small_area.model(SIZES, **{"categories": 3, **setting})

@@ -159,3 +159,25 @@ def test_an_unverifiable_run_resumes_only_when_forced(tmp_path, monkeypatch):
         dw.sample(model(), mech, 30.0, 100, resume=tmp_path, **kw)
     monkeypatch.setenv("DAWRAP_RESUME_UNVERIFIED", "1")
     dw.sample(model(), mech, 30.0, 100, resume=tmp_path, **kw)
+
+
+def test_a_stated_digest_stands_for_what_the_function_holds():
+    """A compiled function whose code says nothing of what it computes (dawrap.pymc's, around
+    PyTensor's generated code) carries the digest its builder states; unstated, what it holds
+    has none."""
+    from dawrap.runner.fingerprint import STATED, Unverifiable
+
+    def built(value, stated):
+        box = Opaque(value)
+
+        def compiled(theta):
+            return box.a * theta
+
+        if stated is not None:
+            setattr(compiled, STATED, stated)
+        return compiled
+
+    assert digest(built(1.0, "graph a")) == digest(built(2.0, "graph a"))
+    assert digest(built(1.0, "graph a")) != digest(built(1.0, "graph b"))
+    with pytest.raises(Unverifiable, match="Opaque"):
+        digest(built(1.0, None))

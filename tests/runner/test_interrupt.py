@@ -77,3 +77,68 @@ def test_ctrl_c_while_compiling_stops_cleanly(tmp_path):
     code, out = _run_and_interrupt("record", 1, 1, "compiling", cache=tmp_path)
     assert code == 0, f"the process died with code {code} (-11 is SIGSEGV): {out}"
     assert "interrupted" in out and "no draws" in out, out
+
+
+def test_ctrl_c_is_honoured_promptly_however_costly_an_iteration(monkeypatch):
+    """3000 sweeps per iteration at n = 1000 (3 million record updates, tens of ms an
+    iteration): chunks of a fixed number of iterations (2000) kept Ctrl-C waiting more than
+    a minute. Chunks sized by time end within about CHUNK_SECONDS."""
+    import threading
+
+    import dawrap as dw
+    from dawrap.models import beta_binomial
+    from dawrap.runner import record as run_record
+
+    started, real, real_finished = threading.Event(), run_record._advance, run_record._finished
+    sent, stopped = [], []
+
+    def advance(*args, **kwargs):  # the chain is compiled and running once a call returns
+        state = real(*args, **kwargs)
+        started.set()
+        return state
+
+    def finished(*args, **kwargs):  # the chains have stopped (the output is built next)
+        stopped.append(time.perf_counter())
+        return real_finished(*args, **kwargs)
+
+    monkeypatch.setattr(run_record, "_advance", advance)
+    monkeypatch.setattr(run_record, "_finished", finished)
+
+    def interrupt():
+        started.wait(300)
+        sent.append(time.perf_counter())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.warns(UserWarning, match="sampling interrupted"):
+        dw.sample(beta_binomial.model(), beta_binomial.laplace(0.5), 300.0, 1000,
+                  draws=10**6, tune=0, chains=1, cores=1, sweeps=3000, seed=0,
+                  progress=False)
+    assert sent and stopped[0] - sent[0] < 2.0
+
+
+def test_the_draws_do_not_depend_on_the_chunking(monkeypatch, tmp_path):
+    """One iteration per compiled call or as many as fit in CHUNK_SECONDS: the same draws,
+    for the record sampler (with checkpoints too) and the sufficient-statistic sampler."""
+    import numpy as np
+
+    import dawrap as dw
+    from dawrap import diagnostics
+    from dawrap.models import beta_binomial
+    from dawrap.runner import chains
+
+    model, mech = beta_binomial.model(), beta_binomial.laplace(0.5)
+    runs = [dict(method="record"), dict(method="record", checkpoint=tmp_path / "a",
+                                        checkpoint_every=7),
+            dict(method="suffstat")]
+
+    def draws(chunk_seconds, run):
+        monkeypatch.setattr(chains, "CHUNK_SECONDS", chunk_seconds)
+        if "checkpoint" in run:
+            run = dict(run, checkpoint=f"{run['checkpoint']}{chunk_seconds}")
+        idata = dw.sample(model, mech, 30.0, 100, draws=300, tune=50, chains=2, cores=1,
+                          seed=4, progress=False, **run)
+        return diagnostics.group(idata, "posterior")["p"].values
+
+    for run in runs:
+        assert np.array_equal(draws(0.0, run), draws(10.0, run)), run

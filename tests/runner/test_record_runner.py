@@ -154,6 +154,7 @@ def _tamper(folder, **changes):
         np.savez(f, **saved)
 
 
+@pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
 def test_resuming_a_checkpoint_with_nan_records_is_an_error_not_a_hang(tmp_path):
     model, mech, folder = _checkpointed(tmp_path)
     _tamper(folder, x=lambda x: x.__setitem__((0, 0), np.nan))
@@ -161,6 +162,7 @@ def test_resuming_a_checkpoint_with_nan_records_is_an_error_not_a_hang(tmp_path)
         dw.sample(model, mech, 300.0, 1000, resume=folder, **KW)
 
 
+@pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
 def test_resuming_inconsistent_running_sums_is_an_error(tmp_path):
     model, mech, folder = _checkpointed(tmp_path)
     _tamper(folder, stats=lambda s: s.__iadd__(7.0))

@@ -12,6 +12,7 @@ from dawrap.samplers.interweave import AUTO_THRESHOLD, DEFAULT_STEPS, make_move
 from dawrap.models import beta_binomial, normal_mean, poisson_gamma
 
 
+@pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
 @pytest.mark.slow
 def test_the_default_turns_the_move_on_only_where_it_pays():
     model, n = beta_binomial.model(), 1000

@@ -125,6 +125,7 @@ def test_printed_variant_is_wider_than_the_exact_posterior():
     assert ratio["printed"][0] - 1 >= 0.08 - 4 * ratio["printed"][1] > 0
 
 
+@pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
 @pytest.mark.slow
 def test_keep_stats_and_sample_stats():
     mech = beta_binomial.laplace(0.5)
@@ -230,6 +231,7 @@ def test_gibbs_kernel_fails_the_same_check_where_the_noise_dominates(draws_of):
     assert diagnostics.rhat(p) > 1.05 and diagnostics.ess(p) < 400
 
 
+@pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
 def test_default_kernel_where_the_gibbs_kernel_mixes_well():
     """Little missing information (n = 1000, epsilon >= 0.5): the default stays Gibbs."""
     for epsilon in (0.5, 1.0):
@@ -395,6 +397,7 @@ def test_log_ndtr_in_both_tails():
         assert log_ndtr(x) == pytest.approx(special.log_ndtr(x), rel=1e-11, abs=1e-300)
 
 
+@pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
 def test_marginal_kernel_leaves_a_start_on_the_boundary():
     """A start with a probability of exactly 0, where the multinomial covariance loses rank
     and log p is infinite: every chain leaves it and explores (each stayed there for ever

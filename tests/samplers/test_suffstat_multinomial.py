@@ -176,6 +176,7 @@ def _importance_sample(y, n, sigma, alpha, seed):
     return P, w
 
 
+@pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
 @pytest.mark.slow
 def test_many_cells_most_of_them_empty():
     """30 cells, 3 of them holding the 200 records, Gaussian noise (sd 3) on every count.
@@ -213,6 +214,7 @@ def test_many_cells_most_of_them_empty():
                                                    is_sd_err), (j, d.std(), sd)
 
 
+@pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
 @pytest.mark.slow
 def test_a_release_above_the_dense_limit_runs():
     """2000 cells (the dense kernels refuse more than 500): draws on the simplex."""

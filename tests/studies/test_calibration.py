@@ -120,6 +120,16 @@ def test_bad_executor_is_named():
         _small_study(object())
 
 
+def test_a_method_named_twice_and_zero_workers_are_refused():
+    """methods=["record", "record"] ran each trial's record chain twice, its rows overwriting
+    each other; workers=0 silently meant every core (issue 29 item 18)."""
+    model, mech = beta_binomial.model(a=1.0, b=1.0), beta_binomial.laplace(0.5)
+    with pytest.raises(ValueError, match="methods names 'naive' more than once"):
+        calibrate(model, mech, 20, ["naive", "record", "naive"], trials=2, seed=1)
+    with pytest.raises(ValueError, match="workers must be an integer >= 1, got 0"):
+        calibrate(model, mech, 20, ["naive"], trials=2, seed=1, workers=0)
+
+
 @pytest.mark.slow
 def test_study_keeps_completed_trials_and_skips_them_on_restart(tmp_path, interrupted):
     from dawrap.studies import calibration
@@ -262,3 +272,81 @@ def test_calibrated_samplers_pass_the_verdict_and_naive_fails():
                     ["record", "suffstat", "naive"], trials=TRIALS, seed=1,
                     sample_kwargs=SMALL, executor="threads")
     assert cal.verdict(LEVEL) == {"record": True, "suffstat": True, "naive": False}
+
+
+@pytest.mark.parametrize("when", ["while the chain runs", "once the chain has finished"])
+def test_ctrl_c_during_a_trial_stores_no_trial_from_a_cut_chain(tmp_path, monkeypatch, when):
+    """Ctrl-C inside a trial's dw.sample (which alone would return the draws so far): the
+    study stops, keeps the trials completed before it, and a rerun resumes to the results of
+    an uninterrupted study (issue 29, item 11)."""
+    import json
+    import signal
+
+    from dawrap.runner import record as run_record
+    from dawrap.studies import calibration
+
+    store = tmp_path / "study.jsonl"
+    kw = dict(trials=4, seed=4, sample_kwargs={"draws": 100, "tune": 0, "chains": 1},
+              executor="serial", progress=False)
+    model, mech = beta_binomial.model(), beta_binomial.laplace(1.0)
+    calls, sent = [0], []
+    patched = "_advance" if when == "while the chain runs" else "_finished"
+    real_sample, real = calibration.sample, getattr(run_record, patched)
+
+    def counted_sample(*args, **kwargs):
+        calls[0] += 1
+        return real_sample(*args, **kwargs)
+
+    def interrupting(*args, **kwargs):
+        if calls[0] == 3 and not sent:  # in trial 2
+            sent.append(True)
+            signal.raise_signal(signal.SIGINT)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(calibration, "sample", counted_sample)
+    monkeypatch.setattr(run_record, patched, interrupting)
+    with pytest.raises(KeyboardInterrupt, match=r"2 of 4 trials are complete and kept in "):
+        calibrate(model, mech, 30, ["record"], store=store, **kw)
+    assert sent
+    kept = [json.loads(line)["trial"] for line in store.read_text().splitlines()[1:]]
+    assert kept == [0, 1]
+    monkeypatch.undo()
+    _same(calibrate(model, mech, 30, ["record"], store=store, **kw),
+          calibrate(model, mech, 30, ["record"], **kw))
+
+
+def test_ctrl_c_stops_trials_running_in_threads_at_once(tmp_path, monkeypatch):
+    """Signals reach only the main thread: trials in worker threads are told to stop, and the
+    study ends within a chunk instead of waiting for their chains (3 * 10^9 record updates,
+    half a minute each here)."""
+    import os
+    import signal
+    import threading
+    import time
+
+    from dawrap.runner import record as run_record
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # interactive session
+    real, sent, lock = run_record._advance, [], threading.Lock()
+
+    def advance(*args, **kwargs):
+        state = real(*args, **kwargs)
+        with lock:
+            if not sent:  # a chain is running: Ctrl-C
+                sent.append(time.perf_counter())
+                os.kill(os.getpid(), signal.SIGINT)
+        return state
+
+    monkeypatch.setattr(run_record, "_advance", advance)
+    store = tmp_path / "study.jsonl"
+    try:
+        with pytest.raises(KeyboardInterrupt, match="0 of 2 trials are complete"):
+            calibrate(beta_binomial.model(), beta_binomial.laplace(1.0), 10**6, ["record"],
+                      trials=2, seed=1, executor="threads", workers=2, store=store,
+                      progress=False,
+                      sample_kwargs={"draws": 3000, "tune": 0, "chains": 1,
+                                     "interweave": False})
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert sent and time.perf_counter() - sent[0] < 10.0
+    assert store.read_text().count("\n") == 1  # the header only

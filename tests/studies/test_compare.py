@@ -27,6 +27,7 @@ def test_compare_tabulates_each_method_and_plots(tmp_path):
     assert path.stat().st_size > 1000
 
 
+@pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
 @pytest.mark.slow
 def test_compare_flattens_vector_parameters(tmp_path):
     model, mech = dirichlet_multinomial.model([1, 1, 1]), dirichlet_multinomial.laplace(1.0, 3)

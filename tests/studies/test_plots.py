@@ -7,6 +7,7 @@ from dawrap.models import beta_binomial
 from dawrap.studies.plots import plot_ecdf_difference, plot_ranks, plot_trace
 
 
+@pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
 @pytest.mark.slow
 def test_each_plot_writes_a_png(tmp_path):
     model, mech = beta_binomial.model(), beta_binomial.laplace(1.0)
