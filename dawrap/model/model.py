@@ -100,6 +100,13 @@ class Model:
         ``{"a": ("group",)}``; the result's posterior carries them.
     coords : dict of str -> sequence, optional
         Labels of the named dimensions, ``{"group": ["north", "south"]}``.
+    start_database : callable, optional
+        ``(rng, theta, n, mechanism, s_dp, init_x) -> x``: the ``(n, record_size)`` database
+        a record-sampler chain starts from, for a model whose records are not independent
+        draws given theta alone (e.g. known group sizes): it checks the user's ``init_x``
+        (or builds a database when ``init_x`` is None, possibly from the release ``s_dp``)
+        and raises ``ValueError`` naming what does not fit. Without it, the chain starts
+        from ``init_x`` or from ``n`` draws of ``draw_record``.
     deterministics : callable, optional
         ``(params) -> dict``: further posterior variables computed from the kept draws after
         sampling; ``params`` maps each parameter to its draws, shape ``(chain, draw, *shape)``,
@@ -131,7 +138,8 @@ class Model:
                  family=None,
                  theta_support=None, record_support=None, noncentred=None,
                  name: str | None = None, dims: Mapping | None = None,
-                 coords: Mapping | None = None, deterministics: Callable | None = None):
+                 coords: Mapping | None = None, deterministics: Callable | None = None,
+                 start_database: Callable | None = None):
         if not isinstance(params, Mapping) or not params:
             raise TypeError(f"params must be a non-empty dict of name -> shape, got {params!r}")
         self.params = {}
@@ -214,6 +222,10 @@ class Model:
         self.noncentred = None if noncentred is None else noncentred.checked()
         self.name = name or getattr(draw_record, "__module__", "model")
         self.dims, self.coords = check_labels(dims, coords, self.params)
+        if start_database is not None and not callable(start_database):
+            raise TypeError("start_database must be callable (rng, theta, n, mechanism, s_dp, "
+                            "init_x) -> x")
+        self.start_database = start_database
         if deterministics is not None and not callable(deterministics):
             raise TypeError("deterministics must be callable (params) -> dict of draws")
         self.deterministics = deterministics

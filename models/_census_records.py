@@ -1,0 +1,153 @@
+"""The census model's record-level functions: a record ``[unit, cell]`` drawn from the
+model, the proposal that keeps what is public, the model statistic (counts of the finest
+prior level, and each finest unit's total when those are not public), and the supports (see
+:mod:`dawrap.models.census`)."""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+import dawrap as dw
+
+__all__ = ["RecordFunctions", "record_functions"]
+
+#: Compiled functions by what they close over (one compilation per structure).
+_COMPILED: dict = {}
+
+
+class RecordFunctions(NamedTuple):
+    draw_record: object
+    propose_record: object
+    model_stat: object
+    theta_support: object
+    record_support: object
+
+
+def record_functions(prior_unit, public_unit, cumulative, group_start, group_units,
+                     cells: int, rows: int, share_off: int) -> RecordFunctions:
+    """Compiled record functions.
+
+    ``prior_unit[u]``: the finest prior level's unit of finest unit ``u`` (its row of ``p``,
+    at the start of theta); ``public_unit[u]``: the unit whose total is public that ``u``
+    lies in; ``cumulative``: the cumulative shares of those units' totals (for records drawn
+    from the model); ``group_start``/``group_units``: the finest units of each such unit
+    (CSR) when their own totals are latent, whose shares sit in theta from ``share_off`` on
+    (``share_off`` < 0: every finest unit's total is public and ``public_unit`` is the
+    identity); ``rows``: the rows of every prior level's ``p`` (each on the simplex).
+    """
+    key = tuple(np.asarray(a).tobytes() for a in (prior_unit, public_unit, cumulative,
+                                                  group_start, group_units)) + \
+        (cells, rows, share_off)
+    if key not in _COMPILED:
+        _COMPILED[key] = _compile(np.asarray(prior_unit, np.int32),
+                                  np.asarray(public_unit, np.int32),
+                                  np.asarray(cumulative, float),
+                                  np.asarray(group_start, np.int64),
+                                  np.asarray(group_units, np.int32), cells, rows, share_off)
+    return _COMPILED[key]
+
+
+def _compile(prior_unit, public_unit, cumulative, group_start, group_units, cells, rows,
+             share_off):
+    units = prior_unit.shape[0]
+    publics = cumulative.shape[0]
+    latent = share_off >= 0
+    fine = int(prior_unit.max() + 1) * cells
+    nnz = 2 if latent else 1
+    cache = all(a.nbytes <= 10 ** 6 for a in (prior_unit, public_unit, cumulative, group_units))
+    jit = numba.njit(nogil=True, cache=cache)
+
+    @jit
+    def cell_of(rng, theta, u):
+        # the cell from the row of p of the unit's finest prior level (a scan: O(cells))
+        row = prior_unit[u] * cells
+        draw, acc = rng.random(), 0.0
+        for c in range(cells - 1):
+            acc += theta[row + c]
+            if draw < acc:
+                return c
+        return cells - 1
+
+    @jit
+    def unit_in(rng, theta, g):
+        # a finest unit of public-total unit g, from the shares in theta
+        a, b = group_start[g], group_start[g + 1]
+        draw, acc = rng.random(), 0.0
+        for j in range(a, b - 1):
+            acc += theta[share_off + group_units[j]]
+            if draw < acc:
+                return group_units[j]
+        return group_units[b - 1]
+
+    @jit
+    def draw_record(rng, theta, out):
+        g = min(np.searchsorted(cumulative, rng.random(), side="right"), publics - 1)
+        u = unit_in(rng, theta, g) if latent else g
+        out[0] = u
+        out[1] = cell_of(rng, theta, u)
+
+    @jit
+    def propose_record(rng, theta, x_i, out):
+        # What is public stays: the unit (or, with latent unit totals, the unit of public
+        # total it lies in); the rest is drawn from the model given it, so the
+        # Hastings ratio is 1.
+        u = int(x_i[0])
+        if latent:
+            u = unit_in(rng, theta, public_unit[u])
+            out[0] = u
+        out[1] = cell_of(rng, theta, u)
+        return 0.0
+
+    @jit
+    def valid(x_i):
+        return (0 <= x_i[0] < units and x_i[0] == np.floor(x_i[0])
+                and 0 <= x_i[1] < cells and x_i[1] == np.floor(x_i[1]))
+
+    @jit
+    def entries(x_i, index, value):
+        if not valid(x_i):
+            return 0
+        u = int(x_i[0])
+        index[0] = prior_unit[u] * cells + int(x_i[1])
+        value[0] = 1.0
+        if latent:
+            index[1] = fine + u
+            value[1] = 1.0
+        return nnz
+
+    @jit
+    def census_counts(x_i, out):
+        out[:] = 0.0
+        if valid(x_i):
+            u = int(x_i[0])
+            out[prior_unit[u] * cells + int(x_i[1])] = 1.0
+            if latent:
+                out[fine + u] = 1.0
+
+    @jit
+    def on_simplex(theta):
+        for r in range(rows):
+            total = 0.0
+            for c in range(cells):
+                v = theta[r * cells + c]
+                if not v >= 0.0:
+                    return False
+                total += v
+            if abs(total - 1.0) > 1e-9:
+                return False
+        if latent:
+            for g in range(group_start.shape[0] - 1):
+                total = 0.0
+                for j in range(group_start[g], group_start[g + 1]):
+                    v = theta[share_off + group_units[j]]
+                    if not v >= 0.0:
+                        return False
+                    total += v
+                if abs(total - 1.0) > 1e-9:
+                    return False
+        return True
+
+    dw.declare_sparse(census_counts, entries, nnz=nnz)
+    return RecordFunctions(draw_record, propose_record, census_counts, on_simplex, valid)
