@@ -132,8 +132,34 @@ def theta_kernel(units, parents, cells: int, a0: float, b0: float, kappa_shape: 
         grad = a0 - b0 * alpha + dm_log_likelihood_grad(alpha, rows)
         return logp, grad
 
-    hmc_kernel = dw.kernels.hmc(alpha_logp_and_grad, step_size=0.1, path_length=1.5,
-                                max_steps=32)
+    # HMC moves in v = (mean of log alpha, log alpha_c - that mean for c < cells - 1), a
+    # linear map (no Jacobian term): the overall concentration, which the counts determine
+    # far less well than the shares, gets its own coordinate, so the diagonal metric fits.
+    @numba.njit(nogil=True)
+    def to_centred(u):
+        v = np.empty(cells)
+        v[0] = u.mean()
+        v[1:] = u[:cells - 1] - v[0]
+        return v
+
+    @numba.njit(nogil=True)
+    def from_centred(v):
+        u = np.empty(cells)
+        u[:cells - 1] = v[0] + v[1:]
+        u[cells - 1] = v[0] - v[1:].sum()
+        return u
+
+    @numba.njit(nogil=True)
+    def centred_logp_and_grad(v, rows):
+        logp, g = alpha_logp_and_grad(from_centred(v), rows)
+        grad = np.empty(cells)
+        grad[0] = g.sum()
+        grad[1:] = g[:cells - 1] - g[cells - 1]
+        return logp, grad
+
+    hmc_kernel = dw.kernels.hmc(centred_logp_and_grad, step_size=0.1, path_length=1.5,
+                                max_steps=32, to_unconstrained=to_centred,
+                                to_constrained=from_centred)
     hmc_step = hmc_kernel.step
     acceptance = dw.kernels.acceptance_probability
     rw_propose, rw_adapt = dw.kernels.rw_propose, dw.kernels.rw_adapt

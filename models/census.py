@@ -334,12 +334,6 @@ def _draw_prior(rng, units, parents, cells, alpha, a0, b0, kappa, groups, share_
     return np.concatenate(parts)
 
 
-def _members(parent: np.ndarray, count: int) -> list:
-    """The indices of each parent's children, for ``count`` parents."""
-    order = np.argsort(parent, kind="stable")
-    return np.split(order, np.cumsum(np.bincount(parent, minlength=count))[:-1])
-
-
 def start_database(rng, theta, n: int, mechanism, s_dp, init_x, geography: Geography,
                    totals, invariant: int, prior_finest: int, latent: bool) -> np.ndarray:
     """The database a chain of the census model starts from (``Model(start_database=)``).
@@ -410,38 +404,40 @@ def start_database(rng, theta, n: int, mechanism, s_dp, init_x, geography: Geogr
     groups = _groups(geography, invariant)
     if groups is None:
         fine_totals = totals
-    elif layout is None:
+    else:  # split each public total among its finest units, by their released totals
+        weight = np.ones(geography.units[-1]) if layout is None else _released_totals(
+            layout, s_dp) + 0.5
         fine_totals = np.zeros(geography.units[-1], np.int64)
-        for g, (a, b) in enumerate(zip(groups[0][:-1], groups[0][1:])):
-            fine_totals[groups[1][a:b]] = rng.multinomial(totals[g], np.full(b - a, 1 / (b - a)))
-    else:
-        fine_totals = _split_totals(rng, layout, s_dp, totals, invariant)
+        start, members = groups
+        for g in range(len(totals)):
+            m = members[start[g]:start[g + 1]]
+            fine_totals[m] = rng.multinomial(totals[g], weight[m] / weight[m].sum())
     if layout is None:
         cells = geography.cells
         rows = theta[:geography.units[prior_finest] * cells].reshape(-1, cells)
         shares = rows[geography.ancestors[prior_finest]]
     else:
-        shares = expected_counts(layout, s_dp, len(names) - 1, np.ones(geography.units[-1]))
+        finest = len(layout.geography.names) - 1
+        shares = expected_counts(layout, s_dp, finest, np.ones(geography.units[-1]))
     shares = np.maximum(shares, 0.0)
     shares /= shares.sum(axis=1, keepdims=True)
     return records(rng.multinomial(fine_totals, shares))
 
 
-def _split_totals(rng, layout: Layout, s_dp, totals, invariant: int) -> np.ndarray:
-    """Draw each finest unit's total: every level below ``invariant`` splits its parents'
-    totals in proportion to its units' released totals (clipped at zero, plus a half),
-    equally where a level releases nothing."""
+def _released_totals(layout: Layout, s_dp) -> np.ndarray:
+    """Each finest unit's number of persons as the release suggests, clipped at zero: down
+    the levels, a released level's own totals (the mean over its queries), an unreleased
+    one's parent's estimate split equally among its units."""
     geo = layout.geography
-    current = np.asarray(totals, np.int64)
-    for l in range(invariant + 1, len(geo.names)):
-        parent = geo.parents(geo.names[l])
+    estimate = None
+    for l in range(len(geo.names)):
         released = [layout.table(s_dp, q).sum(axis=1) for q in np.flatnonzero(
             layout.levels == l)]
-        weight = np.clip(np.mean(released, axis=0), 0.0, None) + 0.5 if released \
-            else np.ones(geo.units[l])
-        nxt = np.zeros(geo.units[l], np.int64)
-        for w, members in enumerate(_members(parent, geo.units[l - 1])):
-            nxt[members] = rng.multinomial(current[w], weight[members] / weight[
-                members].sum())
-        current = nxt
-    return current
+        if released:
+            estimate = np.clip(np.mean(released, axis=0), 0.0, None)
+        elif estimate is None:
+            estimate = np.ones(geo.units[l])
+        else:
+            parent = geo.parents(geo.names[l])
+            estimate = estimate[parent] / np.bincount(parent)[parent]
+    return estimate
