@@ -100,7 +100,7 @@ class Geography:
             clash = parent[self.ancestors[l]] != self.ancestors[l - 1]
             if np.any(clash):
                 u = int(np.flatnonzero(clash)[0])
-                unit = self.labels[l][self.ancestors[l, u]]
+                unit = self.labels[l][self.ancestors[l, u]].item()
                 raise ValueError(f"Geography: levels are not nested: unit {unit!r} of level "
                                  f"{self.names[l]!r} lies in more than one unit of level "
                                  f"{self.names[l - 1]!r}")

@@ -56,10 +56,10 @@ def table_count(rng, n, beta):
 
 @numba.njit(nogil=True, cache=True)
 def digamma(x):
-    """The digamma function for ``x > 0``: the recurrence up to 6, then the asymptotic
+    """The digamma function for ``x > 0``: the recurrence up to 10, then the asymptotic
     series (error below 1e-14)."""
     result = 0.0
-    while x < 6.0:
+    while x < 10.0:
         result -= 1.0 / x
         x += 1.0
     inv = 1.0 / x

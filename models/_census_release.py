@@ -204,8 +204,8 @@ def expected_counts(layout: Layout, s_dp: np.ndarray, level: int, totals: np.nda
 
     Top down: each level's units start from their parent's cell shares (uniform at the top)
     and are fitted by iterative proportional fitting to their own released marginals,
-    clipped at zero (a half count added to every cell, so that no cell the noise pushed
-    below zero is ruled out). Used only to choose where chains start.
+    clipped at zero (a twentieth of a count added to every cell, so that the fit never
+    divides by zero). Used only to choose where chains start.
     """
     geo = layout.geography
     shares = np.full((1, geo.cells), 1.0 / geo.cells)
@@ -217,7 +217,7 @@ def expected_counts(layout: Layout, s_dp: np.ndarray, level: int, totals: np.nda
         for _ in range(rounds if np.any(layout.levels == l) else 0):
             for q in np.flatnonzero(layout.levels == l):
                 index, k = layout.marginals[q]
-                target = np.clip(layout.table(s_dp, q), 0.0, None) + 0.5
+                target = np.clip(layout.table(s_dp, q), 0.0, None) + 0.05
                 target /= target.sum(axis=1, keepdims=True)
                 current = shares @ (index[:, None] == np.arange(k)[None, :])
                 shares = shares * (target / np.maximum(current, 1e-300))[:, index]

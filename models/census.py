@@ -86,7 +86,8 @@ from ._census_records import record_functions
 from ._census_release import Layout, discrete_gaussian, expected_counts, layout_of, statistic
 
 __all__ = ["Geography", "Query", "query", "DETAILED", "TOTAL", "model", "discrete_gaussian",
-           "statistic", "records", "layout_of", "start_database", "HYPER_KERNELS"]
+           "statistic", "records", "layout_of", "start_database", "controlled_rounding",
+           "HYPER_KERNELS"]
 
 #: The kernels for ``log_alpha``: HMC with the digamma gradient, or random-walk Metropolis.
 HYPER_KERNELS = ("hmc", "metropolis")
@@ -395,7 +396,7 @@ def start_database(rng, theta, n: int, mechanism, s_dp, init_x, geography: Geogr
         bad = np.flatnonzero(held != totals)
         if bad.size:
             u = int(bad[0])
-            label = geography.labels[invariant][u]
+            label = geography.labels[invariant][u].item()
             raise ValueError(f"init_x puts {held[u]} records in unit {label!r} of level "
                              f"{names[invariant]!r}, whose public total is {totals[u]}: a "
                              f"start must hold the public totals (leave init_x out to start "
@@ -421,7 +422,38 @@ def start_database(rng, theta, n: int, mechanism, s_dp, init_x, geography: Geogr
         shares = expected_counts(layout, s_dp, finest, np.ones(geography.units[-1]))
     shares = np.maximum(shares, 0.0)
     shares /= shares.sum(axis=1, keepdims=True)
-    return records(rng.multinomial(fine_totals, shares))
+    return records(controlled_rounding(rng, shares * fine_totals[:, None]))
+
+
+def controlled_rounding(rng, expected: np.ndarray) -> np.ndarray:
+    """Whole counts within one of ``expected`` (rows of non-negative reals with whole
+    sums), each row's sum kept: each cell gets the floor of its expected count, and the
+    remainder goes to cells drawn by systematic sampling, cell ``c`` with probability equal
+    to its fractional part (so the counts' mean is ``expected``, and chains started from
+    their own draws start apart).
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    expected : ndarray of shape (units, cells)
+
+    Returns
+    -------
+    ndarray of int64, the shape of ``expected``
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dawrap.models import census
+    >>> census.controlled_rounding(np.random.default_rng(0), np.array([[2.5, 0.25, 0.25]]))
+    array([[3, 0, 0]])
+    """
+    base = np.floor(expected)
+    cumulative = np.cumsum(expected - base, axis=1)
+    cumulative -= cumulative[:, -1:] - np.round(cumulative[:, -1:])  # whole row remainders
+    shifted = np.floor(cumulative + rng.random((expected.shape[0], 1)))
+    extra = np.diff(shifted, axis=1, prepend=0.0)  # 1 where k + u falls in the cell's part
+    return (base + extra).astype(np.int64)
 
 
 def _released_totals(layout: Layout, s_dp) -> np.ndarray:
