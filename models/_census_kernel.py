@@ -104,8 +104,9 @@ def theta_kernel(units, parents, cells: int, a0: float, b0: float, kappa_shape: 
     toff = np.zeros(levels, np.int64)  # theta order: the finest level's p first
     for l in range(levels - 2, -1, -1):
         toff[l] = toff[l + 1] + U[l + 1] * cells
-    alpha_off = int(toff[0] + U[0] * cells)
-    kappa_off = alpha_off + cells
+    alpha_off = int(toff[0] + U[0] * cells)  # log_alpha (when learned), log_kappa, shares
+    learn_alpha = fixed_alpha is None
+    kappa_off = alpha_off + (cells if learn_alpha else 0)
     share_off = kappa_off + levels - 1
     parent = np.concatenate([np.zeros(1, np.int64)] + [np.asarray(parents[l], np.int64)
                                                        for l in range(1, levels)])
@@ -113,7 +114,6 @@ def theta_kernel(units, parents, cells: int, a0: float, b0: float, kappa_shape: 
     for l in range(2, levels):
         poff[l] = poff[l - 1] + U[l - 1]
     poff[1:] += 1
-    learn_alpha = fixed_alpha is None
     alpha_fixed = np.ones(cells) if learn_alpha else np.asarray(fixed_alpha, float)
     latent = groups is not None
     g_start, g_units = (groups if latent else (np.zeros(1, np.int64), np.zeros(1, np.int64)))

@@ -5,6 +5,7 @@ above the blocks), the start, and bad input named."""
 import itertools
 import math
 
+import numba
 import numpy as np
 import pytest
 from scipy import special
@@ -95,6 +96,7 @@ def test_small_area_refuses_infinite_sizes_and_steps_and_fractional_steps():
         small_area.discrete_gaussian([0, 1], 3, rho=(0.5, math.inf))
 
 
+@pytest.mark.slow
 def test_the_start_holds_the_public_sizes_and_init_x_must_too():
     # issue 29, item 6: init_x of other sizes (or none) silently replaced the public sizes
     sizes = [120, 80, 100]
@@ -117,6 +119,7 @@ def test_the_start_holds_the_public_sizes_and_init_x_must_too():
     assert np.mean(x[x[:, 0] == 1, 1] == 1) > 0.9
 
 
+@pytest.mark.slow
 def test_a_mechanism_over_other_areas_is_named_not_blamed_on_declare_sparse():
     # issue 29, item 18: a model/mechanism area mismatch blamed declare_sparse
     model = small_area.model([3, 4, 5], 2)
@@ -164,10 +167,15 @@ def _stirling_first(n):
     return s
 
 
+@numba.njit
+def _table_counts(rng, n, beta, draws):
+    return np.array([cm.table_count(rng, n, beta) for _ in range(draws)])
+
+
 def test_table_counts_follow_the_antoniak_law():
     n, beta, draws = 7, 1.3, 100_000
-    rng = np.random.default_rng(3)
-    seen = np.bincount([cm.table_count(rng, n, beta) for _ in range(draws)], minlength=n + 1)
+    seen = np.bincount(_table_counts(np.random.default_rng(3), n, beta, draws),
+                       minlength=n + 1)
     law = _stirling_first(n)[n] * beta ** np.arange(n + 1)
     law /= law.sum()
     se = np.sqrt(law * (1 - law) / draws)
@@ -215,6 +223,9 @@ def _sample(model, mech, s_dp, n, seed, draws=3000, **kwargs):
 
 
 def _check_moments(draws, mean, sd):
+    if sd == 0.0:  # a coordinate the model fixes (a public total)
+        assert np.all(draws == mean)
+        return
     m = diagnostics.mcse(draws, "mean")
     assert abs(draws.mean() - mean) < 4 * m, (draws.mean(), mean, m)
     assert abs(draws.std() - sd) < 4 * diagnostics.mcse(draws, "sd"), (draws.std(), sd)
