@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["Geography", "Query", "query", "DETAILED", "TOTAL"]
+__all__ = ["Geography", "Query", "query", "as_geography", "as_queries", "DETAILED", "TOTAL"]
 
 #: ``query(..., marginal=DETAILED)``: the full cross-classified histogram of each unit.
 DETAILED = "detailed"
@@ -292,3 +292,68 @@ def query(level: str, marginal=DETAILED, rho: float = 1.0) -> Query:
             raise ValueError(f"{where}: an attribute appears twice in the marginal")
         marginal = tuple(marginal)
     return Query(level, marginal, float(rho))
+
+
+def as_geography(value) -> Geography:
+    """A :class:`Geography`, or one built from plain data: ``{"levels": {...},
+    "attributes": {...}}`` (as JSON gives it, e.g. on the command line).
+
+    Parameters
+    ----------
+    value : Geography or dict
+
+    Returns
+    -------
+    Geography
+
+    Examples
+    --------
+    >>> from dawrap.models import census
+    >>> census.as_geography({"levels": {"tract": [0, 0], "block": [0, 1]},
+    ...                      "attributes": {"age": 2}}).units
+    (1, 2)
+    """
+    if isinstance(value, Geography):
+        return value
+    if isinstance(value, Mapping) and set(value) == {"levels", "attributes"}:
+        return Geography(value["levels"], value["attributes"])
+    raise TypeError(f"geography must be a census.Geography or a dict with the keys 'levels' "
+                    f"and 'attributes', got {value!r}")
+
+
+def as_queries(value) -> list:
+    """A list of :class:`Query` from queries, ``(level, marginal, rho)`` triples or dicts
+    of :func:`query`'s arguments (as JSON gives them).
+
+    Parameters
+    ----------
+    value : Query, sequence of Query, triple or dict
+
+    Returns
+    -------
+    list of Query
+
+    Examples
+    --------
+    >>> from dawrap.models import census
+    >>> census.as_queries([["block", "total", 0.5], {"level": "tract", "rho": 1}])
+    [Query(level='block', marginal=(), rho=0.5), Query(level='tract', marginal='detailed', rho=1.0)]
+    """
+    if isinstance(value, (Query, Mapping)) or (isinstance(value, (list, tuple)) and value
+                                               and isinstance(value[0], str)):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not value:
+        raise TypeError(f"queries must be a non-empty list of census.query(level, marginal, "
+                        f"rho), got {value!r}")
+    out = []
+    for q in value:
+        if isinstance(q, Query):
+            out.append(q)
+        elif isinstance(q, Mapping):
+            out.append(query(**q))
+        elif isinstance(q, (list, tuple)) and 1 <= len(q) <= 3:
+            out.append(query(*q))
+        else:
+            raise TypeError(f"a query must be census.query(level, marginal, rho), a (level, "
+                            f"marginal, rho) triple or a dict, got {q!r}")
+    return out

@@ -25,7 +25,7 @@ import numpy as np
 
 import dawrap as dw
 
-from ._census_geography import DETAILED, Geography, Query
+from ._census_geography import DETAILED, Geography, Query, as_geography, as_queries
 from ._small_area_mechanism import LevelledDiscreteGaussian
 
 __all__ = ["Layout", "statistic", "discrete_gaussian", "layout_of", "expected_counts"]
@@ -40,12 +40,7 @@ class Layout:
     ``"detailed"``)."""
 
     def __init__(self, geography: Geography, queries):
-        if isinstance(queries, Query):
-            queries = [queries]
-        queries = list(queries)
-        if not queries or not all(isinstance(q, Query) for q in queries):
-            raise TypeError("queries must be a non-empty list of census.query(level, marginal, "
-                            "rho)")
+        geography, queries = as_geography(geography), as_queries(queries)
         self.geography = geography
         self.queries = [q.checked(geography)._replace(
             marginal=tuple(geography.attributes) if q.marginal == DETAILED else q.marginal)
@@ -100,6 +95,7 @@ def statistic(geography: Geography, queries):
     array([0., 1., 0., 1.])
     """
     layout = Layout(geography, queries)
+    geography = layout.geography
     where = np.ascontiguousarray(geography.ancestors[layout.levels], dtype=np.int32)
     marginal = np.ascontiguousarray([m for m, _ in layout.marginals], dtype=np.int32)
     offsets, cells = layout.offsets, layout.cells
@@ -169,10 +165,11 @@ def discrete_gaussian(geography: Geography, queries) -> LevelledDiscreteGaussian
 
     Parameters
     ----------
-    geography : Geography
-        The levels and attributes.
+    geography : Geography or dict
+        The levels and attributes (or the plain data of :func:`as_geography`).
     queries : list of Query
-        The released tables (:func:`query`), in the order of the release.
+        The released tables (:func:`query`, or ``(level, marginal, rho)`` triples), in the
+        order of the release.
 
     Returns
     -------

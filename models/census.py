@@ -80,12 +80,14 @@ import numpy as np
 
 import dawrap as dw
 
-from ._census_geography import DETAILED, TOTAL, Geography, Query, query
+from ._census_geography import (DETAILED, TOTAL, Geography, Query, as_geography, as_queries,
+                                query)
 from ._census_kernel import theta_kernel
 from ._census_records import record_functions
 from ._census_release import Layout, discrete_gaussian, expected_counts, layout_of, statistic
 
-__all__ = ["Geography", "Query", "query", "DETAILED", "TOTAL", "model", "discrete_gaussian",
+__all__ = ["Geography", "Query", "query", "as_geography", "as_queries", "DETAILED", "TOTAL",
+           "model", "discrete_gaussian",
            "statistic", "records", "layout_of", "start_database", "controlled_rounding",
            "HYPER_KERNELS"]
 
@@ -166,8 +168,8 @@ def model(geography: Geography, totals, *, invariant: str | None = None,
 
     Parameters
     ----------
-    geography : Geography
-        The levels and the attributes.
+    geography : Geography or dict
+        The levels and the attributes (or the plain data of :func:`as_geography`).
     totals : sequence of int
         The public number of persons in each unit of the ``invariant`` level.
     invariant : str, optional
@@ -212,9 +214,7 @@ def model(geography: Geography, totals, *, invariant: str | None = None,
     ...
     ValueError: census.model: totals must give one number per unit of level 'block' (3), got 2
     """
-    if not isinstance(geography, Geography):
-        raise TypeError(f"census.model: geography must be a census.Geography, got "
-                        f"{type(geography).__name__}")
+    geography = as_geography(geography)
     names = geography.names
     inv = len(names) - 1 if invariant is None else geography.level(invariant)
     totals = whole_numbers(totals, "census.model: totals", 0)
@@ -371,12 +371,16 @@ def start_database(rng, theta, n: int, mechanism, s_dp, init_x, geography: Geogr
     >>> geo = census.Geography({"block": [0, 1]}, 2)
     >>> mech = census.discrete_gaussian(geo, [census.query("block", rho=1.0)])
     >>> x = census.start_database(np.random.default_rng(0), None, 5, mech,
-    ...                           np.array([3.0, -1.0, 0.0, 2.0]), None, geo, [3, 2], 1, 1,
+    ...                           np.array([3.0, -1.0, 0.0, 2.0]), None, geo, [3, 2], 0, 0,
     ...                           False)
-    >>> np.bincount(x[:, 0].astype(int))                    # the public block sizes
-    array([3, 2])
+    >>> x                            # block 0: 3 of category 0; block 1: 2 of category 1
+    array([[0., 0.],
+           [0., 0.],
+           [0., 0.],
+           [1., 1.],
+           [1., 1.]])
     """
-    names = geography.names
+    names, totals = geography.names, np.asarray(totals, np.int64)
     if n != totals.sum():
         raise ValueError(f"n = {n} but the model's public totals of level "
                          f"{names[invariant]!r} add up to {totals.sum()}")
