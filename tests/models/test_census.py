@@ -350,3 +350,72 @@ def test_block_totals_public_only_through_the_tract_are_exact(check_posterior):
                                                               gamma + n_b[:, 1]))
     check_posterior(post["p"].values[:, :, 0, 0], BetaMixture(
         w, alpha[0] + tables[:, 0, 0], alpha[1] + tables[:, 0, 1]))
+
+
+def _beta_nodes(a, b, nodes=16):
+    """Gauss-Jacobi nodes and weights on (0, 1) for the Beta(a, b) density (exact for
+    polynomials of degree < 2 nodes)."""
+    x, w = special.roots_jacobi(nodes, b - 1, a - 1)
+    return (1 + x) / 2, w / 2 ** (a + b - 1) / special.beta(a, b)
+
+
+@pytest.mark.slow
+def test_three_prior_levels_pass_table_counts_up_two_levels_exactly():
+    # nation > 2 tracts > 2 blocks (one per tract), two categories, alpha fixed: p_nation ~
+    # Beta(alpha), p_tract ~ Dir(kappa_1 p_nation), p_block ~ Dir(kappa_2 p_tract). The
+    # integrand is a polynomial in every probability (the Dirichlet-multinomial of a few
+    # records is), so Gauss-Jacobi nodes integrate them exactly; grids over both log kappa.
+    geo = census.Geography({"nation": [0, 0], "tract": [0, 1], "block": [0, 1]}, 2)
+    sizes, alpha, ka, kb = [2, 3], np.array([1.5, 1.5]), 3.0, 0.3
+    model = census.model(geo, sizes, alpha=alpha, kappa=(ka, kb))
+    assert list(model.params) == ["p", "p_tract", "p_nation", "log_kappa"]
+    mech = census.discrete_gaussian(geo, [census.query("block", rho=0.5),
+                                          census.query("nation", rho=0.5)])
+    s_dp = mech.release(census.records([[0, 2], [3, 0]]), seed=8)
+    tables = _tables(sizes, 2)
+    log_g = _log_g(mech, s_dp, tables)
+    lk = np.linspace(-2.5, 5.5, 81)
+    lk = 0.5 * (lk[1:] + lk[:-1])
+    kappa = np.exp(lk)
+    log_prior_k = ka * lk - kb * kappa
+    p0, w0 = _beta_nodes(*alpha)
+    keys = ("w", "p0", "p0^2", "p1", "p1^2", "pb", "pb^2", "k1", "k1^2", "k2", "k2^2")
+    acc = dict.fromkeys(keys, 0.0)
+    k2 = kappa[:, None]                                      # (kappa_2, 1)
+    for i in range(len(p0)):
+        for j, k1 in enumerate(kappa):
+            moments = []  # per block: E over p_tract of DM x (1, p1, p1^2, pb, pb^2)
+            for b, n in enumerate(sizes):
+                p1, w1 = _beta_nodes(k1 * p0[i], k1 * (1 - p0[i]))
+                m0 = tables[:, b, 0][None, None, :]          # (1, 1, tables)
+                a1 = k2[..., None] * p1[None, :, None]       # (kappa_2, nodes, 1)
+                b1 = k2[..., None] * (1 - p1[None, :, None])
+                dm = np.exp(special.gammaln(a1 + m0) - special.gammaln(a1)
+                            + special.gammaln(b1 + n - m0) - special.gammaln(b1)
+                            - special.gammaln(k2 + n)[..., None] + special.gammaln(k2)[..., None]
+                            + special.gammaln(n + 1) - special.gammaln(m0 + 1)
+                            - special.gammaln(n - m0 + 1))   # (kappa_2, nodes, tables)
+                a, bb = a1 + m0, b1 + n - m0
+                parts = [dm, dm * p1[None, :, None], dm * p1[None, :, None] ** 2,
+                         dm * a / (a + bb), dm * a * (a + 1) / ((a + bb) * (a + bb + 1))]
+                moments.append([np.einsum("knt,n->kt", f, w1) for f in parts])
+            base = (w0[i] * np.exp(log_prior_k[j] + log_prior_k[:, None] + log_g[None, :])
+                    * moments[0][0] * moments[1][0])         # (kappa_2, tables)
+            acc["w"] += base.sum()
+            acc["p0"] += p0[i] * base.sum()
+            acc["p0^2"] += p0[i] ** 2 * base.sum()
+            for key, k in (("p1", 1), ("p1^2", 2), ("pb", 3), ("pb^2", 4)):
+                acc[key] += (base * moments[0][k] / moments[0][0]).sum()
+            acc["k1"] += lk[j] * base.sum()
+            acc["k1^2"] += lk[j] ** 2 * base.sum()
+            acc["k2"] += (lk[:, None] * base).sum()
+            acc["k2^2"] += (lk[:, None] ** 2 * base).sum()
+    exact = {k: v / acc["w"] for k, v in acc.items()}
+    idata = _sample(model, mech, s_dp, sum(sizes), seed=13)
+    post = diagnostics.group(idata, "posterior")
+    for draws, key in [(post["p_nation"].values[:, :, 0, 0], "p0"),
+                       (post["p_tract"].values[:, :, 0, 0], "p1"),
+                       (post["p"].values[:, :, 0, 0], "pb"),
+                       (post["log_kappa"].values[..., 0], "k1"),
+                       (post["log_kappa"].values[..., 1], "k2")]:
+        _check_moments(draws, exact[key], math.sqrt(exact[key + "^2"] - exact[key] ** 2))
