@@ -208,7 +208,15 @@ class Geography:
 class Query(NamedTuple):
     """One released table: for every unit of ``level``, the counts of persons over the
     attributes ``marginal`` (empty: the unit's total), with discrete Gaussian noise of zCDP
-    budget ``rho`` (see :func:`query`)."""
+    budget ``rho``; build it with :func:`query`.
+
+    Examples
+    --------
+    >>> from dawrap.models import census
+    >>> q = census.query("tract", ("voting_age", "race"), rho=0.5)
+    >>> q.level, q.marginal, q.rho
+    ('tract', ('voting_age', 'race'), 0.5)
+    """
     level: str
     marginal: tuple
     rho: float
