@@ -240,8 +240,8 @@ def laplace(levels, margins, epsilon) -> dw.Mechanism:
     mech = dw.Mechanism(statistic, _laplace_log_density, size=size,
                         params=params, epsilon=float(eps.sum()), name="ContingencyLaplace",
                         coordinate_log_density=separable.laplace_coordinate,
-                        draw_release=lambda rng, t: t + rng.laplace(0.0, scale))
-    mech.noise_variance = lambda: 2.0 * scale ** 2
+                        draw_release=lambda rng, t: t + rng.laplace(0.0, scale),
+                        noise_variance=2.0 * scale ** 2)
     return mech
 
 

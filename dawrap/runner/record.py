@@ -19,7 +19,8 @@ from .._checks import call_user, is_real
 from ..samplers.output import Output
 from .chains import deferred_interrupt, run_parallel
 from .progress import Progress
-from .checkpoint import CheckpointWriteError, load_chains, lock, save_chain
+from .checkpoint import CheckpointWriteError, load_chains, lock, resumable, save_chain
+from .fingerprint import run_fingerprint
 from ..samplers.interweave import make_move
 from ..samplers.kernels import Kernel, engine_form, no_state
 from ..mechanisms.additive import Mechanism, as_records
@@ -161,8 +162,9 @@ class _Setup:
                           "the records drawn by draw_records"))
         if self.fns.nnz > 0:  # O(n nnz): the dense check below costs O(n size)
             for records, where in [*((r, w) for r, _, w in drawn), (x, name)]:
-                i, which, why = self.chain.check_entries(records, self.s_dp,
-                                                         sparse.ENTRIES_COMPARED)
+                i, which, why = self.chain.check_entries(
+                    records, self.s_dp, sparse.compared_before_a_run(
+                        records, mech.size + model.stat_size * (self.fns.model_nnz > 0)))
                 if i >= 0:
                     raise ValueError(sparse.entries_error(i, which, why, where, mech))
             x = x[:0]  # the dense check on the fresh draws only
@@ -464,7 +466,10 @@ def _run_record(model, mechanism, s_dp, n, rngs, method, shared, stop) -> Output
                 "s_dp": [float(v) for v in s_dp], "seed": shared.seed_entropy,
                 "theta_size": model.theta_size, "record_size": model.record_size,
                 "init": _fingerprint_starts(init_theta, init_x), "interweave": interweave,
-                "sweeps": sweeps, "random_scan": random_scan}
+                "sweeps": sweeps, "random_scan": random_scan,
+                # every function and value the model and mechanism hold (for checkpoints)
+                "code": None if checkpoint is None and resume is None
+                else run_fingerprint(model, mechanism)}
     bar = Progress("dawrap record", chains, tune + draws, enabled=shared.progress)
     control = Control(n, checkpoint if checkpoint is not None else resume,
                       method.checkpoint_every, settings, bar)
@@ -532,15 +537,22 @@ def _finished(results, tune: int, draws: int, control: Control):
                                        f"warm-up, so there are no draws to return") from failed
         raise KeyboardInterrupt("sampling interrupted during warm-up: no draws to return")
     common = min(k for _, k in usable)
+    # Only a checkpoint that exists can be resumed: the first save may be the one that failed.
+    saved = resumable(control.checkpoint)
     if failed is not None:
+        where = (f"the last checkpoint written to {control.checkpoint} can be resumed once "
+                 f"that is fixed" if saved else f"no checkpoint was written to "
+                 f"{control.checkpoint}, so nothing can be resumed: start again once that is "
+                 f"fixed")
         warnings.warn(f"sampling stopped because the checkpoint could not be written "
                       f"({failed}): returning the first {common} of {draws} draws of "
-                      f"{len(usable)} of {len(results)} chains; the last checkpoint written "
-                      f"to {control.checkpoint} can be resumed once that is fixed",
+                      f"{len(usable)} of {len(results)} chains; {where}",
                       UserWarning, stacklevel=5)
         return [t for t, _ in usable], common
-    where = f"; the checkpoint in {control.checkpoint} can be resumed" \
-        if control.checkpoint is not None else ""
+    where = "" if control.checkpoint is None else (
+        f"; the checkpoint in {control.checkpoint} can be resumed" if saved else
+        f"; no checkpoint was written to {control.checkpoint} yet (one is written every "
+        f"{control.every} iterations), so nothing can be resumed")
     warnings.warn(f"sampling interrupted: returning the first {common} of {draws} draws of "
                   f"{len(usable)} of {len(results)} chains{where}", UserWarning, stacklevel=5)
     return [t for t, _ in usable], common
