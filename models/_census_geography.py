@@ -3,6 +3,7 @@ cross-classified attributes of a person, and the released queries (see
 :mod:`dawrap.models.census`)."""
 from __future__ import annotations
 
+import hashlib
 import math
 import numbers
 from collections.abc import Mapping
@@ -201,8 +202,13 @@ class Geography:
         return index, size
 
     def __repr__(self) -> str:
+        # the digest makes two geographies with the same sizes but other units differ where
+        # a model's fingerprint (its factory call) is compared, as on resuming a checkpoint
         levels = ", ".join(f"{n}: {u}" for n, u in zip(self.names, self.units))
-        return f"Geography({levels}; attributes {self.attributes}, {self.cells} cells)"
+        digest = hashlib.sha256(self.ancestors.tobytes() + repr(
+            [lab.tolist() for lab in self.labels]).encode()).hexdigest()[:12]
+        return (f"Geography({levels}; attributes {self.attributes}, {self.cells} cells; "
+                f"units {digest})")
 
 
 class Query(NamedTuple):

@@ -255,20 +255,9 @@ def model(geography: Geography, totals, *, invariant: str | None = None,
     groups = _groups(geography, inv)
     kernel = theta_kernel(units, parents, cells, a0, b0, kappa[0], kappa[1], alpha, groups,
                           share_prior, hyper_kernel, int(steps), step)
-    params, dims = {"p": (units[-1], *shape)}, {"p": (prior[-1], *geography.attributes)}
-    for l in range(len(idx) - 2, -1, -1):
-        params[f"p_{prior[l]}"] = (units[l], *shape)
-        dims[f"p_{prior[l]}"] = (prior[l], *geography.attributes)
-    if alpha is None:
-        params["log_alpha"], dims["log_alpha"] = shape, tuple(geography.attributes)
-    if len(idx) > 1:
-        params["log_kappa"], dims["log_kappa"] = (len(idx) - 1,), ("prior_level",)
+    params, dims, coords = _parameters(geography, prior, units, alpha is None,
+                                       groups is not None)
     fine_units = geography.units[-1]
-    if groups is not None:
-        params["share"], dims["share"] = (fine_units,), (names[-1],)
-    coords = {name: geography.labels[l] for l, name in enumerate(names)}
-    coords.update({a: np.arange(k) for a, k in geography.attributes.items()})
-    coords["prior_level"] = list(prior[1:])
     rows = sum(units)
     share_off = rows * cells + (0 if alpha is not None else cells) + len(idx) - 1
     public = geography.ancestors[inv]
@@ -291,10 +280,33 @@ def model(geography: Geography, totals, *, invariant: str | None = None,
                     propose_record=fns.propose_record, draw_theta=kernel,
                     model_stat=fns.model_stat, stat_size=stat_size, draw_prior=draw_prior,
                     theta_support=fns.theta_support, record_support=fns.record_support,
-                    dims={k: v for k, v in dims.items()}, coords=coords,
-                    start_database=start,
+                    dims=dims, coords=coords, start_database=start,
                     name=f"census({level_text}; {cells} cells; public totals of "
                          f"{names[inv]})")
+
+
+def _parameters(geography: Geography, prior: tuple, units: list, learn_alpha: bool,
+                latent: bool):
+    """The model's parameters (theta's layout: the finest prior level's ``p`` first), their
+    dimension names and the labels of those dimensions."""
+    attributes, shape = tuple(geography.attributes), geography.shape
+    params, dims = {"p": (units[-1], *shape)}, {"p": (prior[-1], *attributes)}
+    for l in range(len(prior) - 2, -1, -1):
+        params[f"p_{prior[l]}"] = (units[l], *shape)
+        dims[f"p_{prior[l]}"] = (prior[l], *attributes)
+    if learn_alpha:
+        params["log_alpha"], dims["log_alpha"] = shape, attributes
+    if len(prior) > 1:
+        params["log_kappa"], dims["log_kappa"] = (len(prior) - 1,), ("prior_level",)
+    if latent:
+        params["share"], dims["share"] = (geography.units[-1],), (geography.names[-1],)
+    coords = {name: geography.labels[geography.level(name)] for name in prior}
+    coords.update({a: np.arange(k) for a, k in geography.attributes.items()})
+    if latent:
+        coords[geography.names[-1]] = geography.labels[-1]
+    if len(prior) > 1:
+        coords["prior_level"] = list(prior[1:])
+    return params, dims, coords
 
 
 def _parents(geography: Geography, upper: int, lower: int) -> np.ndarray:
