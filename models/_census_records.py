@@ -4,6 +4,7 @@ prior level, and each finest unit's total when those are not public), and the su
 :mod:`dawrap.models.census`)."""
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numba
@@ -90,15 +91,24 @@ def _compile(prior_unit, public_unit, cumulative, group_start, group_units, cell
 
     @jit
     def propose_record(rng, theta, x_i, out):
-        # What is public stays: the unit (or, with latent unit totals, the unit of public
-        # total it lies in); the rest is drawn from the model given it, so the
-        # Hastings ratio is 1.
+        # What is public stays: the unit, or with latent unit totals the unit of public
+        # total it lies in, whose finest units are proposed uniformly (O(1) however many
+        # there are) with the Hastings ratio w_new / w_old of their shares; the cell is
+        # drawn from the model given the unit (its ratio cancels).
         u = int(x_i[0])
+        log_ratio = 0.0
         if latent:
-            u = unit_in(rng, theta, public_unit[u])
+            g = public_unit[u]
+            a, b = group_start[g], group_start[g + 1]
+            new = group_units[a + rng.integers(0, b - a)]
+            w_new, w_old = theta[share_off + new], theta[share_off + u]
+            if not w_new > 0.0:  # a share that underflowed: never proposed into
+                return -math.inf
+            log_ratio = math.log(w_new) - math.log(w_old)  # w_old > 0: x_i lies there
+            u = new
             out[0] = u
         out[1] = cell_of(rng, theta, u)
-        return 0.0
+        return log_ratio
 
     @jit
     def valid(x_i):
