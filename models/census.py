@@ -123,8 +123,9 @@ def records(counts) -> np.ndarray:
 
     Parameters
     ----------
-    counts : array_like of shape (units, cells) or (units, *attribute shape)
-        Whole numbers >= 0.
+    counts : array_like
+        Whole numbers >= 0, of shape ``(units, cells)`` or ``(units,)`` followed by the
+        attributes' numbers of categories.
 
     Returns
     -------

@@ -32,8 +32,8 @@ from dawrap import diagnostics
 from dawrap.models import census
 
 FAST = os.environ.get("DAWRAP_DOCS_FAST") == "1"
-TRACTS, BLOCKS = (10, 10) if FAST else (30, 20)
-DRAWS, TUNE = (300, 300) if FAST else (1000, 1000)
+TRACTS, BLOCKS = (15, 10) if FAST else (30, 20)
+DRAWS, TUNE = (500, 500) if FAST else (1000, 1000)
 rng = np.random.default_rng(2020)
 
 # %%
