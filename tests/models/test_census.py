@@ -419,3 +419,33 @@ def test_three_prior_levels_pass_table_counts_up_two_levels_exactly():
                        (post["log_kappa"].values[..., 0], "k1"),
                        (post["log_kappa"].values[..., 1], "k2")]:
         _check_moments(draws, exact[key], math.sqrt(exact[key + "^2"] - exact[key] ** 2))
+
+
+def test_controlled_rounding_keeps_each_sum_moves_each_cell_less_than_one_and_is_unbiased():
+    rng = np.random.default_rng(5)
+    expected = rng.dirichlet(np.full(6, 0.7), 50) * rng.integers(0, 40, 50)[:, None]
+    draws = np.array([census.controlled_rounding(rng, expected) for _ in range(2000)])
+    assert np.all(draws.sum(axis=2) == np.round(expected.sum(axis=1)))
+    assert np.all(np.abs(draws - expected) < 1)
+    se = np.sqrt((expected % 1) * (1 - expected % 1) / 2000) + 1e-12
+    assert np.all(np.abs(draws.mean(axis=0) - expected) <= 4.5 * se)
+
+
+def test_plain_data_describes_the_same_release_as_the_objects():
+    spec = {"levels": {"tract": [0, 0, 1], "block": [0, 1, 2]}, "attributes": {"age": 2}}
+    plain = census.discrete_gaussian(spec, [["block", "total", 0.5], {"level": "tract",
+                                                                      "rho": 1.0}])
+    objects = census.discrete_gaussian(census.as_geography(spec),
+                                       [census.query("block", "total", 0.5),
+                                        census.query("tract", rho=1.0)])
+    x = np.array([[0.0, 1.0], [2.0, 0.0], [1.0, 1.0]])
+    assert np.array_equal(plain.total(x), objects.total(x)) and plain.size == 3 + 2 * 2
+    assert plain.privacy == objects.privacy
+    with pytest.raises(TypeError, match="geography must be a census.Geography or a dict"):
+        census.discrete_gaussian({"levels": {}}, [["block"]])
+    with pytest.raises(TypeError, match="a query must be census.query"):
+        census.discrete_gaussian(spec, [3.0])
+    model = census.model(spec, totals=[2, 0, 1])
+    assert model.dims == {"p": ("block", "age"), "p_tract": ("tract", "age"),
+                          "log_alpha": ("age",), "log_kappa": ("prior_level",)}
+    assert model.coords["prior_level"].tolist() == ["block"]
