@@ -63,7 +63,7 @@ SKIP_ALLOWED = {
                             "(examples/models/plot_census.py) and the case study "
                             "(examples/case_studies/plot_census_county.py) run it in the docs "
                             "build",
-    "dawrap.models.small_area": "dw.sample compiles the record chain; examples/census.py runs "
+    "dawrap.models.small_area": "dw.sample compiles the record chain; examples/gallery/plot_census.py runs "
                                 "it (tests/test_examples.py::"
                                 "test_census_example_runs_and_summarises)",
 }

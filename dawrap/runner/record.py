@@ -71,6 +71,24 @@ def _probe_batches(model: Model, rng, theta: np.ndarray) -> None:
                                  f"record_support rejects")
 
 
+def _probe_prepared(model: Model, rng, theta: np.ndarray, record_: np.ndarray) -> None:
+    """Call the model's :class:`dawrap.PreparedDraw` once: the table, a record drawn with it
+    (exactly ``record_size`` finite values that ``record_support`` accepts) and the proposal
+    with it (a float log ratio)."""
+    prepared, size = model.prepared, model.record_size
+    table = call_user(prepared.prepare, "prepared.prepare", theta.copy())
+    drawn, _ = _probe_writer(prepared.draw_record, "prepared.draw_record", size, rng,
+                             theta.copy(), table)
+    if not call_user(model.record_support, "record_support", drawn):
+        raise ValueError(f"prepared.draw_record wrote {drawn}, which record_support rejects")
+    if prepared.propose_record is not None:
+        _, log_ratio = _probe_writer(prepared.propose_record, "prepared.propose_record", size,
+                                     rng, theta.copy(), table, record_.copy(), start=record_)
+        if not is_real(log_ratio):
+            raise TypeError(f"prepared.propose_record must return a float log ratio, got "
+                            f"{type(log_ratio).__name__}")
+
+
 def _theta_output(out, model: Model, name: str):
     """Normalise a kernel's return value to ``(theta, accept_prob)``, validating theta."""
     if isinstance(out, tuple) and len(out) != 2:
@@ -95,6 +113,7 @@ class _Setup:
                                           mechanism.log_density, model.theta_support,
                                           model.record_support,
                                           **sparse.sparse_fields(model, mechanism),
+                                          **record.prepared_fields(model.prepared),
                                           draw_records=model.draw_records or no_records)
         # The model statistic rides on the mechanism's when they are the same function.
         if (model.user_model_stat is mechanism.statistic
@@ -127,7 +146,8 @@ class _Setup:
         return record.bind_chain(self.fns, model.record_size, mech.size, model.stat_size,
                                  general=model.general_proposal, shared=self.shared,
                                  random_scan=self.random_scan,
-                                 batched=model.draw_records is not None, move=self.move,
+                                 batched=model.draw_records is not None,
+                                 prepared=model.prepared is not None, move=self.move,
                                  kernel_step=self.kernel.step)
 
     @functools.cached_property
@@ -143,7 +163,8 @@ class _Setup:
         model, mech = self.model, self.mechanism
         fresh, bad = self.chain.draw_guarded(np.random.default_rng(1), theta.copy(), 256)
         if bad >= 0:
-            raise ValueError(f"draw_record writes past the end of out: out has record_size = "
+            raise ValueError(f"{'prepared.' if model.prepared else ''}draw_record writes past "
+                             f"the end of out: out has record_size = "
                              f"{model.record_size} value(s), but it wrote more")
         drawn = [(fresh, "a record drawn from the model", "256 records drawn from the model")]
         if model.draw_records is not None:
@@ -212,6 +233,8 @@ class _Setup:
             raise ValueError(f"draw_record wrote {record_}, which record_support rejects")
         if model.draw_records is not None:
             _probe_batches(model, rng, theta)
+        if model.prepared is not None:
+            _probe_prepared(model, rng, theta, record_)
         if model.general_proposal:
             # The sweep hands propose_record an out that starts as a copy of x_i.
             _, log_ratio = _probe_writer(model.propose_record, "propose_record",

@@ -211,8 +211,8 @@ def simulated_contributions(model, mechanism, s_dp: np.ndarray, thetas: int = 8,
 
 
 def _clt_log_likelihood(model, mechanism, s_dp, n, theta, noise, seed, records) -> float:
-    x = database_drawer(model.draw_record, model.record_size)(np.random.default_rng(seed),
-                                                              theta, records)
+    x = database_drawer(model.draw_record, model.record_size, model.prepared)(
+        np.random.default_rng(seed), theta, records)
     full = mechanism.size <= FULL_COVARIANCE_UP_TO
     if full:
         mean, cov = statistic_moments(x, s_dp, mechanism.engine_statistic, mechanism.size, True)
