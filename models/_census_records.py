@@ -1,5 +1,6 @@
 """The census model's record-level functions: a record ``[unit, cell]`` drawn from the
-model, the proposal that keeps what is public, the model statistic (counts of the finest
+model, the proposal that keeps what is public (both also through a per-sweep table of the
+cells' probabilities, :class:`dawrap.PreparedDraw`), the model statistic (counts of the finest
 prior level, and each finest unit's total when those are not public), and the supports (see
 :mod:`dawrap.models.census`)."""
 from __future__ import annotations
@@ -24,6 +25,7 @@ class RecordFunctions(NamedTuple):
     model_stat: object
     theta_support: object
     record_support: object
+    prepared: object
 
 
 def record_functions(prior_unit, public_unit, cumulative, group_start, group_units,
@@ -55,14 +57,16 @@ def _compile(prior_unit, public_unit, cumulative, group_start, group_units, cell
     units = prior_unit.shape[0]
     publics = cumulative.shape[0]
     latent = share_off >= 0
-    fine = int(prior_unit.max() + 1) * cells
+    prior_rows = int(prior_unit.max() + 1)  # rows of the finest prior level's p
+    fine = prior_rows * cells
     nnz = 2 if latent else 1
     cache = all(a.nbytes <= 10 ** 6 for a in (prior_unit, public_unit, cumulative, group_units))
     jit = numba.njit(nogil=True, cache=cache)
 
     @jit
     def cell_of(rng, theta, u):
-        # the cell from the row of p of the unit's finest prior level (a scan: O(cells))
+        # the cell from the row of p of the unit's finest prior level (a scan: O(cells); the
+        # reference for the prepared draw below)
         row = prior_unit[u] * cells
         draw, acc = rng.random(), 0.0
         for c in range(cells - 1):
@@ -82,6 +86,25 @@ def _compile(prior_unit, public_unit, cumulative, group_start, group_units, cell
                 return group_units[j]
         return group_units[b - 1]
 
+    guide_size = dw.random.guide_size(cells)
+
+    @jit
+    def prepare(theta):
+        # one categorical table per row of the finest prior level's p, built once per sweep
+        # (O(rows x cells)); each record's cell is then drawn in O(1), not by a scan
+        cumulative = np.empty((prior_rows, cells))
+        guide = np.empty((prior_rows, guide_size), dtype=np.int32)
+        for r in range(prior_rows):
+            dw.random.fill_categorical_table(theta[r * cells:(r + 1) * cells], cumulative[r],
+                                             guide[r])
+        return cumulative, guide
+
+    @jit
+    def cell_from_table(rng, table, u):
+        # the scan's cell for the same uniform, bit for bit (dw.random.categorical)
+        row = prior_unit[u]
+        return dw.random.categorical(rng, table[0][row], table[1][row])
+
     @jit
     def draw_record(rng, theta, out):
         g = min(np.searchsorted(cumulative, rng.random(), side="right"), publics - 1)
@@ -90,11 +113,18 @@ def _compile(prior_unit, public_unit, cumulative, group_start, group_units, cell
         out[1] = cell_of(rng, theta, u)
 
     @jit
-    def propose_record(rng, theta, x_i, out):
+    def draw_from_table(rng, theta, table, out):
+        g = min(np.searchsorted(cumulative, rng.random(), side="right"), publics - 1)
+        u = unit_in(rng, theta, g) if latent else g
+        out[0] = u
+        out[1] = cell_from_table(rng, table, u)
+
+    @jit
+    def propose_unit(rng, theta, x_i, out):
         # What is public stays: the unit, or with latent unit totals the unit of public
         # total it lies in, whose finest units are proposed uniformly (O(1) however many
-        # there are) with the Hastings ratio w_new / w_old of their shares; the cell is
-        # drawn from the model given the unit (its ratio cancels).
+        # there are) with the Hastings ratio w_new / w_old of their shares. Returns the unit
+        # (-1: a share that underflowed, never proposed into) and the log ratio.
         u = int(x_i[0])
         log_ratio = 0.0
         if latent:
@@ -102,12 +132,26 @@ def _compile(prior_unit, public_unit, cumulative, group_start, group_units, cell
             a, b = group_start[g], group_start[g + 1]
             new = group_units[a + rng.integers(0, b - a)]
             w_new, w_old = theta[share_off + new], theta[share_off + u]
-            if not w_new > 0.0:  # a share that underflowed: never proposed into
-                return -math.inf
+            if not w_new > 0.0:
+                return -1, -math.inf
             log_ratio = math.log(w_new) - math.log(w_old)  # w_old > 0: x_i lies there
             u = new
             out[0] = u
-        out[1] = cell_of(rng, theta, u)
+        return u, log_ratio
+
+    @jit
+    def propose_record(rng, theta, x_i, out):
+        # the cell is drawn from the model given the unit (its ratio cancels)
+        u, log_ratio = propose_unit(rng, theta, x_i, out)
+        if u >= 0:
+            out[1] = cell_of(rng, theta, u)
+        return log_ratio
+
+    @jit
+    def propose_from_table(rng, theta, table, x_i, out):
+        u, log_ratio = propose_unit(rng, theta, x_i, out)
+        if u >= 0:
+            out[1] = cell_from_table(rng, table, u)
         return log_ratio
 
     @jit
@@ -160,4 +204,6 @@ def _compile(prior_unit, public_unit, cumulative, group_start, group_units, cell
         return True
 
     dw.declare_sparse(census_counts, entries, nnz=nnz)
-    return RecordFunctions(draw_record, propose_record, census_counts, on_simplex, valid)
+    prepared = dw.PreparedDraw(prepare, draw_from_table, propose_from_table)
+    return RecordFunctions(draw_record, propose_record, census_counts, on_simplex, valid,
+                           prepared)

@@ -37,7 +37,8 @@ unit :math:`g` with probability :math:`w_u`, :math:`w_{\cdot \mid g} \sim \mathr
 
 **The sampler.** The record sweep proposes each record's cell (and its finest unit, when that
 is latent) from the model given what is public, O(queries) per record
-(:mod:`dawrap.samplers.record`, sparse path). The theta step is one blocked, partially
+(:mod:`dawrap.samplers.record`, sparse path); the cell in O(1) from categorical tables of
+the rows of ``p`` that each sweep builds once (:class:`dawrap.PreparedDraw`). The theta step is one blocked, partially
 collapsed Gibbs pass over the hierarchy given the imputed counts
 (:mod:`dawrap.models._census_kernel`): concentrations by Metropolis with the level's
 probabilities integrated out, Chinese-restaurant table counts up the levels, :math:`\log\alpha`
@@ -278,7 +279,8 @@ def model(geography: Geography, totals, *, invariant: str | None = None,
 
     level_text = ", ".join(f"{names[l]}={geography.units[l]}" for l in idx)
     return dw.Model(params=params, record_size=2, draw_record=fns.draw_record,
-                    propose_record=fns.propose_record, draw_theta=kernel,
+                    propose_record=fns.propose_record, prepared=fns.prepared,
+                    draw_theta=kernel,
                     model_stat=fns.model_stat, stat_size=stat_size, draw_prior=draw_prior,
                     theta_support=fns.theta_support, record_support=fns.record_support,
                     dims=dims, coords=coords, start_database=start,

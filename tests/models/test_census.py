@@ -449,3 +449,21 @@ def test_plain_data_describes_the_same_release_as_the_objects():
     assert model.dims == {"p": ("block", "age"), "p_tract": ("tract", "age"),
                           "log_alpha": ("age",), "log_kappa": ("prior_level",)}
     assert model.coords["prior_level"].tolist() == ["block"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("invariant", ["block", "county"])
+def test_the_prepared_proposal_is_the_scans_bit_for_bit(invariant):
+    # With unit totals public only at the county, the block moves within it too.
+    totals = [3, 0, 5, 2] if invariant == "block" else [8, 2]
+    model = census.model(GEO, totals, invariant=invariant)
+    theta = model.draw_prior(np.random.default_rng(8))
+    assert model.theta_support(theta)
+    table = model.prepared.prepare(theta)
+    x = model.simulate(theta, 2000, seed=9)
+    for k, x_i in enumerate(x):
+        plain, prepared = x_i.copy(), x_i.copy()  # the engine's proposal starts as x_i
+        ratio = model.propose_record(np.random.default_rng(k), theta, x_i, plain)
+        assert model.prepared.propose_record(np.random.default_rng(k), theta, table, x_i,
+                                             prepared) == ratio
+        assert np.array_equal(plain, prepared)
