@@ -407,6 +407,14 @@ def start_database(rng, theta, n: int, mechanism, s_dp, init_x, geography: Geogr
             f"and {layout.geography.cells} cells, but the model's geography has "
             f"{geography.units[-1]} finest units (level {names[-1]!r}) and "
             f"{geography.cells} cells: build both from the same geography and attributes")
+    if layout is not None and list(layout.geography.attributes.items()) != \
+            list(geography.attributes.items()):
+        # the same number of cells, read as other attributes: the release's marginals
+        # would be taken over the wrong cells
+        raise ValueError(
+            f"the mechanism cross-classifies persons by {layout.geography.attributes}, but "
+            f"the model by {geography.attributes}: build both from the same attributes, in "
+            f"the same order")
     public = geography.ancestors[invariant]
     if init_x is not None:
         x = np.asarray(init_x)

@@ -83,6 +83,63 @@ def test_geography_and_queries_name_what_is_wrong():
         census.model(GEO, totals=[1, 2, 3, 4], levels=("tract", "county"))
 
 
+def test_plain_data_and_small_area_name_bad_budgets_attributes_and_nesting():
+    plain = {"levels": {"tract": [0, 0, 1], "block": [0, 1, 2]}, "attributes": {"age": 2}}
+    for rho in (0, -1, "a"):
+        with pytest.raises(ValueError, match=r"query\('block', 'total'\): rho must be a "
+                                             r"finite number > 0"):
+            census.discrete_gaussian(plain, [["block", "total", rho]])
+    with pytest.raises(ValueError, match=r"query\('block', \('sex',\)\): unknown attribute "
+                                         r"'sex'; the attributes are \['age'\]"):
+        census.discrete_gaussian(plain, [{"level": "block", "marginal": ["sex"]}])
+    with pytest.raises(ValueError, match="unknown attribute 'sex'"):
+        census.discrete_gaussian(GEO, [census.query("tract", "sex")])
+    with pytest.raises(ValueError, match="levels are not nested: unit 1 of level 'tract'"):
+        census.as_geography({"levels": {"county": [0, 1], "tract": [1, 1], "block": [0, 1]},
+                             "attributes": 2})
+    for totals in ([1, -2, 3, 4], [1, 2.5, 3, 4]):
+        with pytest.raises(ValueError, match="census.model: totals must be a list of whole "
+                                             "numbers >= 0"):
+            census.model(GEO, totals=totals)
+    for rho in ((0.0, 0.5), (-1.0, 0.5)):
+        with pytest.raises(ValueError, match="small_area.discrete_gaussian: one positive "
+                                             "finite rho per level"):
+            small_area.discrete_gaussian([0, 1], 3, rho=rho)
+
+
+def test_a_release_of_other_sizes_units_or_attributes_is_named():
+    model = census.model(GEO, totals=[3, 4, 5, 1])
+    mech = census.discrete_gaussian(GEO, [census.query("block", "age", rho=0.5),
+                                          census.query("tract", rho=1.0)])
+    counts = np.array([[1, 1, 1, 0, 0, 0], [2, 2, 0, 0, 0, 0], [5, 0, 0, 0, 0, 0],
+                       [0, 0, 0, 0, 0, 1]])
+    s_dp = mech.release(census.records(counts), seed=0)
+    rng = np.random.default_rng(1)
+    with pytest.raises(ValueError, match="n = 14 but the model's public totals of level "
+                                         "'block' add up to 13"):
+        model.start_database(rng, None, 14, mech, s_dp, None)
+    with pytest.raises(ValueError, match="init_x puts 4 records in unit 0 of level 'block', "
+                                         "whose public total is 3"):
+        model.start_database(rng, None, 13, mech, s_dp, census.records(counts[[1, 1, 2, 3]]))
+    other_units = census.Geography({"tract": [0, 1, 2], "block": [0, 1, 2]},
+                                   {"age": 2, "race": 3})
+    mech_units = census.discrete_gaussian(other_units, [census.query("block", rho=0.5)])
+    with pytest.raises(ValueError, match="the mechanism releases tables over 3 finest units "
+                                         "and 6 cells, but the model's geography has 4"):
+        model.start_database(rng, None, 13, mech_units, np.zeros(mech_units.size), None)
+    # the same numbers of units and cells, the cells read as other attributes: was accepted,
+    # and the release's marginals taken over the wrong cells
+    swapped = census.Geography({"county": [0, 0, 0, 1], "tract": [0, 0, 1, 2],
+                                "block": [0, 1, 2, 3]}, {"age": 3, "race": 2})
+    mech_swapped = census.discrete_gaussian(swapped, [census.query("block", "age", rho=0.5)])
+    with pytest.raises(ValueError, match=r"the mechanism cross-classifies persons by "
+                                         r"\{'age': 3, 'race': 2\}, but the model by "
+                                         r"\{'age': 2, 'race': 3\}"):
+        model.start_database(rng, None, 13, mech_swapped, np.zeros(mech_swapped.size), None)
+    with pytest.raises(ValueError, match="s_dp must have 26 value"):
+        dw.sample(model, mech, s_dp[:-1], 13, draws=2, tune=0, chains=1, progress=False)
+
+
 def test_small_area_refuses_infinite_sizes_and_steps_and_fractional_steps():
     # issue 29, item 18: these were accepted (a numpy cast warning, garbage shares)
     for sizes in ([5, math.inf], [5, 1e19], [5, 2.5]):
