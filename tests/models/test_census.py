@@ -524,3 +524,33 @@ def test_the_prepared_proposal_is_the_scans_bit_for_bit(invariant):
         assert model.prepared.propose_record(np.random.default_rng(k), theta, table, x_i,
                                              prepared) == ratio
         assert np.array_equal(plain, prepared)
+
+
+class _Reached(Exception):
+    pass
+
+
+def test_the_command_line_builds_the_census_model_and_release_from_json(monkeypatch, tmp_path,
+                                                                         capsys):
+    import dawrap.sampling
+    from dawrap.cli import main
+
+    calls = []
+
+    def reached(model, mechanism, s_dp, n, **kwargs):
+        calls.append((model, mechanism, np.asarray(s_dp), n))
+        raise _Reached
+
+    monkeypatch.setattr(dawrap.sampling, "sample", reached)
+    monkeypatch.setattr(dw, "sample", reached)
+    geo = '{"levels": {"tract": [0, 0, 1], "block": [0, 1, 2]}, "attributes": {"age": 2}}'
+    argv = ["sample", "census", "--model-arg", f"geography={geo}", "--model-arg",
+            "totals=[4,3,5]", "--mechanism", "discrete_gaussian", "--mechanism-arg",
+            f"geography={geo}", "--mechanism-arg",
+            'queries=[["block","detailed",0.5],["tract","total",1.0]]', "--n", "12",
+            "--s-dp", "2", "1", "2", "1", "3", "3", "7", "6", "--out", str(tmp_path / "out")]
+    with pytest.raises(_Reached):
+        main(argv)
+    model, mechanism, s_dp, n = calls[0]
+    assert model.params["p"] == (3, 2) and n == 12 and s_dp.tolist() == [2, 1, 2, 1, 3, 3, 7, 6]
+    assert mechanism.size == 8 and mechanism.privacy["rho"] == pytest.approx(1.5)
