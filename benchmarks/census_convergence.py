@@ -17,13 +17,18 @@ Variants (interleaved, one run, the same release):
 * ``hmc+release`` (the default): HMC, chains started from the release.
 
 Run: python benchmarks/census_convergence.py [--records 100000] [--areas 1000]
-     [--variants before,adaptive,hmc,hmc+release]
+     [--variants before,adaptive,hmc,hmc+release] [--chains 4 --draws 1000 --tune 1000]
+
+``--chains``/``--draws``/``--tune`` change ``dw.sample``'s defaults where the kept draws would
+not fit in memory (chains x draws x areas x categories float64 values, held about twice);
+the peak resident memory of the process is printed.
 """
 from __future__ import annotations
 
 import argparse
 import math
 import os
+import resource
 import time
 
 import numpy as np
@@ -50,7 +55,7 @@ def worst(draws: np.ndarray):
     return max(r), min(e)
 
 
-def run(variant: str, sizes, tracts, s_dp, mech, cats: int, seed: int):
+def run(variant: str, sizes, tracts, s_dp, mech, cats: int, seed: int, **sample_kwargs):
     kwargs, init = {}, {}
     if variant == "before":
         kwargs = dict(hyper_kernel="metropolis", step=1.0 / math.sqrt(len(sizes)),
@@ -61,7 +66,8 @@ def run(variant: str, sizes, tracts, s_dp, mech, cats: int, seed: int):
         init = dict(init_x=small_area.records(sizes))
     model = small_area.model(sizes, cats, **kwargs)
     t = time.perf_counter()
-    idata = dw.sample(model, mech, s_dp, int(sizes.sum()), seed=seed, progress=False, **init)
+    idata = dw.sample(model, mech, s_dp, int(sizes.sum()), seed=seed, progress=False, **init,
+                      **sample_kwargs)
     wall = time.perf_counter() - t
     post = diagnostics.group(idata, "posterior")
     eta = post["log_alpha"].values
@@ -77,23 +83,30 @@ def main():
     ap.add_argument("--per-tract", type=int, default=10)
     ap.add_argument("--categories", type=int, default=6)
     ap.add_argument("--variants", default="before,adaptive,hmc,hmc+release")
+    ap.add_argument("--chains", type=int, default=4)
+    ap.add_argument("--draws", type=int, default=1000)
+    ap.add_argument("--tune", type=int, default=1000)
     args = ap.parse_args()
+    sample_kwargs = dict(chains=args.chains, draws=args.draws, tune=args.tune)
     sizes, tracts, x = simulate(args.records, args.areas, args.per_tract, args.categories)
     mech = small_area.discrete_gaussian(tracts, args.categories, rho=(0.5, 0.5))
     s_dp = mech.release(x, seed=1)
     print(f"records {int(sizes.sum()):,}, areas {args.areas:,}, tracts {tracts.max() + 1:,}, "
-          f"categories {args.categories}; dw.sample defaults (4 chains x 1000 draws, 1000 "
-          f"warm-up); load before: {os.getloadavg()[0]:.1f}\n")
+          f"categories {args.categories}; dw.sample with {args.chains} chains x {args.draws} "
+          f"draws, {args.tune} warm-up (defaults: 4 x 1000, 1000); load before: "
+          f"{os.getloadavg()[0]:.1f}\n")
     print("| variant | wall s | sampling s | log_alpha max R-hat | log_alpha min ESS | "
           "log_alpha min ESS/s | p max R-hat | p min ESS | p min ESS/s |")
     print("|---|---|---|---|---|---|---|---|---|")
     for variant in args.variants.split(","):
         wall, sampling, (r_a, e_a), (r_p, e_p) = run(variant, sizes, tracts, s_dp, mech,
-                                                      args.categories, seed=2)
+                                                      args.categories, seed=2,
+                                                      **sample_kwargs)
         print(f"| {variant} | {wall:.0f} | {sampling:.0f} | {r_a:.3f} | {e_a:.0f} | "
               f"{e_a / sampling:.2f} | {r_p:.3f} | {e_p:.0f} | {e_p / sampling:.2f} |",
               flush=True)
-    print(f"\nload after: {os.getloadavg()[0]:.1f}")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"\nload after: {os.getloadavg()[0]:.1f}; peak resident memory {peak:.0f} MB")
 
 
 if __name__ == "__main__":
