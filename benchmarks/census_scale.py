@@ -20,7 +20,9 @@ of the worst unit's probabilities (min over every ``p`` entry), the worst R-hat,
 process's peak resident memory with what the run's arrays take.
 
 Run: python benchmarks/census_scale.py --records 1000000 [--counties 20 --tracts 50
-     --blocks 10 --races 7 --chains 2 --tune 300 --draws 300]
+     --blocks 10 --races 7 --chains 2 --tune 300 --draws 300] [--no-ess]
+
+``--no-ess``: times and memory only (a run too short for ESS, e.g. at 10^7 records).
 """
 from __future__ import annotations
 
@@ -38,6 +40,38 @@ from dawrap.models import census
 from census_synthetic import synthetic
 
 
+def ess_rhat(values):
+    """(bulk ESS, R-hat) of every entry of (chain, draw, ...) draws."""
+    flat = values.reshape(values.shape[0], values.shape[1], -1)
+    return (np.array([diagnostics.ess(flat[..., j], "bulk") for j in range(flat.shape[2])]),
+            np.array([diagnostics.rhat(flat[..., j]) for j in range(flat.shape[2])]))
+
+
+def ess_rows(post, model, sampling: float) -> list:
+    """The table's rows: ESS per second and R-hat of every hyperparameter, worst entries of
+    each level's probabilities."""
+    rows = []
+    e_a, r_a = ess_rhat(post["log_alpha"].values)
+    rows.append(("log_alpha (min / median over cells)", f"{e_a.min() / sampling:.3g} / "
+                 f"{np.median(e_a) / sampling:.3g}", f"{r_a.max():.3f}"))
+    if "log_kappa" in post:
+        e_k, r_k = ess_rhat(post["log_kappa"].values)
+        for name, e, r in zip(model.coords["prior_level"], e_k, r_k):
+            rows.append((f"log_kappa[{name}]", f"{e / sampling:.3g}", f"{r:.3f}"))
+    for name in [v for v in post.data_vars if v.startswith("p")]:
+        e_p, r_p = ess_rhat(post[name].values)
+        rows.append((f"{name}: worst entry (min ESS; max R-hat)", f"{e_p.min() / sampling:.3g}",
+                     f"{r_p.max():.3f}"))
+    return rows
+
+
+def _cpu_seconds() -> float:
+    """The process's CPU time (user + system, every thread): unlike the wall time, hardly
+    changed by other jobs on a shared machine."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--records", type=int, default=1_000_000)
@@ -49,6 +83,7 @@ def main():
     ap.add_argument("--chains", type=int, default=2)
     ap.add_argument("--tune", type=int, default=300)
     ap.add_argument("--draws", type=int, default=300)
+    ap.add_argument("--no-ess", action="store_true", help="times and memory only")
     args = ap.parse_args()
     load = os.getloadavg()[0]
     t = time.perf_counter()
@@ -69,10 +104,10 @@ def main():
     t = time.perf_counter()
     dw.sample(model, mech, s_dp, n, chains=1, draws=1, tune=0, seed=3, progress=False)
     first = time.perf_counter() - t
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), _cpu_seconds()
     idata = dw.sample(model, mech, s_dp, n, chains=args.chains, draws=args.draws,
                       tune=args.tune, seed=2, progress=False)
-    wall = time.perf_counter() - t
+    wall, cpu = time.perf_counter() - t, _cpu_seconds() - cpu
     sampling = float(idata.attrs["sampling_time"])
     iterations = args.tune + args.draws
     # chains run in parallel threads on min(chains, cores) cores
@@ -80,23 +115,7 @@ def main():
                                                                        os.cpu_count()))
     post = diagnostics.group(idata, "posterior")
 
-    def ess_rhat(values):
-        flat = values.reshape(values.shape[0], values.shape[1], -1)
-        return (np.array([diagnostics.ess(flat[..., j], "bulk") for j in range(flat.shape[2])]),
-                np.array([diagnostics.rhat(flat[..., j]) for j in range(flat.shape[2])]))
-
-    rows = []
-    e_a, r_a = ess_rhat(post["log_alpha"].values)
-    rows.append(("log_alpha (min / median over cells)", f"{e_a.min() / sampling:.3g} / "
-                 f"{np.median(e_a) / sampling:.3g}", f"{r_a.max():.3f}"))
-    if "log_kappa" in post:
-        e_k, r_k = ess_rhat(post["log_kappa"].values)
-        for name, e, r in zip(model.coords["prior_level"], e_k, r_k):
-            rows.append((f"log_kappa[{name}]", f"{e / sampling:.3g}", f"{r:.3f}"))
-    for name in [v for v in post.data_vars if v.startswith("p")]:
-        e_p, r_p = ess_rhat(post[name].values)
-        rows.append((f"{name}: worst entry (min ESS; max R-hat)", f"{e_p.min() / sampling:.3g}",
-                     f"{r_p.max():.3f}"))
+    rows = [] if args.no_ess else ess_rows(post, model, sampling)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     theta_mb = model.theta_size * 8 / 1e6
     print(f"records {n:,}; counties {geo.units[0]}, tracts {geo.units[1]:,}, blocks "
@@ -113,12 +132,17 @@ def main():
     print(f"| seconds per iteration per chain (a sweep and the theta step) | "
           f"{per_iteration:.3f} |")
     print(f"| ns per record update (the same, per record) | {per_iteration / n * 1e9:.0f} |")
+    cpu_iteration = cpu / (iterations * args.chains)
+    print(f"| CPU seconds per iteration per chain (whole dw.sample call) | "
+          f"{cpu_iteration:.3f} |")
+    print(f"| CPU ns per record update | {cpu_iteration / n * 1e9:.0f} |")
     print(f"| peak resident memory, MB | {peak:.0f} |")
     print(f"| of which the databases (chains x n x 2 float64), MB | "
           f"{args.chains * n * 16 / 1e6:.0f} |")
     print(f"| and the kept draws (chains x draws x theta, twice), MB | "
           f"{2 * args.chains * args.draws * theta_mb:.0f} |")
-    print("\n| parameter | bulk ESS per second | R-hat |\n|---|---|---|")
+    if rows:
+        print("\n| parameter | bulk ESS per second | R-hat |\n|---|---|---|")
     for row in rows:
         print(f"| {row[0]} | {row[1]} | {row[2]} |")
 
