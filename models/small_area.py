@@ -1,6 +1,6 @@
-r"""Census-style counts: records in known areas, one category each; released are the
-area-by-category counts and the same counts aggregated to a coarser geography, each level
-with its own discrete Gaussian noise (zCDP).
+r"""Census-style counts in one geography level: records in known areas, one category each;
+released are the area-by-category counts and the same counts aggregated to a coarser
+geography, each level with its own discrete Gaussian noise (zCDP).
 
 .. math:: \alpha_c \sim \mathrm{Gamma}(a_0, b_0), \quad p_a \mid \alpha \sim
           \mathrm{Dirichlet}(\alpha), \quad x_i \mid p \sim \mathrm{Categorical}(p_{a(i)}),
@@ -12,22 +12,19 @@ with its own discrete Gaussian noise (zCDP).
 with :math:`N_{ac}` the number of records of area :math:`a` in category :math:`c` and
 :math:`r` the coarser regions (e.g. blocks ``a`` within tracts ``r``). The area sizes
 :math:`n_a` are public, as in a census: a record is ``[area, category]`` and only its category
-is imputed (the record proposal keeps the area and draws the category from
-:math:`p_{a(i)}`), so the database the sampler starts from must hold the right areas: the
-model builds it from the sizes (``dw.Model(start_database=...)``), and refuses an ``init_x``
-with other area sizes or an ``n`` other than their sum.
+is imputed.
 
-Replacing one record moves two cells by one at each level, so each level's L2 sensitivity is
-:math:`\sqrt2` (brute-forced in the tests) and level :math:`l` with budget :math:`\rho_l` has
-:math:`\sigma_l = \sqrt2/\sqrt{2\rho_l} = 1/\sqrt{\rho_l}`; the release is
-:math:`(\sum_l \rho_l)`-zCDP. The statistic is declared sparse (two cells per record), so a
-record update costs the same whatever the number of areas.
+This is the one-level, one-attribute case of :mod:`dawrap.models.census` (its geography
+``{"area": ...}``, or ``{"region": regions, "area": ...}`` for the release, and one
+attribute ``"category"``), which holds the sampler: ``log_alpha`` by HMC on its posterior
+given the counts with every ``p`` integrated out (Dirichlet-multinomial), then each area's
+``p`` from its conjugate Dirichlet; chains start from the release (each area's records drawn
+to match its noisy counts, clipped at zero, within its size), and ``init_x`` must hold the
+public sizes (checked). Each level's L2 sensitivity is :math:`\sqrt2` and level :math:`l`
+with budget :math:`\rho_l` has :math:`\sigma_l = 1/\sqrt{\rho_l}`; the release is
+:math:`(\sum_l \rho_l)`-zCDP.
 
-theta is ``p`` (areas x categories) then ``log_alpha``. The theta step is collapsed:
-``log_alpha`` by ``hyper_steps`` random-walk Metropolis steps on its posterior given the
-counts with every ``p`` integrated out (Dirichlet-multinomial; acceptance from
-:func:`dawrap.kernels.acceptance_probability`), then each area's ``p`` from its conjugate
-Dirichlet given ``alpha``.
+theta is ``p`` (areas x categories) then ``log_alpha``.
 
 Examples
 --------
@@ -43,17 +40,15 @@ Examples
 """
 from __future__ import annotations
 
-import functools
 import math
 
-import numba
 import numpy as np
 
 import dawrap as dw
 
-from ._shared import closure_jit
-from ._small_area_mechanism import LevelledDiscreteGaussian, discrete_gaussian, statistics
+from . import census
 from ._small_area_exact import exact_posterior
+from ._small_area_mechanism import LevelledDiscreteGaussian
 
 __all__ = ["model", "records", "discrete_gaussian", "LevelledDiscreteGaussian",
            "exact_posterior", "statistics"]
@@ -61,7 +56,7 @@ __all__ = ["model", "records", "discrete_gaussian", "LevelledDiscreteGaussian",
 
 def records(sizes, categories=None) -> np.ndarray:
     """The ``(n, 2)`` database ``[area, category]`` with ``sizes[a]`` records in area ``a``
-    (categories 0, or the given ones): the start that fixes the public area sizes.
+    (categories 0, or the given ones): a start that holds the public area sizes.
 
     Parameters
     ----------
@@ -85,185 +80,78 @@ def records(sizes, categories=None) -> np.ndarray:
     sizes = _check_sizes(sizes)
     area = np.repeat(np.arange(len(sizes)), sizes)
     cat = np.zeros(area.shape[0]) if categories is None else np.asarray(categories, float)
+    if cat.shape != area.shape:
+        raise ValueError(f"small_area.records: categories must give one category per record "
+                         f"({area.shape[0]}), got shape {cat.shape}")
     return np.column_stack([area.astype(float), cat])
 
 
-#: The most records an area, or all areas together, may hold: counts stay exact in float64
-#: (the statistic and the database are floats) and in int64.
-MAX_RECORDS = 2 ** 53
-
-
 def _check_sizes(sizes) -> np.ndarray:
-    arr = np.asarray(sizes)
-    whole = arr.dtype.kind in "iu" or arr.dtype.kind == "f" and bool(
-        np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)))
-    if arr.ndim != 1 or arr.shape[0] < 1 or not whole or np.any(arr < 1) \
-            or np.any(arr > MAX_RECORDS) or float(arr.astype(float).sum()) > MAX_RECORDS:
+    try:
+        checked = census.whole_numbers(sizes, "sizes", 1)
+        # records are float64 rows: their number too must be exact in a double
+        if sum(int(v) for v in checked) > 2 ** 53:
+            raise ValueError
+        return checked
+    except ValueError:
         raise ValueError(f"small_area: sizes must be a list of positive whole numbers (records "
-                         f"per area), finite and adding up to at most 2**53, got "
-                         f"{_short(sizes)}")
-    return arr.astype(np.int64)
+                         f"per area, in all at most 2**53), got {sizes!r}") from None
 
 
-def _short(values) -> str:
-    """``values`` for a message: at most 12 of them."""
-    arr = np.asarray(values)
-    if arr.ndim != 1:
-        return repr(values)
-    text = ", ".join(str(v) for v in arr[:12].tolist())
-    return f"[{text}{', ...' if arr.shape[0] > 12 else ''}] ({arr.shape[0]} areas)" \
-        if arr.shape[0] > 12 else f"[{text}]"
-
-
-def _start(sizes: np.ndarray, n: int, init_x) -> np.ndarray:
-    """The database the chains start from (``dw.Model(start_database=...)``): the public
-    area sizes with categories 0, or ``init_x`` once its areas are checked against them.
-    The record proposal keeps each record's area, so a start with other sizes would
-    silently replace the public sizes for the whole run."""
-    total = int(sizes.sum())
-    if n != total:
-        raise ValueError(f"small_area: n = {n}, but the model's sizes add up to {total} "
-                         f"records (sizes {_short(sizes)})")
-    if init_x is None:
-        return records(sizes)
-    area = init_x[:, 0]
-    if not np.all((area >= 0) & (area < len(sizes)) & (area == np.floor(area))):
-        raise ValueError(f"init_x: the first column holds each record's area, an integer in "
-                         f"0..{len(sizes) - 1}, got {_short(np.unique(area))}")
-    held = np.bincount(area.astype(np.int64), minlength=len(sizes))
-    if not np.array_equal(held, sizes):
-        first = int(np.flatnonzero(held != sizes)[0])
-        raise ValueError(f"init_x holds {_short(held)} records per area, but the model's "
-                         f"sizes are {_short(sizes)} (area {first}: {held[first]}, not "
-                         f"{sizes[first]}). The sampler keeps each record's area, so a start "
-                         f"with other sizes would replace the public ones: leave init_x out "
-                         f"(the model starts from its sizes) or pass "
-                         f"init_x=small_area.records(sizes, categories)")
-    return init_x
-
-
-def _check_settings(categories, a0, b0, step, hyper_steps) -> None:
-    """Each setting of :func:`model` by name: a wrong one is refused, never truncated."""
-    def whole(v):  # 6 or 6.0, not 2.5, True or "6"
-        return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(
-            v, bool) and math.isfinite(v) and v == round(v)
-
-    def positive(v):
-        return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(
-            v, bool) and math.isfinite(v) and v > 0
-
-    if not whole(categories) or categories < 2:
-        raise ValueError(f"small_area.model: categories must be an integer >= 2, got "
+def _categories(categories) -> int:
+    if isinstance(categories, bool) or not isinstance(categories, (int, np.integer)) \
+            or categories < 2:
+        raise ValueError(f"small_area: categories must be a whole number >= 2, got "
                          f"{categories!r}")
-    if not whole(hyper_steps) or hyper_steps < 1:
-        raise ValueError(f"small_area.model: hyper_steps must be an integer >= 1, got "
-                         f"{hyper_steps!r}")
-    for name, value in (("a0", a0), ("b0", b0), ("step", step)):
-        if not positive(value):
-            raise ValueError(f"small_area.model: {name} must be a finite number > 0, got "
-                             f"{value!r}")
+    return int(categories)
 
 
-@numba.njit(nogil=True, cache=True)
-def _log_target(eta, stats, areas, a0, b0):
-    """log p(eta | N) up to a constant, eta = log alpha, with the areas' probabilities
-    integrated out: the Gamma(a0, b0) prior on alpha with its Jacobian, times each area's
-    Dirichlet-multinomial probability of its counts N_a. O(areas x categories)."""
-    cats = eta.shape[0]
-    alpha = np.exp(eta)
-    total = alpha.sum()
-    out = 0.0
-    for c in range(cats):
-        out += a0 * eta[c] - b0 * alpha[c]
-    lg_total, lg_alpha = math.lgamma(total), np.empty(cats)
-    for c in range(cats):
-        lg_alpha[c] = math.lgamma(alpha[c])
-    for a in range(areas):
-        n_a = 0.0
-        for c in range(cats):
-            count = stats[a * cats + c]
-            if count > 0.0:  # a zero count's terms cancel
-                out += math.lgamma(alpha[c] + count) - lg_alpha[c]
-                n_a += count
-        out += lg_total - math.lgamma(total + n_a)
-    return out
+def _geography(areas: int, cats: int, regions=None) -> census.Geography:
+    levels = {"area": np.arange(areas)}
+    if regions is not None:
+        levels = {"region": regions, **levels}
+    return census.Geography(levels, {"category": cats})
 
 
-@functools.lru_cache(maxsize=16)
-def _kernels(cum: tuple, areas: int, cats: int, a0: float, b0: float, step: float,
-             hyper_steps: int):
-    cumulative = np.array(cum)  # cumulative area shares, for simulated records
-    acceptance = dw.kernels.acceptance_probability
+def statistics(areas: int, cats: int, regions: tuple | None):
+    """``(statistic, size)``: the statistic of the area-by-category counts (``regions``
+    None) or of those counts followed by the region-by-category counts, ``regions[a]`` the
+    region of area ``a``, and its length; declared sparse (one or two cells per record).
 
-    @numba.njit(nogil=True)
-    def draw_record(rng, theta, out):
-        a = min(np.searchsorted(cumulative, rng.random(), side="right"), areas - 1)
-        out[0] = a
-        out[1] = _category(rng, theta, a)
+    Parameters
+    ----------
+    areas, cats : int
+        Numbers of areas and categories.
+    regions : tuple of int or None
+        The region of each area.
 
-    @closure_jit()
-    def _category(rng, theta, a):
-        u, acc = rng.random(), 0.0
-        for c in range(cats - 1):
-            acc += theta[a * cats + c]
-            if u < acc:
-                return c
-        return cats - 1
+    Returns
+    -------
+    (numba.njit function, int)
+        The statistic ``(x_i, out)`` and its length.
 
-    @numba.njit(nogil=True)
-    def propose_record(rng, theta, x_i, out):
-        # The area is public: keep it, draw the category from its conditional prior.
-        out[1] = _category(rng, theta, int(x_i[0]))
-        return 0.0
-
-    @numba.njit(nogil=True)
-    def draw_theta(rng, theta, x, stats):
-        # Collapsed: log_alpha given the counts with every p integrated out (random-walk
-        # Metropolis), then each area's p given alpha and its counts (conjugate). Updating
-        # alpha given p instead mixes slowly: 10^4 areas' p pin alpha down.
-        out = theta.copy()
-        eta = theta[areas * cats:].copy()
-        current = _log_target(eta, stats, areas, a0, b0)
-        for _ in range(hyper_steps):
-            proposal = eta + step * rng.standard_normal(cats)
-            candidate = _log_target(proposal, stats, areas, a0, b0)
-            a = acceptance(candidate - current)
-            if a >= 1.0 or rng.random() < a:
-                eta, current = proposal, candidate
-        alpha = np.exp(eta)
-        g = np.empty(cats)
-        for a in range(areas):
-            for c in range(cats):
-                g[c] = dw.random.gamma(rng, alpha[c] + stats[a * cats + c], 1.0)
-            s = g.sum()
-            for c in range(cats):
-                out[a * cats + c] = g[c] / s
-        out[areas * cats:] = eta
-        return out
-
-    @closure_jit()
-    def on_simplex(theta):
-        for a in range(areas):
-            row = theta[a * cats:(a + 1) * cats]
-            if np.any(row < 0.0) or abs(row.sum() - 1.0) > 1e-9:
-                return False
-        return True
-
-    @closure_jit()
-    def valid_record(x_i):
-        return (0 <= x_i[0] < areas and x_i[0] == np.floor(x_i[0])
-                and 0 <= x_i[1] < cats and x_i[1] == np.floor(x_i[1]))
-
-    return draw_record, propose_record, draw_theta, on_simplex, valid_record
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dawrap.models import small_area
+    >>> statistic, size = small_area.statistics(3, 2, None)
+    >>> out = np.empty(size)
+    >>> statistic(np.array([1.0, 1.0]), out)                  # area 1, category 1
+    >>> out
+    array([0., 0., 0., 1., 0., 0.])
+    """
+    geo = _geography(areas, cats, regions)
+    queries = [census.query("area")] + ([census.query("region")] if regions is not None
+                                        else [])
+    stat = census.statistic(geo, queries)
+    return stat, stat.census_layout.size
 
 
 @dw.recipe
 def model(sizes, categories: int, a0: float = 2.0, b0: float = 1.0, step: float | None = None,
-          hyper_steps: int = 5) -> dw.Model:
+          hyper_steps: int | None = None, hyper_kernel: str = "hmc") -> dw.Model:
     """The small-area model for areas of public ``sizes`` (records per area), ``categories``
-    categories, hyperprior ``alpha_c ~ Gamma(a0, rate b0)``; ``step`` is the random-walk
-    scale of ``log_alpha`` (default ``1 / sqrt(areas)``: each area's counts add
-    information about ``log_alpha``, so its posterior sd shrinks as ``1 / sqrt(areas)``), ``hyper_steps`` its Metropolis steps per iteration.
+    categories and the hyperprior ``alpha_c ~ Gamma(a0, rate b0)``.
 
     Parameters
     ----------
@@ -274,9 +162,12 @@ def model(sizes, categories: int, a0: float = 2.0, b0: float = 1.0, step: float 
     a0, b0 : float
         The Gamma hyperprior's shape and rate.
     step : float, optional
-        Random-walk scale of ``log_alpha``.
-    hyper_steps : int
-        Metropolis steps of ``log_alpha`` per iteration.
+        With ``hyper_kernel="metropolis"``: a fixed random-walk scale of ``log_alpha``
+        (default: adapted during warm-up, then frozen).
+    hyper_steps : int, optional
+        Steps of ``log_alpha``'s kernel per iteration (default 2 for HMC, 10 for Metropolis).
+    hyper_kernel : {"hmc", "metropolis"}
+        ``log_alpha``'s kernel (:func:`dawrap.models.census.model`).
 
     Returns
     -------
@@ -289,25 +180,58 @@ def model(sizes, categories: int, a0: float = 2.0, b0: float = 1.0, step: float 
     >>> from dawrap.models import small_area
     >>> small_area.model([120, 80, 100], categories=6).params
     {'p': (3, 6), 'log_alpha': (6,)}
+    >>> small_area.model([120, 80, float("inf")], categories=6)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: small_area: sizes must be a list of positive whole numbers ...
     """
     sizes = _check_sizes(sizes)
-    areas = len(sizes)
-    step = 1.0 / math.sqrt(areas) if step is None else step
-    _check_settings(categories, a0, b0, step, hyper_steps)
-    cats = int(categories)
-    cum = tuple(float(v) for v in np.cumsum(sizes) / sizes.sum())
-    draw_record, propose_record, draw_theta, on_simplex, valid_record = _kernels(
-        cum, areas, cats, float(a0), float(b0), float(step), int(hyper_steps))
-    model_stat, _ = statistics(areas, cats, None)
+    cats = _categories(categories)
+    if step is not None and hyper_kernel != "metropolis":
+        raise ValueError(f"small_area.model: step is the random-walk scale of "
+                         f"hyper_kernel='metropolis'; HMC ({hyper_kernel!r}) tunes its own")
+    try:
+        return census.model(_geography(len(sizes), cats), sizes, a0=a0, b0=b0,
+                            hyper_kernel=hyper_kernel, hyper_steps=hyper_steps, step=step)
+    except ValueError as err:
+        raise ValueError(str(err).replace("census.model", "small_area.model")) from None
 
-    def draw_prior(rng):
-        alpha = rng.gamma(a0, 1.0 / b0, cats)
-        return {"p": rng.dirichlet(alpha, areas), "log_alpha": np.log(alpha)}
 
-    return dw.Model(params={"p": (areas, cats), "log_alpha": (cats,)}, record_size=2,
-                    draw_record=draw_record, propose_record=propose_record,
-                    draw_theta=draw_theta, model_stat=model_stat, stat_size=areas * cats,
-                    draw_prior=draw_prior, theta_support=on_simplex,
-                    record_support=valid_record,
-                    start_database=functools.partial(_start, sizes),
-                    name=f"small_area(areas={areas}, categories={cats}, a0={a0}, b0={b0})")
+@dw.recipe
+def discrete_gaussian(regions, categories: int, rho) -> LevelledDiscreteGaussian:
+    """Area-by-category counts (areas ``0..len(regions)-1``) and region-by-category counts
+    (``regions[a]`` the region of area ``a``; regions numbered in the sorted order of these
+    codes), with discrete Gaussian noise of budgets ``rho = (rho_areas, rho_regions)``; each
+    level's L2 sensitivity is sqrt(2).
+
+    Parameters
+    ----------
+    regions : sequence of int
+        The region of each area.
+    categories : int
+        Number of categories.
+    rho : (float, float)
+        The budgets of the area level and the region level.
+
+    Returns
+    -------
+    LevelledDiscreteGaussian
+
+    Examples
+    --------
+    Two areas in one region, two categories: the area counts, then the region's.
+
+    >>> from dawrap.models import small_area
+    >>> mech = small_area.discrete_gaussian([0, 0], categories=2, rho=(0.5, 0.5))
+    >>> mech.total(small_area.records([2, 1], categories=[1, 0, 1]))
+    array([1., 1., 0., 1., 1., 2.])
+    """
+    cats = _categories(categories)
+    if not isinstance(rho, (tuple, list, np.ndarray)) or len(rho) != 2 or not all(
+            isinstance(r, (int, float, np.number)) and 0 < r < math.inf for r in rho):
+        raise ValueError(f"small_area.discrete_gaussian: one positive finite rho per level "
+                         f"(2: areas, regions), got {rho!r}")
+    regions = census.whole_numbers(regions, "small_area.discrete_gaussian: regions", 0)
+    geo = _geography(len(regions), cats, regions)
+    return census.discrete_gaussian(geo, [census.query("area", rho=float(rho[0])),
+                                          census.query("region", rho=float(rho[1]))])

@@ -95,14 +95,6 @@ class Model:
         ``(x_i) -> bool``: whether a record is possible under the model. Starting databases
         (``init_x``), confidential data given to the baselines and the record sampler's output
         are checked against it.
-    start_database : callable, optional
-        ``(n, init_x) -> x``: the ``(n, record_size)`` database the record sampler's chains
-        start from, given ``sample``'s ``init_x`` (``None`` when not given). For a model
-        whose records hold public values that the record proposal keeps (the areas of
-        :mod:`dawrap.models.small_area`), where ``n`` draws from :math:`f(\cdot \mid
-        \theta)` would replace them: it builds the start from those values, and checks a
-        given ``init_x`` against them (a ``ValueError`` naming ``init_x``). Default: ``init_x``
-        as given, else ``n`` draws from :math:`f(\cdot \mid \theta)`.
     noncentred : dawrap.NonCentred, optional
         The records written through noise, :math:`x_i = h(\theta, z_i)`, and the log prior:
         enables the interweaving move of :mod:`dawrap.samplers.interweave` (``dw.sample(...,
@@ -117,6 +109,13 @@ class Model:
         ``{"a": ("group",)}``; the result's posterior carries them.
     coords : dict of str -> sequence, optional
         Labels of the named dimensions, ``{"group": ["north", "south"]}``.
+    start_database : callable, optional
+        ``(rng, theta, n, mechanism, s_dp, init_x) -> x``: the ``(n, record_size)`` database
+        a record-sampler chain starts from, for a model whose records are not independent
+        draws given theta alone (e.g. known group sizes): it checks the user's ``init_x``
+        (or builds a database when ``init_x`` is None, possibly from the release ``s_dp``)
+        and raises ``ValueError`` naming what does not fit. Without it, the chain starts
+        from ``init_x`` or from ``n`` draws of ``draw_record``.
     deterministics : callable, optional
         ``(params) -> dict``: further posterior variables computed from the kept draws after
         sampling; ``params`` maps each parameter to its draws, shape ``(chain, draw, *shape)``,
@@ -171,10 +170,11 @@ class Model:
                  draw_theta: Callable, draw_prior: Callable, *, model_stat=None,
                  stat_size: int | None = None, propose_record=None, draw_records=None,
                  prepared=None, family=None,
-                 theta_support=None, record_support=None, start_database=None,
+                 theta_support=None, record_support=None,
                  noncentred=None,
                  name: str | None = None, dims: Mapping | None = None,
-                 coords: Mapping | None = None, deterministics: Callable | None = None):
+                 coords: Mapping | None = None, deterministics: Callable | None = None,
+                 start_database: Callable | None = None):
         if not isinstance(params, Mapping) or not params:
             raise TypeError(f"params must be a non-empty dict of name -> shape, got {params!r}")
         self.params = {}
@@ -267,12 +267,12 @@ class Model:
             raise TypeError(f"noncentred must be a dawrap.NonCentred, got "
                             f"{type(noncentred).__name__}")
         self.noncentred = None if noncentred is None else noncentred.checked()
-        if start_database is not None and not callable(start_database):
-            raise TypeError(f"start_database must be callable (n, init_x) -> database, got "
-                            f"{type(start_database).__name__}")
-        self.start_database = start_database
         self.name = name or getattr(draw_record, "__module__", "model")
         self.dims, self.coords = check_labels(dims, coords, self.params)
+        if start_database is not None and not callable(start_database):
+            raise TypeError("start_database must be callable (rng, theta, n, mechanism, s_dp, "
+                            "init_x) -> x")
+        self.start_database = start_database
         if deterministics is not None and not callable(deterministics):
             raise TypeError("deterministics must be callable (params) -> dict of draws")
         self.deterministics = deterministics

@@ -23,6 +23,8 @@ function              signature                                   role
 ``draw_prior``        ``(rng) -> theta``                          a prior draw (Python)
 ``theta_support``     ``(theta) -> bool``                         the parameter space
 ``record_support``    ``(x_i) -> bool``                           the record space
+``start_database``    ``(rng, theta, n, mechanism, s_dp,          a chain's starting
+                      init_x) -> x`` (Python)                     database (optional)
 ====================  ==========================================  ==========================
 """
 from __future__ import annotations

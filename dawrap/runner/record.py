@@ -25,7 +25,7 @@ from .checkpoint import (SAVED_STATE, CheckpointWriteError, load_chains, lock, r
 from .fingerprint import run_fingerprint
 from ..samplers.interweave import make_move
 from ..samplers.kernels import Kernel, engine_form, no_state
-from ..mechanisms.base import Mechanism
+from ..mechanisms.base import Mechanism, as_records
 from ..model.model import Model
 from ..model.protocols import no_records
 from .starts import initial_values, noise_variance, release_informed_theta
@@ -307,7 +307,20 @@ class _Setup:
             informed = release_informed_theta(rng, model, self.mechanism, self.s_dp, self.n,
                                               self.noise)
             theta = theta if informed is None else informed
-        if init_x is None:
+        if model.start_database is not None:
+            # The model knows what its records must satisfy (e.g. public group sizes): it
+            # checks init_x, or builds the start.
+            x = as_records(model.start_database(rng, theta.copy(), self.n, self.mechanism,
+                                                self.s_dp, init_x), "start_database's database")
+            if x.shape != (self.n, model.record_size):
+                raise ValueError(f"start_database returned a database of shape {x.shape}, "
+                                 f"not (n, record_size) = ({self.n}, {model.record_size})")
+            if x is init_x:
+                x = x.copy()
+            if probe:
+                model.check_records(x, "init_x" if init_x is not None else
+                                    "start_database's database")
+        elif init_x is None:
             x = self.chain.draw_database(rng, theta, self.n)
         else:
             x = init_x.copy()

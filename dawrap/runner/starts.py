@@ -282,10 +282,4 @@ def initial_values(model, chains: int, n: int, init_theta, init_x):
         if x.shape != (n, model.record_size):
             raise ValueError(f"init_x must have shape (n, record_size) = "
                              f"({n}, {model.record_size}), got {x.shape}")
-    if model.start_database is not None:  # the model's own start, or its check of init_x
-        x = as_records(model.start_database(n, x), "the model's start_database(n, init_x)")
-        if x.shape != (n, model.record_size):
-            raise ValueError(f"the model's start_database(n, init_x) must return an array of "
-                             f"shape (n, record_size) = ({n}, {model.record_size}), got "
-                             f"{x.shape}")
     return thetas, None if x is None else [x] * chains

@@ -8,9 +8,11 @@ sample, summarise.
 Records live in small areas (blocks) grouped into tracts; each has one of six categories. The
 statistics office publishes the block-by-category and tract-by-category counts, each level
 with discrete Gaussian noise of budget rho = 0.5 (the release is 1-zCDP), and the block sizes
-(public, as in a census). dawrap's record sampler imputes each record's category; every
-record touches two released cells, so a record update costs the same for 10 blocks or
-10 000 (docs/tables.md).
+(public, as in a census). dawrap's record sampler imputes each record's category, starting
+from the release (each block's records drawn to match its noisy counts within its size);
+every record touches two released cells, so a record update costs the same for 10 blocks or
+10 000 (docs/tables.md). More levels, cross-classified attributes and marginal queries:
+dawrap.models.census (this model is its one-level case).
 
 Run: ``python examples/gallery/plot_census.py [--blocks 400] [--per-block 50]``.
 """
@@ -46,10 +48,10 @@ def main(blocks: int = 400, per_block: int = 50, categories: int = 6, per_tract:
     mech = small_area.discrete_gaussian(tracts, categories, rho=(0.5, 0.5))
     s_dp = mech.release(x, seed=seed + 1)
 
-    # 3. Sample the posterior: the record sampler, started at the public block sizes.
+    # 3. Sample the posterior: the record sampler, started from the release.
     model = small_area.model(sizes, categories)
-    idata = dw.sample(model, mech, s_dp, n=int(sizes.sum()), init_x=small_area.records(sizes),
-                      draws=draws, tune=tune, chains=2, seed=seed + 2, progress=False)
+    idata = dw.sample(model, mech, s_dp, n=int(sizes.sum()), draws=draws, tune=tune,
+                      chains=2, seed=seed + 2, progress=False)
 
     # 4. Summarise: block 0's category shares, against the truth and the noisy counts.
     p = diagnostics.group(idata, "posterior")["p"].values[:, :, 0, :]

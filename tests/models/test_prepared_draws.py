@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from dawrap.model.protocols import database_drawer
-from dawrap.models import contingency, dirichlet_multinomial, naive_bayes
+from dawrap.models import census, contingency, dirichlet_multinomial, naive_bayes
 
 I, J, LEVELS = 3, (2, 5, 3), (2, 3, 4)
 
@@ -29,6 +29,33 @@ def _sparse_cells(k: int, seed: int) -> np.ndarray:
     return p / p.sum()
 
 
+CENSUS_GEO = census.Geography({"tract": [0, 0, 1, 1, 1], "block": [0, 1, 2, 3, 4]},
+                              {"age": 2, "race": 5})
+CENSUS_BLOCKS, CENSUS_TRACTS = [3, 0, 5, 1, 7], [3, 13]
+
+
+def _census_theta(latent: bool) -> dict:
+    """The census model's theta: tract rows with zeros and tiny cells; with ``latent`` the
+    blocks' shares of their tract (one share zero)."""
+    p = np.array([_sparse_cells(10, 5), _sparse_cells(10, 6)[::-1]])
+    theta = {"p": p.reshape(2, 2, 5), "log_alpha": np.zeros((2, 5))}
+    if latent:
+        theta["share"] = np.array([0.25, 0.75, 0.5, 0.0, 0.5])
+    return theta
+
+
+def _census_probabilities(latent: bool):
+    """P(block u, cell c): the block's share of the persons, times its tract's p[c]."""
+    def probabilities(theta: dict) -> np.ndarray:
+        tract = np.array([0, 0, 1, 1, 1])
+        if latent:
+            weight = np.array(CENSUS_TRACTS, float)[tract] / 16 * theta["share"]
+        else:
+            weight = np.array(CENSUS_BLOCKS, float) / 16
+        return (weight[:, None] * theta["p"].reshape(2, 10)[tract]).ravel()
+    return probabilities
+
+
 #: model name -> (the model, theta, exact record probabilities, record -> cell index)
 CASES = {
     "dirichlet_multinomial": (
@@ -42,6 +69,16 @@ CASES = {
         lambda: naive_bayes.model(I, list(J)), naive_bayes.draw_parameters(I, list(J), seed=2),
         _naive_bayes_probabilities,
         lambda x: np.ravel_multi_index(x.T.astype(int), (I, *J))),
+    # cells from the tract's row of p (prior levels: tract), block totals public
+    "census": (
+        lambda: census.model(CENSUS_GEO, CENSUS_BLOCKS, levels=("tract",)),
+        _census_theta(False), _census_probabilities(False),
+        lambda x: (x[:, 0] * 10 + x[:, 1]).astype(int)),
+    # only the tract totals public: the block drawn from the shares, then its cell
+    "census_latent_blocks": (
+        lambda: census.model(CENSUS_GEO, CENSUS_TRACTS, invariant="tract", levels=("tract",)),
+        _census_theta(True), _census_probabilities(True),
+        lambda x: (x[:, 0] * 10 + x[:, 1]).astype(int)),
 }
 
 N = 200_000

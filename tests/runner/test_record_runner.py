@@ -169,3 +169,33 @@ def test_resuming_inconsistent_running_sums_is_an_error(tmp_path):
     with pytest.raises(ValueError, match="chain 0 .*inconsistent"):
         dw.sample(model, mech, 300.0, 1000, resume=folder, **KW)
     assert checkpoint.FORMAT >= 4
+
+
+def test_a_model_start_database_builds_and_checks_every_chain_start():
+    """Model(start_database=): called once per chain with the user's init_x (or None); its
+    database is the chain's start, and what it raises reaches the caller."""
+    calls = []
+
+    def start(rng, theta, n, mechanism, s_dp, init_x):
+        calls.append((n, init_x is None, mechanism.size, float(s_dp[0])))
+        if init_x is not None and init_x.sum() != 7:
+            raise ValueError("init_x must hold 7 ones")
+        return np.r_[np.ones(7), np.zeros(n - 7)][:, None] if init_x is None else init_x
+
+    model = _model(start_database=start)
+    mech = beta_binomial.laplace(epsilon=1.0)
+    idata = dw.sample(model, mech, 7.0, 20, **{**KW, "chains": 2, "keep_stats": True,
+                                                "tune": 0, "draws": 1})
+    assert calls == [(20, True, 1, 7.0)] * 2
+    with pytest.raises(ValueError, match="init_x must hold 7 ones"):
+        dw.sample(model, mech, 7.0, 20, init_x=np.zeros((20, 1)), **KW)
+    assert dw.diagnostics.group(idata, "imputed_statistic")["t"].shape == (2, 1, 1)
+
+    def wrong_shape(rng, theta, n, mechanism, s_dp, init_x):
+        return np.zeros((n - 1, 1))
+
+    with pytest.raises(ValueError, match=r"start_database returned a database of shape "
+                                         r"\(19, 1\), not \(n, record_size\) = \(20, 1\)"):
+        dw.sample(_model(start_database=wrong_shape), mech, 7.0, 20, **KW)
+    with pytest.raises(TypeError, match="start_database must be callable"):
+        _model(start_database=3)

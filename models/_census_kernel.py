@@ -1,0 +1,277 @@
+r"""The census model's theta step: one blocked, partially collapsed Gibbs pass over the
+hierarchy given the imputed counts (see :mod:`dawrap.models.census` for the model).
+
+With :math:`M^{(L-1)} = N`, the counts of the finest prior level, each iteration
+
+1. goes up, for :math:`l = L-1, \dots, 1`: updates :math:`\log\kappa_l` by
+   ``hyper_steps`` random-walk Metropolis steps on its conditional with the probabilities
+   of level :math:`l` integrated out,
+
+   .. math:: \pi(\kappa_l) \prod_v \frac{\Gamma(\kappa_l)}{\Gamma(\kappa_l + n_v)}
+             \prod_c \frac{\Gamma(\kappa_l p_{a(v)c} + M^{(l)}_{vc})}
+             {\Gamma(\kappa_l p_{a(v)c})},
+
+   then draws each cell's table count :math:`m_{vc} \sim` Antoniak(:math:`M^{(l)}_{vc}`,
+   :math:`\kappa_l p_{a(v)c}`) and adds them up by parent, :math:`M^{(l-1)}_{w c} =
+   \sum_{a(v) = w} m_{vc}` (Teh et al. 2006): given the table counts the parent's
+   probabilities enter only as :math:`\prod_c p_{wc}^{M^{(l-1)}_{wc}}`, a multinomial kernel;
+2. updates :math:`\log\alpha` on :math:`\pi(\alpha)\prod_v \mathrm{DM}(M^{(0)}_v; \alpha)`
+   (every probability integrated out): HMC with the digamma gradient, or random-walk
+   Metropolis, each tuned during warm-up only;
+3. goes down: :math:`p^{(0)}_v \sim \mathrm{Dir}(\alpha + M^{(0)}_v)` and
+   :math:`p^{(l)}_v \sim \mathrm{Dir}(\kappa_l p^{(l-1)}_{a(v)} + M^{(l)}_v)`;
+4. draws the unit shares :math:`w \sim \mathrm{Dir}(\gamma + n_u)` within each unit whose
+   total is public, when the finest units' totals are not.
+
+Why it is exact: define the joint of :math:`(N, p, \alpha, \kappa)` and the table counts
+level by level so that, given :math:`N` and the table counts of the finer levels, level
+:math:`l`'s probabilities are independent of its own table counts :math:`m^{(l)}`. Then every
+draw in step 1 is a Gibbs draw (or a Metropolis step) from a conditional in which the levels
+at and below :math:`l` are integrated out, and none of the integrated variables is conditioned
+on before step 3 draws it afresh: a partially collapsed Gibbs sampler (van Dyk & Park 2008)
+whose steps 1-3 together draw :math:`(\kappa, m, \alpha, p)` as one block given :math:`N`.
+The table counts are drawn anew each iteration, so they are not part of theta. A cell's
+probability is floored at 1e-300 where it is a Dirichlet parameter, so that one that
+underflowed to 0 cannot make a density infinite.
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+import dawrap as dw
+
+from ._census_math import (compress_counts, dirichlet_into, dm_log_likelihood,
+                           dm_log_likelihood_grad, table_count)
+
+__all__ = ["theta_kernel", "KAPPA_STATE", "FLOOR"]
+
+#: The smallest probability used as a Dirichlet parameter (a share that underflowed to 0).
+FLOOR = 1e-300
+#: Floats of one concentration's adaptive random-walk state (dw.kernels.rw_init_state, d = 1).
+KAPPA_STATE = 7
+#: Warm-up steps before a random walk may use its learned covariance.
+ADAPT_AFTER = 50
+
+
+@numba.njit(nogil=True, cache=True)
+def nonzero_cells(counts, start, units, cells):
+    """Flat positions (relative to ``start``) of the positive cells of a level's counts, and
+    each unit's total: the terms of :func:`kappa_log_target` that do not vanish."""
+    positions = np.empty(units * cells, np.int64)
+    totals = np.zeros(units)
+    used = 0
+    for v in range(units):
+        for c in range(cells):
+            m = counts[start + v * cells + c]
+            if m > 0.0:
+                positions[used] = v * cells + c
+                used += 1
+                totals[v] += m
+    return positions[:used].copy(), totals
+
+
+@numba.njit(nogil=True, cache=True)
+def kappa_log_target(log_kappa, counts, start, positions, totals, probs, parent_start, parents,
+                     cells, shape, rate):
+    r"""Log of the conditional of :math:`\log\kappa` (Gamma(shape, rate) prior with its
+    Jacobian) for one level's counts, its probabilities integrated out (module docstring,
+    step 1): O(positive cells + units)."""
+    kappa = math.exp(log_kappa)
+    out = shape * log_kappa - rate * kappa
+    for a in range(positions.shape[0]):
+        v, c = positions[a] // cells, positions[a] % cells
+        b = kappa * max(probs[parent_start + parents[v] * cells + c], 1e-300)
+        out += math.lgamma(b + counts[start + positions[a]]) - math.lgamma(b)
+    lg = math.lgamma(kappa)
+    for v in range(totals.shape[0]):
+        if totals[v] > 0.0:
+            out += lg - math.lgamma(kappa + totals[v])
+    return out
+
+
+def theta_kernel(units, parents, cells: int, a0: float, b0: float, kappa_shape: float,
+                 kappa_rate: float, fixed_alpha, groups, share_prior: float,
+                 alpha_kernel: str, hyper_steps: int, step: float | None) -> dw.kernels.Kernel:
+    """The compiled theta step for prior levels of ``units`` (coarsest first) with
+    ``parents[l]`` the parent of each unit of level ``l >= 1``; ``fixed_alpha`` (or None: α
+    learned); ``groups`` (CSR ``(starts, units)``: the finest units of each unit with a
+    public total, or None when every finest unit's total is public)."""
+    levels = len(units)
+    U = np.array(units, np.int64)
+    toff = np.zeros(levels, np.int64)  # theta order: the finest level's p first
+    for l in range(levels - 2, -1, -1):
+        toff[l] = toff[l + 1] + U[l + 1] * cells
+    alpha_off = int(toff[0] + U[0] * cells)  # log_alpha (when learned), log_kappa, shares
+    learn_alpha = fixed_alpha is None
+    kappa_off = alpha_off + (cells if learn_alpha else 0)
+    share_off = kappa_off + levels - 1
+    parent = np.concatenate([np.zeros(1, np.int64)] + [np.asarray(parents[l], np.int64)
+                                                       for l in range(1, levels)])
+    poff = np.zeros(levels, np.int64)
+    for l in range(2, levels):
+        poff[l] = poff[l - 1] + U[l - 1]
+    poff[1:] += 1
+    alpha_fixed = np.ones(cells) if learn_alpha else np.asarray(fixed_alpha, float)
+    latent = groups is not None
+    g_start, g_units = (groups if latent else (np.zeros(1, np.int64), np.zeros(1, np.int64)))
+    fine = int(U[levels - 1] * cells)
+    hmc = alpha_kernel == "hmc"
+    adapt = step is None
+    alpha_initial = np.array([0.1 if step is None else step])
+    kappa_initial = np.array([0.3 if step is None else step])
+
+    @numba.njit(nogil=True)
+    def alpha_logp_and_grad(u, rows):
+        alpha = np.exp(u)
+        if not (np.all(alpha > 0.0) and np.isfinite(alpha.sum())):  # outside: reject
+            return -math.inf, np.zeros(cells)
+        logp = a0 * u.sum() - b0 * alpha.sum() + dm_log_likelihood(alpha, rows)
+        grad = a0 - b0 * alpha + dm_log_likelihood_grad(alpha, rows)
+        return logp, grad
+
+    # HMC moves in v = (mean of log alpha, log alpha_c - that mean for c < cells - 1), a
+    # linear map (no Jacobian term): the overall concentration, which the counts determine
+    # far less well than the shares, gets its own coordinate, so the diagonal metric fits.
+    @numba.njit(nogil=True)
+    def to_centred(u):
+        v = np.empty(cells)
+        v[0] = u.mean()
+        v[1:] = u[:cells - 1] - v[0]
+        return v
+
+    @numba.njit(nogil=True)
+    def from_centred(v):
+        u = np.empty(cells)
+        u[:cells - 1] = v[0] + v[1:]
+        u[cells - 1] = v[0] - v[1:].sum()
+        return u
+
+    @numba.njit(nogil=True)
+    def centred_logp_and_grad(v, rows):
+        logp, g = alpha_logp_and_grad(from_centred(v), rows)
+        grad = np.empty(cells)
+        grad[0] = g.sum()
+        grad[1:] = g[:cells - 1] - g[cells - 1]
+        return logp, grad
+
+    hmc_kernel = dw.kernels.hmc(centred_logp_and_grad, step_size=0.1, path_length=1.5,
+                                max_steps=32, to_unconstrained=to_centred,
+                                to_constrained=from_centred)
+    hmc_step = hmc_kernel.step
+    acceptance = dw.kernels.acceptance_probability
+    rw_propose, rw_adapt = dw.kernels.rw_propose, dw.kernels.rw_adapt
+    alpha_state = (len(hmc_kernel.init_state(np.zeros(cells))) if hmc
+                   else 4 + cells + 2 * cells * cells) if learn_alpha else 0
+
+    def init_state(theta) -> np.ndarray:
+        parts = []
+        if learn_alpha:
+            u = np.asarray(theta[alpha_off:alpha_off + cells], float)
+            parts.append(hmc_kernel.init_state(u) if hmc else
+                         dw.kernels.rw_init_state(u, alpha_initial))
+        for l in range(1, levels):
+            parts.append(dw.kernels.rw_init_state(
+                np.asarray(theta[kappa_off + l - 1:kappa_off + l], float), kappa_initial))
+        return np.concatenate(parts) if parts else np.zeros(0)
+
+    @numba.njit(nogil=True)
+    def kappa_update(rng, log_kappa, counts, l, probs, state, tuning):
+        start = toff[l]
+        positions, totals = nonzero_cells(counts, start, U[l], cells)
+        lk = np.array([log_kappa])
+        current = kappa_log_target(log_kappa, counts, start, positions, totals, probs,
+                                   toff[l - 1], parent[poff[l]:poff[l] + U[l]], cells,
+                                   kappa_shape, kappa_rate)
+        mean_accept = 0.0
+        for _ in range(hyper_steps):
+            proposal = rw_propose(rng, lk, state, kappa_initial, ADAPT_AFTER)
+            candidate = kappa_log_target(proposal[0], counts, start, positions, totals, probs,
+                                         toff[l - 1], parent[poff[l]:poff[l] + U[l]], cells,
+                                         kappa_shape, kappa_rate)
+            a = acceptance(candidate - current)
+            if a >= 1.0 or rng.random() < a:
+                lk, current = proposal, candidate
+            if tuning and adapt:
+                rw_adapt(state, lk, a, -1.0, ADAPT_AFTER, kappa_initial)
+            mean_accept += a / hyper_steps
+        return lk[0], mean_accept
+
+    @numba.njit(nogil=True)
+    def alpha_update(rng, u, rows, state, tuning):
+        mean_accept = 0.0
+        if hmc:
+            for _ in range(hyper_steps):
+                u, a = hmc_step(rng, u, rows, rows[:0, 0], state, tuning)
+                mean_accept += a / hyper_steps
+            return u, mean_accept
+        logp = alpha_logp_and_grad(u, rows)[0]
+        for _ in range(hyper_steps):
+            proposal = rw_propose(rng, u, state, alpha_initial, ADAPT_AFTER)
+            candidate = alpha_logp_and_grad(proposal, rows)[0]
+            a = acceptance(candidate - logp)
+            if a >= 1.0 or rng.random() < a:
+                u, logp = proposal, candidate
+            if tuning and adapt:
+                rw_adapt(state, u, a, -1.0, ADAPT_AFTER, alpha_initial)
+            mean_accept += a / hyper_steps
+        return u, mean_accept
+
+    @numba.njit(nogil=True)
+    def step(rng, theta, x, stats, state, tuning):
+        out = theta.copy()
+        counts = np.zeros(alpha_off)  # each level's (pseudo-)counts, laid out as its p
+        counts[toff[levels - 1]:toff[levels - 1] + fine] = stats[:fine]
+        accept, accepts = 0.0, 0
+        kst = alpha_state
+        for l in range(levels - 1, 0, -1):  # 1. up: kappa_l, then table counts to level l-1
+            st = state[kst + (l - 1) * KAPPA_STATE:kst + l * KAPPA_STATE]
+            lk, a = kappa_update(rng, theta[kappa_off + l - 1], counts, l, theta, st, tuning)
+            out[kappa_off + l - 1] = lk
+            if not learn_alpha:
+                accept += a
+                accepts += 1
+            kappa = math.exp(lk)
+            for v in range(U[l]):
+                w = parent[poff[l] + v]
+                for c in range(cells):
+                    m = counts[toff[l] + v * cells + c]
+                    if m > 0.0:
+                        b = kappa * max(theta[toff[l - 1] + w * cells + c], 1e-300)
+                        counts[toff[l - 1] + w * cells + c] += table_count(rng, int(m), b)
+        if learn_alpha:  # 2. alpha, every probability integrated out
+            rows = compress_counts(counts[toff[0]:toff[0] + U[0] * cells], U[0], cells)
+            u, a = alpha_update(rng, theta[alpha_off:alpha_off + cells].copy(), rows,
+                                state[:alpha_state], tuning)
+            out[alpha_off:alpha_off + cells] = u
+            alpha = np.exp(u)
+            accept, accepts = a, 1
+        else:
+            alpha = alpha_fixed
+        conc = np.empty(cells)
+        for v in range(U[0]):  # 3. down
+            for c in range(cells):
+                conc[c] = alpha[c] + counts[toff[0] + v * cells + c]
+            dirichlet_into(rng, conc, out[toff[0] + v * cells:toff[0] + (v + 1) * cells])
+        for l in range(1, levels):
+            kappa = math.exp(out[kappa_off + l - 1])
+            for v in range(U[l]):
+                w = parent[poff[l] + v]
+                for c in range(cells):
+                    conc[c] = kappa * max(out[toff[l - 1] + w * cells + c], 1e-300) + \
+                        counts[toff[l] + v * cells + c]
+                dirichlet_into(rng, conc, out[toff[l] + v * cells:toff[l] + (v + 1) * cells])
+        if latent:  # 4. the finest units' shares within each unit of public total
+            for g in range(g_start.shape[0] - 1):
+                a, b = g_start[g], g_start[g + 1]
+                conc_g, share = np.empty(b - a), np.empty(b - a)
+                for j in range(a, b):
+                    conc_g[j - a] = share_prior + stats[fine + g_units[j]]
+                dirichlet_into(rng, conc_g, share)
+                for j in range(a, b):
+                    out[share_off + g_units[j]] = share[j - a]
+        return out, (accept / accepts if accepts > 0 else math.nan)
+
+    return dw.kernels.Kernel(step, init_state, f"census_hierarchy({alpha_kernel})")

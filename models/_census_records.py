@@ -1,0 +1,209 @@
+"""The census model's record-level functions: a record ``[unit, cell]`` drawn from the
+model, the proposal that keeps what is public (both also through a per-sweep table of the
+cells' probabilities, :class:`dawrap.PreparedDraw`), the model statistic (counts of the finest
+prior level, and each finest unit's total when those are not public), and the supports (see
+:mod:`dawrap.models.census`)."""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+import dawrap as dw
+
+__all__ = ["RecordFunctions", "record_functions"]
+
+#: Compiled functions by what they close over (one compilation per structure).
+_COMPILED: dict = {}
+
+
+class RecordFunctions(NamedTuple):
+    draw_record: object
+    propose_record: object
+    model_stat: object
+    theta_support: object
+    record_support: object
+    prepared: object
+
+
+def record_functions(prior_unit, public_unit, cumulative, group_start, group_units,
+                     cells: int, rows: int, share_off: int) -> RecordFunctions:
+    """Compiled record functions.
+
+    ``prior_unit[u]``: the finest prior level's unit of finest unit ``u`` (its row of ``p``,
+    at the start of theta); ``public_unit[u]``: the unit whose total is public that ``u``
+    lies in; ``cumulative``: the cumulative shares of those units' totals (for records drawn
+    from the model); ``group_start``/``group_units``: the finest units of each such unit
+    (CSR) when their own totals are latent, whose shares sit in theta from ``share_off`` on
+    (``share_off`` < 0: every finest unit's total is public and ``public_unit`` is the
+    identity); ``rows``: the rows of every prior level's ``p`` (each on the simplex).
+    """
+    key = tuple(np.asarray(a).tobytes() for a in (prior_unit, public_unit, cumulative,
+                                                  group_start, group_units)) + \
+        (cells, rows, share_off)
+    if key not in _COMPILED:
+        _COMPILED[key] = _compile(np.asarray(prior_unit, np.int32),
+                                  np.asarray(public_unit, np.int32),
+                                  np.asarray(cumulative, float),
+                                  np.asarray(group_start, np.int64),
+                                  np.asarray(group_units, np.int32), cells, rows, share_off)
+    return _COMPILED[key]
+
+
+def _compile(prior_unit, public_unit, cumulative, group_start, group_units, cells, rows,
+             share_off):
+    units = prior_unit.shape[0]
+    publics = cumulative.shape[0]
+    latent = share_off >= 0
+    prior_rows = int(prior_unit.max() + 1)  # rows of the finest prior level's p
+    fine = prior_rows * cells
+    nnz = 2 if latent else 1
+    cache = all(a.nbytes <= 10 ** 6 for a in (prior_unit, public_unit, cumulative, group_units))
+    jit = numba.njit(nogil=True, cache=cache)
+
+    @jit
+    def cell_of(rng, theta, u):
+        # the cell from the row of p of the unit's finest prior level (a scan: O(cells); the
+        # reference for the prepared draw below)
+        row = prior_unit[u] * cells
+        draw, acc = rng.random(), 0.0
+        for c in range(cells - 1):
+            acc += theta[row + c]
+            if draw < acc:
+                return c
+        return cells - 1
+
+    @jit
+    def unit_in(rng, theta, g):
+        # a finest unit of public-total unit g, from the shares in theta
+        a, b = group_start[g], group_start[g + 1]
+        draw, acc = rng.random(), 0.0
+        for j in range(a, b - 1):
+            acc += theta[share_off + group_units[j]]
+            if draw < acc:
+                return group_units[j]
+        return group_units[b - 1]
+
+    guide_size = dw.random.guide_size(cells)
+
+    @jit
+    def prepare(theta):
+        # one categorical table per row of the finest prior level's p, built once per sweep
+        # (O(rows x cells)); each record's cell is then drawn in O(1), not by a scan
+        cumulative = np.empty((prior_rows, cells))
+        guide = np.empty((prior_rows, guide_size), dtype=np.int32)
+        for r in range(prior_rows):
+            dw.random.fill_categorical_table(theta[r * cells:(r + 1) * cells], cumulative[r],
+                                             guide[r])
+        return cumulative, guide
+
+    @jit
+    def cell_from_table(rng, table, u):
+        # the scan's cell for the same uniform, bit for bit (dw.random.categorical)
+        row = prior_unit[u]
+        return dw.random.categorical(rng, table[0][row], table[1][row])
+
+    @jit
+    def draw_record(rng, theta, out):
+        g = min(np.searchsorted(cumulative, rng.random(), side="right"), publics - 1)
+        u = unit_in(rng, theta, g) if latent else g
+        out[0] = u
+        out[1] = cell_of(rng, theta, u)
+
+    @jit
+    def draw_from_table(rng, theta, table, out):
+        g = min(np.searchsorted(cumulative, rng.random(), side="right"), publics - 1)
+        u = unit_in(rng, theta, g) if latent else g
+        out[0] = u
+        out[1] = cell_from_table(rng, table, u)
+
+    @jit
+    def propose_unit(rng, theta, x_i, out):
+        # What is public stays: the unit, or with latent unit totals the unit of public
+        # total it lies in, whose finest units are proposed uniformly (O(1) however many
+        # there are) with the Hastings ratio w_new / w_old of their shares. Returns the unit
+        # (-1: a share that underflowed, never proposed into) and the log ratio.
+        u = int(x_i[0])
+        log_ratio = 0.0
+        if latent:
+            g = public_unit[u]
+            a, b = group_start[g], group_start[g + 1]
+            new = group_units[a + rng.integers(0, b - a)]
+            w_new, w_old = theta[share_off + new], theta[share_off + u]
+            if not w_new > 0.0:
+                return -1, -math.inf
+            log_ratio = math.log(w_new) - math.log(w_old)  # w_old > 0: x_i lies there
+            u = new
+            out[0] = u
+        return u, log_ratio
+
+    @jit
+    def propose_record(rng, theta, x_i, out):
+        # the cell is drawn from the model given the unit (its ratio cancels)
+        u, log_ratio = propose_unit(rng, theta, x_i, out)
+        if u >= 0:
+            out[1] = cell_of(rng, theta, u)
+        return log_ratio
+
+    @jit
+    def propose_from_table(rng, theta, table, x_i, out):
+        u, log_ratio = propose_unit(rng, theta, x_i, out)
+        if u >= 0:
+            out[1] = cell_from_table(rng, table, u)
+        return log_ratio
+
+    @jit
+    def valid(x_i):
+        return (0 <= x_i[0] < units and x_i[0] == np.floor(x_i[0])
+                and 0 <= x_i[1] < cells and x_i[1] == np.floor(x_i[1]))
+
+    @jit
+    def entries(x_i, index, value):
+        if not valid(x_i):
+            return 0
+        u = int(x_i[0])
+        index[0] = prior_unit[u] * cells + int(x_i[1])
+        value[0] = 1.0
+        if latent:
+            index[1] = fine + u
+            value[1] = 1.0
+        return nnz
+
+    @jit
+    def census_counts(x_i, out):
+        out[:] = 0.0
+        if valid(x_i):
+            u = int(x_i[0])
+            out[prior_unit[u] * cells + int(x_i[1])] = 1.0
+            if latent:
+                out[fine + u] = 1.0
+
+    @jit
+    def on_simplex(theta):
+        for r in range(rows):
+            total = 0.0
+            for c in range(cells):
+                v = theta[r * cells + c]
+                if not v >= 0.0:
+                    return False
+                total += v
+            if abs(total - 1.0) > 1e-9:
+                return False
+        if latent:
+            for g in range(group_start.shape[0] - 1):
+                total = 0.0
+                for j in range(group_start[g], group_start[g + 1]):
+                    v = theta[share_off + group_units[j]]
+                    if not v >= 0.0:
+                        return False
+                    total += v
+                if abs(total - 1.0) > 1e-9:
+                    return False
+        return True
+
+    dw.declare_sparse(census_counts, entries, nnz=nnz)
+    prepared = dw.PreparedDraw(prepare, draw_from_table, propose_from_table)
+    return RecordFunctions(draw_record, propose_record, census_counts, on_simplex, valid,
+                           prepared)

@@ -1,0 +1,222 @@
+r"""The census release: each query's table (units of a level by a marginal of the
+attributes) with discrete Gaussian noise of its own budget, and the start a chain takes from
+it (see :mod:`dawrap.models.census`).
+
+A record is ``[unit, cell]``: the finest geography unit a person lives in and their cell of
+the cross-classification. Query :math:`q` (level :math:`l_q`, marginal :math:`A_q` with
+:math:`K_q` cells) releases, for every unit :math:`v` of level :math:`l_q`, the counts
+:math:`T_{q,v,k} = \#\{i : a_{l_q}(u_i) = v,\ m_q(c_i) = k\}` plus noise; a record adds 1 to
+exactly one cell of each query, so the statistic is declared sparse with ``nnz`` = the number
+of queries, and a record update costs O(queries) whatever the numbers of units and cells.
+
+**Sensitivity.** Replacing one person's record by another's moves at most two cells of each
+query, one down and one up by 1 (none when both fall in the same cell): the L2 sensitivity
+of every query is :math:`\sqrt2` (brute-forced in the tests), and query :math:`q` with budget
+:math:`\rho_q` gets :math:`\sigma_q = \sqrt2/\sqrt{2\rho_q} = 1/\sqrt{\rho_q}`; the release is
+:math:`(\sum_q \rho_q)`-zCDP (composition of zCDP).
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+
+import numba
+import numpy as np
+
+import dawrap as dw
+
+from ._census_geography import DETAILED, Geography, Query, as_geography, as_queries
+from ._small_area_mechanism import LevelledDiscreteGaussian
+
+__all__ = ["Layout", "statistic", "discrete_gaussian", "layout_of", "expected_counts"]
+
+#: Compiled statistics by the digest of what they close over (one compilation per layout).
+_COMPILED: dict = {}
+
+
+class Layout:
+    """Where each query's cells lie in the release (its ``offsets`` and ``sizes``), with the
+    geography and the resolved queries (``marginal`` a tuple of attributes, never
+    ``"detailed"``)."""
+
+    def __init__(self, geography: Geography, queries):
+        geography, queries = as_geography(geography), as_queries(queries)
+        self.geography = geography
+        self.queries = [q.checked(geography)._replace(
+            marginal=tuple(geography.attributes) if q.marginal == DETAILED else q.marginal)
+            for q in queries]
+        self.levels = np.array([geography.level(q.level) for q in self.queries], np.int64)
+        self.marginals = [geography.marginal_index(q.marginal) for q in self.queries]
+        self.cells = np.array([k for _, k in self.marginals], np.int64)
+        self.sizes = np.array([geography.units[l] * k for l, k in zip(self.levels, self.cells)],
+                              np.int64)
+        self.offsets = np.concatenate([[0], np.cumsum(self.sizes)[:-1]]).astype(np.int64)
+        self.size = int(self.sizes.sum())
+
+    def table(self, values: np.ndarray, q: int) -> np.ndarray:
+        """Query ``q``'s block of a release (or total), as ``(units, marginal cells)``."""
+        start = self.offsets[q]
+        return values[start:start + self.sizes[q]].reshape(-1, self.cells[q])
+
+
+def _digest(*arrays) -> str:
+    digest = hashlib.sha256()
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        digest.update(str((a.dtype, a.shape)).encode())
+        digest.update(a.tobytes())
+    return digest.hexdigest()
+
+
+def statistic(geography: Geography, queries):
+    """The release's statistic for ``queries`` over ``geography``, declared sparse (one pair
+    per query), with its :class:`Layout` as the attribute ``census_layout``.
+
+    Parameters
+    ----------
+    geography : Geography
+    queries : list of Query
+
+    Returns
+    -------
+    numba.njit function
+        ``(x_i, out)``; a record outside the geography's units or cells contributes nothing.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dawrap.models import census
+    >>> geo = census.Geography({"tract": [0, 0], "block": [0, 1]}, {"age": 2, "race": 2})
+    >>> stat = census.statistic(geo, [census.query("block", "total"),
+    ...                               census.query("tract", "race")])
+    >>> out = np.empty(stat.census_layout.size)
+    >>> stat(np.array([1.0, 3.0]), out)          # block 1, age 1 and race 1 (cell 3)
+    >>> out                                      # block totals, then the tract's races
+    array([0., 1., 0., 1.])
+    """
+    layout = Layout(geography, queries)
+    geography = layout.geography
+    where = np.ascontiguousarray(geography.ancestors[layout.levels], dtype=np.int32)
+    marginal = np.ascontiguousarray([m for m, _ in layout.marginals], dtype=np.int32)
+    offsets, cells = layout.offsets, layout.cells
+    key = _digest(where, marginal, offsets, cells)
+    if key not in _COMPILED:
+        _COMPILED[key] = _compile(where, marginal, offsets, cells)
+    stat = _COMPILED[key]
+    stat.census_layout = layout  # the same for every layout with this key
+    return stat
+
+
+def _compile(where, marginal, offsets, cells):
+    count, units, n_cells = where.shape[0], where.shape[1], marginal.shape[1]
+    cache = max(where.nbytes, marginal.nbytes) <= 10 ** 6
+
+    @numba.njit(nogil=True, cache=cache)
+    def entries(x_i, index, value):
+        u, c = x_i[0], x_i[1]
+        if not (0 <= u < units and 0 <= c < n_cells):  # NaN fails too
+            return 0
+        u, c = int(u), int(c)
+        for q in range(count):
+            index[q] = offsets[q] + where[q, u] * cells[q] + marginal[q, c]
+            value[q] = 1.0
+        return count
+
+    @numba.njit(nogil=True, cache=cache)
+    def census_statistic(x_i, out):
+        out[:] = 0.0
+        u, c = x_i[0], x_i[1]
+        if not (0 <= u < units and 0 <= c < n_cells):
+            return
+        u, c = int(u), int(c)
+        for q in range(count):
+            out[offsets[q] + where[q, u] * cells[q] + marginal[q, c]] += 1.0
+
+    return dw.declare_sparse(census_statistic, entries, nnz=count)
+
+
+def layout_of(mechanism) -> Layout | None:
+    """The :class:`Layout` of a census mechanism's release, or None for another mechanism.
+
+    Parameters
+    ----------
+    mechanism : dawrap.Mechanism
+
+    Returns
+    -------
+    Layout or None
+
+    Examples
+    --------
+    >>> from dawrap.models import census
+    >>> geo = census.Geography({"block": [0, 1, 2]}, 3)
+    >>> mech = census.discrete_gaussian(geo, [census.query("block", rho=0.5)])
+    >>> census.layout_of(mech).size                       # 3 blocks x 3 categories
+    9
+    """
+    return getattr(getattr(mechanism, "statistic", None), "census_layout", None)
+
+
+@dw.recipe
+def discrete_gaussian(geography: Geography, queries) -> LevelledDiscreteGaussian:
+    r"""The census release: every query's table with discrete Gaussian noise,
+    :math:`\sigma_q = 1/\sqrt{\rho_q}` (L2 sensitivity :math:`\sqrt2` per query); the release
+    is :math:`\sum_q \rho_q`-zCDP, and each query's budget is reported as ``rho_<q>``.
+
+    Parameters
+    ----------
+    geography : Geography or dict
+        The levels and attributes (or the plain data of :func:`as_geography`).
+    queries : list of Query
+        The released tables (:func:`query`, or ``(level, marginal, rho)`` triples), in the
+        order of the release.
+
+    Returns
+    -------
+    LevelledDiscreteGaussian
+        One block of coordinates per query: units of its level by its marginal's cells.
+
+    Examples
+    --------
+    Block totals and the tract's histogram by race:
+
+    >>> from dawrap.models import census
+    >>> geo = census.Geography({"tract": [0, 0], "block": [0, 1]}, {"age": 2, "race": 3})
+    >>> mech = census.discrete_gaussian(geo, [census.query("block", "total", rho=0.5),
+    ...                                       census.query("tract", "race", rho=0.25)])
+    >>> mech.size, mech.privacy["rho"], [round(s, 3) for s in mech.sigmas]
+    (5, 0.75, [1.414, 2.0])
+    """
+    stat = statistic(geography, queries)
+    layout = stat.census_layout
+    return LevelledDiscreteGaussian(stat, layout.sizes, [q.rho for q in layout.queries],
+                                    math.sqrt(2.0))
+
+
+def expected_counts(layout: Layout, s_dp: np.ndarray, level: int, totals: np.ndarray,
+                    rounds: int = 10) -> np.ndarray:
+    r"""A rough estimate, from the release, of the counts per unit of ``level`` and cell:
+    ``(units, cells)`` non-negative, each row summing to ``totals`` (the units' numbers of
+    persons).
+
+    Top down: each level's units start from their parent's cell shares (uniform at the top)
+    and are fitted by iterative proportional fitting to their own released marginals,
+    clipped at zero (a twentieth of a count added to every cell, so that the fit never
+    divides by zero). Used only to choose where chains start.
+    """
+    geo = layout.geography
+    shares = np.full((1, geo.cells), 1.0 / geo.cells)
+    for l in range(level + 1):
+        if l > 0:
+            shares = shares[geo.parents(geo.names[l])]
+        else:
+            shares = np.repeat(shares, geo.units[0], axis=0)
+        for _ in range(rounds if np.any(layout.levels == l) else 0):
+            for q in np.flatnonzero(layout.levels == l):
+                index, k = layout.marginals[q]
+                target = np.clip(layout.table(s_dp, q), 0.0, None) + 0.05
+                target /= target.sum(axis=1, keepdims=True)
+                current = shares @ (index[:, None] == np.arange(k)[None, :])
+                shares = shares * (target / np.maximum(current, 1e-300))[:, index]
+                shares /= shares.sum(axis=1, keepdims=True)
+    return shares * np.asarray(totals, float)[:, None]
