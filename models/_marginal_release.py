@@ -1,0 +1,264 @@
+r"""A release of noisy marginal tables, each table with its own noise (see
+:mod:`dawrap.models.marginals`): the mechanism and the noise of one table.
+
+Neighbouring databases are those of dawrap's other mechanisms: the same ``n`` records, one
+of them replaced (n is public). A record lies in exactly one cell of each table, so replacing
+it moves at most two cells of every table by one: each table has L1 sensitivity 2 and L2
+sensitivity :math:`\sqrt 2`. With noise of scale ``b`` (Laplace, geometric) a table is
+:math:`2/b`-DP; with Gaussian or discrete Gaussian noise of sd :math:`\sigma` it is
+:math:`(\sqrt2)^2 / (2\sigma^2) = 1/\sigma^2`-zCDP (Bun & Steinke 2016; Canonne, Kamath &
+Steinke 2020). Tables compose: the epsilons add, the rhos add, and an
+:math:`\epsilon`-DP table counts as :math:`\epsilon^2/2`-zCDP when both kinds are present.
+"""
+from __future__ import annotations
+
+import json
+import math
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+import dawrap as dw
+
+from ._shared import closure_jit
+
+__all__ = ["Noise", "MarginalRelease", "table_statistic", "KINDS"]
+
+#: The noise kinds, and whether each adds integers.
+KINDS = {"laplace": False, "geometric": True, "gaussian": False, "discrete_gaussian": True}
+#: Sensitivities of one table under replace-one neighbours.
+L1_SENSITIVITY, L2_SENSITIVITY = 2.0, math.sqrt(2.0)
+
+
+class Noise(NamedTuple):
+    r"""The noise added to every cell of one table.
+
+    ``kind`` is ``"laplace"`` (density :math:`e^{-|z|/b}/2b`), ``"geometric"`` (integers,
+    :math:`P(z) \propto e^{-|z|/b}`), ``"gaussian"`` (:math:`N(0, \sigma^2)`) or
+    ``"discrete_gaussian"`` (integers, :math:`P(z) \propto e^{-z^2/2\sigma^2}`); ``scale``
+    is ``b`` or :math:`\sigma`. Build it from the scale that was used (what OpenDP, AIM and
+    MST record) or from a budget with :meth:`laplace`, :meth:`geometric`, :meth:`gaussian`,
+    :meth:`discrete_gaussian`.
+
+    Examples
+    --------
+    >>> from dawrap.models.marginals import Noise
+    >>> Noise.laplace(epsilon=0.5)                  # scale 2 / epsilon: L1 sensitivity 2
+    Noise(kind='laplace', scale=4.0)
+    >>> Noise.gaussian(rho=0.25).privacy()          # sigma = 1 / sqrt(rho)
+    {'rho': 0.25}
+    """
+
+    kind: str
+    scale: float
+
+    @classmethod
+    def laplace(cls, epsilon: float) -> "Noise":
+        """Laplace noise making one table ``epsilon``-DP (scale ``2 / epsilon``)."""
+        return cls("laplace", L1_SENSITIVITY / _positive(epsilon, "epsilon"))
+
+    @classmethod
+    def geometric(cls, epsilon: float) -> "Noise":
+        """Two-sided geometric noise making one table ``epsilon``-DP (scale ``2/epsilon``)."""
+        return cls("geometric", L1_SENSITIVITY / _positive(epsilon, "epsilon"))
+
+    @classmethod
+    def gaussian(cls, rho: float) -> "Noise":
+        """Gaussian noise making one table ``rho``-zCDP (sigma ``1 / sqrt(rho)``)."""
+        return cls("gaussian", L2_SENSITIVITY / math.sqrt(2.0 * _positive(rho, "rho")))
+
+    @classmethod
+    def discrete_gaussian(cls, rho: float) -> "Noise":
+        """Discrete Gaussian noise making one table ``rho``-zCDP (sigma ``1/sqrt(rho)``)."""
+        return cls("discrete_gaussian",
+                   L2_SENSITIVITY / math.sqrt(2.0 * _positive(rho, "rho")))
+
+    def checked(self) -> "Noise":
+        """This noise, its kind and scale checked (a ValueError naming what is wrong)."""
+        if self.kind not in KINDS:
+            raise ValueError(f"noise kind must be one of {tuple(KINDS)}, got {self.kind!r}")
+        return Noise(self.kind, _positive(self.scale, "noise scale"))
+
+    def privacy(self) -> dict:
+        """The guarantee of one table with this noise (replace-one neighbours)."""
+        if self.kind in ("laplace", "geometric"):
+            return {"epsilon": L1_SENSITIVITY / self.scale}
+        return {"rho": L2_SENSITIVITY ** 2 / (2.0 * self.scale ** 2)}
+
+
+def _positive(value, name: str) -> float:
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a number, got {value!r}") from None
+    if not 0.0 < out < math.inf:
+        raise ValueError(f"{name} must be finite and > 0, got {value!r}")
+    return out
+
+
+def table_statistic(levels: tuple, tables: tuple):
+    """``(statistic, sizes)``: the compiled statistic writing a record's one-hot cell of each
+    table in ``tables`` (attribute index tuples; each table flattened in C order over its
+    attributes in the order given), declared sparse (one entry per table), and the
+    tables' sizes."""
+    sizes = np.array([math.prod(levels[a] for a in t) for t in tables], dtype=np.int64)
+    width = max(len(t) for t in tables)
+    attr = np.full((len(tables), width), -1, dtype=np.int64)
+    stride = np.zeros((len(tables), width), dtype=np.int64)
+    offset = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    length = np.array([len(t) for t in tables], dtype=np.int64)
+    for m, t in enumerate(tables):
+        attr[m, :len(t)] = t
+        for p in range(len(t)):
+            stride[m, p] = math.prod(levels[a] for a in t[p + 1:])
+    count = len(tables)
+    jit = closure_jit(attr, stride, offset, length)
+
+    @jit
+    def entries(x_i, index, value):
+        for m in range(count):
+            j = offset[m]
+            for p in range(length[m]):
+                j += int(x_i[attr[m, p]]) * stride[m, p]
+            index[m] = j
+            value[m] = 1.0
+        return count
+
+    @jit
+    def statistic(x_i, out):
+        out[:] = 0.0
+        for m in range(count):
+            j = offset[m]
+            for p in range(length[m]):
+                j += int(x_i[attr[m, p]]) * stride[m, p]
+            out[j] += 1.0
+
+    dw.declare_sparse(statistic, entries, nnz=count)
+    return statistic, tuple(int(s) for s in sizes)
+
+
+# params = [1/scale per cell, form per cell (0: |z|/b, 1: z^2/2 sigma^2), log normaliser]
+@numba.njit(nogil=True, cache=True)
+def mixed_coordinate(s_j, t_j, j, params):
+    """One cell's log density, without its constant: Laplace form or Gaussian form."""
+    size = (params.shape[0] - 1) // 2
+    z = (s_j - t_j) * params[j]
+    if params[size + j] == 0.0:
+        return -abs(z)
+    return -0.5 * z * z
+
+
+@numba.njit(nogil=True, cache=True)
+def mixed_log_density(s_dp, t, params):
+    """The release's log density: the sum of the cells' terms and the normaliser."""
+    out = params[-1]
+    for j in range(s_dp.shape[0]):
+        out += mixed_coordinate(s_dp[j], t[j], j, params)
+    return out
+
+
+def _part(statistic, noise: Noise, size: int) -> dw.Mechanism:
+    """One table's mechanism (its density's parameters, its noise draws, its secure path)."""
+    if noise.kind == "laplace":
+        return dw.Laplace(statistic, epsilon=L1_SENSITIVITY / noise.scale,
+                          sensitivity=L1_SENSITIVITY, size=size)
+    if noise.kind == "geometric":
+        return dw.Geometric.from_scale(statistic, scale=noise.scale, sensitivity=L1_SENSITIVITY,
+                                       size=size, contribution=dw.Sparse(cells=1))
+    if noise.kind == "gaussian":
+        return dw.Gaussian(statistic, sigma=noise.scale, size=size)
+    return dw.DiscreteGaussian(statistic, sigma=noise.scale, size=size,
+                               contribution=dw.Sparse(cells=1))
+
+
+class MarginalRelease(dw.Mechanism):
+    """Marginal tables of categorical records, each with its own noise (module docstring);
+    built by :func:`dawrap.models.marginals.mechanism`."""
+
+    def __init__(self, levels: tuple, tables: tuple, noises: tuple, attributes: tuple):
+        self.levels, self.tables, self.attributes = levels, tables, attributes
+        self.noises = tuple(n.checked() for n in noises)
+        statistic, self.sizes = table_statistic(levels, tables)
+        parts = []
+        for m, (table, noise, size) in enumerate(zip(tables, self.noises, self.sizes)):
+            one, _ = table_statistic(levels, (table,))
+            parts.append(_part(one, noise, size))
+        self._parts = tuple(parts)
+        inverse = np.concatenate([p.params[:-1] for p in parts])
+        form = np.concatenate([np.full(s, 0.0 if n.kind in ("laplace", "geometric") else 1.0)
+                               for n, s in zip(self.noises, self.sizes)])
+        pure = all(n.kind in ("laplace", "geometric") for n in self.noises)
+        epsilon = sum(n.privacy().get("epsilon", 0.0) for n in self.noises)
+        super().__init__(statistic, mixed_log_density, size=sum(self.sizes),
+                         params=np.r_[inverse, form, sum(p.params[-1] for p in parts)],
+                         draw_release=self._draw, epsilon=epsilon if pure else None,
+                         name="MarginalRelease", coordinate_log_density=mixed_coordinate,
+                         noise_variance=np.concatenate([p.noise_variance() for p in parts]))
+        self.integer_statistic = all(KINDS[n.kind] for n in self.noises)
+        self._integer = np.concatenate([np.full(s, KINDS[n.kind])
+                                        for n, s in zip(self.noises, self.sizes)])
+
+    @property
+    def fingerprint(self) -> str:
+        # the tables too: two releases of the same sizes and noise are different mechanisms
+        base = json.loads(super().fingerprint)
+        base.update(levels=list(self.levels), tables=[list(t) for t in self.tables])
+        return json.dumps(base)
+
+    def _draw(self, rng, t):
+        bounds = np.cumsum((0,) + self.sizes)
+        return np.concatenate([p.release_given_total(rng, t[a:b]) for p, a, b in
+                               zip(self._parts, bounds, bounds[1:])])
+
+    @property
+    def privacy(self) -> dict:
+        eps = sum(n.privacy().get("epsilon", 0.0) for n in self.noises)
+        rho = sum(n.privacy().get("rho", 0.0) for n in self.noises)
+        out = {}
+        if eps > 0:
+            out["epsilon"] = eps
+        if rho > 0:
+            out["rho"] = rho
+        if eps > 0 and rho > 0:  # pure epsilon-DP tables are (eps^2 / 2)-zCDP
+            out["rho_total"] = rho + sum(n.privacy().get("epsilon", 0.0) ** 2 / 2.0
+                                         for n in self.noises)
+        return out
+
+    def check_release(self, s_dp) -> np.ndarray:
+        s = super().check_release(s_dp)
+        if not np.all(s[self._integer] == np.round(s[self._integer])):
+            bad = int(np.flatnonzero(self._integer & (s != np.round(s)))[0])
+            raise ValueError(f"s_dp[{bad}] = {s[bad]!r} must be an integer: its table has "
+                             f"integer noise ({self.noises[self.table_of(bad)].kind})")
+        return s
+
+    def table_of(self, j: int) -> int:
+        """The table the release's coordinate ``j`` belongs to."""
+        return int(np.searchsorted(np.cumsum(self.sizes), j, side="right"))
+
+    def split(self, s_dp) -> list:
+        """The release ``s_dp`` cut into its tables, each shaped by its attributes' levels."""
+        s = np.asarray(s_dp, dtype=np.float64).reshape(self.size)
+        bounds = np.cumsum((0,) + self.sizes)
+        return [s[a:b].reshape([self.levels[i] for i in t])
+                for t, a, b in zip(self.tables, bounds, bounds[1:])]
+
+    def release(self, x, seed=None, *, secure: bool = False) -> np.ndarray:
+        if not secure:
+            return super().release(x, seed)
+        if seed is not None:
+            raise ValueError("secure=True draws from the operating system's cryptographic "
+                             "source; a seed would make the noise predictable")
+        floating = [n.kind for n in self.noises if not KINDS[n.kind]]
+        if floating:
+            raise ValueError(f"secure=True needs integer noise on every table (geometric or "
+                             f"discrete_gaussian): floating-point {floating[0]} noise leaks "
+                             f"(Mironov 2012)")
+        return np.concatenate([p.release(x, secure=True) for p in self._parts])
+
+    def __repr__(self) -> str:
+        names = ["x".join(self.attributes[a] for a in t) for t in self.tables]
+        args = ", ".join(f"{k}={v:g}" for k, v in self.privacy.items())
+        return f"MarginalRelease({len(self.tables)} tables: {', '.join(names[:4])}" \
+               f"{', ...' if len(names) > 4 else ''}; {args}, size={self.size})"
