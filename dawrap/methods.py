@@ -115,6 +115,13 @@ class Record(Method):
     checkpoint, resume : path, optional
         Folder to checkpoint every chain's complete state to every ``checkpoint_every``
         iterations; folder of a run to continue (bit-identical to an uninterrupted run).
+    databases : int
+        Keep this many imputed confidential databases per chain, at kept draws evenly
+        spaced (the last draw of each of ``databases`` equal blocks of draws), in the
+        result's group ``imputed_databases`` (variables ``x``, ``(chain, database, n,
+        record_size)``, and ``draw``, the draw each was taken at): the multiple imputations
+        behind :func:`dawrap.studies.synthetic.datasets`. Not with ``checkpoint`` or
+        ``resume`` (a checkpoint does not hold them). Default 0: none.
 
     Examples
     --------
@@ -140,9 +147,15 @@ class Record(Method):
     checkpoint: object = None
     checkpoint_every: int = 1000
     resume: object = None
+    databases: int = 0
 
     def __post_init__(self):
         object.__setattr__(self, "sweeps", _count(self.sweeps, "sweeps"))
+        object.__setattr__(self, "databases", _count(self.databases, "databases", minimum=0))
+        if self.databases and (self.checkpoint is not None or self.resume is not None):
+            raise ValueError("databases cannot be kept with checkpoint or resume: a checkpoint "
+                             "holds a chain's current database only. Run without them, or "
+                             "keep no databases")
         object.__setattr__(self, "checkpoint_every",
                            _count(self.checkpoint_every, "checkpoint_every"))
         _choice(self.scan, "scan", ("systematic", "random"))

@@ -118,7 +118,7 @@ def _gb(nbytes: float) -> str:
 
 
 def _check_memory(model: Model, mechanism: Mechanism, method: str, n: int, draws: int,
-                  chains: int, cores: int, keep_stats: bool) -> None:
+                  chains: int, cores: int, keep_stats: bool, databases: int = 0) -> None:
     """Refuse, naming ``n``, ``chains`` and ``draws``, a run whose arrays cannot fit in the
     available memory (:func:`available_memory`), before anything is allocated.
 
@@ -130,8 +130,8 @@ def _check_memory(model: Model, mechanism: Mechanism, method: str, n: int, draws
     stacked output). Without it, ``n = 2**31`` ran until the kernel killed the process at
     22 GB and ``n = 2**63`` failed with an OverflowError naming nothing.
     """
-    record_floats = (chains + min(cores, chains)) * n * model.record_size \
-        if method == "record" else 0
+    record_floats = (chains + min(cores, chains) + chains * databases) * n \
+        * model.record_size if method == "record" else 0
     per_draw = model.theta_size + (5 if method == "record" else 1) \
         + (mechanism.size if keep_stats else 0)
     draw_floats = 2 * chains * draws * per_draw
@@ -141,8 +141,9 @@ def _check_memory(model: Model, mechanism: Mechanism, method: str, n: int, draws
         return
     parts = []
     if record_floats:
+        kept = f" + {chains * databases} kept" if databases else ""
         parts.append(f"{_gb(8 * record_floats)} for the imputed databases (chains={chains} "
-                     f"(+{min(cores, chains)} running) x n={n} records x "
+                     f"(+{min(cores, chains)} running{kept}) x n={n} records x "
                      f"record_size={model.record_size} x 8 bytes)")
     parts.append(f"{_gb(8 * draw_floats)} for the draws (chains={chains} x draws={draws} x "
                  f"{per_draw} values x 8 bytes, twice)")
@@ -352,6 +353,9 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method="record",
         :data:`~dawrap.samplers.interweave.AUTO_THRESHOLD`, where measurement says it pays.
     sweeps : int
         ``"record"``: record sweeps per theta update (default 1).
+    databases : int
+        ``"record"``: imputed databases kept per chain, at evenly spaced draws, for
+        multiply-imputed synthetic data (:mod:`dawrap.studies.synthetic`; default 0).
     scan : {"systematic", "random"}
         ``"record"``: visit the records in order (default, as in Ju et al.) or ``n`` records
         drawn at random per sweep.
@@ -377,7 +381,8 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method="record",
         ``min_accept_prob``, ``theta_accept`` when the kernel reports it, ``move_accept``
         with ``interweave``; ``"suffstat"``: ``rejections``, or ``accept_prob`` for the
         marginal kernel), ``observed_data`` (``s_dp``), ``constant_data`` (``n`` and the mechanism's
-        parameters), and ``imputed_statistic`` with ``keep_stats``. Attributes: method,
+        parameters), ``imputed_statistic`` with ``keep_stats``, and ``imputed_databases``
+        with ``"record"``'s ``databases`` (:class:`~dawrap.Record`). Attributes: method,
         model, mechanism, seed, dawrap version, ``compile_time`` (seconds of the call spent
         compiling, or loading compiled code from numba's disk cache: mostly the first call
         of a model in a process) and ``sampling_time`` (seconds of the sampler's run less
@@ -438,7 +443,8 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method="record",
     with deferred_interrupt(stop.set), _compile_timer() as compiling:
         # Before anything is allocated or drawn: the memory the run needs, and whether the
         # release is one the model could have produced.
-        _check_memory(model, mechanism, method.name, n, draws, chains, cores, keep_stats)
+        _check_memory(model, mechanism, method.name, n, draws, chains, cores, keep_stats,
+                      getattr(method, "databases", 0))
         if uses_release:
             _check_plausible(model, mechanism, s_dp, n)
         method = method.prepare(model, mechanism, n)  # automatic choices, output folders
@@ -521,6 +527,8 @@ def _label(model, mech, s_dp, n, out, method, root, elapsed, tune, draws, kernel
                                **{k: np.asarray(v) for k, v in mech.privacy.items()}}
     if out.imputed is not None:
         groups["imputed_statistic"] = {"t": out.imputed}
+    if out.databases is not None:
+        groups["imputed_databases"] = {"x": out.databases, "draw": out.database_draws}
     attrs = {"method": method, "model": model.name, "mechanism": repr(mech),
              "seed": str(root.entropy), "dawrap_version": __version__,
              "sampling_time": elapsed, "tune": tune, "draws": draws, **kernel}

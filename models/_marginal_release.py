@@ -27,8 +27,9 @@ __all__ = ["Noise", "MarginalRelease", "table_statistic", "KINDS"]
 
 #: The noise kinds, and whether each adds integers.
 KINDS = {"laplace": False, "geometric": True, "gaussian": False, "discrete_gaussian": True}
-#: Sensitivities of one table under replace-one neighbours.
-L1_SENSITIVITY, L2_SENSITIVITY = 2.0, math.sqrt(2.0)
+#: L1 sensitivity of one table under replace-one neighbours (its L2 sensitivity is
+#: sqrt(2), so a zCDP budget is 2 / (2 sigma^2)).
+L1_SENSITIVITY = 2.0
 
 
 class Noise(NamedTuple):
@@ -45,46 +46,100 @@ class Noise(NamedTuple):
     --------
     >>> from dawrap.models.marginals import Noise
     >>> Noise.laplace(epsilon=0.5)                  # scale 2 / epsilon: L1 sensitivity 2
-    Noise(kind='laplace', scale=4.0)
+    Noise(kind='laplace', scale=4.0, budget=0.5)
     >>> Noise.gaussian(rho=0.25).privacy()          # sigma = 1 / sqrt(rho)
     {'rho': 0.25}
     """
 
     kind: str
     scale: float
+    #: The budget the scale was derived from (epsilon or rho), reported as given; None when
+    #: the noise was described by its scale (the budget then follows from it).
+    budget: float | None = None
 
     @classmethod
     def laplace(cls, epsilon: float) -> "Noise":
-        """Laplace noise making one table ``epsilon``-DP (scale ``2 / epsilon``)."""
-        return cls("laplace", L1_SENSITIVITY / _positive(epsilon, "epsilon"))
+        """Laplace noise making one table ``epsilon``-DP (scale ``2 / epsilon``).
+
+        Examples
+        --------
+        >>> from dawrap.models.marginals import Noise
+        >>> Noise.laplace(1.0).scale
+        2.0
+        """
+        epsilon = _positive(epsilon, "epsilon")
+        return cls("laplace", L1_SENSITIVITY / epsilon, epsilon)
 
     @classmethod
     def geometric(cls, epsilon: float) -> "Noise":
-        """Two-sided geometric noise making one table ``epsilon``-DP (scale ``2/epsilon``)."""
-        return cls("geometric", L1_SENSITIVITY / _positive(epsilon, "epsilon"))
+        """Two-sided geometric noise making one table ``epsilon``-DP (scale ``2/epsilon``).
+
+        Examples
+        --------
+        >>> from dawrap.models.marginals import Noise
+        >>> Noise.geometric(0.5).scale
+        4.0
+        """
+        epsilon = _positive(epsilon, "epsilon")
+        return cls("geometric", L1_SENSITIVITY / epsilon, epsilon)
 
     @classmethod
     def gaussian(cls, rho: float) -> "Noise":
-        """Gaussian noise making one table ``rho``-zCDP (sigma ``1 / sqrt(rho)``)."""
-        return cls("gaussian", L2_SENSITIVITY / math.sqrt(2.0 * _positive(rho, "rho")))
+        """Gaussian noise making one table ``rho``-zCDP (sigma ``1 / sqrt(rho)``).
+
+        Examples
+        --------
+        >>> from dawrap.models.marginals import Noise
+        >>> Noise.gaussian(0.25).scale
+        2.0
+        """
+        rho = _positive(rho, "rho")
+        return cls("gaussian", 1.0 / math.sqrt(rho), rho)
 
     @classmethod
     def discrete_gaussian(cls, rho: float) -> "Noise":
-        """Discrete Gaussian noise making one table ``rho``-zCDP (sigma ``1/sqrt(rho)``)."""
-        return cls("discrete_gaussian",
-                   L2_SENSITIVITY / math.sqrt(2.0 * _positive(rho, "rho")))
+        """Discrete Gaussian noise making one table ``rho``-zCDP (sigma ``1/sqrt(rho)``).
+
+        Examples
+        --------
+        >>> from dawrap.models.marginals import Noise
+        >>> Noise.discrete_gaussian(4.0).scale
+        0.5
+        """
+        rho = _positive(rho, "rho")
+        return cls("discrete_gaussian", 1.0 / math.sqrt(rho), rho)
 
     def checked(self) -> "Noise":
-        """This noise, its kind and scale checked (a ValueError naming what is wrong)."""
+        """This noise, its kind and scale checked (a ValueError naming what is wrong).
+
+        Examples
+        --------
+        >>> from dawrap.models.marginals import Noise
+        >>> Noise("uniform", 1.0).checked()
+        Traceback (most recent call last):
+        ...
+        ValueError: noise kind must be one of ('laplace', 'geometric', 'gaussian', 'discrete_gaussian'), got 'uniform'
+        """
         if self.kind not in KINDS:
             raise ValueError(f"noise kind must be one of {tuple(KINDS)}, got {self.kind!r}")
-        return Noise(self.kind, _positive(self.scale, "noise scale"))
+        budget = None if self.budget is None else _positive(self.budget, "noise budget")
+        return Noise(self.kind, _positive(self.scale, "noise scale"), budget)
 
     def privacy(self) -> dict:
-        """The guarantee of one table with this noise (replace-one neighbours)."""
+        r"""The guarantee of one table with this noise (replace-one neighbours): epsilon
+        :math:`= 2 / b`, or rho :math:`= (\sqrt 2)^2 / 2\sigma^2 = 1/\sigma^2`.
+
+        Examples
+        --------
+        >>> from dawrap.models.marginals import Noise
+        >>> Noise("geometric", 4.0).privacy(), Noise("gaussian", 2.0).privacy()
+        ({'epsilon': 0.5}, {'rho': 0.25})
+        """
         if self.kind in ("laplace", "geometric"):
-            return {"epsilon": L1_SENSITIVITY / self.scale}
-        return {"rho": L2_SENSITIVITY ** 2 / (2.0 * self.scale ** 2)}
+            value = L1_SENSITIVITY / self.scale
+            return {"epsilon": value if self.budget is None else self.budget}
+        value = 1.0 / self.scale ** 2
+        return {"rho": value if self.budget is None else self.budget}
 
 
 def _positive(value, name: str) -> float:

@@ -69,8 +69,8 @@ Three attributes, two released tables with different noise:
 >>> model = marginals.model(levels, tables, alpha=1.0)
 >>> mech = marginals.mechanism(levels, tables, [marginals.Noise.laplace(0.5),
 ...                                             marginals.Noise.gaussian(0.1)])
->>> model.structure.cliques                     # income (2) first: the separator
-((2, 0), (2, 1))
+>>> model.structure.cliques                     # (sex, income) lists its separator first
+((0, 2), (2, 1))
 >>> mech.privacy
 {'epsilon': 0.5, 'rho': 0.1, 'rho_total': 0.225}
 """
@@ -209,10 +209,11 @@ def structure(levels, marginals=(), cliques=None, *,
     >>> levels = {"a": 2, "b": 3, "c": 2, "d": 2}
     >>> marginals.structure(levels, [("a", "b"), ("b", "c"), ("a", "c"), ("d",)]).cliques
     ((0, 1, 2), (3,))
-    >>> marginals.structure(levels, [("a", "c")], cliques=[("a", "b"), ("b", "c")])
+    >>> chain = [("a", "b"), ("b", "c")]
+    >>> marginals.structure(levels, [("a", "c")], cliques=chain)   # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: cliques: no clique contains the released table ('a', 'c') ...
+    ValueError: cliques: no clique contains the released table ('a', 'c')...
     """
     domain = Domain.of(levels)
     released = _tables(domain, marginals, "marginals")
@@ -498,8 +499,8 @@ def from_measurements(levels, measurements, kind: str = "gaussian") -> MarginalR
     >>> from dawrap.models import marginals
     >>> mech = marginals.from_measurements({"a": 2, "b": 3},
     ...                                    [(("a",), 10.0), (("b",), 10.0), (("a", "b"), 10.0)])
-    >>> mech.size, mech.privacy                               # replace-one: 3 / sigma^2
-    (11, {'rho': 0.03})
+    >>> mech.size, round(mech.privacy["rho"], 12)             # replace-one: 3 / sigma^2
+    (11, 0.03)
     """
     pairs = [(attrs, Noise(kind, scale)) for attrs, scale in measurements]
     return mechanism(levels, [a for a, _ in pairs], [n for _, n in pairs])
