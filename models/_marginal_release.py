@@ -299,7 +299,89 @@ class MarginalRelease(dw.Mechanism):
         return [s[a:b].reshape([self.levels[i] for i in t])
                 for t, a, b in zip(self.tables, bounds, bounds[1:])]
 
+    def check_records(self, x, name: str = "x") -> np.ndarray:
+        """Records as a float array ``(n, attributes)``, every level a whole number inside
+        its attribute's range (a ValueError naming ``name``, the row and the attribute).
+
+        Parameters
+        ----------
+        x : array_like of shape (n, number of attributes)
+            Records of level codes.
+        name : str
+            What the error calls ``x``.
+
+        Returns
+        -------
+        ndarray of shape (n, number of attributes)
+
+        Examples
+        --------
+        >>> from dawrap.models import marginals
+        >>> mech = marginals.laplace({"a": 2, "b": 3}, [("a", "b")], epsilon=1.0)
+        >>> mech.check_records([[0, 2], [1, 3]])
+        Traceback (most recent call last):
+        ...
+        ValueError: x[1, 1] = 3.0 is not a level of attribute 'b' (0..2)
+        """
+        arr = np.asarray(x, dtype=np.float64)
+        if arr.ndim != 2 or arr.shape[1] != len(self.levels):
+            raise ValueError(f"{name} must have shape (n, {len(self.levels)}): one level code "
+                             f"per attribute {self.attributes}, got shape {arr.shape}")
+        bad = ~((arr >= 0) & (arr < np.array(self.levels)) & (arr == np.floor(arr)))
+        if np.any(bad):
+            i, a = (int(v[0]) for v in np.nonzero(bad))
+            raise ValueError(f"{name}[{i}, {a}] = {float(arr[i, a])!r} is not a level of attribute "
+                             f"{self.attributes[a]!r} (0..{self.levels[a] - 1})")
+        return arr
+
+    def total(self, x, s_dp=None) -> np.ndarray:
+        """The tables' true counts (the release before noise) of the records ``x``.
+
+        Parameters
+        ----------
+        x : array_like of shape (n, number of attributes)
+            Records of level codes (checked: :meth:`check_records`).
+        s_dp : ignored
+            (The statistic does not depend on the release.)
+
+        Returns
+        -------
+        ndarray of shape (size,)
+
+        Examples
+        --------
+        >>> from dawrap.models import marginals
+        >>> marginals.laplace({"a": 2, "b": 3}, [("b",)], epsilon=1.0).total([[0, 2], [1, 2]])
+        array([0., 0., 2.])
+        """
+        return super().total(self.check_records(x), s_dp)
+
     def release(self, x, seed=None, *, secure: bool = False) -> np.ndarray:
+        """A release of the records ``x``: simulated (``seed``) or, with ``secure=True`` and
+        integer noise on every table, for publication (each table through its own
+        :class:`dawrap.Geometric` or :class:`dawrap.DiscreteGaussian` with a one-hot
+        contribution domain: records outside the levels count as nothing).
+
+        Parameters
+        ----------
+        x : array_like of shape (n, number of attributes)
+            The confidential records.
+        seed : int, numpy.random.Generator or None
+            The simulated release's randomness (refused with ``secure=True``).
+        secure : bool
+            Publish with exact integer noise from the operating system's secure source.
+
+        Returns
+        -------
+        ndarray of shape (size,)
+
+        Examples
+        --------
+        >>> from dawrap.models import marginals
+        >>> mech = marginals.gaussian({"a": 2, "b": 3}, [("a",)], rho=1e6)   # sigma 0.001
+        >>> mech.release([[0, 2], [1, 2], [1, 0]], seed=1).round(2)
+        array([1., 2.])
+        """
         if not secure:
             return super().release(x, seed)
         if seed is not None:
