@@ -284,7 +284,7 @@ class MarginalRelease(dw.Mechanism):
         s = super().check_release(s_dp)
         if not np.all(s[self._integer] == np.round(s[self._integer])):
             bad = int(np.flatnonzero(self._integer & (s != np.round(s)))[0])
-            raise ValueError(f"s_dp[{bad}] = {s[bad]!r} must be an integer: its table has "
+            raise ValueError(f"s_dp[{bad}] = {float(s[bad])!r} must be an integer: its table has "
                              f"integer noise ({self.noises[self.table_of(bad)].kind})")
         return s
 
