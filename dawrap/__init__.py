@@ -31,6 +31,7 @@ _LAZY = {
     "Mechanism": ".mechanisms", "Laplace": ".mechanisms", "Gaussian": ".mechanisms",
     "Geometric": ".mechanisms", "DiscreteGaussian": ".mechanisms", "Box": ".mechanisms",
     "Sparse": ".mechanisms", "declare_sparse": ".mechanisms.separable",
+    "box_sensitivity": ".mechanisms.sensitivity",
     "sample": ".sampling", "METHODS": ".sampling",
     "Record": ".methods", "Suffstat": ".methods", "Naive": ".methods",
     "NonPrivate": ".methods", "OPS": ".methods",
@@ -43,7 +44,7 @@ _SUBMODULES = {"kernels": ".samplers.kernels", "random": ".random",
 
 __all__ = ["Model", "ExponentialFamily", "NonCentred", "PreparedDraw", "recipe",
            "Mechanism", "Laplace", "Gaussian", "Geometric", "DiscreteGaussian", "Box", "Sparse",
-           "declare_sparse", "sample", "METHODS", "Record", "Suffstat", "Naive", "NonPrivate",
+           "declare_sparse", "box_sensitivity", "sample", "METHODS", "Record", "Suffstat", "Naive", "NonPrivate",
            "OPS",
            "kernels", "random", "diagnostics", "synthetic",
            "compare", "Comparison", "mmd2", "calibrate", "Calibration", "__version__"]

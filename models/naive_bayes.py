@@ -69,7 +69,7 @@ import numpy as np
 
 import dawrap as dw
 
-from ._shared import closure_jit, positive
+from ._shared import check_memory, closure_jit, positive
 
 __all__ = ["model", "counts", "laplace", "sensitivity", "nonprivate_posterior",
            "exact_posterior", "draw_parameters", "published_parameters", "PUBLISHED"]
@@ -338,6 +338,10 @@ def _check_layout(I, J) -> tuple[int, tuple]:
     if len(J) == 0 or any(j < 2 for j in J):
         raise ValueError(f"J must list at least one feature, each with J_k >= 2 levels, "
                          f"got {list(J)!r}")
+    # theta, the release and the prior's concentrations each hold I * sum(J) numbers
+    check_memory(int(I) * sum(int(j) for j in J),
+                 f"I = {I} classes and sum(J) = {sum(int(j) for j in J)} levels give "
+                 f"I * sum(J) = {int(I) * sum(int(j) for j in J)} co-occurrence counts")
     return int(I), tuple(int(j) for j in J)
 
 

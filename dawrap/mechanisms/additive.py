@@ -499,12 +499,25 @@ def record_contributions(x, statistic, size):
     buf = np.empty(size)
     for i in range(x.shape[0]):
         buf[:] = 0.0
-        try:
-            statistic(x[i], buf)
-        except Exception:  # noqa: BLE001 - numba catches only Exception subclasses anyway
+        if not _statistic_returned(statistic, x[i], buf):
             buf[:] = np.nan  # discard what it wrote before raising
         out[i] = buf
     return out
+
+
+@numba.njit(nogil=True)
+def _statistic_returned(statistic, x_i, buf):
+    """Whether ``statistic(x_i, buf)`` returned (``False``: it raised).
+
+    The ``try`` sits in its own function on purpose: with numba 0.68 a ``try`` inside the
+    record loop caught the first record's exception but let the second one escape (a
+    release then raised exactly when two records were bad, which reveals the data); one
+    call per record leaves no exception state behind."""
+    try:
+        statistic(x_i, buf)
+        return True
+    except Exception:  # noqa: BLE001 - numba catches only Exception subclasses anyway
+        return False
 
 
 def _real(value) -> float:
