@@ -56,7 +56,8 @@ RULE_FOR_KIND = {"posterior_predictive": "fully_synthetic", "imputed_confidentia
 # --------------------------------------------------------------------------- dawrap
 #: dawrap's run per release (``--dawrap-*`` on the command line): record sampler, chains of
 #: ``tune + draws`` sweeps (one sweep updates every one of the n records once, then theta).
-DAWRAP_DEFAULTS = {"draws": 1000, "tune": 300, "chains": 2, "alpha": 1.0, "marginal_draws": 200}
+DAWRAP_DEFAULTS = {"draws": 1000, "tune": 300, "chains": 2, "cores": 2, "alpha": 1.0,
+                   "marginal_draws": 200}
 
 
 def run_dawrap(release: Release, heldout, m: int, n_syn: int, seed: int, options: dict) -> dict:
@@ -83,7 +84,8 @@ def run_dawrap(release: Release, heldout, m: int, n_syn: int, seed: int, options
     mech = marginals.mechanism(levels, tables, noises)
     s_dp = np.concatenate([np.asarray(v, float) for v in release.values])
     result = dw.sample(model, mech, s_dp, release.n, draws=opts["draws"], tune=opts["tune"],
-                       chains=opts["chains"], cores=1, seed=seed, progress=False)
+                       chains=opts["chains"], cores=opts["cores"], seed=seed,
+                       progress=False)
     post = diagnostics.group(result, "posterior")
     first = post[next(iter(model.params))]
     chains, draws = first.shape[:2]
@@ -105,7 +107,7 @@ def run_dawrap(release: Release, heldout, m: int, n_syn: int, seed: int, options
             "synth_seconds": time.perf_counter() - t1,
             "synthetic_kind": "posterior_predictive", "combining_rule": "fully_synthetic",
             "draws": opts["draws"], "tune": opts["tune"], "chains": opts["chains"],
-            "alpha": opts["alpha"], "cliques": [[release.attributes[a] for a in q]
+            "cores": opts["cores"], "alpha": opts["alpha"], "cliques": [[release.attributes[a] for a in q]
                                                  for q in model.structure.cliques]}
     info.update(_dawrap_diagnostics(result))
     return {"heldout": out_heldout, "released": out_released, "synthetic": synthetic,

@@ -304,14 +304,15 @@ def test_one_clique_is_the_dirichlet_of_the_contingency_model():
 # --------------------------------------------------------------------------- slow: sampling
 @pytest.fixture(scope="module")
 def small_run():
-    levels, tables = (2, 2, 3), [(0, 1), (1, 2), (0,)]
+    # every noise family, one table each; the integer ones last (5 cells)
+    levels, tables = (2, 2, 3), [(0, 1), (1, 2), (0,), (2,)]
     noises = [marginals.Noise.laplace(1.0), marginals.Noise.gaussian(0.5),
-              marginals.Noise.geometric(1.0)]
+              marginals.Noise.geometric(1.0), marginals.Noise.discrete_gaussian(1.0)]
     model = marginals.model(levels, tables, alpha=2.0)
     mech = marginals.mechanism(levels, tables, noises)
     x = np.array([[0, 0, 0], [0, 1, 2], [1, 1, 1], [1, 0, 0], [0, 1, 1], [1, 1, 2]], float)
     s_dp = mech.release(x, seed=3)
-    s_dp[-2:] = np.round(s_dp[-2:])
+    s_dp[-5:] = np.round(s_dp[-5:])
     idata = dw.sample(model, mech, s_dp, 6, draws=4000, tune=500, chains=4, seed=2,
                       databases=1000, progress=False)
     return model, mech, s_dp, idata, marginals.exact_posterior(model, mech, s_dp, 6)
