@@ -34,6 +34,15 @@ record sampler with the release's density: a record touches one cell per table (
 is declared sparse), so a record update costs O(number of cliques + number of tables),
 whatever the size of the domain.
 
+**Starting values and the prior's size.** Records are proposed from theta, so a cell whose
+probability is ~0 is almost never proposed, whatever the release says. A small ``alpha``
+spread over large cliques gives sparse prior draws (the default start resamples them), and a
+cell can then start, or fall, empty and stay so: the chain is trapped, which R-hat flags.
+For large ``n``, start from the uniform distribution
+(``init_theta=model.pack({k: np.full(s, 1 / np.prod(s)) for k, s in model.params.items()})``)
+and take ``alpha`` of at least the largest clique's number of cells (a few prior records:
+negligible against ``n``), so every cell's concentration is at least one.
+
 **Releases.** Neighbouring databases replace one record (n is public, as everywhere in
 dawrap): each table has L1 sensitivity 2 and L2 sensitivity :math:`\sqrt2`, so Laplace or
 geometric noise of scale ``b`` makes it :math:`2/b`-DP, Gaussian or discrete Gaussian noise of

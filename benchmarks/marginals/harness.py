@@ -56,7 +56,7 @@ RULE_FOR_KIND = {"posterior_predictive": "fully_synthetic", "imputed_confidentia
 # --------------------------------------------------------------------------- dawrap
 #: dawrap's run per release (``--dawrap-*`` on the command line): record sampler, chains of
 #: ``tune + draws`` sweeps (one sweep updates every one of the n records once, then theta).
-DAWRAP_DEFAULTS = {"draws": 1000, "tune": 300, "chains": 2, "cores": 2, "alpha": 1.0,
+DAWRAP_DEFAULTS = {"draws": 700, "tune": 300, "chains": 2, "cores": 2, "alpha": 100.0,
                    "marginal_draws": 200}
 
 
@@ -83,7 +83,16 @@ def run_dawrap(release: Release, heldout, m: int, n_syn: int, seed: int, options
     model = marginals.model(levels, tables, alpha=opts["alpha"])
     mech = marginals.mechanism(levels, tables, noises)
     s_dp = np.concatenate([np.asarray(v, float) for v in release.values])
+    # Every chain starts from the uniform distribution (each clique table uniform: consistent
+    # across separators), so that no cell starts empty. From a sparse prior draw (the default
+    # start) a cell the release needs can start at ~0 probability, and the record sampler,
+    # which proposes records from theta, then almost never proposes it (a trap, not a wrong
+    # posterior); alpha = 100 prior records (0.2% of n) keeps every cell's concentration
+    # >= 1.25, so an emptied cell is proposed again within a sweep or so.
+    uniform = model.pack({k: np.full(shape, 1.0 / np.prod(shape))
+                          for k, shape in model.params.items()})
     result = dw.sample(model, mech, s_dp, release.n, draws=opts["draws"], tune=opts["tune"],
+                       init_theta=uniform,
                        chains=opts["chains"], cores=opts["cores"], seed=seed,
                        progress=False)
     post = diagnostics.group(result, "posterior")

@@ -364,10 +364,12 @@ def test_a_domain_of_10_to_the_15_cells_is_sampled_without_allocating_it():
     model = marginals.model(levels, tables)
     mech = marginals.gaussian(levels, tables, rho=0.05)
     assert math.prod(levels) == 10 ** 15 and model.theta_size == 1400 and mech.size == 1400
-    x = model.simulate(model.draw_prior(np.random.default_rng(0)), 2000, seed=1)
-    idata = dw.sample(model, mech, mech.release(x, seed=2), 2000, draws=20, tune=20, chains=1,
+    x = model.simulate(model.draw_prior(np.random.default_rng(0)), 200, seed=1)
+    idata = dw.sample(model, mech, mech.release(x, seed=2), 200, draws=20, tune=20, chains=1,
                       seed=3, databases=2, progress=False)
-    assert diagnostics.group(idata, "imputed_databases")["x"].shape == (1, 2, 2000, 15)
+    assert diagnostics.group(idata, "imputed_databases")["x"].shape == (1, 2, 200, 15)
+    ab = marginals.marginal(idata, model, ("x0", "x14"))       # across all 14 cliques
+    assert ab.shape == (1, 20, 10, 10) and np.allclose(ab.sum(axis=(2, 3)), 1.0)
     assert np.isfinite(diagnostics.group(idata, "posterior")["p_x0_x1"].values).all()
 
 
