@@ -30,7 +30,15 @@ class Structure(NamedTuple):
     ``cliques[c]`` lists clique ``c``'s attributes, its separator (the attributes it shares
     with its parent ``parents[c]``, ``-1`` for a root) first, in ascending order, then the
     others (its *residual*) in ascending order; ``separators[c]`` is that first part. Every
-    parent comes before its children."""
+    parent comes before its children.
+
+    Examples
+    --------
+    >>> from dawrap.models import marginals
+    >>> tree = marginals.structure([2, 3, 2], [(0, 1), (1, 2)])
+    >>> tree.cliques, tree.separators, tree.parents
+    (((0, 1), (1, 2)), ((), (1,)), (-1, 0))
+    """
 
     levels: tuple
     cliques: tuple
@@ -38,15 +46,37 @@ class Structure(NamedTuple):
     parents: tuple
 
     def residual(self, c: int) -> tuple:
-        """Clique ``c``'s attributes outside its separator."""
+        """Clique ``c``'s attributes outside its separator.
+
+        Examples
+        --------
+        >>> from dawrap.models import marginals
+        >>> marginals.structure([2, 3, 2], [(0, 1), (1, 2)]).residual(1)
+        (2,)
+        """
         return self.cliques[c][len(self.separators[c]):]
 
     def cells(self, attrs) -> int:
-        """The number of cells of a table over ``attrs``."""
+        """The number of cells of a table over ``attrs``.
+
+        Examples
+        --------
+        >>> from dawrap.models import marginals
+        >>> marginals.structure([2, 3, 2], [(0, 1), (1, 2)]).cells((0, 1))
+        6
+        """
         return math.prod(self.levels[a] for a in attrs)
 
     def covering(self, attrs) -> int:
-        """The first clique containing every attribute of ``attrs``, or -1."""
+        """The first clique containing every attribute of ``attrs``, or -1.
+
+        Examples
+        --------
+        >>> from dawrap.models import marginals
+        >>> tree = marginals.structure([2, 3, 2], [(0, 1), (1, 2)])
+        >>> tree.covering((2, 1)), tree.covering((0, 2))
+        (1, -1)
+        """
         want = set(attrs)
         return next((c for c, q in enumerate(self.cliques) if want <= set(q)), -1)
 

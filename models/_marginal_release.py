@@ -229,7 +229,15 @@ def _part(statistic, noise: Noise, size: int) -> dw.Mechanism:
 
 class MarginalRelease(dw.Mechanism):
     """Marginal tables of categorical records, each with its own noise (module docstring);
-    built by :func:`dawrap.models.marginals.mechanism`."""
+    built by :func:`dawrap.models.marginals.mechanism`.
+
+    Examples
+    --------
+    >>> from dawrap.models import marginals
+    >>> mech = marginals.laplace({"a": 2, "b": 3}, [("a",), ("a", "b")], epsilon=1.0)
+    >>> mech.sizes, mech.size, mech.privacy
+    ((2, 6), 8, {'epsilon': 2.0})
+    """
 
     def __init__(self, levels: tuple, tables: tuple, noises: tuple, attributes: tuple):
         self.levels, self.tables, self.attributes = levels, tables, attributes
@@ -289,11 +297,28 @@ class MarginalRelease(dw.Mechanism):
         return s
 
     def table_of(self, j: int) -> int:
-        """The table the release's coordinate ``j`` belongs to."""
+        """The table the release's coordinate ``j`` belongs to.
+
+        Examples
+        --------
+        >>> from dawrap.models import marginals
+        >>> mech = marginals.laplace([2, 3], [(0,), (0, 1)], epsilon=1.0)
+        >>> mech.table_of(1), mech.table_of(2)
+        (0, 1)
+        """
         return int(np.searchsorted(np.cumsum(self.sizes), j, side="right"))
 
     def split(self, s_dp) -> list:
-        """The release ``s_dp`` cut into its tables, each shaped by its attributes' levels."""
+        """The release ``s_dp`` cut into its tables, each shaped by its attributes' levels.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dawrap.models import marginals
+        >>> mech = marginals.laplace([2, 3], [(0,), (0, 1)], epsilon=1.0)
+        >>> [t.shape for t in mech.split(np.arange(8.0))]
+        [(2,), (2, 3)]
+        """
         s = np.asarray(s_dp, dtype=np.float64).reshape(self.size)
         bounds = np.cumsum((0,) + self.sizes)
         return [s[a:b].reshape([self.levels[i] for i in t])

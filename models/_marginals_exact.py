@@ -64,7 +64,13 @@ class ExactPosterior:
 
     Examples
     --------
-    See :func:`dawrap.models.marginals.exact_posterior`.
+    >>> import numpy as np
+    >>> from dawrap.models import marginals
+    >>> model = marginals.model([2, 2], [(0,), (1,)], alpha=2.0)
+    >>> mech = marginals.laplace([2, 2], [(0,), (1,)], epsilon=1.0)
+    >>> exact = marginals.exact_posterior(model, mech, [2.3, 0.1, 1.2, 0.9], 2)
+    >>> exact.tables.shape, round(float(exact.weights.sum()), 12)   # 10 tables of 2 records
+    ((10, 4), 1.0)
     """
 
     def __init__(self, model, tables, weights, cells, alpha: float):
@@ -97,7 +103,14 @@ class ExactPosterior:
 
         Examples
         --------
-        See :func:`dawrap.models.marginals.exact_posterior`.
+        >>> import numpy as np
+        >>> from dawrap.models import marginals
+        >>> model = marginals.model([2, 2], [(0,), (1,)], alpha=2.0)
+        >>> mech = marginals.laplace([2, 2], [(0,), (1,)], epsilon=1.0)
+        >>> exact = marginals.exact_posterior(model, mech, [2.3, 0.1, 1.2, 0.9], 2)
+        >>> p0 = exact.theta(0)                 # P(x0 = 0): a mixture of Betas
+        >>> bool(0.5 < p0.mean() < 1.0)         # the release leans towards x0 = 0
+        True
         """
         from dawrap.reference import BetaMixture
 
@@ -115,7 +128,13 @@ class ExactPosterior:
 
         Examples
         --------
-        See :func:`dawrap.models.marginals.exact_posterior`.
+        >>> import numpy as np
+        >>> from dawrap.models import marginals
+        >>> model = marginals.model([2, 2], [(0,), (1,)], alpha=2.0)
+        >>> mech = marginals.laplace([2, 2], [(0,), (1,)], epsilon=1.0)
+        >>> exact = marginals.exact_posterior(model, mech, [2.3, 0.1, 1.2, 0.9], 2)
+        >>> exact.predictive().shape, round(float(exact.predictive().sum()), 12)
+        ((4,), 1.0)
         """
         tree, lay = self.model.structure, self._layout
         total = self._alpha + self._n
@@ -140,7 +159,13 @@ class ExactPosterior:
 
         Examples
         --------
-        See :func:`dawrap.models.marginals.exact_posterior`.
+        >>> import numpy as np
+        >>> from dawrap.models import marginals
+        >>> model = marginals.model([2, 2], [(0,), (1,)], alpha=2.0)
+        >>> mech = marginals.laplace([2, 2], [(0,), (1,)], epsilon=1.0)
+        >>> exact = marginals.exact_posterior(model, mech, [2.3, 0.1, 1.2, 0.9], 2)
+        >>> round(float(exact.mean_table().sum()), 12)                # n = 2 records
+        2.0
         """
         return self.weights @ self.tables
 

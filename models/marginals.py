@@ -129,7 +129,14 @@ class Domain(NamedTuple):
 
     @classmethod
     def of(cls, levels) -> "Domain":
-        """The domain of ``levels`` (see the class docstring); a ValueError names a bad one."""
+        """The domain of ``levels`` (see the class docstring); a ValueError names a bad one.
+
+        Examples
+        --------
+        >>> from dawrap.models.marginals import Domain
+        >>> Domain.of([2, 3]).attributes
+        ('x0', 'x1')
+        """
         if isinstance(levels, Domain):
             return levels
         items = list(levels.items()) if isinstance(levels, dict) else \
@@ -159,7 +166,19 @@ class Domain(NamedTuple):
 
     def index(self, attrs, argument: str) -> tuple:
         """Attribute names (or indices) as a tuple of indices; a ValueError names
-        ``argument`` for an unknown or repeated attribute."""
+        ``argument`` for an unknown or repeated attribute.
+
+        Examples
+        --------
+        >>> from dawrap.models.marginals import Domain
+        >>> domain = Domain.of({"sex": 2, "age": 3})
+        >>> domain.index(("age", 0), "tables")
+        (1, 0)
+        >>> domain.index(("age", "age"), "tables")
+        Traceback (most recent call last):
+        ...
+        ValueError: tables: attribute repeated in ('age', 'age')
+        """
         if isinstance(attrs, (str, int, np.integer)):
             attrs = (attrs,)
         out = []

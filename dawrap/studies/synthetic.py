@@ -239,6 +239,13 @@ class Combined(NamedTuple):
         The rule applied.
     between, within : float
         :math:`b` and :math:`\\bar u`.
+
+    Examples
+    --------
+    >>> import dawrap as dw
+    >>> out = dw.synthetic.combine([1.0, 1.2, 0.8], [0.01] * 3, "posterior")
+    >>> out.rule, round(out.estimate, 6), round(out.between, 6), out.df
+    ('posterior', 1.0, 0.04, 2.0)
     """
 
     estimate: float
