@@ -17,8 +17,8 @@ holds: an interrupted run loses at most the release in progress. ``report`` prin
 summary table (markdown) from that file.
 
 Methods: ``pgm`` (Private-PGM's point estimate; its synthetic data analysed as if real is
-the naive baseline), ``napsu`` (NAPSU-MQ's posterior), ``dawrap`` (``run_dawrap``: not yet
-implemented), and the non-private reference ``exact`` (PGM fitted to the noise-free released
+the naive baseline), ``napsu`` (NAPSU-MQ's posterior), ``dawrap`` (``run_dawrap``: the record
+sampler of :mod:`dawrap.models.marginals`, in-process), and the non-private reference ``exact`` (PGM fitted to the noise-free released
 marginals: the error a model with only these marginals makes without any noise), run once.
 """
 from __future__ import annotations
