@@ -73,7 +73,8 @@ def main(draws: int = 600, tune: int = 200, m: int = 20, seed: int = 26):
     print("privacy (replace-one neighbours):", mech.privacy)
 
     # %% The model: its junction tree covers the released tables
-    # alpha = 100 prior records (0.2% of n): every cell's prior concentration is >= 1.25
+    # alpha = 100 prior records: every cell's prior concentration is >= 2.5 (the largest
+    # clique has 40 cells); it shrinks the smallest cells a little (docs/marginals.md)
     model = marginals.model(levels, TABLES, alpha=100.0)
     print("cliques:", [tuple(model.domain.attributes[a] for a in q)
                        for q in model.structure.cliques])

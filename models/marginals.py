@@ -40,8 +40,10 @@ spread over large cliques gives sparse prior draws (the default start resamples 
 cell can then start, or fall, empty and stay so: the chain is trapped, which R-hat flags.
 For large ``n``, start from the uniform distribution
 (``init_theta=model.pack({k: np.full(s, 1 / np.prod(s)) for k, s in model.params.items()})``)
-and take ``alpha`` of at least the largest clique's number of cells (a few prior records:
-negligible against ``n``), so every cell's concentration is at least one.
+and take ``alpha`` of about the largest clique's number of cells, so every cell's
+concentration is at least one. The price is shrinkage: clique ``C`` gets ``alpha / |X_C|``
+prior records per cell, which moves small subgroups (a few dozen records in a cell) by a
+visible amount; take ``alpha`` no larger than that.
 
 **Releases.** Neighbouring databases replace one record (n is public, as everywhere in
 dawrap): each table has L1 sensitivity 2 and L2 sensitivity :math:`\sqrt2`, so Laplace or

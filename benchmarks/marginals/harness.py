@@ -87,8 +87,10 @@ def run_dawrap(release: Release, heldout, m: int, n_syn: int, seed: int, options
     # across separators), so that no cell starts empty. From a sparse prior draw (the default
     # start) a cell the release needs can start at ~0 probability, and the record sampler,
     # which proposes records from theta, then almost never proposes it (a trap, not a wrong
-    # posterior); alpha = 100 prior records (0.2% of n) keeps every cell's concentration
-    # >= 1.25, so an emptied cell is proposed again within a sweep or so.
+    # posterior); alpha = 100 prior records keeps every cell's concentration >= 2.5 (the
+    # largest clique has 40 cells), so an emptied cell is proposed again within a sweep or
+    # so. It is 5 prior records per cell of (race, gender, income): a visible shrinkage of
+    # the smallest races (results: benchmarks/results/marginals_peers.md).
     uniform = model.pack({k: np.full(shape, 1.0 / np.prod(shape))
                           for k, shape in model.params.items()})
     result = dw.sample(model, mech, s_dp, release.n, draws=opts["draws"], tune=opts["tune"],
