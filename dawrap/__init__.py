@@ -40,13 +40,13 @@ _LAZY = {
 }
 #: Public submodules, imported on first access as attributes (``dw.kernels``).
 _SUBMODULES = {"kernels": ".samplers.kernels", "random": ".random",
-               "diagnostics": ".diagnostics"}
+               "diagnostics": ".diagnostics", "synthetic": ".studies.synthetic"}
 
 __all__ = ["Model", "ExponentialFamily", "NonCentred", "PreparedDraw", "recipe",
            "Mechanism", "Laplace", "Gaussian", "Geometric", "DiscreteGaussian", "NoiseLaw", "Box",
            "Sparse", "declare_sparse", "box_sensitivity", "sample", "METHODS", "Record", "Suffstat", "Naive", "NonPrivate",
            "OPS",
-           "kernels", "random", "diagnostics",
+           "kernels", "random", "diagnostics", "synthetic",
            "compare", "Comparison", "mmd2", "calibrate", "Calibration", "__version__"]
 
 

@@ -120,6 +120,13 @@ class Record(Method):
     checkpoint, resume : path, optional
         Folder to checkpoint every chain's complete state to every ``checkpoint_every``
         iterations; folder of a run to continue (bit-identical to an uninterrupted run).
+    databases : int
+        Keep this many imputed confidential databases per chain, at kept draws evenly
+        spaced (the last draw of each of ``databases`` equal blocks of draws), in the
+        result's group ``imputed_databases`` (variables ``x``, ``(chain, database, n,
+        record_size)``, and ``draw``, the draw each was taken at): the multiple imputations
+        behind :func:`dawrap.studies.synthetic.datasets`. Not with ``checkpoint`` or
+        ``resume`` (a checkpoint does not hold them). Default 0: none.
 
     Examples
     --------
@@ -145,10 +152,17 @@ class Record(Method):
     checkpoint: object = None
     checkpoint_every: int = 1000
     resume: object = None
+    databases: int = 0
 
     def __post_init__(self):
         object.__setattr__(self, "sweeps",
                            as_count(self.sweeps, "sweeps", maximum=MAX_COUNT))
+        object.__setattr__(self, "databases", as_count(self.databases, "databases", minimum=0,
+                                                       maximum=MAX_COUNT))
+        if self.databases and (self.checkpoint is not None or self.resume is not None):
+            raise ValueError("databases cannot be kept with checkpoint or resume: a checkpoint "
+                             "holds a chain's current database only. Run without them, or "
+                             "keep no databases")
         object.__setattr__(self, "checkpoint_every",
                            as_count(self.checkpoint_every, "checkpoint_every",
                                     maximum=MAX_COUNT))
@@ -212,10 +226,11 @@ class Record(Method):
         48000000000
         """
         running = min(cores, chains)
+        kept = f" + {chains * self.databases} kept" if self.databases else ""
         databases = MemoryPart(
-            8 * (chains + running) * n * model.record_size,
-            f"the imputed databases (chains={chains} (+{running} running) x n={n} records x "
-            f"record_size={model.record_size} x 8 bytes)")
+            8 * (chains + running + chains * self.databases) * n * model.record_size,
+            f"the imputed databases (chains={chains} (+{running} running{kept}) x n={n} "
+            f"records x record_size={model.record_size} x 8 bytes)")
         return [databases, *super().memory_needed(model, mechanism, n, draws, chains, cores,
                                                   keep_stats)]
 

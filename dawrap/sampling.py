@@ -137,6 +137,9 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method="record",
         :data:`~dawrap.samplers.interweave.AUTO_THRESHOLD`, where measurement says it pays.
     sweeps : int
         ``"record"``: record sweeps per theta update (default 1).
+    databases : int
+        ``"record"``: imputed databases kept per chain, at evenly spaced draws, for
+        multiply-imputed synthetic data (:mod:`dawrap.studies.synthetic`; default 0).
     scan : {"systematic", "random"}
         ``"record"``: visit the records in order (default, as in Ju et al.) or ``n`` records
         drawn at random per sweep.
@@ -151,7 +154,8 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method="record",
         ``min_accept_prob``, ``theta_accept`` when the kernel reports it, ``move_accept``
         with ``interweave``; ``"suffstat"``: ``rejections``, or ``accept_prob`` for the
         marginal kernel), ``observed_data`` (``s_dp``), ``constant_data`` (``n`` and the mechanism's
-        parameters), and ``imputed_statistic`` with ``keep_stats``. Attributes: method,
+        parameters), ``imputed_statistic`` with ``keep_stats``, and ``imputed_databases``
+        with ``"record"``'s ``databases`` (:class:`~dawrap.Record`). Attributes: method,
         model, mechanism, seed, dawrap version, ``compile_time`` (seconds of the call spent
         compiling, or loading compiled code from numba's disk cache: mostly the first call
         of a model in a process) and ``sampling_time`` (seconds of the sampler's run less
@@ -358,6 +362,8 @@ def _label(model, mech, s_dp, n, out, method, root, elapsed, tune, draws, kernel
                                **{k: np.asarray(v) for k, v in mech.privacy.items()}}
     if out.imputed is not None:
         groups["imputed_statistic"] = {"t": out.imputed}
+    if out.databases is not None:
+        groups["imputed_databases"] = {"x": out.databases, "draw": out.database_draws}
     attrs = {"method": method, "model": model.name, "mechanism": repr(mech),
              "seed": str(root.entropy), "dawrap_version": __version__,
              "sampling_time": elapsed, "tune": tune, "draws": draws, **kernel}

@@ -19,7 +19,8 @@ from typing import Callable, NamedTuple
 #: ``@dw.recipe`` (``tests/models/test_registry.py`` checks that every public module here is
 #: listed).
 REGISTRY = ("beta_binomial", "poisson_gamma", "normal_mean", "gamma_exponential",
-            "dirichlet_multinomial", "contingency", "census", "small_area", "naive_bayes",
+            "dirichlet_multinomial", "contingency", "marginals", "census", "small_area",
+            "naive_bayes",
             "linear_regression")
 
 __all__ = [*REGISTRY, "REGISTRY", "BuiltinModel", "builtin_models"]

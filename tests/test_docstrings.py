@@ -41,6 +41,7 @@ SUBMODULES = {
     "dawrap.mechanisms": "dawrap.mechanisms",
     "dawrap.mechanisms.discrete": "dawrap.mechanisms.discrete",
     "dawrap.reference": "dawrap.reference",
+    "dawrap.synthetic": "dawrap.studies.synthetic",
 }
 
 #: Public callables that need no example of their own, with the reason.

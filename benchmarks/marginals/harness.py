@@ -17,8 +17,8 @@ holds: an interrupted run loses at most the release in progress. ``report`` prin
 summary table (markdown) from that file.
 
 Methods: ``pgm`` (Private-PGM's point estimate; its synthetic data analysed as if real is
-the naive baseline), ``napsu`` (NAPSU-MQ's posterior), ``dawrap`` (``run_dawrap``: not yet
-implemented), and the non-private reference ``exact`` (PGM fitted to the noise-free released
+the naive baseline), ``napsu`` (NAPSU-MQ's posterior), ``dawrap`` (``run_dawrap``: the record
+sampler of :mod:`dawrap.models.marginals`, in-process), and the non-private reference ``exact`` (PGM fitted to the noise-free released
 marginals: the error a model with only these marginals makes without any noise), run once.
 """
 from __future__ import annotations
@@ -53,20 +53,96 @@ RULE_FOR_KIND = {"posterior_predictive": "fully_synthetic", "imputed_confidentia
                  "point_estimate": "fully_synthetic"}
 
 
-# --------------------------------------------------------------------------- dawrap (stub)
-def run_dawrap(release: Release, heldout, m: int, n_syn: int, seed: int, options: dict) -> dict:
-    """dawrap's model on ``release``: THE STUB THE ISSUE-26 MODEL PLUGS INTO.
+# --------------------------------------------------------------------------- dawrap
+#: dawrap's run per release (``--dawrap-*`` on the command line): record sampler, chains of
+#: ``tune + draws`` sweeps (one sweep updates every one of the n records once, then theta).
+DAWRAP_DEFAULTS = {"draws": 700, "tune": 300, "chains": 2, "cores": 2, "alpha": 100.0,
+                   "marginal_draws": 200}
 
-    Must return what a runner writes (see ``jobs.py``): ``{"heldout": [posterior mean
-    probabilities of each attribute set in heldout, C order], "released": [the same for
-    release.marginals], "synthetic": (m, n_syn, d) integer codes, "info": {"fit_seconds",
-    "synth_seconds", "synthetic_kind": "imputed_confidential" or "posterior_predictive",
-    optionally "combining_rule", diagnostics}}``. The noise of each marginal is
-    ``release.marginals[k].noise`` with ``.scale`` (see ``release.py``); n is public.
+
+def run_dawrap(release: Release, heldout, m: int, n_syn: int, seed: int, options: dict) -> dict:
+    """dawrap's model (:mod:`dawrap.models.marginals`) on ``release``.
+
+    The decomposable model whose junction tree covers the released tables (the default rule),
+    the hyper-Dirichlet prior of equivalent sample size ``alpha``, the record sampler
+    (exact for the release's noise, whatever its kind); posterior-mean marginals of every
+    asked table over ``marginal_draws`` draws; ``m`` posterior-predictive datasets of
+    ``n_syn`` records, each from its own posterior draw (``dw.synthetic.datasets(...,
+    kind="predictive")``), combined with the fully-synthetic rule (Raghunathan, Reiter & Rubin
+    2003). Returns what a runner writes (``jobs.py``).
     """
-    raise NotImplementedError(
-        "dawrap's model for marginal releases (issue 26, items 1-3) does not exist yet: "
-        "implement run_dawrap in benchmarks/marginals/harness.py when it does")
+    import dawrap as dw
+    from dawrap import diagnostics
+    from dawrap.models import marginals
+
+    opts = {**DAWRAP_DEFAULTS, **{k: v for k, v in options.items() if v is not None}}
+    levels = {a: list(lv) for a, lv in zip(release.attributes, release.levels)}
+    tables = [mg.attrs for mg in release.marginals]
+    noises = [marginals.Noise(mg.noise, mg.scale) for mg in release.marginals]
+    t0, c0 = time.perf_counter(), time.process_time()
+    model = marginals.model(levels, tables, alpha=opts["alpha"])
+    mech = marginals.mechanism(levels, tables, noises)
+    s_dp = np.concatenate([np.asarray(v, float) for v in release.values])
+    # Every chain starts from the uniform distribution (each clique table uniform: consistent
+    # across separators), so that no cell starts empty. From a sparse prior draw (the default
+    # start) a cell the release needs can start at ~0 probability, and the record sampler,
+    # which proposes records from theta, then almost never proposes it (a trap, not a wrong
+    # posterior); alpha = 100 prior records keeps every cell's concentration >= 2.5 (the
+    # largest clique has 40 cells), so an emptied cell is proposed again within a sweep or
+    # so. It is 5 prior records per cell of (race, gender, income): a visible shrinkage of
+    # the smallest races (results: benchmarks/results/marginals_peers.md).
+    uniform = model.pack({k: np.full(shape, 1.0 / np.prod(shape))
+                          for k, shape in model.params.items()})
+    result = dw.sample(model, mech, s_dp, release.n, draws=opts["draws"], tune=opts["tune"],
+                       init_theta=uniform,
+                       chains=opts["chains"], cores=opts["cores"], seed=seed,
+                       progress=False)
+    post = diagnostics.group(result, "posterior")
+    first = post[next(iter(model.params))]
+    chains, draws = first.shape[:2]
+    theta = np.concatenate([post[k].values.reshape(chains * draws, -1) for k in model.params],
+                           axis=-1)
+    keep = np.linspace(0, len(theta) - 1, min(opts["marginal_draws"], len(theta))).astype(int)
+
+    def mean_table(attrs):
+        return marginals.marginal(theta[keep], model, attrs).mean(axis=0).ravel()
+
+    out_heldout = [mean_table(tuple(h)) for h in heldout]
+    out_released = [mean_table(mg.attrs) for mg in release.marginals]
+    fit_seconds, fit_cpu = time.perf_counter() - t0, time.process_time() - c0
+    t1 = time.perf_counter()
+    data = dw.synthetic.datasets(result, m=m, kind="predictive", model=model, size=n_syn,
+                                 seed=seed + 1)
+    synthetic = data.values.astype(np.int64)
+    info = {"fit_seconds": fit_seconds, "fit_cpu_seconds": fit_cpu,
+            "synth_seconds": time.perf_counter() - t1,
+            "synthetic_kind": "posterior_predictive", "combining_rule": "fully_synthetic",
+            "draws": opts["draws"], "tune": opts["tune"], "chains": opts["chains"],
+            "cores": opts["cores"], "alpha": opts["alpha"], "cliques": [[release.attributes[a] for a in q]
+                                                 for q in model.structure.cliques]}
+    info.update(_dawrap_diagnostics(result))
+    return {"heldout": out_heldout, "released": out_released, "synthetic": synthetic,
+            "info": info}
+
+
+def _dawrap_diagnostics(result) -> dict:
+    """Worst R-hat and bulk ESS over the parameters' cells (ArviZ, through dawrap's adapter)."""
+    from dawrap import diagnostics
+
+    post = diagnostics.group(result, "posterior")
+    rhat, ess = [], []
+    for name in post.data_vars:
+        values = post[name].values
+        flat = values.reshape(values.shape[:2] + (-1,))
+        for j in range(flat.shape[-1]):
+            series = flat[..., j]
+            if np.ptp(series) == 0:
+                continue
+            if series.shape[0] > 1:
+                rhat.append(float(diagnostics.rhat(series)))
+            ess.append(float(diagnostics.ess(series)))
+    return {"rhat_max": max(rhat) if rhat else float("nan"),
+            "ess_bulk_min": min(ess) if ess else float("nan")}
 
 
 # --------------------------------------------------------------------------- design
@@ -103,7 +179,9 @@ def run_method(method, rel_path, rel, heldout, m, n_syn, seed, args, work, tag):
     """
     t0, c0 = time.perf_counter(), time.process_time()
     if method == "dawrap":
-        res = run_dawrap(rel, heldout, m, n_syn, seed, {})
+        res = run_dawrap(rel, heldout, m, n_syn, seed, {
+            "draws": args.dawrap_draws, "tune": args.dawrap_tune, "chains": args.dawrap_chains,
+            "alpha": args.dawrap_alpha})
         return res, time.perf_counter() - t0, time.process_time() - c0
     cmd, options = _runner(method, args)
     out = os.path.join(work, f"{tag}_result.npz")
@@ -358,6 +436,10 @@ def main(argv=None):
     run.add_argument("--napsu-samples", type=int, default=2000)
     run.add_argument("--napsu-warmup", type=int, default=800)
     run.add_argument("--napsu-marginal-draws", type=int, default=200)
+    run.add_argument("--dawrap-draws", type=int, default=None)
+    run.add_argument("--dawrap-tune", type=int, default=None)
+    run.add_argument("--dawrap-chains", type=int, default=None)
+    run.add_argument("--dawrap-alpha", type=float, default=None)
     rep = sub.add_parser("report")
     rep.add_argument("--out", required=True)
     args = ap.parse_args(argv)

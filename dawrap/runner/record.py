@@ -380,9 +380,12 @@ def _advance(setup: _Setup, rng, state, start: int, stop: int, tune: int, trace)
 
 
 def _run_chain(setup: _Setup, chain: int, rng, theta, x, tune: int, draws: int,
-               keep_stats: bool, control: Control, resumed: dict | None = None):
+               keep_stats: bool, control: Control, resumed: dict | None = None,
+               databases: np.ndarray | None = None, keep_at: tuple = ()):
     """Run one chain in chunks; returns ``(trace, iterations done)``, which is short of
-    ``tune + draws`` only when the run was interrupted."""
+    ``tune + draws`` only when the run was interrupted. With ``databases`` (an array of
+    ``(len(keep_at), n, record_size)``) the imputed database at the end of iteration
+    ``keep_at[j]`` is copied into ``databases[j]``: a chunk ends there."""
     model, mech = setup.model, setup.mechanism
     if resumed is None:
         state = setup.fresh_state(theta, x)
@@ -405,9 +408,14 @@ def _run_chain(setup: _Setup, chain: int, rng, theta, x, tune: int, draws: int,
     try:
         while done < total_iterations and not control.stop.is_set():
             stop = chunks.stop(done, total_iterations, every)
+            due = [it for it in keep_at if it >= done]
+            if due:  # end the call at the next database to keep
+                stop = min(stop, due[0] + 1)
             began = time.perf_counter()
             state = _advance(setup, rng, state, done, stop, tune, trace)
             chunks.timed(stop - done, time.perf_counter() - began)
+            if due and stop == due[0] + 1:
+                databases[keep_at.index(due[0])] = state.x.copy()  # the sweeps write x in place
             saved_before = done // control.every
             done = stop
             if control.progress is not None:
@@ -531,10 +539,18 @@ def _run_record(model, mechanism, s_dp, n, rngs, method, shared, stop) -> Output
     if control.stop.is_set():  # Ctrl-C while the functions were probed or compiled
         raise KeyboardInterrupt("sampling interrupted before the chains started: no draws "
                                 "to return")
+    # the kept draws (0-based) whose databases are kept: the last of each of k equal blocks
+    count = method.databases
+    if count > draws:
+        raise ValueError(f"databases = {count} is more than draws = {draws}: at most one "
+                         f"database is kept per draw")
+    keep_draws = tuple((j + 1) * draws // count - 1 for j in range(count))
+    databases = [np.empty((count, n, model.record_size)) if count else None
+                 for _ in range(chains)]
     with lock(control.checkpoint), bar:  # no other run may write the checkpoint meanwhile
         results = run_parallel(
             [functools.partial(_run_chain, setup, c, rng, th, x, tune, draws, keep_stats,
-                               control, saved)
+                               control, saved, databases[c], tuple(tune + d for d in keep_draws))
              for c, (rng, (th, x), saved) in enumerate(zip(rngs, starts, resumed))], shared.cores,
             on_interrupt=control.stop.set)
     traces, kept = _finished(results, tune, draws, control)
@@ -544,7 +560,15 @@ def _run_record(model, mechanism, s_dp, n, rngs, method, shared, stop) -> Output
         values = stack(name)
         if not np.all(np.isnan(values)):
             sample_stats[name] = values
-    return Output(stack("theta"), sample_stats, stack("total") if keep_stats else None)
+    if count:  # after an interruption, the databases of the draws every chain reached
+        reached = sum(d < kept for d in keep_draws)
+        reported = [c for c, (t, _) in enumerate(results) if any(t is u for u in traces)]
+        kept_databases = np.stack([databases[c][:reached] for c in reported])
+        kept_at = np.array(keep_draws[:reached], dtype=np.int64)
+    else:
+        kept_databases = kept_at = None
+    return Output(stack("theta"), sample_stats, stack("total") if keep_stats else None,
+                  kept_databases, kept_at)
 
 
 def _finished(results, tune: int, draws: int, control: Control):

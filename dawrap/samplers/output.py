@@ -13,3 +13,6 @@ class Output(NamedTuple):
     theta: np.ndarray
     sample_stats: dict  # name -> (chains, draws) array, as ArviZ's sample_stats group
     imputed: np.ndarray | None  # (chains, draws, size): the imputed noise-free release
+    # (chains, k, n, record_size): imputed databases kept at the kept draws `database_draws`
+    databases: np.ndarray | None = None
+    database_draws: np.ndarray | None = None

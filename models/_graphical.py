@@ -1,0 +1,265 @@
+r"""The compiled functions of the decomposable model (see :mod:`dawrap.models.marginals`),
+built once per structure and prior.
+
+theta is the concatenation of the clique marginals :math:`p_C`, each a table over the
+clique's attributes in the order of :class:`~dawrap.models._junction_tree.Structure`
+(separator first, then residual), flattened in C order: the entries of one separator
+configuration :math:`x_S` are contiguous, and divided by their sum they are the conditional
+:math:`p(x_R \mid x_S)` from which a record's residual attributes are drawn. The model's
+statistic (the clique counts :math:`n_C`) has the same layout.
+
+The prior is hyper-Dirichlet (Dawid & Lauritzen 1993) with clique concentrations
+:math:`\alpha_C(x_C) = a / |\mathcal X_C|`, ``a`` the equivalent sample size; the posterior
+given complete records is hyper-Dirichlet with :math:`\alpha_C + n_C`, drawn root first:
+:math:`p_{C_1} \sim \mathrm{Dir}(\alpha_{C_1} + n_{C_1})` and, for each further clique,
+independently for each :math:`x_S`, :math:`p(\cdot \mid x_S) \sim \mathrm{Dir}((\alpha_C +
+n_C)(x_S, \cdot))`, then :math:`p_C(x_S, x_R) = p_S(x_S)\, p(x_R \mid x_S)` with
+:math:`p_S` summed from the parent's table. Every cost is O(sum of the clique tables) per
+theta, O(number of cliques) per record; nothing is O(domain).
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+import numba
+import numpy as np
+
+import dawrap as dw
+
+from ._junction_tree import Structure
+from ._shared import closure_jit
+
+__all__ = ["Layout", "layout", "functions", "log_dirichlet_fill"]
+
+
+class Layout:
+    """The structure as the integer arrays the compiled functions close over."""
+
+    def __init__(self, structure: Structure):
+        levels, cliques = structure.levels, structure.cliques
+        k, width = len(cliques), max(len(q) for q in cliques)
+        self.levels = np.array(levels, dtype=np.int64)
+        self.attr = np.full((k, width), -1, dtype=np.int64)
+        self.stride = np.zeros((k, width), dtype=np.int64)
+        self.length = np.array([len(q) for q in cliques], dtype=np.int64)
+        self.sep_length = np.array([len(s) for s in structure.separators], dtype=np.int64)
+        self.res_size = np.array([structure.cells(structure.residual(c)) for c in range(k)],
+                                 dtype=np.int64)
+        self.sep_size = np.array([structure.cells(s) for s in structure.separators],
+                                 dtype=np.int64)
+        self.parent = np.array(structure.parents, dtype=np.int64)
+        self.offset = np.zeros(k + 1, dtype=np.int64)
+        self.guide_length = np.array([dw.random.guide_size(int(r)) for r in self.res_size],
+                                     dtype=np.int64)
+        self.guide_offset = np.zeros(k + 1, dtype=np.int64)
+        # For child c: the stride, in c's separator index, of each attribute of its parent's
+        # layout (0 for an attribute outside the separator).
+        self.in_separator = np.zeros((k, width), dtype=np.int64)
+        for c, q in enumerate(cliques):
+            self.attr[c, :len(q)] = q
+            for p in range(len(q)):
+                self.stride[c, p] = math.prod(levels[a] for a in q[p + 1:])
+            self.offset[c + 1] = self.offset[c] + structure.cells(q)
+            self.guide_offset[c + 1] = (self.guide_offset[c]
+                                        + self.sep_size[c] * self.guide_length[c])
+            parent = structure.parents[c]
+            if parent >= 0:
+                for p, a in enumerate(cliques[parent]):
+                    if a in structure.separators[c]:
+                        self.in_separator[c, p] = self.stride[c, q.index(a)] // self.res_size[c]
+        self.size = int(self.offset[-1])
+        self.max_sep = int(self.sep_size.max())
+        self.max_res = int(self.res_size.max())
+
+
+@functools.lru_cache(maxsize=32)
+def layout(structure: Structure) -> Layout:
+    """The (cached) :class:`Layout` of ``structure``."""
+    return Layout(structure)
+
+
+@numba.njit(nogil=True, cache=True)
+def log_dirichlet_fill(rng, shapes, out):
+    """A ``Dirichlet(shapes)`` draw into ``out``, through log-gamma draws so that tiny
+    shapes (an empty cell under a small prior) neither underflow to an all-zero row nor
+    stall the gamma sampler; NaN everywhere if a shape is not finite and positive."""
+    top = -math.inf
+    for j in range(shapes.shape[0]):
+        a = shapes[j]
+        if not 0.0 < a < math.inf:
+            out[:] = math.nan
+            return
+        if a >= 1.0:
+            out[j] = math.log(rng.gamma(a, 1.0))
+        else:  # G = G' U^(1/a), G' ~ Gamma(a + 1) (Marsaglia & Tsang 2000), in logs
+            out[j] = math.log(rng.gamma(a + 1.0, 1.0)) + math.log(rng.random()) / a
+        top = max(top, out[j])
+    total = 0.0
+    for j in range(shapes.shape[0]):
+        out[j] = math.exp(out[j] - top)
+        total += out[j]
+    for j in range(shapes.shape[0]):
+        out[j] /= total
+
+
+@functools.lru_cache(maxsize=32)
+def functions(structure: Structure, alpha: float):
+    """The model's compiled functions for ``structure`` and equivalent sample size
+    ``alpha``: a dict with ``draw_theta``, ``prepare``, ``draw_from_table``, ``draw_record``,
+    ``clique_counts`` (sparse), ``theta_support``, ``record_support``."""
+    lay = layout(structure)
+    k, d, size = len(structure.cliques), len(structure.levels), lay.size
+    levels, attr, stride, length = lay.levels, lay.attr, lay.stride, lay.length
+    sep_length, res_size, sep_size = lay.sep_length, lay.res_size, lay.sep_size
+    parent, offset, in_separator = lay.parent, lay.offset, lay.in_separator
+    guide_length, guide_offset = lay.guide_length, lay.guide_offset
+    max_sep, max_res, guides = lay.max_sep, lay.max_res, int(lay.guide_offset[-1])
+    concentration = np.array([alpha / (sep_size[c] * res_size[c]) for c in range(k)])
+    arrays = (levels, attr, stride, length, sep_length, res_size, sep_size, parent, offset,
+              in_separator, guide_length, guide_offset, concentration)
+    jit = closure_jit(*arrays)
+
+    @jit
+    def separator_marginal(table, c, out):
+        # p_S of clique c summed from its parent's part of ``table``: O(|X_parent|).
+        out[:sep_size[c]] = 0.0
+        q = parent[c]
+        if q < 0:
+            out[0] = 1.0
+            return
+        for j in range(offset[q + 1] - offset[q]):
+            s = 0
+            for p in range(length[q]):
+                if in_separator[c, p] != 0:
+                    s += ((j // stride[q, p]) % levels[attr[q, p]]) * in_separator[c, p]
+            out[s] += table[offset[q] + j]
+
+    @jit
+    def draw_theta(rng, theta, x, stats):
+        new = np.empty(size)
+        p_sep, shapes = np.empty(max_sep), np.empty(max_res)
+        for c in range(k):
+            separator_marginal(new, c, p_sep)
+            r = res_size[c]
+            for s in range(sep_size[c]):
+                base = offset[c] + s * r
+                for j in range(r):
+                    shapes[j] = concentration[c] + stats[base + j]
+                log_dirichlet_fill(rng, shapes[:r], new[base:base + r])
+                for j in range(r):
+                    new[base + j] *= p_sep[s]
+        return new
+
+    @jit
+    def prepare(theta):
+        cumulative = np.empty(size)
+        guide = np.empty(guides, dtype=np.int32)
+        row = np.empty(max_res)
+        for c in range(k):
+            r = res_size[c]
+            for s in range(sep_size[c]):
+                base = offset[c] + s * r
+                total = 0.0
+                for j in range(r):
+                    total += theta[base + j]
+                for j in range(r):  # the conditional p(x_R | x_S); any row if p_S = 0
+                    row[j] = theta[base + j] / total if 0.0 < total < math.inf else 1.0 / r
+                g = guide_offset[c] + s * guide_length[c]
+                dw.random.fill_categorical_table(row[:r], cumulative[base:base + r],
+                                                 guide[g:g + guide_length[c]])
+        return cumulative, guide
+
+    @jit
+    def separator_index(c, out):
+        # the offset of x_S's row in clique c's table (the index times |X_R|)
+        s = 0
+        for p in range(sep_length[c]):
+            s += int(out[attr[c, p]]) * stride[c, p]
+        return s
+
+    @jit
+    def write_residual(c, j, out):
+        for p in range(sep_length[c], length[c]):
+            out[attr[c, p]] = (j // stride[c, p]) % levels[attr[c, p]]
+
+    @jit
+    def draw_from_table(rng, theta, table, out):
+        cumulative, guide = table
+        for c in range(k):
+            s = separator_index(c, out)
+            base, r = offset[c] + s, res_size[c]
+            g = guide_offset[c] + (s // r) * guide_length[c]
+            j = dw.random.categorical(rng, cumulative[base:base + r],
+                                      guide[g:g + guide_length[c]])
+            write_residual(c, j, out)
+
+    @jit
+    def draw_record(rng, theta, out):
+        # The reference: the scan prepare's table reproduces, with the same arithmetic.
+        for c in range(k):
+            base, r = offset[c] + separator_index(c, out), res_size[c]
+            total = 0.0
+            for j in range(r):
+                total += theta[base + j]
+            u, acc, pick = rng.random(), 0.0, r - 1
+            for j in range(r - 1):
+                acc += theta[base + j] / total if 0.0 < total < math.inf else 1.0 / r
+                if u < acc:
+                    pick = j
+                    break
+            write_residual(c, pick, out)
+
+    @jit
+    def clique_entries(x_i, index, value):
+        for c in range(k):
+            j = offset[c]
+            for p in range(length[c]):
+                j += int(x_i[attr[c, p]]) * stride[c, p]
+            index[c] = j
+            value[c] = 1.0
+        return k
+
+    @jit
+    def clique_counts(x_i, out):
+        out[:] = 0.0
+        for c in range(k):
+            j = offset[c]
+            for p in range(length[c]):
+                j += int(x_i[attr[c, p]]) * stride[c, p]
+            out[j] += 1.0
+
+    dw.declare_sparse(clique_counts, clique_entries, nnz=k)
+
+    @jit
+    def theta_support(theta):
+        p_sep = np.empty(max_sep)
+        for c in range(k):
+            total = 0.0
+            for j in range(offset[c], offset[c + 1]):
+                if not 0.0 <= theta[j] <= 1.0:
+                    return False
+                total += theta[j]
+            if abs(total - 1.0) > 1e-9:
+                return False
+            # the clique's and its parent's marginals of the separator agree
+            separator_marginal(theta, c, p_sep)
+            r = res_size[c]
+            for s in range(sep_size[c]):
+                own = 0.0
+                for j in range(r):
+                    own += theta[offset[c] + s * r + j]
+                if abs(own - p_sep[s]) > 1e-9:
+                    return False
+        return True
+
+    @jit
+    def record_support(x_i):
+        for a in range(d):
+            if not (0.0 <= x_i[a] < levels[a] and x_i[a] == math.floor(x_i[a])):
+                return False
+        return True
+
+    return {"draw_theta": draw_theta, "prepare": prepare, "draw_from_table": draw_from_table,
+            "draw_record": draw_record, "clique_counts": clique_counts,
+            "theta_support": theta_support, "record_support": record_support}

@@ -1,0 +1,536 @@
+r"""Records of many categorical attributes, a decomposable graphical model; released are noisy
+marginal tables.
+
+.. math:: \theta \sim \text{hyper-Dirichlet}(a), \quad
+          x_i \mid \theta \sim p_\theta(x) = \frac{\prod_C p_C(x_C)}{\prod_S p_S(x_S)},
+          \quad s_{dp} = \big(M_m(x) + z_m\big)_{m},
+
+with :math:`C` the cliques and :math:`S` the separators of a junction tree over the
+attributes, :math:`p_C` the clique marginals (theta), :math:`M_m(x)` the counts of
+marginal table :math:`m` and :math:`z_m` its noise: Laplace or geometric
+(:math:`\epsilon`-DP), Gaussian or discrete Gaussian (zCDP), chosen per table.
+
+**Structure.** By default the junction tree is derived from the released tables: attributes
+that appear in a common table are joined, the graph is triangulated by greedy min-fill
+elimination, and its maximal cliques are joined by a maximum-weight spanning tree
+(:func:`structure`; the rule in full in ``models/_junction_tree.py``). Each released table
+then lies inside a clique, and attributes that share no table are conditionally independent
+given the rest. ``cliques=`` gives the structure instead (it is triangulated the same way).
+A clique of more than ``max_clique_cells`` cells is refused, naming it: theta and each
+sweep's tables are as large as the cliques, never as the domain.
+
+**Prior.** Hyper-Dirichlet (Dawid & Lauritzen 1993) with clique concentrations
+:math:`\alpha_C(x_C) = a / |\mathcal X_C|`, ``a = alpha`` an equivalent sample size of
+prior records. These are consistent (a separator's concentrations are the same from either
+clique), so the prior, and the posterior, do not depend on the clique chosen as root or on
+the orientation used to draw records: it is the BDeu prior of Heckerman, Geiger & Chickering
+(1995) for every Bayesian network of the structure. Given the imputed records, theta is
+drawn exactly (conjugate) in O(size of the clique tables).
+
+**Records.** A record is its attribute levels (floats, ``0..levels[a]-1``). Records are
+proposed from :math:`p_\theta` by ancestral sampling along the tree, one categorical draw per
+clique from a table built once per sweep (:class:`dawrap.PreparedDraw`), and accepted by the
+record sampler with the release's density: a record touches one cell per table (the release
+is declared sparse), so a record update costs O(number of cliques + number of tables),
+whatever the size of the domain.
+
+**Starting values and the prior's size.** Records are proposed from theta, so a cell whose
+probability is ~0 is almost never proposed, whatever the release says. A small ``alpha``
+spread over large cliques gives sparse prior draws (the default start resamples them), and a
+cell can then start, or fall, empty and stay so: the chain is trapped, which R-hat flags.
+For large ``n``, start from the uniform distribution
+(``init_theta=model.pack({k: np.full(s, 1 / np.prod(s)) for k, s in model.params.items()})``)
+and take ``alpha`` of about the largest clique's number of cells, so every cell's
+concentration is at least one. The price is shrinkage: clique ``C`` gets ``alpha / |X_C|``
+prior records per cell, which moves small subgroups (a few dozen records in a cell) by a
+visible amount; take ``alpha`` no larger than that.
+
+**Releases.** Neighbouring databases replace one record (n is public, as everywhere in
+dawrap): each table has L1 sensitivity 2 and L2 sensitivity :math:`\sqrt2`, so Laplace or
+geometric noise of scale ``b`` makes it :math:`2/b`-DP, Gaussian or discrete Gaussian noise of
+sd :math:`\sigma` makes it :math:`1/\sigma^2`-zCDP; the budgets add over tables
+(``mech.privacy``). The posterior depends only on the noise actually added, so releases made
+elsewhere are described by their noise scales:
+
+=====================================================  ======================================
+what was run                                           dawrap
+=====================================================  ======================================
+OpenDP, integer counts + ``make_laplace(scale=s)``     ``Noise("geometric", s)``
+OpenDP, integer counts + ``make_gaussian(scale=s)``    ``Noise("discrete_gaussian", s)``
+OpenDP, float counts + ``make_laplace(scale=s)``       ``Noise("laplace", s)``
+OpenDP, float counts + ``make_gaussian(scale=s)``      ``Noise("gaussian", s)``
+AIM, MST (Private-PGM, SmartNoise): measurements       :func:`from_measurements` with the
+``(clique, y, sigma)``, Gaussian noise                 ``(clique, sigma)`` pairs; ``s_dp`` is
+                                                       the ``y`` concatenated
+=====================================================  ======================================
+
+AIM and MST account under add/remove-one neighbours (each table's L2 sensitivity 1, so
+:math:`1/(2\sigma^2)`-zCDP a table); ``mech.privacy`` states the replace-one guarantee of the
+same noise, :math:`1/\sigma^2`. Tables are flattened in C order over their attributes in the
+order listed (the last varies fastest), as ``mbi``'s ``Factor.datavector()`` for a clique
+listed in domain order.
+
+Examples
+--------
+Three attributes, two released tables with different noise:
+
+>>> from dawrap.models import marginals
+>>> levels = {"age": 4, "sex": 2, "income": 2}
+>>> tables = [("age", "income"), ("sex", "income")]
+>>> model = marginals.model(levels, tables, alpha=1.0)
+>>> mech = marginals.mechanism(levels, tables, [marginals.Noise.laplace(0.5),
+...                                             marginals.Noise.gaussian(0.1)])
+>>> model.structure.cliques                     # (sex, income) lists its separator first
+((0, 2), (2, 1))
+>>> mech.privacy
+{'epsilon': 0.5, 'rho': 0.1, 'rho_total': 0.225}
+"""
+from __future__ import annotations
+
+import math
+import re
+from typing import NamedTuple
+
+import numpy as np
+
+import dawrap as dw
+
+from . import _graphical
+from ._junction_tree import Structure, junction_tree
+from ._marginal_release import MarginalRelease, Noise
+from ._marginals_exact import ExactPosterior, exact_posterior
+from ._marginals_tables import marginal
+
+__all__ = ["model", "mechanism", "laplace", "geometric", "gaussian", "discrete_gaussian",
+           "from_measurements", "structure", "Domain", "Noise", "Structure", "MarginalRelease",
+           "marginal", "exact_posterior", "ExactPosterior", "MAX_CLIQUE_CELLS"]
+
+#: Largest clique table :func:`structure` accepts by default: each of its cells is a
+#: parameter kept at every draw (4 chains x 1000 draws x 10^5 cells = 3.2 GB).
+MAX_CLIQUE_CELLS = 100_000
+
+
+class Domain(NamedTuple):
+    """The attributes: their names, numbers of levels and (optionally) level labels.
+
+    Built from ``levels`` as every function here takes it: a dict ``{name: number of levels}``
+    or ``{name: [labels]}``, or a sequence of numbers of levels (names ``x0, x1, ...``).
+
+    Examples
+    --------
+    >>> from dawrap.models.marginals import Domain
+    >>> Domain.of({"sex": ["F", "M"], "age": 3})
+    Domain(attributes=('sex', 'age'), levels=(2, 3), labels=(('F', 'M'), None))
+    >>> Domain.of([2, 3]).index(("x1",), "tables")
+    (1,)
+    """
+
+    attributes: tuple
+    levels: tuple
+    labels: tuple
+
+    @classmethod
+    def of(cls, levels) -> "Domain":
+        """The domain of ``levels`` (see the class docstring); a ValueError names a bad one.
+
+        Examples
+        --------
+        >>> from dawrap.models.marginals import Domain
+        >>> Domain.of([2, 3]).attributes
+        ('x0', 'x1')
+        """
+        if isinstance(levels, Domain):
+            return levels
+        items = list(levels.items()) if isinstance(levels, dict) else \
+            [(f"x{a}", v) for a, v in enumerate(levels)]
+        if not items:
+            raise ValueError("levels must describe at least one attribute")
+        names, counts, labels = [], [], []
+        for name, value in items:
+            if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+                count, label = int(value), None
+            elif isinstance(value, (list, tuple)):
+                count, label = len(value), tuple(str(v) for v in value)
+                if len(set(label)) != count:
+                    raise ValueError(f"levels: the labels of attribute {name!r} repeat")
+            else:
+                raise TypeError(f"levels: attribute {name!r} needs a number of levels or a list "
+                                f"of labels, got {value!r}")
+            if count < 2:
+                raise ValueError(f"levels: attribute {name!r} needs at least 2 levels, got "
+                                 f"{count}")
+            names.append(str(name))
+            counts.append(count)
+            labels.append(label)
+        if len(set(names)) != len(names):
+            raise ValueError(f"levels: attribute names repeat: {names}")
+        return cls(tuple(names), tuple(counts), tuple(labels))
+
+    def index(self, attrs, argument: str) -> tuple:
+        """Attribute names (or indices) as a tuple of indices; a ValueError names
+        ``argument`` for an unknown or repeated attribute.
+
+        Examples
+        --------
+        >>> from dawrap.models.marginals import Domain
+        >>> domain = Domain.of({"sex": 2, "age": 3})
+        >>> domain.index(("age", 0), "tables")
+        (1, 0)
+        >>> domain.index(("age", "age"), "tables")
+        Traceback (most recent call last):
+        ...
+        ValueError: tables: attribute repeated in ('age', 'age')
+        """
+        if isinstance(attrs, (str, int, np.integer)):
+            attrs = (attrs,)
+        out = []
+        for a in attrs:
+            if isinstance(a, str) and a in self.attributes:
+                out.append(self.attributes.index(a))
+            elif isinstance(a, (int, np.integer)) and not isinstance(a, bool) \
+                    and 0 <= a < len(self.levels):
+                out.append(int(a))
+            else:
+                raise ValueError(f"{argument}: unknown attribute {a!r} in {tuple(attrs)!r}; "
+                                 f"the attributes are {self.attributes}")
+        if not out:
+            raise ValueError(f"{argument}: an empty attribute set")
+        if len(set(out)) != len(out):
+            raise ValueError(f"{argument}: attribute repeated in {tuple(attrs)!r}")
+        return tuple(out)
+
+
+def _tables(domain: Domain, tables, argument: str) -> tuple:
+    if isinstance(tables, (str, int)):
+        raise TypeError(f"{argument} must be a list of attribute sets, got {tables!r}")
+    return tuple(domain.index(t, argument) for t in tables)
+
+
+def structure(levels, marginals=(), cliques=None, *,
+              max_clique_cells: int = MAX_CLIQUE_CELLS, allow_uncovered: bool = False
+              ) -> Structure:
+    """The junction tree of the model: derived from the released ``marginals``, or from
+    ``cliques`` when given (see the module docstring for the rule).
+
+    Parameters
+    ----------
+    levels : dict or sequence
+        The attributes (:class:`Domain`).
+    marginals : sequence of attribute sets
+        The released tables.
+    cliques : sequence of attribute sets, optional
+        The structure, instead of the one the tables imply.
+    max_clique_cells : int
+        Refuse a clique with more cells than this.
+    allow_uncovered : bool
+        Accept ``cliques`` that leave a released table outside every clique. The model then
+        assumes the conditional independences of ``cliques`` among that table's attributes;
+        the table still enters the likelihood, but no theta can reproduce an interaction it
+        shows beyond them.
+
+    Returns
+    -------
+    Structure
+        Attribute indices; ``cliques[c]`` lists the separator first.
+
+    Examples
+    --------
+    >>> from dawrap.models import marginals
+    >>> levels = {"a": 2, "b": 3, "c": 2, "d": 2}
+    >>> marginals.structure(levels, [("a", "b"), ("b", "c"), ("a", "c"), ("d",)]).cliques
+    ((0, 1, 2), (3,))
+    >>> chain = [("a", "b"), ("b", "c")]
+    >>> marginals.structure(levels, [("a", "c")], cliques=chain)   # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: cliques: no clique contains the released table ('a', 'c')...
+    """
+    domain = Domain.of(levels)
+    released = _tables(domain, marginals, "marginals")
+    given = released if cliques is None else _tables(domain, cliques, "cliques")
+    tree = junction_tree(domain.levels, given)
+    for q in tree.cliques:
+        if tree.cells(q) > max_clique_cells:
+            names = tuple(domain.attributes[a] for a in q)
+            raise ValueError(
+                f"{'cliques' if cliques is not None else 'marginals'}: the junction tree needs "
+                f"the clique {names} of {tree.cells(q):,} cells, more than max_clique_cells = "
+                f"{max_clique_cells:,}: every cell of a clique is a parameter. Release or "
+                f"model fewer attributes together (cliques=...), merge levels, or raise "
+                f"max_clique_cells")
+    for t in released:
+        if tree.covering(t) < 0 and not allow_uncovered:
+            names = tuple(domain.attributes[a] for a in t)
+            raise ValueError(
+                f"cliques: no clique contains the released table {names}, so the model would "
+                f"assume conditional independences among its attributes that the table can "
+                f"contradict; add a clique containing them, or pass allow_uncovered=True to "
+                f"assume them")
+    return tree
+
+
+def _parameter_names(domain: Domain, tree: Structure) -> list:
+    names = []
+    for c, q in enumerate(tree.cliques):
+        name = "p_" + "_".join(re.sub(r"\W", "_", domain.attributes[a]) for a in sorted(q))
+        names.append(name if name not in names else f"{name}_{c}")
+    return names
+
+
+@dw.recipe
+def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0,
+          max_clique_cells: int = MAX_CLIQUE_CELLS, allow_uncovered: bool = False) -> dw.Model:
+    """The decomposable model of the module docstring, structured to cover ``marginals``.
+
+    Parameters
+    ----------
+    levels : dict or sequence
+        The attributes (:class:`Domain`).
+    marginals : sequence of attribute sets
+        The released tables (names or indices).
+    cliques, max_clique_cells, allow_uncovered
+        As for :func:`structure`.
+    alpha : float
+        The prior's equivalent sample size (its total concentration on every clique).
+
+    Returns
+    -------
+    dawrap.Model
+        One parameter per clique, its marginal table ``p_<attributes>`` with the attributes
+        as dimensions (labelled when ``levels`` gives labels); ``record_size`` is the
+        number of attributes. It carries ``model.structure`` (:class:`Structure`),
+        ``model.domain`` (:class:`Domain`) and ``model.alpha``.
+
+    Examples
+    --------
+    >>> from dawrap.models import marginals
+    >>> model = marginals.model({"a": 2, "b": 3, "c": 2}, [("a", "b"), ("b", "c")])
+    >>> model
+    Model(marginals(a x b, b x c); params {p_a_b: (2, 3), p_b_c: (3, 2)}, record_size=3)
+    >>> x = model.simulate({"p_a_b": [[0.5, 0, 0], [0, 0, 0.5]],
+    ...                     "p_b_c": [[0, 0.5], [0, 0], [0.5, 0]]}, n=4, seed=1)
+    >>> x[:, 1] == 2 * x[:, 0], x[:, 2] == 1 - x[:, 0]       # b = 2a and c = 1 - a
+    (array([ True,  True,  True,  True]), array([ True,  True,  True,  True]))
+    """
+    domain = Domain.of(levels)
+    if not isinstance(alpha, (int, float, np.number)) or isinstance(alpha, bool) \
+            or not 0 < float(alpha) < math.inf:
+        raise ValueError(f"alpha must be a finite number > 0, got {alpha!r}")
+    tree = structure(domain, marginals, cliques, max_clique_cells=max_clique_cells,
+                     allow_uncovered=allow_uncovered)
+    fns = _graphical.functions(tree, float(alpha))
+    size = _graphical.layout(tree).size
+    draw_theta = fns["draw_theta"]
+    no_records = np.empty((0, len(domain.levels)))
+
+    def draw_prior(rng):
+        return draw_theta(rng, np.zeros(size), no_records, np.zeros(size))
+
+    names = _parameter_names(domain, tree)
+    params = {name: tuple(domain.levels[a] for a in q) for name, q in zip(names, tree.cliques)}
+    dims = {name: tuple(domain.attributes[a] for a in q) for name, q in zip(names, tree.cliques)}
+    coords = {domain.attributes[a]: list(lab) for a, lab in enumerate(domain.labels) if lab}
+    shown = ", ".join(" x ".join(domain.attributes[a] for a in sorted(q)) for q in tree.cliques)
+    out = dw.Model(params=params, record_size=len(domain.levels),
+                   draw_record=fns["draw_record"], draw_theta=draw_theta,
+                   draw_prior=draw_prior, model_stat=fns["clique_counts"], stat_size=size,
+                   prepared=dw.PreparedDraw(fns["prepare"], fns["draw_from_table"]),
+                   theta_support=fns["theta_support"], record_support=fns["record_support"],
+                   name=f"marginals({shown})", dims=dims, coords=coords or None)
+    out.structure, out.domain, out.alpha = tree, domain, float(alpha)
+    return out
+
+
+def _noises(noise, count: int) -> tuple:
+    items = [noise] * count if isinstance(noise, Noise) else list(noise)
+    if len(items) != count or not all(isinstance(n, Noise) for n in items):
+        raise ValueError(f"noise must be one Noise or one per table ({count}), got {noise!r}")
+    return tuple(n.checked() for n in items)
+
+
+@dw.recipe
+def mechanism(levels, marginals, noise) -> MarginalRelease:
+    """The release of the ``marginals`` tables, table ``m`` with noise ``noise[m]``.
+
+    Parameters
+    ----------
+    levels : dict or sequence
+        The attributes (:class:`Domain`).
+    marginals : sequence of attribute sets
+        The tables, each flattened in C order over its attributes in the order listed; the
+        release is their concatenation.
+    noise : Noise or sequence of Noise
+        One for every table, or one per table.
+
+    Returns
+    -------
+    MarginalRelease
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dawrap.models import marginals
+    >>> mech = marginals.mechanism([2, 2], [(0,), (0, 1)], marginals.Noise("geometric", 2.0))
+    >>> mech.total(np.array([[0, 1], [1, 1], [1, 0]]))       # x0: 1, 2; (x0, x1): 0 1 1 1
+    array([1., 2., 0., 1., 1., 1.])
+    >>> mech.privacy
+    {'epsilon': 2.0}
+    """
+    domain = Domain.of(levels)
+    tables = _tables(domain, marginals, "marginals")
+    return MarginalRelease(domain.levels, tables, _noises(noise, len(tables)),
+                           domain.attributes)
+
+
+def _budgets(value, count: int, name: str) -> list:
+    values = np.broadcast_to(np.asarray(value, dtype=float), (count,)) \
+        if np.ndim(value) == 0 else np.asarray(value, dtype=float)
+    if values.shape != (count,):
+        raise ValueError(f"{name} must be one value or one per table ({count}), got {value!r}")
+    return list(values)
+
+
+@dw.recipe
+def laplace(levels, marginals, epsilon) -> MarginalRelease:
+    """Every table with Laplace noise, table ``m`` ``epsilon[m]``-DP (scale ``2/epsilon``;
+    one value applies to every table).
+
+    Parameters
+    ----------
+    levels, marginals
+        As for :func:`mechanism`.
+    epsilon : float or sequence of float
+        The budget of each table; the release is ``sum(epsilon)``-DP.
+
+    Returns
+    -------
+    MarginalRelease
+
+    Examples
+    --------
+    >>> from dawrap.models import marginals
+    >>> marginals.laplace([2, 3], [(0,), (1,)], epsilon=0.5).privacy
+    {'epsilon': 1.0}
+    """
+    domain = Domain.of(levels)
+    tables = _tables(domain, marginals, "marginals")
+    return mechanism(domain, tables, [Noise.laplace(e) for e in
+                                      _budgets(epsilon, len(tables), "epsilon")])
+
+
+@dw.recipe
+def geometric(levels, marginals, epsilon) -> MarginalRelease:
+    """Every table with two-sided geometric noise, table ``m`` ``epsilon[m]``-DP.
+
+    Parameters
+    ----------
+    levels, marginals
+        As for :func:`mechanism`.
+    epsilon : float or sequence of float
+        The budget of each table.
+
+    Returns
+    -------
+    MarginalRelease
+        Integer releases; ``release(x, secure=True)`` publishes with exact noise.
+
+    Examples
+    --------
+    >>> from dawrap.models import marginals
+    >>> mech = marginals.geometric([2, 3], [(0, 1)], epsilon=1.0)
+    >>> s_dp = mech.release([[0, 2], [1, 1]], secure=True)       # for publication
+    >>> s_dp.shape, bool((s_dp == s_dp.round()).all())
+    ((6,), True)
+    """
+    domain = Domain.of(levels)
+    tables = _tables(domain, marginals, "marginals")
+    return mechanism(domain, tables, [Noise.geometric(e) for e in
+                                      _budgets(epsilon, len(tables), "epsilon")])
+
+
+@dw.recipe
+def gaussian(levels, marginals, rho) -> MarginalRelease:
+    """Every table with Gaussian noise, table ``m`` ``rho[m]``-zCDP (sigma ``1/sqrt(rho)``).
+
+    Parameters
+    ----------
+    levels, marginals
+        As for :func:`mechanism`.
+    rho : float or sequence of float
+        The budget of each table; the release is ``sum(rho)``-zCDP.
+
+    Returns
+    -------
+    MarginalRelease
+
+    Examples
+    --------
+    >>> from dawrap.models import marginals
+    >>> mech = marginals.gaussian([2, 3], [(0,), (0, 1)], rho=[0.5, 0.25])
+    >>> mech.privacy, mech.noise_variance()[[0, 2]]           # sigma^2 = 1 / rho
+    ({'rho': 0.75}, array([2., 4.]))
+    """
+    domain = Domain.of(levels)
+    tables = _tables(domain, marginals, "marginals")
+    return mechanism(domain, tables, [Noise.gaussian(r) for r in
+                                      _budgets(rho, len(tables), "rho")])
+
+
+@dw.recipe
+def discrete_gaussian(levels, marginals, rho) -> MarginalRelease:
+    """Every table with discrete Gaussian noise, table ``m`` ``rho[m]``-zCDP.
+
+    Parameters
+    ----------
+    levels, marginals
+        As for :func:`mechanism`.
+    rho : float or sequence of float
+        The budget of each table.
+
+    Returns
+    -------
+    MarginalRelease
+        Integer releases; ``release(x, secure=True)`` publishes with exact noise.
+
+    Examples
+    --------
+    >>> from dawrap.models import marginals
+    >>> marginals.discrete_gaussian([2, 2], [(0, 1)], rho=1.0).privacy
+    {'rho': 1.0}
+    """
+    domain = Domain.of(levels)
+    tables = _tables(domain, marginals, "marginals")
+    return mechanism(domain, tables, [Noise.discrete_gaussian(r) for r in
+                                      _budgets(rho, len(tables), "rho")])
+
+
+@dw.recipe
+def from_measurements(levels, measurements, kind: str = "gaussian") -> MarginalRelease:
+    """The release AIM or MST made: their measurements ``(clique, sigma)`` (the noisy
+    vector ``y`` of each, concatenated, is ``s_dp``).
+
+    Parameters
+    ----------
+    levels : dict or sequence
+        The attributes (:class:`Domain`).
+    measurements : sequence of (attribute set, float)
+        Each measured table and its noise's sd (or scale, for ``kind`` ``"laplace"``).
+    kind : str
+        The noise: ``"gaussian"`` for AIM and MST.
+
+    Returns
+    -------
+    MarginalRelease
+
+    Examples
+    --------
+    MST's three kinds of measurement on two attributes, sigma 10:
+
+    >>> from dawrap.models import marginals
+    >>> mech = marginals.from_measurements({"a": 2, "b": 3},
+    ...                                    [(("a",), 10.0), (("b",), 10.0), (("a", "b"), 10.0)])
+    >>> mech.size, round(mech.privacy["rho"], 12)             # replace-one: 3 / sigma^2
+    (11, 0.03)
+    """
+    pairs = [(attrs, Noise(kind, scale)) for attrs, scale in measurements]
+    return mechanism(levels, [a for a, _ in pairs], [n for _, n in pairs])
