@@ -348,6 +348,6 @@ def test_sample_small_area_starts_from_its_sizes_and_checks_n_against_them(tmp_p
             "--s-dp", "1", "1", "2", "1", "3", "2", "--chains", "1", "--n", "4",
             "--out", str(tmp_path / "x.nc")]
     assert main(argv) == 2
-    assert "small_area: n = 4, but the model's sizes add up to 5 records" in \
+    assert "n = 4 but the model's public totals of level 'area' add up to 5" in \
         capsys.readouterr().err
     assert not (tmp_path / "x.nc").exists()
