@@ -217,7 +217,7 @@ def test_temporaries_of_a_killed_run_are_removed_when_the_folder_is_next_locked(
 
 
 @pytest.mark.slow
-def test_a_sparse_chain_resumes_bit_identically(tmp_path, interrupted):
+def test_a_sparse_chain_resumes_bit_identically(tmp_path, monkeypatch):
     """The sparse path's per-cell block is not saved (it copies the release and the running
     sums) and is rebuilt on resume: the resumed draws are those of an unbroken run, and the
     file holds the state's fields as before the block existed (format 5 files resume)."""
@@ -228,8 +228,15 @@ def test_a_sparse_chain_resumes_bit_identically(tmp_path, interrupted):
     s_dp = np.array([3.2, 0.4, 5.9, 1.1, 0.0, 2.5])
     kw = dict(draws=40, tune=10, chains=1, cores=1, seed=7)
     whole = dw.sample(model, mech, s_dp, 12, **kw)
-    with interrupted(run_record, "_advance", on_call=3), \
-            pytest.warns(UserWarning, match="can be resumed"):
+    real = run_record._advance
+
+    def ctrl_c_at_20(setup, rng, state, start, *args):  # the calls are sized by time: Ctrl-C
+        if start >= 20:                                 # by iteration, after a checkpoint
+            raise KeyboardInterrupt
+        return real(setup, rng, state, start, *args)
+
+    with monkeypatch.context() as patch, pytest.warns(UserWarning, match="can be resumed"):
+        patch.setattr(run_record, "_advance", ctrl_c_at_20)
         dw.sample(model, mech, s_dp, 12, checkpoint=tmp_path, checkpoint_every=10, **kw)
     with np.load(tmp_path / "chain0.npz") as saved:
         assert int(saved["done"]) == 20 and "cells" not in saved.files
