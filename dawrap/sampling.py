@@ -19,6 +19,7 @@ from .runner.chains import deferred_interrupt
 from .mechanisms.additive import Mechanism, _laplace_log_density
 from .methods import METHODS as _METHOD_CLASSES, Shared, as_method
 from .model.model import Model
+from .runner.modes import warn_if_missed
 from .runner.starts import noise_variance, simulated_contributions
 
 __all__ = ["sample", "METHODS"]
@@ -441,7 +442,7 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method="record",
         _check_memory(model, mechanism, method.name, n, draws, chains, cores, keep_stats)
         if uses_release:
             _check_plausible(model, mechanism, s_dp, n)
-        method = method.prepare(model, mechanism, n)  # automatic choices, output folders
+        method = method.prepare(model, mechanism, n, s_dp)  # automatic choices, folders
         resume = getattr(method, "resume", None)
         if resume is not None and seed is None:
             from .runner.checkpoint import saved_seed
@@ -465,6 +466,7 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method="record",
         raise KeyboardInterrupt("sampling interrupted")
     if method.name in ("record", "suffstat"):
         _warn_if_unconverged(model, out.theta)
+        warn_if_missed(model, mechanism, s_dp, n, out.theta)  # a mode no chain visited
     return _label(model, mechanism, s_dp, n, out, method.name, root, elapsed, tune, draws,
                   {"compile_time": compile_time, **method.attrs()})
 

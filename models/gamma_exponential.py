@@ -84,6 +84,18 @@ def conjugate_draw(rng, alpha, beta, total, n):
 
 
 @numba.njit(nogil=True, cache=True)
+def record_from_noise(theta, z_i, out):
+    """The non-centred map x_i = z_i / lam (z_i ~ Exponential(1))."""
+    out[0] = z_i[0] / theta[0]
+
+
+@numba.njit(nogil=True, cache=True)
+def noise_from_record(rng, theta, x_i, z_out):
+    """z_i = lam x_i, the one noise value that gives the record back."""
+    z_out[0] = x_i[0] * theta[0]
+
+
+@numba.njit(nogil=True, cache=True)
 def positive_rate(theta):
     """The parameter space: lam > 0."""
     return theta[0] > 0.0
@@ -138,6 +150,21 @@ def _kernels(alpha: float, beta: float):
 
 
 @functools.lru_cache(maxsize=64)
+def _noncentred(alpha: float, beta: float) -> dw.NonCentred:
+    """x_i = z_i / lam with z_i ~ Exponential(1): every record scales with 1 / lam."""
+
+    @numba.njit(nogil=True, cache=True)
+    def log_prior(theta):
+        lam = theta[0]
+        if not lam > 0.0:
+            return -np.inf
+        return (alpha - 1.0) * math.log(lam) - beta * lam
+
+    return dw.NonCentred(record_from_noise, noise_from_record, log_prior, noise_size=1,
+                         initial_scale=0.1 * math.sqrt(alpha) / beta)
+
+
+@functools.lru_cache(maxsize=64)
 def family(alpha: float = 1.0, beta: float = 1.0) -> dw.ExponentialFamily:
     """The exponential family description (natural parameter -lam).
 
@@ -188,7 +215,7 @@ def model(alpha: float = 1.0, beta: float = 1.0) -> dw.Model:
                     draw_theta=_kernels(alpha, beta)[0], model_stat=value, stat_size=1,
                     draw_prior=lambda rng: np.array([rng.gamma(alpha, 1.0 / beta)]),
                     family=family(alpha, beta), theta_support=positive_rate,
-                    record_support=non_negative,
+                    record_support=non_negative, noncentred=_noncentred(alpha, beta),
                     name=f"gamma_exponential(alpha={alpha:g}, beta={beta:g})")
 
 
