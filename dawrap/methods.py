@@ -180,8 +180,10 @@ class Record(Method):
         if iw is None:
             # Where the release is explained by separate modes, the move (with its jumps) is
             # the only kernel that crosses between them, whatever the missing information.
-            on = model.noncentred is not None and (
-                (missing_information(model, mechanism, n) or 0.0) >= AUTO_THRESHOLD
+            nc = model.noncentred
+            threshold = AUTO_THRESHOLD if nc is None or nc.threshold is None else nc.threshold
+            on = nc is not None and (
+                (missing_information(model, mechanism, n) or 0.0) >= threshold
                 or getattr(modes(), "multimodal", False))
             steps = DEFAULT_STEPS if on else 0
         elif isinstance(iw, (bool, np.bool_)):
