@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 
 import numba
 import numpy as np
@@ -251,11 +252,13 @@ def laplace(epsilon: float, lower: float, upper: float) -> dw.Laplace:
                       truncation=(lower, upper))
 
 
-def _release_density(lam, s_dp, n, lower, upper, noise_cf, spread):
+def _release_density(lam, s_dp, n, lower, upper, noise_cf, spread, atom):
     r"""``p(s_dp | lam)`` without the all-outside atom, for each rate in ``lam``, by Fourier
     inversion (see :func:`exact_posterior`); ``spread`` bounds the width of the release's
     distribution (the step in omega is chosen so that aliasing at period ``2 pi / h`` cannot
-    reach it)."""
+    reach it); ``atom`` is the atom's part of the density, which the caller adds (it sets
+    the accuracy needed: where nearly every record falls outside, the atom is nearly all of
+    the likelihood and the rest need not be resolved to 1e-7 of itself)."""
     lam = np.asarray(lam, dtype=float)[:, None]
     q = np.exp(-lam * lower) - np.exp(-lam * upper)
     outside = np.maximum(1.0 - q, 0.0)  # P(a record contributes 0)
@@ -266,8 +269,8 @@ def _release_density(lam, s_dp, n, lower, upper, noise_cf, spread):
     # exp(-n var omega^2 / 2) for large n q, but only like 1/omega where few records fall
     # inside (one contribution's density jumps at a and b), so with Laplace noise the
     # integrand can fall as slowly as omega^-3, whose tail beyond Omega is Omega / 2 times the
-    # integrand there. A rate is done when that bound is below 1e-7 of its density (or of
-    # 1e-8 of the largest density: rates so unlikely do not matter).
+    # integrand there. A rate is done when that bound is below 1e-7 of its likelihood, atom
+    # included (or of 1e-8 of the largest likelihood: rates so unlikely do not matter).
     active = np.arange(lam.shape[0])
     start, size = 1, 4096
     while active.size and start < 4_000_000:
@@ -283,8 +286,13 @@ def _release_density(lam, s_dp, n, lower, upper, noise_cf, spread):
         start += size
         density = h / math.pi * (0.5 * zero + total)
         tail = np.max(np.abs(body[:, -size // 8:]), axis=1) * w[0, -1] / (2.0 * math.pi)
-        floor = np.maximum(np.abs(density[active]), 1e-8 * np.max(np.abs(density)))
+        likelihood = np.abs(density + atom)
+        floor = np.maximum(likelihood[active], 1e-8 * np.max(likelihood))
         active = active[tail > 1e-7 * floor]
+    if active.size:
+        warnings.warn(f"exact_posterior: the Fourier inversion did not converge for "
+                      f"{active.size} rate(s) (e.g. lam = {lam[active[0], 0]:.3g}); the "
+                      f"reference may be inaccurate there", RuntimeWarning, stacklevel=3)
     # Trapezoid rule on [0, inf) for (1/pi) int Re[...] d omega; the omega = 0 term is 1 -
     # (1 - q)^n (the body at zero), counted with weight 1/2.
     density = h / math.pi * (0.5 * zero + total)
@@ -309,8 +317,9 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, alpha: float = 1.0,
     Gaussian). The atom at :math:`\hat s = 0` (every record outside, probability
     :math:`(1-q)^n`) is added in closed form; the rest is integrated by the trapezoid rule with
     a step small enough that aliasing (period :math:`2\pi/h`) cannot reach the release's
-    range. The posterior on a grid of ``lam`` (:class:`dawrap.exact.Grid`) times the
-    ``Gamma(alpha, rate=beta)`` prior. No central-limit approximation anywhere: this is the
+    range. The posterior is tabulated, times the ``Gamma(alpha, rate=beta)`` prior, where its
+    mass is (:func:`dawrap.reference.positive_grid`: a release near zero puts a narrow mode
+    near ``lam = 0``, every record beyond the bound, besides the wide one). No central-limit approximation anywhere: this is the
     reference against which ``method="suffstat"`` is tested on truncated releases.
 
     Parameters
@@ -324,7 +333,7 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, alpha: float = 1.0,
     alpha, beta : float
         The Gamma prior's shape and rate.
     points : int
-        Points of the final grid (fewer is faster and coarser).
+        Points per region of the grid (fewer is faster and coarser).
 
     Returns
     -------
@@ -341,7 +350,7 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, alpha: float = 1.0,
     """
     from scipy import stats
 
-    from dawrap.exact import Grid
+    from dawrap.reference import positive_grid
 
     if mechanism.truncation is None:
         raise ValueError("exact_posterior needs a truncated release (gamma_exponential.laplace)")
@@ -371,26 +380,18 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, alpha: float = 1.0,
     spread = n * upper + reach + abs(s_dp)
 
     def log_posterior(lam):
-        dens = _release_density(lam, s_dp, n, lower, upper, noise_cf, spread)
         q = np.exp(-lam * lower) - np.exp(-lam * upper)
         with np.errstate(divide="ignore"):
-            atom = n * np.log1p(-q) + noise_log_pdf(s_dp)
-        dens = dens + np.exp(atom)
+            atom = np.exp(n * np.log1p(-q) + noise_log_pdf(s_dp))
+        dens = _release_density(lam, s_dp, n, lower, upper, noise_cf, spread, atom) + atom
         with np.errstate(divide="ignore", invalid="ignore"):
             log_lik = np.where(dens > 0, np.log(np.maximum(dens, 1e-300)), -np.inf)
         return stats.gamma.logpdf(lam, alpha, scale=1.0 / beta) + log_lik
 
-    # A coarse pass over the prior's range finds the posterior mass, a fine one tabulates it;
-    # quadrature noise far in the tails (densities 1e-12 of the peak) is cut off.
-    coarse = stats.gamma.ppf(np.linspace(1e-9, 1 - 1e-9, 400), alpha, scale=1.0 / beta)
-    lp = log_posterior(coarse)
-    keep = np.flatnonzero(lp > np.max(lp) - 30.0)
-    lo = coarse[max(keep[0] - 1, 0)]
-    hi = coarse[min(keep[-1] + 1, coarse.size - 1)]
-    for _ in range(2):
-        grid = np.linspace(lo, hi, points)
-        lp = log_posterior(grid)
-        keep = np.flatnonzero(lp > np.max(lp) - 28.0)
-        step = grid[1] - grid[0]
-        lo, hi = max(grid[keep[0]] - 2 * step, 1e-12), grid[keep[-1]] + 2 * step
-    return Grid(grid, np.where(lp > np.max(lp) - 28.0, lp, -np.inf))
+    # The mass may sit in two places of very different widths (a release near zero: a mode
+    # at lam ~ 0.003 where every record falls beyond the bound, one at lam ~ 3.5 where they
+    # all fall inside and are small): an evenly spaced grid over the prior's range put one
+    # point on the first and doubled its mass (issue 30). positive_grid finds both on a
+    # log-spaced pass and tabulates each.
+    smallest, largest = stats.gamma.ppf([1e-12, 1.0 - 1e-12], alpha, scale=1.0 / beta)
+    return positive_grid(log_posterior, smallest, largest, points=points)

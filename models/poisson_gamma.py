@@ -580,7 +580,7 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, c: float, alpha: floa
     alpha, beta : float
         The Gamma prior's shape and rate.
     grid_size : int
-        Points of the final grid.
+        Points per region of the grid (:func:`dawrap.reference.positive_grid`).
 
     Returns
     -------
@@ -599,7 +599,7 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, c: float, alpha: floa
     """
     from scipy import stats
 
-    from dawrap.reference import Grid, relative_log_g
+    from dawrap.reference import positive_grid, relative_log_g
 
     c = int(_check_clamp(c))
     rel = relative_log_g(mechanism, s_dp, np.arange(n * c + 1)[:, None])
@@ -608,17 +608,17 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, c: float, alpha: floa
         return stats.gamma.logpdf(lam, alpha, scale=1.0 / beta) + \
             _tilted_log_likelihood(lam, c, n, rel)
 
-    # A coarse pass finds where the mass is, a fine grid integrates it. The likelihood is at
-    # most 1 (rel <= 0), but an extreme release can put the mass far in the prior's tail: the
-    # coarse range grows until its top end is 40 nats below the peak.
+    # The likelihood is at most 1 (rel <= 0), but an extreme release can put the mass far in
+    # the prior's tail: the range grows until its top end is 40 nats below the peak. Within
+    # it, positive_grid finds the mass on a log-spaced pass (a release near zero puts it in a
+    # narrow mode near lam = 0; a prior of shape below 1 makes the density diverge there,
+    # which an evenly spaced grid's trapezoid rule misjudges without bound) and tabulates it.
+    smallest = stats.gamma.ppf(1e-12, alpha, scale=1.0 / beta)
     hi = stats.gamma.ppf(1 - 1e-12, alpha, scale=1.0 / beta) + 5.0 * c
     for _ in range(20):
-        coarse = np.linspace(1e-9, hi, 2000)
+        coarse = np.geomspace(smallest, hi, 400)
         lp = log_post(coarse)
         if lp[-1] < np.max(lp) - 40.0:
             break
         hi *= 2.0
-    inside = coarse[lp > lp.max() - 40.0]
-    step = coarse[1] - coarse[0]
-    fine = np.linspace(max(inside[0] - step, 1e-9), inside[-1] + step, grid_size)
-    return Grid(fine, log_post(fine))
+    return positive_grid(log_post, smallest, hi, points=grid_size)
