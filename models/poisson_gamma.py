@@ -608,17 +608,10 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, c: float, alpha: floa
         return stats.gamma.logpdf(lam, alpha, scale=1.0 / beta) + \
             _tilted_log_likelihood(lam, c, n, rel)
 
-    # The likelihood is at most 1 (rel <= 0), but an extreme release can put the mass far in
-    # the prior's tail: the range grows until its top end is 40 nats below the peak. Within
-    # it, positive_grid finds the mass on a log-spaced pass (a release near zero puts it in a
-    # narrow mode near lam = 0; a prior of shape below 1 makes the density diverge there,
-    # which an evenly spaced grid's trapezoid rule misjudges without bound) and tabulates it.
-    smallest = stats.gamma.ppf(1e-12, alpha, scale=1.0 / beta)
-    hi = stats.gamma.ppf(1 - 1e-12, alpha, scale=1.0 / beta) + 5.0 * c
-    for _ in range(20):
-        coarse = np.geomspace(smallest, hi, 400)
-        lp = log_post(coarse)
-        if lp[-1] < np.max(lp) - 40.0:
-            break
-        hi *= 2.0
-    return positive_grid(log_post, smallest, hi, points=grid_size)
+    # positive_grid finds the mass on a log-spaced pass, its range extended while the ends
+    # hold mass (an extreme release can put it far in the prior's tail: the likelihood is at
+    # most 1, rel <= 0), and tabulates each region: a release near zero puts the mass in a
+    # narrow mode near lam = 0, and a prior of shape below 1 makes the density diverge there,
+    # which an evenly spaced grid's trapezoid rule misjudged without bound.
+    lower, upper = stats.gamma.ppf([1e-12, 1.0 - 1e-12], alpha, scale=1.0 / beta)
+    return positive_grid(log_post, lower, upper + 5.0 * c, points=grid_size)
