@@ -313,8 +313,9 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method="record",
         64 prior draws per chain by the central-limit approximation of the release's
         likelihood (:mod:`dawrap.runner.starts`: each chain its own draws, so starts stay apart and
         R-hat can still reveal chains stuck apart, but none begins where the release rules
-        theta out); mechanisms without noise draws or whose statistic depends on the
-        release, and ``"suffstat"``, start at a prior draw.
+        theta out), or one chain per mode where the release allows separate modes
+        (:mod:`dawrap.runner.modes`); mechanisms without noise draws or whose statistic
+        depends on the release, and ``"suffstat"``, start at a prior draw.
     keep_stats : bool
         Also return the per-draw imputed confidential statistic (the noise-free release) in
         the group ``imputed_statistic`` (``"record"`` and ``"suffstat"``).
@@ -350,7 +351,11 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method="record",
         integer that many (each a pass over the records), ``False`` or 0 none. Default: on
         when the model has a non-centred parameterisation and the estimated fraction of
         missing information (:func:`dawrap.runner.information.missing_information`) is at least
-        :data:`~dawrap.samplers.interweave.AUTO_THRESHOLD`, where measurement says it pays.
+        :data:`~dawrap.samplers.interweave.AUTO_THRESHOLD` (or the map's own threshold), where
+        measurement says it pays, or the release allows separate modes of theta.
+    jumps : bool, optional
+        ``"record"`` with ``interweave``: independence proposals between the modes of the
+        release (:mod:`dawrap.runner.modes`). Default: on where there are several.
     sweeps : int
         ``"record"``: record sweeps per theta update (default 1).
     scan : {"systematic", "random"}

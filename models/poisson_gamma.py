@@ -5,7 +5,11 @@ r"""Poisson counts with a Gamma prior; the clamped total is released.
           s_{dp} = \textstyle\sum_i \min(x_i, c) + \text{noise}\ (\text{sensitivity } c).
 
 The theta kernel uses the unclamped sum :math:`\sum_i x_i` (the model statistic) while the
-mechanism sees the clamped sum: the engine keeps both current.
+mechanism sees the clamped sum: the engine keeps both current. The model's non-centred map
+is the inverse CDF, :math:`x_i = F^{-1}(u_i; \lambda)` with :math:`u_i` uniform (exact to the
+rounding of the CDF sums); it costs several record updates, so ``dw.sample`` interweaves for
+mixing only from missing information 0.85 on, and wherever the release allows separate modes
+(a truncated release near zero: :func:`laplace_truncated`).
 
 Examples
 --------
