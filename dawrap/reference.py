@@ -460,7 +460,7 @@ class Grid:
 EDGE_NATS = 40.0
 #: positive_grid adds log-spaced points within this many even steps of a region's lower end,
 #: and keeps them where they change the region's mass by more than RESOLVED (relative).
-NEAR_ZERO_STEPS, RESOLVED = 8, 1e-4
+NEAR_ZERO_STEPS, RESOLVED = 64, 1e-4
 
 
 def _runs(keep: np.ndarray) -> list:
@@ -478,8 +478,8 @@ def positive_grid(log_density, lower: float, upper: float, points: int = 1500,
     :data:`EDGE_NATS` of its largest value: an extreme release can pull the posterior far
     into the prior's tail) finds the regions where the
     mass per unit of :math:`\log\theta`, :math:`p(\theta)\,\theta`, is within ``cut`` + 2
-    nats of its largest value; each region gets ``points`` points: three quarters evenly
-    spaced, a quarter log-spaced within :data:`NEAR_ZERO_STEPS` even steps of its lower end
+    nats of its largest value; each region gets ``points`` points: half evenly spaced, half
+    log-spaced within :data:`NEAR_ZERO_STEPS` even steps of its lower end
     (the first resolve a wide mode, the second one of width 0.001 near zero), twice, the
     second time narrowed to where the mass is within ``cut`` nats. The log-spaced points are
     kept only where they change the region's mass (:data:`RESOLVED`): on evenly spaced points
@@ -536,7 +536,8 @@ def positive_grid(log_density, lower: float, upper: float, points: int = 1500,
         grid = np.geomspace(lower, upper, coarse)
         lp, m = mass(grid)
         if not np.isfinite(np.max(m)):
-            raise ValueError("log_density is -inf or NaN everywhere on [lower, upper]")
+            raise ValueError(f"log_density is not finite anywhere on [{lower:g}, {upper:g}] "
+                             f"(-inf or NaN everywhere, or +inf somewhere)")
         low, high = m[0] > np.max(m) - EDGE_NATS, m[-1] > np.max(m) - EDGE_NATS
         if low and lower > 1e-290:
             lower *= 1e-3
@@ -544,6 +545,12 @@ def positive_grid(log_density, lower: float, upper: float, points: int = 1500,
             upper *= 2.0
         else:
             break
+    else:
+        raise ValueError("the mass of log_density does not fall off within [1e-290, 1e290]: "
+                         "is the density integrable?")
+    if m[0] > np.max(m) - EDGE_NATS or m[-1] > np.max(m) - EDGE_NATS:
+        raise ValueError("the mass of log_density does not fall off within [1e-290, 1e290]: "
+                         "is the density integrable?")
     margin = cut + 2.0
     for _ in range(3):  # the coarse pass, then two passes over the regions found
         lp, m = mass(grid)
@@ -552,12 +559,12 @@ def positive_grid(log_density, lower: float, upper: float, points: int = 1500,
             a, b = grid[max(first - 1, 0)], grid[min(last + 1, grid.size - 1)]
             if a == b:
                 a, b = a * (1.0 - 1e-9), b * (1.0 + 1e-9)
-            even = np.linspace(a, b, points - points // 4)
+            even = np.linspace(a, b, points - points // 2)
             top = even[min(NEAR_ZERO_STEPS, even.size - 1)]
-            # Six decades of log-spaced points below the top: a density narrower than
-            # 1e-6 of the steps is beyond any release's resolution, and wider log steps
-            # (over 1e-12 .. top) would cost accuracy where the mass is.
-            near = np.geomspace(max(a, 1e-6 * top), top, points // 4)
+            # Twelve decades of log-spaced points below the top (a density that diverges
+            # like x^-1/2 has 2e-6 of the mass below them; a mode narrower than 1e-12 of the
+            # steps is beyond any release's resolution).
+            near = np.geomspace(max(a, 1e-12 * top), top, points // 2)
             regions.append((even, near))
         grid = np.unique(np.concatenate([p for region in regions for p in region]))
         margin = cut
@@ -694,7 +701,7 @@ class WeightedDraws:
         return float(np.sqrt(self.expect((self.draws - self.mean()) ** 2)))
 
     def cdf(self, x):
-        """The weighted share of draws at or below ``x`` (a scalar or an array).
+        """The weighted share of draws at or below ``x`` (a scalar or an array, as given).
 
         Parameters
         ----------
@@ -710,7 +717,7 @@ class WeightedDraws:
         >>> WeightedDraws([1.0, 2.0, 3.0], [0.0, 0.0, 0.0]).cdf([2.5])
         array([0.66666667])
         """
-        x = np.atleast_1d(np.asarray(x, dtype=float))
+        x = np.asarray(x, dtype=float)
         at = np.searchsorted(self._sorted, x, side="right")
         return np.where(at > 0, self._cdf[np.maximum(at - 1, 0)], 0.0)
 
