@@ -1,7 +1,7 @@
 """HMC and PyMC models against the adaptive random walk, ESS per second, in the same run, on
 two problems:
 
-  logistic    the logistic-regression tutorial (examples/private_logistic_regression.py:
+  logistic    the logistic-regression tutorial (examples/gallery/plot_private_logistic_regression.py:
               n = 500, beta = (1, -0.5), y clamp(x) and y released with Laplace noise)
   regression  Ju et al. (2022) Sec. 5, clamped linear regression at the published settings
               (dawrap.models.linear_regression: n = 100, p = 2 with an intercept, sigma^2 and
@@ -49,7 +49,8 @@ import numpy as np
 import pymc as pm
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
-import private_logistic_regression as tutorial  # noqa: E402
+sys.path.insert(0, str(Path(__file__).parents[1] / "examples" / "gallery"))
+import plot_private_logistic_regression as tutorial  # noqa: E402
 import pymc_logistic_regression as pymc_tutorial  # noqa: E402
 
 import dawrap as dw  # noqa: E402

@@ -27,10 +27,11 @@ __version__ = "0.2.0"
 #: Public name -> the module that defines it (imported on first access).
 _LAZY = {
     "Model": ".model", "ExponentialFamily": ".model", "recipe": ".model",
-    "NonCentred": ".model.protocols",
+    "NonCentred": ".model.protocols", "PreparedDraw": ".model.protocols",
     "Mechanism": ".mechanisms", "Laplace": ".mechanisms", "Gaussian": ".mechanisms",
     "Geometric": ".mechanisms", "DiscreteGaussian": ".mechanisms", "Box": ".mechanisms",
     "Sparse": ".mechanisms", "declare_sparse": ".mechanisms.separable",
+    "box_sensitivity": ".mechanisms.sensitivity",
     "sample": ".sampling", "METHODS": ".sampling",
     "Record": ".methods", "Suffstat": ".methods", "Naive": ".methods",
     "NonPrivate": ".methods", "OPS": ".methods",
@@ -41,9 +42,9 @@ _LAZY = {
 _SUBMODULES = {"kernels": ".samplers.kernels", "random": ".random",
                "diagnostics": ".diagnostics"}
 
-__all__ = ["Model", "ExponentialFamily", "NonCentred", "recipe",
+__all__ = ["Model", "ExponentialFamily", "NonCentred", "PreparedDraw", "recipe",
            "Mechanism", "Laplace", "Gaussian", "Geometric", "DiscreteGaussian", "Box", "Sparse",
-           "declare_sparse", "sample", "METHODS", "Record", "Suffstat", "Naive", "NonPrivate",
+           "declare_sparse", "box_sensitivity", "sample", "METHODS", "Record", "Suffstat", "Naive", "NonPrivate",
            "OPS",
            "kernels", "random", "diagnostics",
            "compare", "Comparison", "mmd2", "calibrate", "Calibration", "__version__"]

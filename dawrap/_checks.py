@@ -5,8 +5,11 @@ says what was expected, so a bad input never reaches compiled code.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import numbers
+import reprlib
+from collections.abc import Callable
 
 import numpy as np
 from numba.core.errors import NumbaError
@@ -21,7 +24,46 @@ __all__ = [
     "n_positional",
     "require_arity",
     "call_user",
+    "shown",
+    "hint_misplaced",
 ]
+
+
+#: An argument as an error message shows it: at most this many characters.
+SHOWN_CHARS = 80
+
+
+def shown(value) -> str:
+    """``value`` as an error message shows it: an array by its shape and dtype, anything
+    else by a repr cut to :data:`SHOWN_CHARS` characters (an array of a million entries
+    passed by mistake must not fill the terminal)."""
+    if isinstance(value, np.ndarray) and value.size > 10:
+        return f"an array of shape {value.shape} and dtype {value.dtype}"
+    text = reprlib.repr(value) if isinstance(value, (list, tuple, dict, set, frozenset)) \
+        else repr(value)
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS - 3] + "..."
+
+
+def hint_misplaced(target: Callable, into: str):
+    """A decorator: a call of the decorated function with a keyword argument that it does
+    not take but ``target`` does (e.g. ``dw.sample``'s ``draws`` given to ``calibrate``)
+    raises a TypeError saying to pass it inside ``into`` (``sample_kwargs``), instead of
+    Python's bare "unexpected keyword argument"."""
+    def decorate(func):
+        accepted = inspect.signature(func).parameters
+
+        @functools.wraps(func)
+        def checked(*args, **kwargs):
+            misplaced = [k for k in kwargs if k not in accepted
+                         and k in inspect.signature(target).parameters]
+            if misplaced:
+                given = ", ".join(f"{k}={shown(kwargs[k])}" for k in misplaced)
+                raise TypeError(f"{func.__name__}() takes no {', '.join(misplaced)}: pass "
+                                f"{into}={{{', '.join(repr(k) + ': ...' for k in misplaced)}}}"
+                                f" to set {target.__name__}()'s arguments (got {given})")
+            return func(*args, **kwargs)
+        return checked
+    return decorate
 
 
 def is_real(value) -> bool:
@@ -33,7 +75,7 @@ def is_real(value) -> bool:
 def as_count(value, name: str, minimum: int = 1) -> int:
     """Return ``value`` as an ``int`` >= ``minimum`` or raise naming ``name``."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer >= {minimum}, got {value!r} "
+        raise TypeError(f"{name} must be an integer >= {minimum}, got {shown(value)} "
                         f"of type {type(value).__name__}")
     if value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value}")
@@ -43,7 +85,7 @@ def as_count(value, name: str, minimum: int = 1) -> int:
 def as_positive_float(value, name: str) -> float:
     """Return ``value`` as a finite float > 0 or raise naming ``name``."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a positive real number, got {value!r} "
+        raise TypeError(f"{name} must be a positive real number, got {shown(value)} "
                         f"of type {type(value).__name__}")
     value = float(value)
     if not np.isfinite(value) or value <= 0.0:
@@ -66,7 +108,8 @@ def as_float_vector(value, name: str, size: int | None = None) -> np.ndarray:
     if size is not None and arr.shape[0] != size:
         raise ValueError(f"{name} must have {size} value(s), got {arr.shape[0]}")
     if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite, got {arr}")
+        raise ValueError(f"{name} must be finite, got {shown(arr)} with "
+                         f"{int(np.sum(~np.isfinite(arr)))} non-finite entries")
     return np.ascontiguousarray(arr)
 
 

@@ -365,17 +365,6 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method="record",
         ``"record"`` and ``"suffstat"``: a progress line on stderr. Default: shown only when stderr is a
         terminal; ``False`` silences it, ``True`` forces it (no other value is accepted).
 
-    Ctrl-C during ``"record"`` sampling returns the draws so far (with a warning) instead of
-    losing them.
-
-    Before anything is drawn, two checks protect the run (:func:`_check_memory`,
-    :func:`_check_plausible`): a run whose databases and draws would not fit in the
-    available memory is refused, with the size it would need; and a release outside the
-    range the confidential statistic can take under every theta (where the mechanism's
-    contribution domain or sensitivity bounds it) by more than 40 nats of noise density
-    draws a ``RuntimeWarning``, or a ``ValueError`` when double precision can no longer
-    resolve one record's change at that release.
-
     Returns
     -------
     arviz.InferenceData or xarray.DataTree
@@ -392,8 +381,20 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method="record",
     Raises
     ------
     TypeError, ValueError
-        For any invalid argument, naming it and what was expected; see above for the memory
-        and release checks.
+        For any invalid argument, naming it and what was expected; see the Notes for the
+        memory and release checks.
+
+    Notes
+    -----
+    Before anything is drawn, two checks protect the run: a run whose databases and draws
+    would not fit in the available memory is refused, with the size it would need; and a
+    release outside the range the confidential statistic can take under every theta (where
+    the mechanism's contribution domain or sensitivity bounds it) by more than 40 nats of
+    noise density draws a ``RuntimeWarning``, or a ``ValueError`` when double precision can
+    no longer resolve one record's change at that release.
+
+    Ctrl-C during ``"record"`` sampling returns the draws so far (with a warning) instead of
+    losing them.
 
     Examples
     --------

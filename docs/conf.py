@@ -20,10 +20,22 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))
 
 import dawrap  # noqa: E402
+from dawrap.models import REGISTRY  # noqa: E402
+from model_pages import write_model_pages  # noqa: E402  (docs/model_pages.py)
 
 warnings.filterwarnings("ignore", message=".*ArviZ is undergoing a major refactor.*")
+
+
+def _format_warning(message, category, filename, lineno, line=None) -> str:
+    """An executed example's warnings appear on its page as ``Category: message``, without
+    the file and line of the machine that built the site."""
+    return f"{category.__name__}: {message}\n"
+
+
+warnings.formatwarning = _format_warning
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 project = "dawrap"
@@ -64,7 +76,8 @@ intersphinx_mapping: dict = {}   # no network at build time
 
 html_theme = "pydata_sphinx_theme"
 html_title = f"dawrap {release}"
-html_static_path: list = []
+html_static_path = ["_static"]
+html_css_files = ["dawrap.css"]   # wider article, nothing clipped at 1280 px
 templates_path = ["_templates"]
 html_theme_options = {
     "navigation_with_keys": False,
@@ -73,11 +86,30 @@ html_theme_options = {
 }
 html_sidebars = {"index": []}
 
+# The API reference's page of the built-in models and the catalogue's table, written from
+# their registry at every build (docs/model_pages.py), so that a model added to the registry
+# appears in both.
+write_model_pages()
+
+#: The order of the gallery pages (sphinx-gallery sorts each folder by this key): the
+#: Quickstart first, then the tutorials, then the how-tos; the catalogue in the registry's
+#: order. Anything not listed follows, by file name.
+GALLERY_ORDER = ["plot_quickstart.py", "plot_own_model.py",
+                 "plot_private_logistic_regression.py", "plot_census.py", "plot_long_runs.py",
+                 "plot_calibration.py",
+                 *(f"plot_{name}.py" for name in REGISTRY)]
+
+
+def gallery_order(filename: str) -> tuple:
+    return (GALLERY_ORDER.index(filename) if filename in GALLERY_ORDER else len(GALLERY_ORDER),
+            filename)
+
+
 sphinx_gallery_conf = {
     "examples_dirs": ["../examples/gallery", "../examples/models", "../examples/case_studies"],
     "gallery_dirs": ["auto_examples", "catalogue", "case_studies"],
     "filename_pattern": r"/plot_",
-    "within_subsection_order": "FileNameSortKey",
+    "within_subsection_order": gallery_order,
     "download_all_examples": False,
     "remove_config_comments": True,
     "reference_url": {"dawrap": None},

@@ -1,4 +1,4 @@
-"""Tutorial: the private logistic regression of private_logistic_regression.py, with the model
+"""Tutorial: the private logistic regression of gallery/plot_private_logistic_regression.py, with the model
 written in PyMC.
 
     pip install "dawrap[pymc]"
@@ -10,7 +10,7 @@ observed variable) and y | x ~ Bernoulli(logistic(x . beta)). The curator publis
 sum_i y_i clamp(x_i) and sum_i y_i with Laplace noise. dawrap.pymc.from_pymc compiles the
 PyMC model into a dawrap model (record draws, prior draws, and an HMC step on beta given the
 imputed records); the release statistic and the mechanism are dawrap's. To check the result, run
-the same release through the hand-written model of private_logistic_regression.py: the two
+the same release through the hand-written model of gallery/plot_private_logistic_regression.py: the two
 posteriors agree within Monte Carlo error (tests/dawrap_pymc/test_pymc_posteriors.py does this).
 """
 import numba

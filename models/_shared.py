@@ -2,6 +2,7 @@
 non-negative total (Poisson and exponential records)."""
 import math
 import numbers
+import os
 
 import numba
 import numpy as np
@@ -39,3 +40,23 @@ def closure_jit(*arrays):
     array is too large to be compiled into the code."""
     return numba.njit(nogil=True,
                       cache=all(np.asarray(a).nbytes <= FROZEN_ARRAY_BYTES for a in arrays))
+
+
+#: Bytes a model may need per entry of its largest hyperparameter or statistic array: the
+#: Python tuple that keys the factory's cache (a float object and a slot, about 32 bytes),
+#: the arrays made from it and the compiled chain's copies.
+BYTES_PER_ENTRY = 64
+
+
+def check_memory(entries: int, what: str) -> None:
+    """Refuse, before anything is allocated, a model whose arrays of ``entries`` numbers
+    cannot fit in this machine's memory (a mistyped size must not run for a minute and be
+    killed, or end in a bare MemoryError). ``what`` names the argument and the arrays."""
+    try:
+        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):  # not known here: nothing to compare with
+        return
+    need = BYTES_PER_ENTRY * entries
+    if need > total:
+        raise ValueError(f"{what}: about {need / 1e9:.3g} GB of memory, more than this "
+                         f"machine's {total / 1e9:.3g} GB")

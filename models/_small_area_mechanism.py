@@ -99,14 +99,14 @@ class LevelledDiscreteGaussian(dw.Mechanism):
     """
 
     def __init__(self, statistic, sizes, rho, sensitivity: float):
-        self.sizes = [int(s) for s in sizes]
-        self.rho = [float(r) for r in rho]
+        self.sizes = tuple(int(s) for s in sizes)  # tuples: immutable, as the mechanism
+        self.rho = tuple(float(r) for r in rho)
         if len(self.rho) != len(self.sizes) or not all(r > 0 and math.isfinite(r)
                                                          for r in self.rho):
             raise ValueError(f"LevelledDiscreteGaussian: one positive finite rho per level "
                              f"({len(self.sizes)}), got {rho!r}")
         self.sensitivity = float(sensitivity)
-        self.sigmas = [self.sensitivity / math.sqrt(2.0 * r) for r in self.rho]
+        self.sigmas = tuple(self.sensitivity / math.sqrt(2.0 * r) for r in self.rho)
         inverse = np.concatenate([np.full(s, 1.0 / sg) for s, sg in zip(self.sizes,
                                                                           self.sigmas)])
         norm = sum(s * additive.discrete_gaussian_log_normaliser(sg)

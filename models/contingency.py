@@ -28,13 +28,15 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
+import numbers
 
 import numba
 import numpy as np
 
 import dawrap as dw
 
-from ._shared import closure_jit
+from ._shared import check_memory, closure_jit
 from dawrap.mechanisms import separable
 from dawrap.mechanisms.additive import _laplace_log_density
 from dawrap.models import dirichlet_multinomial as _dm
@@ -42,18 +44,37 @@ from dawrap.models import dirichlet_multinomial as _dm
 __all__ = ["model", "laplace", "margin_matrix", "exact_posterior"]
 
 
+def _integers(values, what: str) -> tuple:
+    """``values`` as a tuple of ints, refusing any that is not a whole number (2.7 must not
+    become 2) or not a number at all."""
+    try:
+        items = list(values)
+    except TypeError:
+        raise TypeError(f"contingency: {what} must be a list of integers, got "
+                        f"{values!r}") from None
+    out = []
+    for v in items:
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real) \
+                or not math.isfinite(v) or v != int(v):
+            raise ValueError(f"contingency: {what} must be whole numbers, got {v!r} in "
+                             f"{values!r}")
+        out.append(int(v))
+    return tuple(out)
+
+
 def _check_levels(levels) -> tuple:
-    lv = tuple(int(v) for v in levels)
+    lv = _integers(levels, "levels")
     if len(lv) < 1 or min(lv) < 2:
         raise ValueError(f"contingency: levels must list at least 2 levels per attribute, got "
                          f"{levels!r}")
+    check_memory(math.prod(lv), f"contingency: levels {list(lv)} give {math.prod(lv)} cells")
     return lv
 
 
 def _check_margins(levels: tuple, margins) -> tuple:
     out = []
     for m in margins:
-        m = tuple(int(a) for a in m)
+        m = _integers(m, "each margin")
         if len(m) < 1 or len(set(m)) != len(m) or min(m) < 0 or max(m) >= len(levels):
             raise ValueError(f"contingency: margin {m!r} must list distinct attributes in "
                              f"0..{len(levels) - 1}")
@@ -61,6 +82,15 @@ def _check_margins(levels: tuple, margins) -> tuple:
     if not out:
         raise ValueError("contingency: at least one margin is needed")
     return tuple(out)
+
+
+def _per_item(value, count: int, name: str, per: str) -> np.ndarray:
+    """``value`` (one number, or ``count`` numbers: one per ``per``) as ``count`` floats."""
+    arr = np.asarray(value, dtype=float)
+    if arr.ndim > 1 or (arr.ndim == 1 and arr.shape[0] != count):
+        raise ValueError(f"contingency: {name} must be one number or {count} numbers (one "
+                         f"per {per}), got shape {arr.shape}")
+    return np.broadcast_to(arr, (count,))
 
 
 @functools.lru_cache(maxsize=32)
@@ -128,6 +158,15 @@ def _model_functions(levels: tuple, alpha: tuple):
         for a in range(d):
             out[a] = (j // strides[a]) % lv[a]
 
+    @closure_jit(strides, lv)
+    def draw_from_table(rng, theta, table, out):
+        # the cell in O(1) from the sweep's table: the scan's cell, bit for bit
+        j = dw.random.categorical(rng, table[0], table[1])
+        for a in range(d):
+            out[a] = (j // strides[a]) % lv[a]
+
+    prepared = dw.PreparedDraw(_dm.prepare_categorical, draw_from_table)
+
     @numba.njit(nogil=True)
     def joint_stat(x_i, out):
         for j in range(cells):
@@ -153,7 +192,7 @@ def _model_functions(levels: tuple, alpha: tuple):
                 return False
         return True
 
-    return draw_record, joint_stat, draw_theta, valid
+    return draw_record, prepared, joint_stat, draw_theta, valid
 
 
 @dw.recipe
@@ -186,13 +225,14 @@ def model(levels, alpha=1.0) -> dw.Model:
     """
     levels = _check_levels(levels)
     cells = int(np.prod(levels))
-    a = np.broadcast_to(np.asarray(alpha, dtype=float), (cells,))
+    a = _per_item(alpha, cells, "alpha", "joint cell")
     if not np.all(np.isfinite(a)) or np.any(a <= 0):
         raise ValueError(f"contingency.model: alpha must be positive, got {alpha!r}")
     alpha = tuple(float(v) for v in a)
-    draw_record, joint_stat, draw_theta, valid = _model_functions(levels, alpha)
+    draw_record, prepared, joint_stat, draw_theta, valid = _model_functions(levels, alpha)
     alpha_arr = np.array(alpha)
     return dw.Model(params={"p": (cells,)}, record_size=len(levels), draw_record=draw_record,
+                    prepared=prepared,
                     draw_theta=draw_theta, model_stat=joint_stat, stat_size=cells,
                     draw_prior=lambda rng: rng.dirichlet(alpha_arr), record_support=valid,
                     name=f"contingency(levels={list(levels)})")
@@ -230,7 +270,7 @@ def laplace(levels, margins, epsilon) -> dw.Mechanism:
     """
     levels = _check_levels(levels)
     margins = _check_margins(levels, margins)
-    eps = np.broadcast_to(np.asarray(epsilon, dtype=float), (len(margins),))
+    eps = _per_item(epsilon, len(margins), "epsilon", "margin")
     if not np.all(np.isfinite(eps)) or np.any(eps <= 0):
         raise ValueError(f"contingency.laplace: epsilon must be positive, got {epsilon!r}")
     _, statistic, size, _ = _functions(levels, margins)
@@ -240,8 +280,8 @@ def laplace(levels, margins, epsilon) -> dw.Mechanism:
     mech = dw.Mechanism(statistic, _laplace_log_density, size=size,
                         params=params, epsilon=float(eps.sum()), name="ContingencyLaplace",
                         coordinate_log_density=separable.laplace_coordinate,
-                        draw_release=lambda rng, t: t + rng.laplace(0.0, scale))
-    mech.noise_variance = lambda: 2.0 * scale ** 2
+                        draw_release=lambda rng, t: t + rng.laplace(0.0, scale),
+                        noise_variance=2.0 * scale ** 2)
     return mech
 
 

@@ -112,7 +112,7 @@ import numpy as np
 
 import dawrap as dw
 
-from ._shared import positive
+from ._shared import check_memory, positive
 
 __all__ = ["model", "laplace", "sensitivity", "clamped_products", "products",
            "nonprivate_posterior", "published_settings"]
@@ -309,6 +309,9 @@ def _check_p(p) -> int:
         raise TypeError(f"p (the number of predictors) must be an integer, got {p!r}")
     if p < 1:
         raise ValueError(f"p (the number of predictors) must be >= 1, got {p}")
+    # p x p matrices (the predictors' covariance, its Cholesky factor and inverse, x^T x)
+    # and a release of (p + 1)(p + 2) / 2 sums
+    check_memory(int(p) ** 2, f"p = {p} predictors need p x p matrices")
     return int(p)
 
 

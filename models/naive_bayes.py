@@ -69,7 +69,7 @@ import numpy as np
 
 import dawrap as dw
 
-from ._shared import closure_jit, positive
+from ._shared import check_memory, closure_jit, positive
 
 __all__ = ["model", "counts", "laplace", "sensitivity", "nonprivate_posterior",
            "exact_posterior", "draw_parameters", "published_parameters", "PUBLISHED"]
@@ -112,6 +112,46 @@ def draw_nb_record(rng, theta, I, J, out):
         row = start + y * J[k]
         out[1 + k] = _categorical(rng, theta[row:row + J[k]])
         start += I * J[k]
+
+
+@numba.njit(nogil=True, cache=True)
+def nb_tables(theta, I, J, guides):
+    """The categorical tables of ``pi`` and of every row of every ``p^k``, built once per
+    record sweep (:func:`dawrap.random.fill_categorical_table`): the running sums in theta's
+    layout, and the guides one after another (``guides[0]`` long for ``pi``, then
+    ``guides[1 + k]`` long for each row of ``p^k``)."""
+    cumulative = np.empty(theta.shape[0])
+    size = guides[0]
+    for k in range(J.shape[0]):
+        size += I * guides[1 + k]
+    guide = np.empty(size, dtype=np.int32)
+    dw.random.fill_categorical_table(theta[:I], cumulative[:I], guide[:guides[0]])
+    start, g = I, guides[0]
+    for k in range(J.shape[0]):
+        for _ in range(I):
+            dw.random.fill_categorical_table(theta[start:start + J[k]],
+                                             cumulative[start:start + J[k]],
+                                             guide[g:g + guides[1 + k]])
+            start += J[k]
+            g += guides[1 + k]
+    return cumulative, guide
+
+
+@numba.njit(nogil=True, cache=True)
+def draw_nb_from_tables(rng, table, I, J, guides, out):
+    """:func:`draw_nb_record` from :func:`nb_tables`: O(K) per record whatever the levels,
+    and the same record for the same generator state (one uniform per categorical, each the
+    scan's index, :func:`dawrap.random.categorical`)."""
+    cumulative, guide = table
+    y = dw.random.categorical(rng, cumulative[:I], guide[:guides[0]])
+    out[0] = y
+    start, g = I, guides[0]
+    for k in range(J.shape[0]):
+        row, g_row = start + y * J[k], g + y * guides[1 + k]
+        out[1 + k] = dw.random.categorical(rng, cumulative[row:row + J[k]],
+                                           guide[g_row:g_row + guides[1 + k]])
+        start += I * J[k]
+        g += I * guides[1 + k]
 
 
 @numba.njit(nogil=True, cache=True)
@@ -214,10 +254,21 @@ def on_simplices(theta, I, J):
 @functools.lru_cache(maxsize=64)
 def _record_functions(I: int, J: tuple):
     J_arr = np.array(J, dtype=np.int64)
+    guides = np.array([dw.random.guide_size(v) for v in (I, *J)], dtype=np.int64)
 
     @closure_jit(J_arr)
     def draw_record(rng, theta, out):
         draw_nb_record(rng, theta, I, J_arr, out)
+
+    @closure_jit(J_arr, guides)
+    def prepare(theta):
+        return nb_tables(theta, I, J_arr, guides)
+
+    @closure_jit(J_arr, guides)
+    def draw_from_tables(rng, theta, table, out):
+        draw_nb_from_tables(rng, table, I, J_arr, guides, out)
+
+    prepared = dw.PreparedDraw(prepare, draw_from_tables)
 
     @closure_jit(J_arr)
     def cooccurrence_counts(x_i, out):
@@ -249,7 +300,7 @@ def _record_functions(I: int, J: tuple):
     def record_support(x_i):
         return is_nb_record(x_i, I, J_arr)
 
-    return draw_record, cooccurrence_counts, theta_support, record_support
+    return draw_record, cooccurrence_counts, theta_support, record_support, prepared
 
 
 @functools.lru_cache(maxsize=64)
@@ -287,6 +338,10 @@ def _check_layout(I, J) -> tuple[int, tuple]:
     if len(J) == 0 or any(j < 2 for j in J):
         raise ValueError(f"J must list at least one feature, each with J_k >= 2 levels, "
                          f"got {list(J)!r}")
+    # theta, the release and the prior's concentrations each hold I * sum(J) numbers
+    check_memory(int(I) * sum(int(j) for j in J),
+                 f"I = {I} classes and sum(J) = {sum(int(j) for j in J)} levels give "
+                 f"I * sum(J) = {int(I) * sum(int(j) for j in J)} co-occurrence counts")
     return int(I), tuple(int(j) for j in J)
 
 
@@ -427,10 +482,11 @@ def model(I: int, J, alpha=2.0, alpha_feature=2.0) -> dw.Model:
     """
     I, J = _check_layout(I, J)
     alpha, alpha_feature = _check_prior(alpha, alpha_feature, I, J)
-    draw_record, statistic, theta_support, record_support = _record_functions(I, J)
+    draw_record, statistic, theta_support, record_support, prepared = _record_functions(I, J)
     draw_theta, draw_prior = _kernels(I, J, alpha, alpha_feature)
     return dw.Model(params=_param_shapes(I, J), record_size=1 + len(J),
-                    draw_record=draw_record, draw_theta=draw_theta, draw_prior=draw_prior,
+                    draw_record=draw_record, prepared=prepared, draw_theta=draw_theta,
+                    draw_prior=draw_prior,
                     model_stat=statistic, stat_size=I * sum(J), theta_support=theta_support,
                     record_support=record_support,
                     name=f"naive_bayes(I={I}, J={list(J)}, alpha={_short(alpha)}, "

@@ -73,9 +73,15 @@ def test_calibrate_writes_results_and_plots_and_resumes(tmp_path, capsys):
         assert (out / name).stat().st_size > 0, name
     rows = (out / "trials.jsonl").read_text().splitlines()
     assert len(rows) == 1 + 8 and "settings" in json.loads(rows[0])
+    assert "Rewriting" not in first
     assert main(argv) == 0  # resumes: every trial is read back, none re-run
-    assert capsys.readouterr().out.splitlines()[:7] == first.splitlines()[:7]
+    again = capsys.readouterr().out
+    assert again.splitlines()[:7] == first.splitlines()[:7]
     assert len((out / "trials.jsonl").read_text().splitlines()) == 1 + 8
+    # The results are rewritten from the trials, and the command says so (the README's
+    # promise: no output is replaced silently without --force).
+    assert f"Rewriting this study's results in {out} (summary.txt, calibration.nc, ranks.png, " \
+           f"ecdf.png) from its 8 trials in trials.jsonl" in again
 
 
 def test_help_is_complete(capsys):
@@ -102,7 +108,10 @@ def test_models_lists_every_built_in_model(capsys):
 
     assert main(["models"]) == 0
     text = capsys.readouterr().out
-    assert all(f"  {name}(" in text for name in models.__all__)
+    listed = [line.split("(")[0].strip() for line in text.splitlines()
+              if line.startswith("  ") and not line.startswith("   ")]
+    assert listed == list(models.REGISTRY)
+    assert "small_area" in listed and "contingency" in listed  # missing before the registry
 
 
 def test_models_marks_the_mechanisms_that_are_not_dp_on_their_own(capsys):
@@ -190,3 +199,107 @@ def test_counts_are_checked_before_anything_compiles(argv, message, capsys, monk
         main(argv)
     assert exit_.value.code == 2
     assert message in capsys.readouterr().err
+
+
+# -- issue 29, items 17 and 18: arguments checked first, each error naming its argument ------
+
+@pytest.fixture
+def no_sampling(monkeypatch):
+    """dw.sample and calibrate replaced by stand-ins that fail the test if reached: the
+    command must stop on its arguments first."""
+    import dawrap
+    import dawrap.sampling
+    import dawrap.studies.calibration
+
+    def reached(*args, **kwargs):
+        raise AssertionError("the command ran with arguments it should have refused")
+
+    monkeypatch.setattr(dawrap.sampling, "sample", reached)
+    monkeypatch.setattr(dawrap, "sample", reached)  # dw.sample, once imported lazily
+    monkeypatch.setattr(dawrap.studies.calibration, "calibrate", reached)
+
+
+SAMPLE = ["sample", "beta_binomial", "--n", "3", "--s-dp", "1"]
+CALIBRATE = ["calibrate", "beta_binomial", "--epsilon", "1", "--n", "3", "--trials", "2"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (SAMPLE + ["--epsilon", "0.5", "--mechanism-arg", "epsilon=2"],
+     "--epsilon 0.5 and --mechanism-arg epsilon=2 disagree"),
+    (["sample", "small_area", "--model-arg", "sizes=[3]", "--model-arg", "categories=2",
+      "--mechanism", "discrete_gaussian", "--epsilon", "1", "--n", "3", "--s-dp", "1"],
+     "--epsilon: --mechanism discrete_gaussian takes no epsilon"),
+    (SAMPLE + ["--epsilon", "1", "--model-arg", "a=1", "--model-arg", "a=2"],
+     "--model-arg gives a twice"),
+    (["sample", "beta_binomial", "--epsilon", "1", "--n", "3", "--s-dp", "1", "2"],
+     "must have 1 value(s), got 2"),
+    (CALIBRATE + ["--methods", "record,record"], "--methods names record more than once"),
+    (["sample", "linear_regression", "--model-arg", "p=1000000", "--mechanism-arg",
+      "p=1000000", "--mechanism-arg", "bounds_x=1", "--mechanism-arg", "bound_y=1",
+      "--epsilon", "1", "--n", "3", "--s-dp", "1"], "GB of memory"),
+])
+def test_conflicting_or_repeated_arguments_are_refused(argv, message, no_sampling, capsys,
+                                                       tmp_path):
+    assert main(argv + ["--out", str(tmp_path / "out")]) == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (SAMPLE[:3] + ["0", "--epsilon", "1", "--s-dp", "1"], "argument --n: must be an integer >= 1"),
+    (SAMPLE + ["--epsilon", "1", "--cores", "0"], "argument --cores: must be an integer >= 1"),
+    (CALIBRATE + ["--workers", "0"], "argument --workers: must be an integer >= 1, got 0"),
+    (CALIBRATE[:-1] + ["0"], "argument --trials: must be an integer >= 1, got 0"),
+])
+def test_counts_of_sample_and_calibrate_are_checked_by_the_parser(argv, message, no_sampling,
+                                                                  capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_sample_checks_its_arguments_before_the_default_output(tmp_path, monkeypatch, capsys,
+                                                               no_sampling):
+    """A bad release is reported as such even when the default --out exists; an existing
+    default --out is named as the default, not as an --out the user gave."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "posterior.nc").write_text("precious")
+    assert main(["sample", "beta_binomial", "--epsilon", "1", "--n", "3", "--s-dp", "1",
+                 "2"]) == 2
+    err = capsys.readouterr().err
+    assert "s_dp must have 1 value(s), got 2" in err and "posterior.nc" not in err
+    assert main(["sample", "beta_binomial", "--epsilon", "1", "--n", "3", "--s-dp", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "posterior.nc (the default --out) exists; pass --force" in err
+    assert (tmp_path / "posterior.nc").read_text() == "precious"
+
+
+def test_sample_prints_no_seed_before_an_error(tmp_path, capsys):
+    """A run dw.sample refuses (one needing more memory than there is) stops the command
+    before it says which seed it drew."""
+    argv = ["sample", "beta_binomial", "--epsilon", "1", "--n", str(2 ** 50), "--s-dp", "1",
+            "--out", str(tmp_path / "x.nc")]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert "memory" in captured.err and "seed" not in captured.out
+
+
+@pytest.mark.parametrize("method", ["nonprivate", "ops"])
+def test_sample_offers_only_the_methods_that_read_the_release(method, capsys):
+    """nonprivate and ops need the confidential records, which the command line cannot
+    give: refused by the parser, as unknown choices are."""
+    with pytest.raises(SystemExit):
+        main(SAMPLE + ["--epsilon", "1", "--method", method])
+    assert "argument --method: invalid choice" in capsys.readouterr().err
+
+
+def test_demo_help_and_table_describe_the_samplers_truly(capsys):
+    """--help shows one percent sign; suffstat, a CLT approximation, is not called exact."""
+    from dawrap.demo import DEMO_METHODS
+
+    with pytest.raises(SystemExit):
+        main(["demo", "--help"])
+    text = capsys.readouterr().out
+    assert "90% interval" in " ".join(text.split()) and "%%" not in text
+    assert "exact" not in DEMO_METHODS["suffstat"] and "approximate" in DEMO_METHODS["suffstat"]
+    assert "(exact)" in DEMO_METHODS["record"]

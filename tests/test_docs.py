@@ -1,6 +1,9 @@
 """The documentation site: it builds, every public name has a page, every page's images and
 internal links resolve, and a headless browser renders the home page, the ``dw.sample``
-reference and a gallery example with their figures.
+reference and a gallery example with their figures. What a reader would trip over is
+checked on every page: markup shown raw (``:func:`` and the like), a path of the machine
+that built the site, an executed example showing its output before its code, and (in a
+headless browser at 1280 px) a table or code block wider than its column, so clipped.
 
 Reads the site built by ``.ci/docs`` (``DAWRAP_DOCS_BUILT=docs/_build/html``) or by the
 documented build command (``docs/_build/html``); skipped when Sphinx is not installed
@@ -10,6 +13,7 @@ from __future__ import annotations
 
 import html.parser
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -78,7 +82,7 @@ def test_every_public_name_has_a_reference_page(site):
 
     missing = [name for name in dawrap.__all__ if name != "__version__"
                and not (site / "api" / "generated" / f"dawrap.{name}.html").is_file()]
-    missing += [f"models.{name}" for name in dawrap.models.__all__
+    missing += [f"models.{name}" for name in dawrap.models.REGISTRY
                 if not (site / "api" / "generated" / f"dawrap.models.{name}.html").is_file()]
     assert not missing, f"no API page for {missing}"
     sample = (site / "api" / "generated" / "dawrap.sample.html").read_text(encoding="utf-8")
@@ -118,6 +122,7 @@ FIGURES = {
     "case_studies/plot_diabetes_regression.html": "sphx_glr_plot_diabetes_regression_001.png",
     "reproductions/ju_loglinear.html": "ju_loglinear_fig1.png",
     "reproductions/calibration.html": "calibration.png",
+    "auto_examples/plot_own_model.html": "sphx_glr_plot_own_model_001.png",
 }
 
 
@@ -162,3 +167,186 @@ def test_headless_browser_renders_the_page(site, page, tmp_path):
     # A rendered page has text and figures: far from one flat colour.
     assert pixels.std() > 0.05, f"{page} rendered blank"
     assert len(np.unique((pixels * 255).astype(np.uint8).reshape(-1, 3), axis=0)) > 50
+
+
+class _Text(html.parser.HTMLParser):
+    """A page's text as a reader sees it outside code (``<pre>``, ``<code>``), and the text
+    of its code literals that are not links."""
+
+    CODE = ("pre", "code", "script", "style", "kbd", "samp", "tt")
+
+    def __init__(self):
+        super().__init__()
+        self.code_depth, self.link_depth = 0, 0
+        self.prose, self.code = [], []
+
+    def handle_starttag(self, tag, attrs):
+        self.code_depth += tag in self.CODE
+        self.link_depth += tag == "a"
+
+    def handle_endtag(self, tag):
+        self.code_depth -= tag in self.CODE
+        self.link_depth -= tag == "a"
+
+    def handle_data(self, data):
+        if not self.code_depth:
+            self.prose.append(data)
+        elif not self.link_depth:
+            self.code.append(data)
+
+
+def _text(path: Path) -> _Text:
+    text = _Text()
+    text.feed(path.read_text(encoding="utf-8"))
+    return text
+
+
+#: reStructuredText and MyST markup that should have become a link or a formula.
+RAW_MARKUP = re.compile(r":(?:func|class|meth|mod|data|attr|doc|ref|math|obj|exc|term|numref)"
+                        r":`|\{(?:doc|ref|math|func|class|mod|meth)\}`|``\w")
+
+
+@pytest.mark.slow
+def test_no_raw_markup_in_rendered_text(site):
+    """A docstring paragraph in the wrong numpydoc section rendered ``:func:`_check_memory```
+    and double backquotes as they are (issue 29)."""
+    found = []
+    for page in _pages(site):
+        prose = " ".join(_text(page).prose)
+        found += [f"{page.relative_to(site)}: ...{prose[max(0, m.start() - 40):m.end() + 30]}..."
+                  for m in RAW_MARKUP.finditer(prose)]
+    assert not found, "\n".join(found[:20])
+
+
+@pytest.mark.slow
+def test_no_page_shows_the_build_machines_paths(site):
+    """A warning printed by an example showed the build machine's checkout (issue 29)."""
+    found = [f"{page.relative_to(site)}: {marker}" for page in _pages(site)
+             for marker in (str(ROOT),)
+             if marker in " ".join(_text(page).prose + _text(page).code)]
+    assert not found, "\n".join(found[:20])
+
+
+GALLERIES = ("auto_examples", "catalogue", "case_studies")
+
+
+@pytest.mark.slow
+def test_executed_examples_show_code_before_output(site):
+    """sphinx-gallery puts an example of one code block's output above its code; every
+    example has several, so each output follows the code that printed it."""
+    late = []
+    for gallery in GALLERIES:
+        for page in sorted((site / gallery).glob("plot_*.html")):
+            html_text = page.read_text(encoding="utf-8")
+            code = html_text.find('class="highlight-Python')
+            output = min((i for i in (html_text.find("sphx-glr-script-out"),
+                                      html_text.find("sphx-glr-single-img"),
+                                      html_text.find("sphx-glr-multi-img")) if i >= 0),
+                         default=len(html_text))
+            if not 0 <= code < output:
+                late.append(str(page.relative_to(site)))
+    assert not late, f"output before code on {late}"
+
+
+def _gallery_titles(index: Path) -> list[str]:
+    return re.findall(r'<div class="sphx-glr-thumbnail-title">([^<]*)</div>',
+                      index.read_text(encoding="utf-8"))
+
+
+@pytest.mark.slow
+def test_the_gallery_starts_with_the_quickstart_and_the_catalogue_follows_the_registry(site):
+    import dawrap.models
+
+    titles = _gallery_titles(site / "auto_examples" / "index.html")
+    assert titles[0].startswith("Quickstart"), titles
+    assert any(t.startswith("Tutorial: your logistic-regression") for t in titles)
+    assert any(t.startswith("Census-style counts") for t in titles)
+    catalogue = [t.split(":")[0] for t in _gallery_titles(site / "catalogue" / "index.html")]
+    assert catalogue == list(dawrap.models.REGISTRY)
+    table = (site / "catalogue" / "index.html").read_text(encoding="utf-8")
+    assert all(f"dawrap.models.{name}.html" in table for name in dawrap.models.REGISTRY)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page, target", [
+    ("kernels.html", "plot_private_logistic_regression.html"),
+    ("pymc.html", "plot_private_logistic_regression.html"),
+    ("guide/model.html", "plot_private_logistic_regression.html"),
+    ("tables.html", "plot_census.html"),
+    ("guide/own_model.html", "plot_own_model.html"),
+])
+def test_tutorials_are_linked_pages_not_bare_paths(site, page, target):
+    info = _parse(site / page)
+    assert any(urlsplit(href).path.endswith(target) for href in info.links), \
+        f"{page} does not link {target}"
+    bare = [c for c in _text(site / page).code if re.search(r"examples/\S*\.py", c)
+            and "pymc_" not in c]
+    assert not bare, f"{page} shows bare paths {bare}"
+
+
+#: Injected into a copy of a page: after layout, every table and code block of the article
+#: that is wider than its own box or its wrapper's (hidden or scrolled), or reaches past the
+#: article's right edge, with the widths; written into the page for --dump-dom to return.
+CLIP_PROBE = """<script>window.addEventListener("load", function () {
+  var out = [], article = document.querySelector("article");
+  var right = article ? article.getBoundingClientRect().right : Infinity;
+  document.querySelectorAll("article table, article pre").forEach(function (el) {
+    [el, el.parentElement].forEach(function (node) {
+      if (node.scrollWidth > node.clientWidth + 1) {
+        out.push([el.tagName, node.scrollWidth, node.clientWidth,
+                  el.textContent.trim().slice(0, 60)]);
+      }
+    });
+    var box = el.getBoundingClientRect();
+    if (box.right > right + 1) {
+      out.push([el.tagName, Math.round(box.right - box.left),
+                Math.round(right - box.left), el.textContent.trim().slice(0, 60)]);
+    }
+  });
+  var r = document.createElement("div");
+  r.id = "clip-report";
+  r.setAttribute("data-report", JSON.stringify(out));
+  document.body.appendChild(r);
+});</script>"""
+
+
+def _clipped(browser: str, page: Path, profile: Path) -> list:
+    """The clipped tables and code blocks of ``page`` at 1280 px (see CLIP_PROBE). The probe
+    is a copy of the page outside the site (its links resolved against the page's folder by
+    a ``<base>``), so that tests reading the site never meet it."""
+    import json
+    from html import unescape
+
+    profile.mkdir(parents=True, exist_ok=True)
+    probe = profile / "probe.html"
+    text = page.read_text(encoding="utf-8").replace(
+        "<head>", f'<head><base href="{page.parent.resolve().as_uri()}/">', 1)
+    probe.write_text(text.replace("</body>", CLIP_PROBE + "</body>"), encoding="utf-8")
+    dom = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu",
+                          "--hide-scrollbars", "--window-size=1280,1800",
+                          "--virtual-time-budget=3000", f"--user-data-dir={profile / 'chrome'}",
+                          "--dump-dom", probe.resolve().as_uri()],
+                         capture_output=True, text=True, timeout=300).stdout
+    report = re.search(r'id="clip-report" data-report="([^"]*)"', dom)
+    assert report, f"{page.name}: the probe did not run"
+    return json.loads(unescape(report.group(1)))
+
+
+@pytest.mark.slow
+def test_nothing_is_clipped_at_1280px(site, tmp_path):
+    """At a 1280 px window the model-protocol, mechanisms and case-study tables and most code
+    blocks were wider than the article, their ends hidden (issue 29)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    browser = _browser()
+    if browser is None:
+        pytest.skip("no headless browser (apt-get install chromium)")
+    pages = [p for p in _pages(site) if "<article" in p.read_text(encoding="utf-8")
+             and ("<table" in p.read_text(encoding="utf-8")
+                  or "<pre" in p.read_text(encoding="utf-8"))]
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        reports = list(pool.map(lambda ip: _clipped(browser, ip[1], tmp_path / f"p{ip[0]}"),
+                                enumerate(pages)))
+    clipped = [f"{page.relative_to(site)}: {tag} needs {wide} px, has {room}: {text!r}"
+               for page, report in zip(pages, reports) for tag, wide, room, text in report]
+    assert not clipped, "\n".join(clipped)

@@ -59,7 +59,7 @@ SKIP_ALLOWED = {
     "dawrap.models.linear_regression": "dw.sample compiles the record chain and the interweaving "
                                        "move (52 s); examples/models/plot_linear_regression.py "
                                        "runs it in the docs build",
-    "dawrap.models.small_area": "dw.sample compiles the record chain; examples/census.py runs "
+    "dawrap.models.small_area": "dw.sample compiles the record chain; examples/gallery/plot_census.py runs "
                                 "it (tests/test_examples.py::"
                                 "test_census_example_runs_and_summarises)",
 }

@@ -11,8 +11,14 @@ from dawrap import diagnostics
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _path(name: str) -> Path:
+    """``examples/<name>.py``, or the gallery page ``examples/gallery/plot_<name>.py``."""
+    top = ROOT / "examples" / f"{name}.py"
+    return top if top.exists() else ROOT / "examples" / "gallery" / f"plot_{name}.py"
+
+
 def _load(name):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(name, _path(name))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -1,7 +1,7 @@
 """The package's layers, as the tree shows them, hold in the import graph: each layer imports
 only from the layers below it (a module-level or a function-level import alike).
 
-    model, mechanisms  <  samplers  <  runner  <  methods, sampling, pymc  <  studies, cli
+    model, mechanisms  <  samplers  <  runner  <  methods, sampling, pymc  <  studies, cli, demo
 
 (``_checks``, ``_files``, ``random``, ``reference`` and ``diagnostics`` are leaf helpers any
 layer may use.)
@@ -18,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "dawrap"
 #: Layer of each subpackage / top-level module; a module may import from its own layer and
 #: lower ones.
 LAYERS = {"model": 0, "mechanisms": 0, "samplers": 1, "runner": 2, "methods": 3,
-          "sampling": 3, "pymc": 3, "studies": 4, "cli": 5}
+          "sampling": 3, "pymc": 3, "studies": 4, "cli": 5, "demo": 5}
 
 
 def _layer(parts: tuple[str, ...]) -> int | None:

@@ -29,6 +29,7 @@ import functools
 import json
 import math
 import numbers
+import types
 
 import numba
 import numpy as np
@@ -38,6 +39,7 @@ from .._checks import (as_count, as_float_vector, as_positive_float, n_positiona
                       require_njit)
 from ..model.recipe import reduce_by_recipe
 from . import separable
+from .checked import bounds_checked
 
 __all__ = ["Mechanism", "Laplace", "Gaussian", "Geometric", "DiscreteGaussian", "Box", "Sparse"]
 
@@ -151,7 +153,50 @@ def _integer_bounds(value, name: str) -> np.ndarray:
     return floats.astype(np.int64)
 
 
-class Box:
+class _FrozenOnceBuilt(type):
+    """Instances become immutable when their outermost constructor returns (subclasses set
+    their own attributes after ``super().__init__``, so freezing earlier would stop them)."""
+
+    def __call__(cls, *args, **kwargs):
+        obj = super().__call__(*args, **kwargs)
+        object.__setattr__(obj, "_frozen", True)
+        return obj
+
+
+class _Immutable(metaclass=_FrozenOnceBuilt):
+    """No attribute can be set or deleted once built: what the privacy guarantee (and the
+    sampler compiled for the mechanism) was checked against at construction stays what
+    ``release`` and ``privacy`` use. Arrays held are read-only, or handed out as copies.
+
+    The one exception is ``_recipe``, the factory call stamped by :func:`dawrap.recipe`
+    after construction (it says how to rebuild the object elsewhere, not what it does)."""
+
+    _frozen = False
+
+    def __setattr__(self, name: str, value) -> None:
+        self._refuse_change(name)
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        self._refuse_change(name)
+        object.__delattr__(self, name)
+
+    def _refuse_change(self, name: str) -> None:
+        if self._frozen and name != "_recipe":
+            kind = type(self).__name__
+            raise AttributeError(
+                f"{kind} objects are immutable once built: {name!r} cannot be changed, because "
+                f"the privacy guarantee (the sensitivity and domain checks) and the noise were "
+                f"set up for the values given to the constructor. Build a new {kind} with the "
+                f"values you want instead")
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array
+
+
+class Box(_Immutable):
     r"""A contribution domain: every record contributes a vector ``c`` with
     ``lower[j] <= c[j] <= upper[j]`` in each coordinate (integers).
 
@@ -183,8 +228,8 @@ class Box:
     """
 
     def __init__(self, lower, upper):
-        self.lower = _integer_bounds(lower, "lower")
-        self.upper = _integer_bounds(upper, "upper")
+        self.lower = _read_only(_integer_bounds(lower, "lower"))
+        self.upper = _read_only(_integer_bounds(upper, "upper"))
         if self.lower.shape != self.upper.shape and 1 not in (self.lower.shape[0],
                                                                  self.upper.shape[0]):
             raise ValueError(f"lower and upper must have the same length (or one value), got "
@@ -445,16 +490,34 @@ CONTRIBUTION_CHUNK = 1 << 20
 
 
 @numba.njit(nogil=True)  # takes a function argument: not cacheable, see record.py
-def record_contributions(x, s_dp, statistic, size):
-    """Each record's contribution ``t(x_i, s_dp)`` as the rows of an ``(n, size)`` array
-    (compiled); a statistic that writes nothing contributes zeros."""
-    out = np.zeros((x.shape[0], size))
+def record_contributions(x, statistic, size):
+    """Each record's contribution ``t(x_i)`` as the rows of an ``(n, size)`` array (compiled);
+    a statistic that writes nothing contributes zeros, and a record on which it raises (with
+    a bounds-checked statistic, :mod:`dawrap.mechanisms.checked`: also any index out of
+    range) contributes a row of NaN, which the projection maps like any NaN."""
+    out = np.empty((x.shape[0], size))
     buf = np.empty(size)
     for i in range(x.shape[0]):
         buf[:] = 0.0
-        statistic(x[i], s_dp, buf)
+        if not _statistic_returned(statistic, x[i], buf):
+            buf[:] = np.nan  # discard what it wrote before raising
         out[i] = buf
     return out
+
+
+@numba.njit(nogil=True)
+def _statistic_returned(statistic, x_i, buf):
+    """Whether ``statistic(x_i, buf)`` returned (``False``: it raised).
+
+    The ``try`` sits in its own function on purpose: with numba 0.68 a ``try`` inside the
+    record loop caught the first record's exception but let the second one escape (a
+    release then raised exactly when two records were bad, which reveals the data); one
+    call per record leaves no exception state behind."""
+    try:
+        statistic(x_i, buf)
+        return True
+    except Exception:  # noqa: BLE001 - numba catches only Exception subclasses anyway
+        return False
 
 
 def _real(value) -> float:
@@ -506,7 +569,7 @@ def as_records(x, name: str = "x") -> np.ndarray:
     return arr
 
 
-class Mechanism:
+class Mechanism(_Immutable):
     r"""Any record-additive mechanism :math:`g(s_{dp}, \sum_i t(x_i, s_{dp}))`.
 
     Parameters
@@ -541,6 +604,16 @@ class Mechanism:
         The statistic's sparse form, ``(x_i, index, value) -> count`` with at most ``nnz``
         pairs; by default the one declared with :func:`dawrap.declare_sparse`, if any. Only
         a separable mechanism can use it.
+    noise_variance : array_like, optional
+        The variance of each coordinate's noise, when known in closed form (returned by
+        :meth:`noise_variance`; without it, release-informed starts estimate it from
+        ``draw_release``).
+
+    Notes
+    -----
+    A mechanism is immutable once built, as are those of its subclasses: setting or deleting
+    any attribute raises ``AttributeError`` (its guarantee and noise were checked for the
+    values it was built with), and :attr:`params` is handed out as a copy.
 
     Examples
     --------
@@ -564,7 +637,7 @@ class Mechanism:
     def __init__(self, statistic, log_density, *, size: int = 1, params=(),
                  draw_release=None, epsilon: float | None = None, name: str = "Mechanism",
                  truncation: tuple | None = None, coordinate_log_density=None, entries=None,
-                 nnz: int | None = None):
+                 nnz: int | None = None, noise_variance=None):
         require_njit(statistic, "statistic", "(x_i, out) or (x_i, s_dp, out)")
         require_njit(log_density, "log_density", "(s_dp, t, params) -> float")
         # A wrong arity would otherwise fail only inside dw.sample, as a numba typing error.
@@ -578,9 +651,14 @@ class Mechanism:
         self.engine_statistic = statistic if arity == 3 else with_release_argument(statistic)
         self.log_density = log_density
         self.size = as_count(size, "size")
-        self.params = np.atleast_1d(np.asarray(params, dtype=np.float64)).copy()
-        if not np.all(np.isfinite(self.params)):
-            raise ValueError(f"params must be finite, got {self.params}")
+        self._density_params = _read_only(
+            np.atleast_1d(np.asarray(params, dtype=np.float64)).copy())
+        if not np.all(np.isfinite(self._density_params)):
+            raise ValueError(f"params must be finite, got {self._density_params}")
+        self._noise_variance = None if noise_variance is None else _read_only(
+            as_float_vector(noise_variance, "noise_variance", self.size).copy())
+        if self._noise_variance is not None and np.any(self._noise_variance < 0):
+            raise ValueError(f"noise_variance must be >= 0, got {noise_variance!r}")
         #: Releases and record contributions must be integers (discrete mechanisms).
         self.integer_statistic = False
         if draw_release is not None and not callable(draw_release):
@@ -630,6 +708,20 @@ class Mechanism:
 
     # -- description -------------------------------------------------------------------------
     @property
+    def params(self) -> np.ndarray:
+        """The float parameters handed to ``log_density`` (a copy: changing it changes
+        nothing).
+
+        Examples
+        --------
+        >>> import dawrap as dw
+        >>> from dawrap.models import beta_binomial
+        >>> dw.Laplace(beta_binomial.count, epsilon=0.5).params    # 1/scale, log normaliser
+        array([ 0.5       , -1.38629436])
+        """
+        return self._density_params.copy()
+
+    @property
     def privacy(self) -> dict:
         """The mechanism's parameters, stored as ``constant_data`` with each result."""
         out = {} if self.epsilon is None else {"epsilon": self.epsilon}
@@ -637,8 +729,8 @@ class Mechanism:
 
     def noise_variance(self) -> np.ndarray | None:
         """The variance of each coordinate's noise when it is known in closed form (the
-        built-in mechanisms), else ``None`` (:mod:`dawrap.runner.starts` then estimates it from
-        ``draw_release``).
+        built-in mechanisms, or the ``noise_variance`` given to the constructor), else
+        ``None`` (:mod:`dawrap.runner.starts` then estimates it from ``draw_release``).
 
         Returns
         -------
@@ -651,7 +743,7 @@ class Mechanism:
         >>> dw.Laplace(beta_binomial.count, epsilon=0.5).noise_variance()   # 2 (1/0.5)^2
         array([8.])
         """
-        return None
+        return None if self._noise_variance is None else self._noise_variance.copy()
 
     @property
     def fingerprint(self) -> str:
@@ -891,7 +983,12 @@ class Mechanism:
         Python integers.
 
         Checks only the type and shape of ``x``; NaN, infinite, fractional and out-of-range
-        values are projected, never reported.
+        values are projected, never reported. The statistic runs as a bounds-checked copy
+        (:mod:`dawrap.mechanisms.checked`): a record on which it raises, or indexes an array
+        out of range (a category beyond ``out``, say), contributes as if every coordinate
+        were NaN, i.e. the domain's value nearest zero (zero for :class:`Sparse`). Nothing
+        outside ``out`` is ever read or written, whatever the records hold; a statistic
+        whose copy cannot be checked is refused (TypeError) before any record is read.
 
         Parameters
         ----------
@@ -913,20 +1010,33 @@ class Mechanism:
         >>> mech = dw.Geometric(beta_binomial.count, epsilon=1.0, contribution=(0, 1))
         >>> mech.bounded_total([1.0, np.nan, 7.0, 0.3])
         [2]
+
+        A one-hot count of 3 categories: the record of category 10**6 would index past
+        ``out``; it contributes nothing.
+
+        >>> from dawrap.models import dirichlet_multinomial
+        >>> hist = dw.Geometric(dirichlet_multinomial.one_hot, epsilon=1.0, sensitivity=2.0,
+        ...                     size=3, contribution=dw.mechanisms.Sparse(1))
+        >>> hist.bounded_total([0.0, 2.0, 2.0, 1e6])
+        [1, 0, 2]
         """
         if self.contribution is None:
             raise ValueError(f"the {self.name} mechanism declares no contribution domain "
                              f"(contribution=...), so it has no bounded total")
         if self.depends_on_release:
             raise NotImplementedError("a statistic that depends on s_dp has no release")
+        statistic = bounds_checked(self.statistic)  # or a TypeError, whatever x holds
         records = _records_for_publication(x)
+        # Compiled on no records at all, so that a compilation error too comes before any
+        # record is read (the types of x, not its values, decide what is compiled).
+        record_contributions(records[:0], statistic, self.size)
         # The projection is row by row and the sum exact, so streaming the records in chunks
         # gives the same integers as one (n, size) array, in O(chunk * size) memory.
         small = records.shape[0] * self.contribution.magnitude() < 2 ** 62
         total = np.zeros(self.size, dtype=np.int64) if small else [0] * self.size
         for chunk in self._chunks(records):
-            projected = self.contribution.project(self._contributions(chunk)).astype(
-                np.int64)  # |v| <= 2**53
+            projected = self.contribution.project(
+                record_contributions(chunk, statistic, self.size)).astype(np.int64)  # |v|<=2**53
             if small:
                 total += projected.sum(axis=0)  # no int64 overflow possible
             else:  # exact, arbitrary size
@@ -940,29 +1050,22 @@ class Mechanism:
         for start in range(0, records.shape[0], rows):
             yield records[start:start + rows]
 
-    def _contributions(self, records: np.ndarray) -> np.ndarray:
-        try:
-            return record_contributions(records, np.zeros(self.size), self.engine_statistic,
-                                        self.size)
-        except Exception as err:  # noqa: BLE001 - the user's statistic, on confidential data
-            kind = type(err).__name__
-        # Raised outside the handler, without the original message or traceback: the
-        # statistic's own message could quote a confidential record.
-        raise ValueError(f"the mechanism's statistic raised {kind} on a record of x (its "
-                         f"message is withheld: it could reveal confidential values); a "
-                         f"statistic for release must be defined for every float record, "
-                         f"including NaN and infinities")
-
     def _check_contributions(self, records: np.ndarray) -> None:
+        """The simulation path's refusal of records a publication would have to project."""
+        try:  # never writes outside out either, where the statistic can be checked
+            statistic = bounds_checked(self.statistic)
+        except TypeError:
+            statistic = self.statistic
         for chunk in self._chunks(records):  # O(chunk * size) memory, as bounded_total
-            contributions = self._contributions(chunk)
+            contributions = record_contributions(chunk, statistic, self.size)
             if not np.array_equal(self.contribution.project(contributions), contributions):
                 self._outside_domain()
 
     def _outside_domain(self):
         raise ValueError(f"x has records whose contribution to the statistic lies outside "
                          f"the declared contribution domain {self.contribution!r} (or is "
-                         f"not an integer); a simulated release refuses them, so that a "
+                         f"not an integer, or on which the statistic raises or indexes an "
+                         f"array out of range); a simulated release refuses them, so that a "
                          f"study simulates only releases that could be published; "
                          f"release(x, secure=True) projects them onto the domain")
 
@@ -1189,7 +1292,7 @@ class Gaussian(Mechanism):
                  truncation: tuple | None = None):
         self.sigma = _usable_scale(as_positive_float(sigma, "sigma"), f"sigma = {sigma!r}",
                                    "sigma", self._largest_sigma, f"dw.{type(self).__name__}")
-        self._guarantee: dict = {}
+        self._guarantee = types.MappingProxyType({})  # set by from_zcdp / from_gdp
         size = as_count(size, "size")
         super().__init__(statistic, _gaussian_log_density, size=size,
                          params=_params(1.0 / self.sigma, size, -self._log_normaliser()),
@@ -1243,7 +1346,7 @@ class Gaussian(Mechanism):
         """
         rho, sensitivity, sigma = cls._sigma_for("rho", rho, sensitivity)
         mech = cls(statistic, sigma, size=size)
-        mech._guarantee = {"rho": rho, "sensitivity": sensitivity}
+        mech._state_guarantee("rho", rho, sensitivity)
         return mech
 
     @classmethod
@@ -1272,8 +1375,18 @@ class Gaussian(Mechanism):
         """
         mu, sensitivity, sigma = cls._sigma_for("mu", mu, sensitivity)
         mech = cls(statistic, sigma, size=size)
-        mech._guarantee = {"mu": mu, "sensitivity": sensitivity}
+        mech._state_guarantee("mu", mu, sensitivity)
         return mech
+
+    def _state_guarantee(self, rho_or_mu: str, value: float, sensitivity: float) -> None:
+        """Record the budget that ``from_zcdp`` / ``from_gdp`` derived sigma from: the one
+        change after construction, allowed once and only for a budget giving this sigma."""
+        _, _, sigma = self._sigma_for(rho_or_mu, value, sensitivity)
+        if self._guarantee or sigma != self.sigma:
+            raise AttributeError(f"{type(self).__name__}: a guarantee is stated once, by "
+                                 f"from_zcdp or from_gdp, and only for the sigma it gives")
+        object.__setattr__(self, "_guarantee", types.MappingProxyType(
+            {rho_or_mu: value, "sensitivity": sensitivity}))
 
     @property
     def privacy(self) -> dict:
@@ -1398,7 +1511,7 @@ class DiscreteGaussian(Gaussian):
         mech = cls(statistic, sigma, size=size, contribution=contribution)
         if mech.contribution is not None:
             _check_sensitivity(sensitivity, mech.contribution, 2, f"{rho:g}-zCDP")
-        mech._guarantee = {"rho": rho, "sensitivity": sensitivity}
+        mech._state_guarantee("rho", rho, sensitivity)
         return mech
 
     def _log_normaliser(self) -> float:

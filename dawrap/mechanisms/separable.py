@@ -45,6 +45,8 @@ True
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba
 import numpy as np
 
@@ -57,11 +59,12 @@ __all__ = ["declare_sparse", "sparse_form", "laplace_coordinate", "gaussian_coor
 _ATTRIBUTE = "_dawrap_sparse"
 
 
-class SparseForm:
-    """A statistic's sparse declaration: ``entries`` (compiled) and the most pairs ``nnz``."""
+class SparseForm(NamedTuple):
+    """A statistic's sparse declaration: ``entries`` (compiled) and the most pairs ``nnz``
+    (immutable, as the mechanism holding it)."""
 
-    def __init__(self, entries, nnz: int):
-        self.entries, self.nnz = entries, nnz
+    entries: object
+    nnz: int
 
     def __repr__(self) -> str:
         return f"SparseForm({getattr(self.entries, '__name__', self.entries)}, nnz={self.nnz})"
@@ -79,8 +82,10 @@ def declare_sparse(statistic, entries, nnz: int):
     entries : numba.njit function
         ``(x_i, index, value) -> int``: writes the record's non-zero coordinates into the
         int64 array ``index`` and the float64 array ``value`` (both of length ``nnz``) and
-        returns how many it wrote. It must agree with ``statistic`` (checked on the starting
-        database before a run).
+        returns how many it wrote. It must agree with ``statistic``: the record sampler checks
+        this before a run, on every distinct record it starts from, and at every refresh of
+        its running sums, on records of the database it has imputed
+        (:mod:`dawrap.samplers.sparse`).
     nnz : int
         The most pairs one record has.
 

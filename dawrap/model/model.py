@@ -20,8 +20,8 @@ import numpy as np
 from .. import _templates
 from .._checks import as_count, n_positional, require_arity, require_njit
 from .labels import check_labels, posterior_variables
-from .protocols import (Kernel, NonCentred, anywhere, database_drawer, first_outside,
-                        no_proposal, no_statistic)
+from .protocols import (Kernel, NonCentred, PreparedDraw, anywhere, database_drawer,
+                        first_outside, no_proposal, no_statistic)
 from .recipe import reduce_by_recipe
 
 __all__ = ["Model"]
@@ -78,6 +78,15 @@ class Model:
         ``propose_record``), the record sweep draws its proposals in blocks through it. For a
         draw with a fixed cost per call (a PyTensor function, say) that is much cheaper; a
         hand-written njit ``draw_record`` gains nothing from it.
+    prepared : dawrap.PreparedDraw, optional
+        ``draw_record`` (and ``propose_record``) in two parts: ``prepare(theta) -> table``,
+        called once per record sweep (theta is fixed during a sweep), and
+        ``draw_record(rng, theta, table, out)`` (and ``propose_record(rng, theta, table, x_i,
+        out) -> log_ratio``), which follow exactly the same distributions with the table's
+        help. The sweep, the chains' starting databases and :meth:`simulate` then draw their
+        records through it: a categorical over ``K`` cells costs O(1) per record instead of
+        O(K) (:func:`dawrap.random.categorical_table`; the Examples below). Not with
+        ``draw_records``.
     theta_support : numba.njit function, optional
         ``(theta) -> bool``: whether theta is in the parameter space. Prior draws, starting
         values and every kernel output are checked against it (a kernel leaving the space
@@ -123,12 +132,37 @@ class Model:
     >>> model = dw.Model(params={"p": ()}, record_size=1, draw_record=draw_record,
     ...                  draw_theta=draw_theta, model_stat=count, stat_size=1,
     ...                  draw_prior=lambda rng: np.array([rng.beta(1, 1)]))
+
+    Categorical records over ``K`` cells, drawn in O(1) from a table that each sweep builds
+    once from theta (``PreparedDraw``): the same records as the O(K) scan of ``draw_record``.
+
+    >>> from dawrap.models import dirichlet_multinomial
+    >>> @numba.njit
+    ... def prepare(theta):                          # O(K), once per sweep
+    ...     return dw.random.categorical_table(theta)
+    >>> @numba.njit
+    ... def draw_from_table(rng, theta, table, out):  # O(1) per record
+    ...     out[0] = dw.random.categorical(rng, table[0], table[1])
+    >>> @numba.njit
+    ... def draw_p(rng, theta, x, stats):            # p | x ~ Dirichlet(1 + counts)
+    ...     g = np.array([rng.gamma(1.0 + c) for c in stats])
+    ...     return g / g.sum()
+    >>> K = 1000
+    >>> categorical = dw.Model(params={"p": (K,)}, record_size=1,
+    ...                        draw_record=dirichlet_multinomial.draw_record,
+    ...                        prepared=dw.PreparedDraw(prepare, draw_from_table),
+    ...                        draw_theta=draw_p, model_stat=dirichlet_multinomial.one_hot,
+    ...                        stat_size=K, draw_prior=lambda rng: rng.dirichlet(np.ones(K)))
+    >>> x = categorical.simulate(np.full(K, 1 / K), n=5, seed=0)
+    >>> bool(np.array_equal(x, dirichlet_multinomial.model(np.ones(K)).simulate(
+    ...     np.full(K, 1 / K), n=5, seed=0)))                  # the scan's draws
+    True
     """
 
     def __init__(self, params: Mapping[str, tuple], record_size: int, draw_record,
                  draw_theta: Callable, draw_prior: Callable, *, model_stat=None,
                  stat_size: int | None = None, propose_record=None, draw_records=None,
-                 family=None,
+                 prepared=None, family=None,
                  theta_support=None, record_support=None, noncentred=None,
                  name: str | None = None, dims: Mapping | None = None,
                  coords: Mapping | None = None, deterministics: Callable | None = None):
@@ -194,6 +228,18 @@ class Model:
         if draw_records is not None:
             require_arity(draw_records, "draw_records",
                           "(rng, theta, out) with out of shape (m, record_size)", 3)
+        if prepared is not None and not isinstance(prepared, PreparedDraw):
+            raise TypeError(f"prepared must be a dawrap.PreparedDraw, got "
+                            f"{type(prepared).__name__}")
+        self.prepared = None if prepared is None else prepared.checked()
+        if prepared is not None and draw_records is not None:
+            raise ValueError("give draw_records or prepared, not both: each is a way for the "
+                             "sweep to draw its proposals from f, and it takes one")
+        if prepared is not None and prepared.propose_record is not None \
+                and propose_record is None:
+            raise ValueError("prepared.propose_record was given without propose_record: "
+                             "give the proposal without the table too (the reference, with "
+                             "the same distribution)")
         from .family import ExponentialFamily
 
         if family is not None and not isinstance(family, ExponentialFamily):
@@ -361,7 +407,8 @@ class Model:
         theta = self.pack(theta)
         n = as_count(n, "n")
         rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-        return database_drawer(self.draw_record, self.record_size)(rng, theta, n)
+        return database_drawer(self.draw_record, self.record_size, self.prepared)(rng, theta,
+                                                                                 n)
 
     def posterior_variables(self, draws: np.ndarray) -> dict:
         """The posterior group of a result: :meth:`unpack` of ``(chain, draw, theta_size)``

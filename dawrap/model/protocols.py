@@ -1,7 +1,7 @@
 """The user-function protocols, written once: the theta :class:`Kernel`, the non-centred
-parameterisation :class:`NonCentred`, the defaults a :class:`dawrap.Model` fills in for the
-functions a user leaves out, and the compiled helpers that apply a model's functions to a
-whole database.
+parameterisation :class:`NonCentred`, the record draw with a per-sweep table
+:class:`PreparedDraw`, the defaults a :class:`dawrap.Model` fills in for the functions a user
+leaves out, and the compiled helpers that apply a model's functions to a whole database.
 
 The signatures (compiled with ``numba.njit`` unless marked Python; ``out`` arguments are
 written in place):
@@ -13,6 +13,10 @@ function              signature                                   role
 ``draw_records``      ``(rng, theta, out)``, ``out`` of shape     m independent records from
                       ``(m, record_size)``                        f(. | theta) (optional)
 ``propose_record``    ``(rng, theta, x_i, out) -> log_ratio``     a record proposal q
+``prepared``          :class:`PreparedDraw`: ``prepare(theta) ->  draw_record (and
+                      table``, ``draw_record(rng, theta, table,   propose_record) with a
+                      out)``, optional ``propose_record(rng,      table built once per sweep
+                      theta, table, x_i, out) -> log_ratio``      (optional)
 ``model_stat``        ``(x_i, out)``                              running sums for draw_theta
 ``draw_theta``        ``(rng, theta, x, stats) -> theta`` or      the non-private update (may
                       ``(theta, accept_prob)``, or a Kernel       be Python)
@@ -30,10 +34,12 @@ import numba
 import numpy as np
 
 from .. import _templates
-from .._checks import as_count, require_njit, scale_vector
+from .._checks import as_count, require_arity, require_njit, scale_vector
 
-__all__ = ["Kernel", "NonCentred", "no_state", "anywhere", "no_statistic", "no_proposal",
-           "no_records", "draw_database", "database_drawer", "first_outside"]
+__all__ = ["Kernel", "NonCentred", "PreparedDraw", "no_state", "anywhere", "no_statistic",
+           "no_proposal", "no_records", "no_prepare", "no_prepared_draw",
+           "no_prepared_proposal", "draw_database", "database_drawer", "prepared_names",
+           "first_outside"]
 
 
 class Kernel(NamedTuple):
@@ -172,6 +178,85 @@ class NonCentred(NamedTuple):
                              initial_scale=tuple(float(v) for v in scale), threshold=threshold)
 
 
+class PreparedDraw(NamedTuple):
+    r"""A model's record draw split in two: a table built from theta once per record sweep
+    (all ``numba.njit``), and draws that use it. theta is fixed during a sweep, so whatever
+    a draw from :math:`f(\cdot \mid \theta)` needs (the running sums of a categorical, a
+    Cholesky factor) need not be rebuilt for each of the ``n`` records.
+
+    The engine calls ``prepare`` at the start of each record sweep, and to draw a database
+    (a chain's start, :meth:`dawrap.Model.simulate`), then the draws below for every record.
+    They must follow exactly the distributions of the model's own ``draw_record`` and
+    ``propose_record``, which stay the reference (used once per probe and where a single
+    record is drawn).
+
+    Attributes
+    ----------
+    prepare : ``(theta) -> table``
+        The table: a float or int array of any fixed number of dimensions (one row per area,
+        say), or a tuple of arrays; the same types for every theta. The draws only read it.
+    draw_record : ``(rng, theta, table, out) -> None``
+        Writes :math:`x_i \sim f(\cdot \mid \theta)` into ``out``: the same distribution
+        as the model's ``draw_record``.
+    propose_record : ``(rng, theta, table, x_i, out) -> log_ratio``, optional
+        The model's ``propose_record`` with the table: the same proposal and log ratio. Without
+        it a model with ``propose_record`` proposes without a table.
+
+    Examples
+    --------
+    A categorical record drawn in O(1) from running sums and a guide table
+    (:func:`dawrap.random.categorical_table`), the same draws as the O(K) scan of
+    ``dirichlet_multinomial.draw_record``:
+
+    >>> import numba
+    >>> import numpy as np
+    >>> import dawrap as dw
+    >>> @numba.njit
+    ... def prepare(theta):
+    ...     return dw.random.categorical_table(theta)
+    >>> @numba.njit
+    ... def draw_from_table(rng, theta, table, out):
+    ...     out[0] = dw.random.categorical(rng, table[0], table[1])
+    >>> prepared = dw.PreparedDraw(prepare, draw_from_table)
+    >>> theta, out = np.array([0.2, 0.3, 0.5]), np.empty(1)
+    >>> prepared.draw_record(np.random.default_rng(0), theta, prepared.prepare(theta), out)
+    >>> out
+    array([2.])
+
+    ``dw.Model(..., prepared=prepared)`` then draws every record of a sweep this way.
+    """
+    prepare: object
+    draw_record: object
+    propose_record: object = None
+
+    def checked(self) -> "PreparedDraw":
+        """This prepared draw with its functions checked: compiled with ``numba.njit`` and of
+        the right arity (what :class:`dawrap.Model` stores).
+
+        Raises
+        ------
+        TypeError
+            Naming the function that is not compiled or takes the wrong arguments.
+
+        Examples
+        --------
+        >>> import dawrap as dw
+        >>> dw.PreparedDraw(print, print).checked()  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        TypeError: prepared.prepare must be a numba.njit-compiled function (theta) -> table...
+        """
+        functions = [(self.prepare, "prepare", "(theta) -> table", 1),
+                     (self.draw_record, "draw_record", "(rng, theta, table, out)", 4)]
+        if self.propose_record is not None:
+            functions.append((self.propose_record, "propose_record",
+                              "(rng, theta, table, x_i, out) -> log_ratio", 5))
+        for func, name, signature, count in functions:
+            require_njit(func, f"prepared.{name}", signature)
+            require_arity(func, f"prepared.{name}", signature, count)
+        return self
+
+
 @numba.njit(nogil=True, cache=True)
 def anywhere(value):
     """Default support: everything finite is allowed."""
@@ -195,24 +280,59 @@ def no_records(rng, theta, out):
     ``draw_record`` instead (never called)."""
 
 
+@numba.njit(nogil=True, cache=True)
+def no_prepare(theta):
+    """Placeholder per-sweep table: the model has no :class:`PreparedDraw` (never called)."""
+    return theta
+
+
+@numba.njit(nogil=True, cache=True)
+def no_prepared_draw(rng, theta, table, out):
+    """Placeholder prepared record draw (never called)."""
+
+
+@numba.njit(nogil=True, cache=True)
+def no_prepared_proposal(rng, theta, table, x_i, out):
+    """Placeholder prepared record proposal (never called)."""
+    return 0.0
+
+
 # The names the templates below call, bound per model (dawrap._templates).
-DRAW_RECORD = RECORD_SUPPORT = None
+DRAW_RECORD = RECORD_SUPPORT = PREPARE = DRAW_PREPARED = None
 RECORD_SIZE = 0
+PREPARED = False  # whether the model has a PreparedDraw (PREPARE, DRAW_PREPARED)
 
 
 def draw_database(rng, theta, n):
     """``n`` records from ``f(. | theta)``: the default initial database. A template
-    (:mod:`dawrap._templates`): binds ``DRAW_RECORD`` and ``RECORD_SIZE``."""
+    (:mod:`dawrap._templates`): binds ``DRAW_RECORD`` and ``RECORD_SIZE``, and with
+    ``PREPARED`` draws through ``PREPARE`` (once) and ``DRAW_PREPARED``."""
     x = np.empty((n, RECORD_SIZE))
-    for i in range(n):
-        DRAW_RECORD(rng, theta, x[i])
+    if PREPARED:
+        table = PREPARE(theta)
+        for i in range(n):
+            DRAW_PREPARED(rng, theta, table, x[i])
+    else:
+        for i in range(n):
+            DRAW_RECORD(rng, theta, x[i])
     return x
 
 
-def database_drawer(draw_record, record_size: int):
-    """The compiled ``draw_database(rng, theta, n)`` for a model's ``draw_record``."""
-    return _templates.bind((draw_database,), {"DRAW_RECORD": draw_record,
-                                              "RECORD_SIZE": record_size}).draw_database
+def database_drawer(draw_record, record_size: int, prepared: PreparedDraw | None = None):
+    """The compiled ``draw_database(rng, theta, n)`` for a model's ``draw_record``, or its
+    ``prepared`` draw when it has one."""
+    return _templates.bind((draw_database,), dict(prepared_names(prepared),
+                                                  DRAW_RECORD=draw_record,
+                                                  RECORD_SIZE=record_size)).draw_database
+
+
+def prepared_names(prepared: PreparedDraw | None) -> dict:
+    """The template names of a model's prepared draw: ``PREPARED``, ``PREPARE``,
+    ``DRAW_PREPARED`` (placeholders when it has none)."""
+    if prepared is None:
+        return {"PREPARED": False, "PREPARE": no_prepare, "DRAW_PREPARED": no_prepared_draw}
+    return {"PREPARED": True, "PREPARE": prepared.prepare,
+            "DRAW_PREPARED": prepared.draw_record}
 
 
 def first_outside(x):

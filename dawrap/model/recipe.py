@@ -91,6 +91,7 @@ def reduce_by_recipe(obj):
     if stamp is None:
         raise TypeError(
             f"{obj!r} cannot be sent to another process: it holds compiled functions and "
-            f"closures. Build it with a factory decorated by @dawrap.recipe.recipe (every "
-            f"dawrap.models factory is one), or run in this process (executor='threads').")
+            f"closures. Build it with a factory decorated by @dw.recipe (import dawrap as "
+            f"dw; every dawrap.models factory is one), or run in this process "
+            f"(executor='threads').")
     return rebuild, stamp

@@ -19,18 +19,21 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import zipfile
 from pathlib import Path
 
 import numpy as np
 
 from ..samplers.record import RecordState, Trace
+from .fingerprint import FORCE_VARIABLE, UNVERIFIABLE
 from .._files import Lock, as_path, atomic_write, ensure_folder, is_held, kind_of, refuse_special
 
 __all__ = ["save_chain", "load_chain", "load_chains", "saved_seed", "check_folder", "lock",
-           "CheckpointWriteError", "FORMAT"]
+           "remove_stale_temporaries", "resumable", "CheckpointWriteError", "FORMAT"]
 
-FORMAT = 4
+#: 5: the settings hold the run's fingerprint (dawrap.runner.fingerprint).
+FORMAT = 5
 
 #: The lock file inside a checkpoint folder (see :class:`dawrap._files.Lock`).
 LOCK_NAME = ".lock"
@@ -100,14 +103,57 @@ def check_folder(checkpoint=None, resume=None) -> None:
 @contextlib.contextmanager
 def lock(folder):
     """Hold ``folder``'s lock while a run writes it (nothing for ``None``); a second run gets
-    a ValueError saying the folder is in use."""
+    a ValueError saying the folder is in use. Once it is held, the temporary files a killed
+    run left there are removed (:func:`remove_stale_temporaries`)."""
     if folder is None:
         yield
         return
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)  # usually done by check_folder already
     with Lock(folder / LOCK_NAME, f"checkpoint folder {folder}", _BUSY):
+        remove_stale_temporaries(folder)
         yield
+
+
+#: The temporary name :func:`save_chain` writes a chain's file under before renaming it
+#: (:func:`dawrap._files.temporary_name`): ``.tmp-<process id>-<8 hex digits>-chain<c>.npz``.
+_TEMPORARY = re.compile(r"\.tmp-(\d+)-[0-9a-f]{8}-chain\d+\.npz")
+
+
+def remove_stale_temporaries(folder) -> list:
+    """Remove the chain files a killed run was writing when it died, and return their names.
+
+    Only under the folder's lock (the caller holds it: no other run is writing the folder,
+    since :func:`save_chain` is only called under it), only files directly in ``folder``
+    named as :func:`save_chain`'s temporaries, only regular files, and only those of a
+    process that no longer exists (a live one's, even this process's, are left alone)."""
+    removed = []
+    for path in Path(folder).iterdir():
+        match = _TEMPORARY.fullmatch(path.name)
+        if match is None or kind_of(path) != "file" or _alive(int(match.group(1))):
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+            removed.append(path.name)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):  # another user's, or not a pid here
+        return True
+    return True
+
+
+def resumable(folder) -> bool:
+    """Whether ``folder`` holds a checkpoint that ``resume=`` can continue (a chain file)."""
+    return folder is not None and kind_of(folder) == "folder" and bool(
+        _chain_files(Path(folder)))
 
 
 def save_chain(directory, chain: int, *, done: int, state, rng, trace, settings: dict) -> None:
@@ -230,11 +276,48 @@ def load_chain(directory, chain: int, settings: dict) -> dict | None:
         raise ValueError(f"resume: {path} has checkpoint format {saved.get('format')}, "
                          f"this dawrap writes {FORMAT}")
     for key, value in settings.items():
-        if saved.get(key) != value:
+        if key != "code" and saved.get(key) != value:
             raise ValueError(f"resume: the checkpoint at {path} was made with {key} = "
                              f"{saved.get(key)!r}, this call has {value!r}")
+    if settings.get("code") is not None:
+        _check_fingerprint(path, saved.get("code"), settings["code"])
     _check_shapes(path, out, settings)
     return out
+
+
+def _check_fingerprint(path: Path, saved, current: dict) -> None:
+    """The run's fingerprint (:func:`dawrap.runner.fingerprint.run_fingerprint`) must match
+    the checkpoint's, part by part; a part that could not be fingerprinted on either side
+    is refused unless the environment variable ``DAWRAP_RESUME_UNVERIFIED`` is 1."""
+    if not isinstance(saved, dict):
+        raise ValueError(f"resume: {path} holds no fingerprint of the model and mechanism "
+                         f"that wrote it; delete it to restart that chain from the beginning")
+    unsure = lambda v: not isinstance(v, str) or v.startswith(UNVERIFIABLE)  # noqa: E731
+    keys = sorted(set(saved) | set(current))
+    differ = [k for k in keys if saved.get(k) != current.get(k)
+              and not (k in saved and k in current and (unsure(saved[k]) or unsure(current[k])))]
+    if differ:
+        raise ValueError(f"resume: the checkpoint at {path} was written by another model or "
+                         f"mechanism: {_parts(differ)} differ (their code, or a value they use: "
+                         f"a prior's hyperparameters, an array, a closure's value). Resuming "
+                         f"would return that run's draws as this one's posterior: resume with "
+                         f"the model and mechanism that wrote it, or start this run in another "
+                         f"checkpoint folder")
+    unverified = [k for k in keys if unsure(saved.get(k)) or unsure(current.get(k))]
+    if unverified and os.environ.get(FORCE_VARIABLE) != "1":
+        reasons = "; ".join(dict.fromkeys(
+            (current[k] if unsure(current.get(k)) else saved[k]).removeprefix(UNVERIFIABLE)
+            for k in unverified))
+        raise ValueError(f"resume: cannot check that {_parts(unverified)} of this run are "
+                         f"those that wrote the checkpoint at {path} ({reasons}: no digest of "
+                         f"such a value). Resuming under another model would return its draws "
+                         f"as this one's posterior; if you are sure they are the same, set the "
+                         f"environment variable {FORCE_VARIABLE}=1 and resume again")
+
+
+def _parts(keys: list) -> str:
+    """``["model.draw_prior"]`` as ``"the model's draw_prior"``."""
+    return ", ".join(f"the {k.partition('.')[0]}'s {k.partition('.')[2]}" for k in keys)
 
 
 def load_chains(directory, chains: int, settings: dict) -> list:

@@ -19,7 +19,8 @@ from .._checks import call_user, is_real
 from ..samplers.output import Output
 from .chains import deferred_interrupt, run_parallel
 from .progress import Progress
-from .checkpoint import CheckpointWriteError, load_chains, lock, save_chain
+from .checkpoint import CheckpointWriteError, load_chains, lock, resumable, save_chain
+from .fingerprint import run_fingerprint
 from ..samplers.interweave import make_move
 from ..samplers.kernels import Kernel, engine_form, no_state
 from ..mechanisms.additive import Mechanism
@@ -71,6 +72,24 @@ def _probe_batches(model: Model, rng, theta: np.ndarray) -> None:
                                  f"record_support rejects")
 
 
+def _probe_prepared(model: Model, rng, theta: np.ndarray, record_: np.ndarray) -> None:
+    """Call the model's :class:`dawrap.PreparedDraw` once: the table, a record drawn with it
+    (exactly ``record_size`` finite values that ``record_support`` accepts) and the proposal
+    with it (a float log ratio)."""
+    prepared, size = model.prepared, model.record_size
+    table = call_user(prepared.prepare, "prepared.prepare", theta.copy())
+    drawn, _ = _probe_writer(prepared.draw_record, "prepared.draw_record", size, rng,
+                             theta.copy(), table)
+    if not call_user(model.record_support, "record_support", drawn):
+        raise ValueError(f"prepared.draw_record wrote {drawn}, which record_support rejects")
+    if prepared.propose_record is not None:
+        _, log_ratio = _probe_writer(prepared.propose_record, "prepared.propose_record", size,
+                                     rng, theta.copy(), table, record_.copy(), start=record_)
+        if not is_real(log_ratio):
+            raise TypeError(f"prepared.propose_record must return a float log ratio, got "
+                            f"{type(log_ratio).__name__}")
+
+
 def _theta_output(out, model: Model, name: str):
     """Normalise a kernel's return value to ``(theta, accept_prob)``, validating theta."""
     if isinstance(out, tuple) and len(out) != 2:
@@ -96,6 +115,7 @@ class _Setup:
                                           mechanism.log_density, model.theta_support,
                                           model.record_support,
                                           **sparse.sparse_fields(model, mechanism),
+                                          **record.prepared_fields(model.prepared),
                                           draw_records=model.draw_records or no_records)
         # The model statistic rides on the mechanism's when they are the same function.
         if (model.user_model_stat is mechanism.statistic
@@ -129,7 +149,8 @@ class _Setup:
         return record.bind_chain(self.fns, model.record_size, mech.size, model.stat_size,
                                  general=model.general_proposal, shared=self.shared,
                                  random_scan=self.random_scan,
-                                 batched=model.draw_records is not None, move=self.move,
+                                 batched=model.draw_records is not None,
+                                 prepared=model.prepared is not None, move=self.move,
                                  kernel_step=self.kernel.step)
 
     @functools.cached_property
@@ -145,7 +166,8 @@ class _Setup:
         model, mech = self.model, self.mechanism
         fresh, bad = self.chain.draw_guarded(np.random.default_rng(1), theta.copy(), 256)
         if bad >= 0:
-            raise ValueError(f"draw_record writes past the end of out: out has record_size = "
+            raise ValueError(f"{'prepared.' if model.prepared else ''}draw_record writes past "
+                             f"the end of out: out has record_size = "
                              f"{model.record_size} value(s), but it wrote more")
         drawn = [(fresh, "a record drawn from the model", "256 records drawn from the model")]
         if model.draw_records is not None:
@@ -164,8 +186,9 @@ class _Setup:
                           "the records drawn by draw_records"))
         if self.fns.nnz > 0:  # O(n nnz): the dense check below costs O(n size)
             for records, where in [*((r, w) for r, _, w in drawn), (x, name)]:
-                i, which, why = self.chain.check_entries(records, self.s_dp,
-                                                         sparse.ENTRIES_COMPARED)
+                i, which, why = self.chain.check_entries(
+                    records, self.s_dp, sparse.compared_before_a_run(
+                        records, mech.size + model.stat_size * (self.fns.model_nnz > 0)))
                 if i >= 0:
                     raise ValueError(sparse.entries_error(i, which, why, where, mech))
             x = x[:0]  # the dense check on the fresh draws only
@@ -213,6 +236,8 @@ class _Setup:
             raise ValueError(f"draw_record wrote {record_}, which record_support rejects")
         if model.draw_records is not None:
             _probe_batches(model, rng, theta)
+        if model.prepared is not None:
+            _probe_prepared(model, rng, theta, record_)
         if model.general_proposal:
             # The sweep hands propose_record an out that starts as a copy of x_i.
             _, log_ratio = _probe_writer(model.propose_record, "propose_record",
@@ -455,6 +480,9 @@ def _run_record(model, mechanism, s_dp, n, rngs, method, shared, stop) -> Output
                 "theta_size": model.theta_size, "record_size": model.record_size,
                 "init": _fingerprint_starts(init_theta, init_x), "interweave": interweave,
                 "sweeps": sweeps, "random_scan": random_scan,
+                # every function and value the model and mechanism hold (for checkpoints)
+                "code": None if checkpoint is None and resume is None
+                else run_fingerprint(model, mechanism),
                 **({"jumps": 1} if method.jumps else {})}
     bar = Progress("dawrap record", chains, tune + draws, enabled=shared.progress)
     control = Control(n, checkpoint if checkpoint is not None else resume,
@@ -525,15 +553,22 @@ def _finished(results, tune: int, draws: int, control: Control):
                                        f"warm-up, so there are no draws to return") from failed
         raise KeyboardInterrupt("sampling interrupted during warm-up: no draws to return")
     common = min(k for _, k in usable)
+    # Only a checkpoint that exists can be resumed: the first save may be the one that failed.
+    saved = resumable(control.checkpoint)
     if failed is not None:
+        where = (f"the last checkpoint written to {control.checkpoint} can be resumed once "
+                 f"that is fixed" if saved else f"no checkpoint was written to "
+                 f"{control.checkpoint}, so nothing can be resumed: start again once that is "
+                 f"fixed")
         warnings.warn(f"sampling stopped because the checkpoint could not be written "
                       f"({failed}): returning the first {common} of {draws} draws of "
-                      f"{len(usable)} of {len(results)} chains; the last checkpoint written "
-                      f"to {control.checkpoint} can be resumed once that is fixed",
+                      f"{len(usable)} of {len(results)} chains; {where}",
                       UserWarning, stacklevel=5)
         return [t for t, _ in usable], common
-    where = f"; the checkpoint in {control.checkpoint} can be resumed" \
-        if control.checkpoint is not None else ""
+    where = "" if control.checkpoint is None else (
+        f"; the checkpoint in {control.checkpoint} can be resumed" if saved else
+        f"; no checkpoint was written to {control.checkpoint} yet (one is written every "
+        f"{control.every} iterations), so nothing can be resumed")
     warnings.warn(f"sampling interrupted: returning the first {common} of {draws} draws of "
                   f"{len(usable)} of {len(results)} chains{where}", UserWarning, stacklevel=5)
     return [t for t, _ in usable], common

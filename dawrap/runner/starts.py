@@ -36,6 +36,7 @@ import numpy as np
 from ..mechanisms.additive import as_records
 from .. import _templates
 from ..model.protocols import database_drawer
+from ..samplers import sparse
 
 __all__ = ["initial_values", "release_informed_theta", "noise_variance", "statistic_moments",
            "sparse_moments", "record_variances",
@@ -85,21 +86,38 @@ def statistic_moments(x, s_dp, statistic, size: int, full: bool):
     return mean, (cov if full else var)
 
 
-def sparse_moments(x, s_dp, entries, nnz: int, size: int):
+def sparse_moments(x, s_dp, entries, nnz: int, size: int, mechanism=None,
+                   where: str = "the records"):
     """Mean and variance of each coordinate of a sparse statistic (its ``entries``), O(records
     nnz + size): the statistic's values are small counts, so the one-pass sums of values and
-    squares lose nothing to cancellation."""
+    squares lose nothing to cancellation.
+
+    Every call of ``entries`` is checked before its pairs are used (the count, the pairs
+    written, each index): one that breaks its contract on record ``i`` of ``x`` raises
+    :class:`~dawrap.samplers.sparse.EntriesError`, with the message the record sampler's own
+    check gives (naming ``mechanism`` and ``where`` the records came from)."""
     bound = _templates.bind((entry_moments,), {"ENTRIES": entries, "NNZ": nnz, "SIZE": size})
-    return bound.entry_moments(x, s_dp)
+    mean, var, bad, why = bound.entry_moments(x, s_dp)
+    if bad >= 0:
+        raise sparse.EntriesError(sparse.entries_error(bad, 2, why, where, mechanism))
+    return mean, var
 
 
 def entry_moments(x, s_dp):
-    """The template of :func:`sparse_moments`."""
+    """The template of :func:`sparse_moments`: ``(mean, var, -1, 0)``, or the first record
+    whose entries break their contract and why (:func:`~dawrap.samplers.sparse.broken_pairs`),
+    checked before any of its pairs is used: numba checks no index, and an index outside the
+    statistic (or a count above ``nnz``) would otherwise read and write unrelated memory."""
     size, nnz = SIZE, NNZ
     first, second = np.zeros(size), np.zeros(size)
-    index, value, cell = np.empty(nnz, np.int64), np.empty(nnz), np.zeros(size)
+    index_buf, value_buf = sparse.guarded_pairs(nnz)
+    index, value, cell = index_buf[:nnz], value_buf[:nnz], np.zeros(size)
     for i in range(x.shape[0]):
+        sparse.arm_pairs(index_buf, value_buf, nnz)
         count = ENTRIES(x[i], s_dp, index, value)
+        why = sparse.broken_pairs(count, index_buf, value_buf, nnz, size)
+        if why != 0:
+            return first, second, i, why
         for a in range(count):  # a repeated index adds up before squaring
             cell[index[a]] += value[a]
         for a in range(count):
@@ -109,15 +127,16 @@ def entry_moments(x, s_dp):
                 second[j] += cell[j] * cell[j]
                 cell[j] = 0.0
     mean = first / x.shape[0]
-    return mean, np.maximum(second / x.shape[0] - mean * mean, 0.0)
+    return mean, np.maximum(second / x.shape[0] - mean * mean, 0.0), -1, 0
 
 
-def record_variances(x, s_dp, mechanism):
+def record_variances(x, s_dp, mechanism, where: str = "the records drawn from the model"):
     """Mean and variance of each coordinate of the mechanism's statistic over the records
-    ``x``: through the sparse entries when declared (O(records nnz + size)), else densely."""
+    ``x``: through the sparse entries when declared (O(records nnz + size), every call of
+    them checked: :func:`sparse_moments`), else densely."""
     if mechanism.sparse is not None:
         return sparse_moments(x, s_dp, mechanism.sparse.entries, mechanism.sparse.nnz,
-                              mechanism.size)
+                              mechanism.size, mechanism, where)
     return statistic_moments(x, s_dp, mechanism.engine_statistic, mechanism.size, False)
 
 
@@ -192,13 +211,15 @@ def simulated_contributions(model, mechanism, s_dp: np.ndarray, thetas: int = 8,
 
 
 def _clt_log_likelihood(model, mechanism, s_dp, n, theta, noise, seed, records) -> float:
-    x = database_drawer(model.draw_record, model.record_size)(np.random.default_rng(seed),
-                                                              theta, records)
+    x = database_drawer(model.draw_record, model.record_size, model.prepared)(
+        np.random.default_rng(seed), theta, records)
     full = mechanism.size <= FULL_COVARIANCE_UP_TO
     if full:
         mean, cov = statistic_moments(x, s_dp, mechanism.engine_statistic, mechanism.size, True)
     else:
-        mean, var = record_variances(x, s_dp, mechanism)
+        mean, var = record_variances(
+            x, s_dp, mechanism, f"the {records} records drawn from the model for a "
+                                f"release-informed start")
     # An extreme release or candidate overflows to inf or NaN, which the caller treats as
     # "never chosen": no warning is due.
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
@@ -238,6 +259,8 @@ def release_informed_theta(rng, model, mechanism, s_dp, n: int, noise: np.ndarra
     try:
         log_w = np.array([_clt_log_likelihood(model, mechanism, s_dp, n, theta, noise, seed,
                                               records) for theta in thetas], dtype=np.float64)
+    except sparse.EntriesError:
+        raise  # the user's entries are wrong: no run can use them
     except (ArithmeticError, ValueError, np.linalg.LinAlgError) as err:
         # Only where the chain begins is at stake: say so and begin at a prior draw.
         warnings.warn(f"the release-informed start failed ({err}); starting at a prior "

@@ -6,7 +6,8 @@ One iteration (Algorithm 1; supplement Algorithm 2 with a user proposal):
    :math:`p(\theta \mid x)`;
 2. for :math:`i = 1..n`: propose :math:`x_i^\star \sim f(\cdot\mid\theta)` (or
    :math:`q(\cdot \mid x_i, \theta)`; proposals from f may be drawn ahead in blocks, see
-   :data:`BLOCK`), update the running total
+   :data:`BLOCK`, or from a table built once per sweep, :class:`dawrap.PreparedDraw`),
+   update the running total
    :math:`T^\star = T - t(x_i) + t(x_i^\star)` in O(1) and accept with probability
    :math:`\min\{1, g(s_{dp}, T^\star)/g(s_{dp}, T)\}` (times the Hastings ratio of ``q``).
 
@@ -34,24 +35,29 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from .. import _templates
-from ..model.protocols import anywhere, draw_database, no_records
+from ..model.protocols import (anywhere, draw_database, no_prepare, no_prepared_draw,
+                               no_prepared_proposal, no_records)
 from .arrays import add_into, all_finite, copy_into
 from . import sparse
 from .sparse import merge_entries, sparse_sums, sparse_consistency
 from ..mechanisms.separable import no_coordinate, no_entries, no_model_entries
 
 __all__ = ["RecordFunctions", "RecordState", "StepInfo", "Trace", "Inputs", "Chain",
-           "SAMPLE_STATS", "bind_chain", "no_move", "no_kernel", "store_draw",
+           "SAMPLE_STATS", "bind_chain", "prepared_fields", "no_move", "no_kernel", "store_draw",
            "STATUS_MESSAGES", "REFRESH_EVERY", "BLOCK", "anywhere"]
 
 # The names the templates below call, bound per model by bind_chain (placeholders here).
 # The model's and the mechanism's functions (RecordFunctions' fields, in capitals):
 DRAW_RECORD = PROPOSE_RECORD = MODEL_STAT = MECH_STAT = LOG_DENSITY = DRAW_RECORDS = None
 THETA_SUPPORT = RECORD_SUPPORT = ENTRIES = MODEL_ENTRIES = COORDINATE_LOG_DENSITY = None
+PREPARE = DRAW_PREPARED = PROPOSE_PREPARED = None
 # Compile-time constants: floats per record, per mechanism statistic, per model statistic;
 # the most (index, value) pairs of the sparse path (0: dense); the sweep's flags.
 RECORD_SIZE = SIZE = STAT_SIZE = NNZ = MODEL_NNZ = 0
 GENERAL = SHARED = RANDOM_SCAN = ON_STACK = BATCHED = False
+# PREPARED: the model has a PreparedDraw (databases are drawn through it); PREPARED_PROPOSALS:
+# the sweep builds its table once and proposes through it.
+PREPARED = PREPARED_PROPOSALS = False
 # The chain's pieces: the record sweep, the extra theta move, the compiled theta kernel.
 SWEEP = MOVE = KERNEL_STEP = REFRESH = None
 
@@ -94,6 +100,23 @@ class RecordFunctions(NamedTuple):
     model_nnz: int = 0
     # (rng, theta, out) with out of shape (m, record_size): m records at once (optional)
     draw_records: object = no_records
+    # The model's PreparedDraw (optional): (theta) -> table, once per sweep; then
+    # (rng, theta, table, out) and (rng, theta, table, x_i, out) -> log ratio per record.
+    prepare: object = no_prepare
+    draw_prepared: object = no_prepared_draw
+    propose_prepared: object = no_prepared_proposal
+
+
+def prepared_fields(prepared) -> dict:
+    """The :class:`RecordFunctions` fields of a model's :class:`dawrap.PreparedDraw` (none
+    when it is None)."""
+    if prepared is None:
+        return {}
+    fields = {"prepare": prepared.prepare, "draw_prepared": prepared.draw_record}
+    if prepared.propose_record is not None:
+        fields["propose_prepared"] = prepared.propose_record
+    return fields
+
 
 class RecordState(NamedTuple):
     """State of one chain. ``x``, ``stats`` and ``total`` are updated in place."""
@@ -269,6 +292,8 @@ def dense_sweep(rng, state, s_dp, params):
     if BATCHED:  # proposals from DRAW_RECORDS, BLOCK at a time (take_proposal)
         block = np.empty((BLOCK, RECORD_SIZE))
         taken = BLOCK
+    if PREPARED_PROPOSALS:  # theta is fixed during the sweep: one table serves every record
+        table = PREPARE(theta)
     log_g = state.log_g
     accepted = 0
     min_log_alpha = 0.0
@@ -280,9 +305,15 @@ def dense_sweep(rng, state, s_dp, params):
             # out starts as a copy of x_i, so a proposal may change only some fields.
             for j in range(RECORD_SIZE):
                 proposal[j] = x_i[j]
-            log_alpha = PROPOSE_RECORD(rng, theta, x_i, proposal)
+            if PREPARED_PROPOSALS:
+                log_alpha = PROPOSE_PREPARED(rng, theta, table, x_i, proposal)
+            else:
+                log_alpha = PROPOSE_RECORD(rng, theta, x_i, proposal)
         elif BATCHED:
             taken = take_proposal(rng, theta, block, taken, n - visit, proposal)
+            log_alpha = 0.0
+        elif PREPARED_PROPOSALS:
+            DRAW_PREPARED(rng, theta, table, proposal)
             log_alpha = 0.0
         else:
             DRAW_RECORD(rng, theta, proposal)
@@ -376,6 +407,8 @@ def sparse_sweep(rng, state, s_dp, params):
     if BATCHED:  # proposals from DRAW_RECORDS, BLOCK at a time (take_proposal)
         block = np.empty((BLOCK, RECORD_SIZE))
         taken = BLOCK
+    if PREPARED_PROPOSALS:  # theta is fixed during the sweep: one table serves every record
+        table = PREPARE(theta)
     log_g = state.log_g
     accepted = 0
     min_log_alpha = 0.0
@@ -388,9 +421,15 @@ def sparse_sweep(rng, state, s_dp, params):
         if GENERAL:
             for j in range(RECORD_SIZE):
                 proposal[j] = x_i[j]
-            log_alpha = PROPOSE_RECORD(rng, theta, x_i, proposal)
+            if PREPARED_PROPOSALS:
+                log_alpha = PROPOSE_PREPARED(rng, theta, table, x_i, proposal)
+            else:
+                log_alpha = PROPOSE_RECORD(rng, theta, x_i, proposal)
         elif BATCHED:
             taken = take_proposal(rng, theta, block, taken, n - visit, proposal)
+            log_alpha = 0.0
+        elif PREPARED_PROPOSALS:
+            DRAW_PREPARED(rng, theta, table, proposal)
             log_alpha = 0.0
         else:
             DRAW_RECORD(rng, theta, proposal)
@@ -654,13 +693,19 @@ def first_overflow(x, s_dp):
 
 
 def draw_guarded(rng, theta, count):
-    """``count`` records from ``draw_record`` written into guarded buffers: returns the
-    records and the index of the first draw that wrote past ``record_size`` values (-1)."""
+    """``count`` records from ``draw_record`` (with ``PREPARED``, the prepared draw, which
+    the sweep and the starts use) written into guarded buffers: returns the records and the
+    index of the first draw that wrote past ``record_size`` values (-1)."""
     x = np.empty((count, RECORD_SIZE))
     buf = np.empty(RECORD_SIZE + GUARD)
+    if PREPARED:
+        table = PREPARE(theta)
     for i in range(count):
         _arm(buf, RECORD_SIZE)
-        DRAW_RECORD(rng, theta, buf[:RECORD_SIZE])
+        if PREPARED:
+            DRAW_PREPARED(rng, theta, table, buf[:RECORD_SIZE])
+        else:
+            DRAW_RECORD(rng, theta, buf[:RECORD_SIZE])
         if not _guard_intact(buf, RECORD_SIZE):
             return x, i
         for j in range(RECORD_SIZE):
@@ -700,7 +745,8 @@ CHAIN_TEMPLATES = (update_records, after_theta, step, run)
 
 def bind_chain(fns: RecordFunctions, record_size: int, size: int, stat_size: int, *,
                general: bool = False, shared: bool = False, random_scan: bool = False,
-               batched: bool = False, move=no_move, kernel_step=no_kernel) -> Chain:
+               batched: bool = False, prepared: bool = False, move=no_move,
+               kernel_step=no_kernel) -> Chain:
     """Compile the record sampler for one model, mechanism, theta kernel and move.
 
     Parameters
@@ -721,6 +767,12 @@ def bind_chain(fns: RecordFunctions, record_size: int, size: int, stat_size: int
         Draw the proposals from ``f`` with ``fns.draw_records``, :data:`BLOCK` at a time
         (ignored with ``general``). Without it the sweep compiles to the code it had before
         the option existed: the flag is a compile-time constant and its branches are pruned.
+    prepared : bool
+        The model has a :class:`dawrap.PreparedDraw` (``fns.prepare``, ``fns.draw_prepared``
+        and, for ``general``, ``fns.propose_prepared``): each sweep builds its table once and
+        proposes through it (with ``general``, only when the model gives
+        ``propose_prepared``), and databases are drawn through it. Pruned like ``batched``
+        without it.
     move : dispatcher
         The extra theta move, ``(rng, state, s_dp, params, tuning) -> (state, accept_prob,
         status)`` (:func:`dawrap.samplers.interweave.make_move`), or :func:`no_move`.
@@ -735,13 +787,18 @@ def bind_chain(fns: RecordFunctions, record_size: int, size: int, stat_size: int
         later processes (:mod:`dawrap._templates`). The sparse path
         (:mod:`dawrap.samplers.sparse`) is taken when ``fns.nnz > 0``.
     """
+    if prepared and (fns.prepare is no_prepare or fns.draw_prepared is no_prepared_draw):
+        raise ValueError("bind_chain: prepared=True needs fns.prepare and fns.draw_prepared "
+                         "(record.prepared_fields of the model's PreparedDraw)")
     names = {name.upper(): value for name, value in fns._asdict().items()}
-    names.update(RECORD_SIZE=record_size, SIZE=size, STAT_SIZE=stat_size)
+    names.update(RECORD_SIZE=record_size, SIZE=size, STAT_SIZE=stat_size, PREPARED=prepared)
     records = _templates.bind(RECORD_TEMPLATES, names)
     sweep_template = sparse_sweep if fns.nnz > 0 else dense_sweep
     sweeps = _templates.bind(SWEEP_TEMPLATES + (sweep_template,), dict(
         names, GENERAL=general, SHARED=shared, RANDOM_SCAN=random_scan,
         BATCHED=batched and not general,
+        PREPARED_PROPOSALS=prepared and (not general
+                                         or fns.propose_prepared is not no_prepared_proposal),
         ON_STACK=max(record_size, size, stat_size) <= STACK_FLOATS))
     sweep = getattr(sweeps, sweep_template.__name__)
     chain = _templates.bind(CHAIN_TEMPLATES, dict(

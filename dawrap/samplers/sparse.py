@@ -12,7 +12,8 @@ touches only the union :math:`J` of the old and the new record's cells:
 O(nnz) whatever ``size``. This module holds the pieces outside the sweep itself
 (:func:`dawrap.samplers.record.make_sweep` with ``sparse=True``): merging pairs into the
 touched set, the running sums from scratch and their consistency check in O(n nnz + size),
-and the check of a user's entries against the dense statistic before a run.
+and the checks of a user's entries against the dense statistic, before a run and at every
+refresh (see the comment above :data:`DENSE_CHECK_CELLS` for why a lie cannot go unnoticed).
 
 Every index is checked before it is used: numba does not check bounds, and an index outside
 the statistic would otherwise write into unrelated memory.
@@ -25,16 +26,56 @@ import numpy as np
 from .status import OK, BAD_ENTRIES, BAD_DRIFT, BAD_RECORD_SUPPORT
 
 __all__ = ["merge_entries", "sparse_sums", "sparse_consistency", "check_entries",
-           "ENTRIES_COMPARED"]
+           "compared_before_a_run", "DENSE_CHECK_CELLS", "REFRESH_CHECK_CELLS", "EntriesError", "guarded_pairs", "arm_pairs", "broken_pairs",
+           "PAIRS_GUARD"]
 
 # The names the templates below call, bound per model with the record sampler's
 # (dawrap.samplers.record.bind_chain; placeholders here).
 ENTRIES = MODEL_ENTRIES = MODEL_STAT = MECH_STAT = RECORD_SUPPORT = None
 SIZE = STAT_SIZE = NNZ = MODEL_NNZ = 0
 
-#: Records of the starting database whose entries are compared with the dense statistic
-#: (each comparison costs O(size); the bounds of every record's entries are checked).
-ENTRIES_COMPARED = 64
+#: Pairs after the ``nnz`` an entries function may write that a check watches: one that
+#: writes more pairs than it declared lands there (and is caught) instead of in unrelated
+#: memory (up to this many extra pairs; numba checks no bounds).
+PAIRS_GUARD = 16
+_INDEX_GUARD = -(2 ** 62) - 7  # what the guard zones hold; no entries function writes these
+_VALUE_GUARD = -7.0e307
+
+
+class EntriesError(ValueError):
+    """A sparse statistic's entries function broke its contract (a count outside 0..nnz,
+    more pairs written than nnz, or an index outside the statistic)."""
+
+
+@numba.njit(nogil=True, cache=True)
+def guarded_pairs(nnz):
+    """``(index, value)`` buffers of ``nnz`` pairs followed by :data:`PAIRS_GUARD` watched
+    ones: hand ``index[:nnz]`` and ``value[:nnz]`` to the entries function."""
+    return np.empty(nnz + PAIRS_GUARD, np.int64), np.empty(nnz + PAIRS_GUARD)
+
+
+@numba.njit(nogil=True, cache=True)
+def arm_pairs(index, value, nnz):
+    """Fill the guard zones of :func:`guarded_pairs`' buffers (before each call)."""
+    for a in range(nnz, index.shape[0]):
+        index[a] = _INDEX_GUARD
+        value[a] = _VALUE_GUARD
+
+
+@numba.njit(nogil=True, cache=True)
+def broken_pairs(count, index, value, nnz, size):
+    """Whether the entries call that returned ``count`` into :func:`guarded_pairs`' armed
+    buffers broke its contract, as :func:`entries_error`'s ``why``: 0 it did not, 1 a count
+    outside ``0..nnz`` or a pair written past ``nnz``, 2 an index outside ``0..size-1``."""
+    for a in range(nnz, index.shape[0]):
+        if index[a] != _INDEX_GUARD or value[a] != _VALUE_GUARD:
+            return 1
+    if count < 0 or count > nnz:
+        return 1
+    for a in range(count):
+        if index[a] < 0 or index[a] >= size:
+            return 2
+    return 0
 
 
 @numba.njit(nogil=True, cache=True)
@@ -110,52 +151,161 @@ def _agrees(running, fresh, magnitude, tolerance):
     return True
 
 
+# Entries that disagree with the dense statistic would make the sampler target another
+# posterior, silently (an ignored release cell). Comparing one record costs O(size): the dense
+# statistic writes every cell. So the comparison is made in two places, and cannot miss a lie
+# forever:
+#
+# * before the run (check_entries, on the starting database and the records drawn by the
+#   probes), for the first occurrence of every distinct record (a pure statistic gives equal
+#   records equal entries): sound for every value the run starts from, as long as those
+#   comparisons fit in DENSE_CHECK_CELLS (about 0.1 s); beyond, as many distinct records as
+#   fit, evenly spread;
+# * at every refresh of the running sums (REFRESH_EVERY iterations), records of the current
+#   imputed database at positions drawn from a hash of the chain's state (never from its
+#   generator: the draws stay those of an unchecked run), as many as fit in
+#   REFRESH_CHECK_CELLS (every record, at every refresh, for n * size up to 4 million). A
+#   value the chain keeps imputing, in a fraction f of its database, escapes m probes with
+#   probability (1 - f)^m per refresh: the lie is found as the run goes on, and a wrong
+#   posterior cannot be returned without an error unless the lying value is as rare in the
+#   chain as it was absent from its start.
+
+#: Cells of the dense statistic computed at most before a run (2**27: about 0.1-0.5 s).
+DENSE_CHECK_CELLS = 1 << 27
+#: Cells of the dense statistic computed at most at each refresh (2**22: a few ms, against
+#: the REFRESH_EVERY sweeps between refreshes).
+REFRESH_CHECK_CELLS = 1 << 22
+
+
 def sparse_consistency(state, s_dp, tolerance):
-    """:func:`dawrap.samplers.record.consistency` in O(n nnz + size): ``(stats, total,
-    status)``."""
+    """:func:`dawrap.samplers.record.consistency` in O(n nnz + size), with the refresh's
+    comparison of some records' entries with the dense statistic (above): ``(stats, total,
+    status)``, ``BAD_ENTRIES`` for entries that disagree."""
     stats, total, stats_abs, total_abs, status = sparse_sums(state.x, s_dp, True)
     if status == OK and not (_agrees(state.stats, stats, stats_abs, tolerance)
                              and _agrees(state.total, total, total_abs, tolerance)):
         status = BAD_DRIFT
+    if status == OK:
+        cells = SIZE + (STAT_SIZE if MODEL_NNZ > 0 else 0)
+        compare = sampled_records(state.x.shape[0], state_seed(state.theta, state.log_g),
+                                  max(1, REFRESH_CHECK_CELLS // max(cells, 1)))
+        if check_entries(state.x, s_dp, compare)[0] >= 0:
+            status = BAD_ENTRIES
     return stats, total, status
 
 
-def check_entries(x, s_dp, compared):
+@numba.njit(nogil=True, cache=True)
+def _mix(h):
+    """splitmix64's finaliser: every bit of the result depends on every bit of ``h``."""
+    h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return h ^ (h >> np.uint64(31))
+
+
+@numba.njit(nogil=True, cache=True)
+def state_seed(theta, log_g):
+    """A hash of the chain's state (theta's and log g's bits), to choose records with."""
+    bits = np.empty(theta.shape[0] + 1)
+    bits[0] = log_g
+    bits[1:] = theta
+    h = np.uint64(0x9E3779B97F4A7C15)
+    for b in bits.view(np.uint64):
+        h = _mix(h ^ b)
+    return h
+
+
+@numba.njit(nogil=True, cache=True)
+def sampled_records(n, seed, m):
+    """A mask of ``n`` records: all of them when ``m >= n``, else ``m`` draws (with
+    repetition) of positions from the hash sequence started at ``seed``."""
+    compare = np.zeros(n, np.bool_)
+    if m >= n:
+        compare[:] = True
+        return compare
+    h = seed
+    for _ in range(m):
+        h = _mix(h + np.uint64(0x9E3779B97F4A7C15))
+        compare[np.int64(h % np.uint64(n))] = True
+    return compare
+
+
+@numba.njit(nogil=True, cache=True)
+def _scattered_agree(count, index, value, dense, scattered):
+    """Whether the pairs add up to ``dense`` (exactly for counts; float values may be summed
+    in another order)."""
+    scattered[:] = 0.0
+    for a in range(count):
+        scattered[index[a]] += value[a]
+    for j in range(dense.shape[0]):
+        if not abs(dense[j] - scattered[j]) <= 1e-12 * (1.0 + abs(dense[j])):
+            return False
+    return True
+
+
+def check_entries(x, s_dp, compare):
     """The first record of ``x`` whose entries are bad, as ``(index, which, why)``: ``which``
     1 for the model's entries, 2 for the mechanism's; ``why`` 1 for a count outside
-    ``0..nnz``, 2 for an index outside the statistic, 3 for entries that disagree with the
-    dense statistic (compared on the first ``compared`` records). ``(-1, 0, 0)`` if none."""
-    nnz = max(NNZ, MODEL_NNZ, 1)
-    index, value = np.empty(nnz, np.int64), np.empty(nnz)
-    dense_t, sparse_t = np.empty(SIZE), np.empty(SIZE)
-    dense_s, sparse_s = np.empty(STAT_SIZE), np.empty(STAT_SIZE)
+    ``0..nnz`` or pairs written past ``nnz``, 2 for an index outside the statistic, 3 for
+    entries that disagree with the dense statistic (compared on the records where the mask
+    ``compare`` is True; the others' bounds only), 4 for a dense statistic that writes past
+    its ``out`` (a guard zone after it). ``(-1, 0, 0)`` if none."""
+    index, value = guarded_pairs(max(NNZ, MODEL_NNZ, 1))
+    dense_t, scattered_t = np.empty(SIZE + PAIRS_GUARD), np.empty(SIZE)
+    dense_s, scattered_s = np.empty(STAT_SIZE + PAIRS_GUARD), np.empty(STAT_SIZE)
     for i in range(x.shape[0]):
-        for which in (2, 1):
-            if which == 1 and MODEL_NNZ == 0:
-                continue
-            m = SIZE if which == 2 else STAT_SIZE
-            count = (ENTRIES(x[i], s_dp, index, value) if which == 2
-                     else MODEL_ENTRIES(x[i], index, value))
-            if count < 0 or count > (NNZ if which == 2 else MODEL_NNZ):
-                return i, which, 1
-            for a in range(count):
-                if index[a] < 0 or index[a] >= m:
-                    return i, which, 2
-            if i < compared:
-                dense = dense_t if which == 2 else dense_s
-                scattered = sparse_t if which == 2 else sparse_s
-                if which == 2:
-                    MECH_STAT(x[i], s_dp, dense)
-                else:
-                    MODEL_STAT(x[i], dense)
-                scattered[:] = 0.0
-                for a in range(count):
-                    scattered[index[a]] += value[a]
-                for j in range(m):
-                    # Exact for counts; float values may be summed in another order.
-                    if not abs(dense[j] - scattered[j]) <= 1e-12 * (1.0 + abs(dense[j])):
-                        return i, which, 3
+        arm_pairs(index, value, NNZ)
+        count = ENTRIES(x[i], s_dp, index[:NNZ], value[:NNZ])
+        why = broken_pairs(count, index, value, NNZ, SIZE)
+        if why == 0 and compare[i]:
+            _arm_floats(dense_t, SIZE)
+            MECH_STAT(x[i], s_dp, dense_t[:SIZE])
+            why = _compared(count, index, value, dense_t, scattered_t)
+        if why != 0:
+            return i, 2, why
+        if MODEL_NNZ > 0:
+            arm_pairs(index, value, MODEL_NNZ)
+            count = MODEL_ENTRIES(x[i], index[:MODEL_NNZ], value[:MODEL_NNZ])
+            why = broken_pairs(count, index, value, MODEL_NNZ, STAT_SIZE)
+            if why == 0 and compare[i]:
+                _arm_floats(dense_s, STAT_SIZE)
+                MODEL_STAT(x[i], dense_s[:STAT_SIZE])
+                why = _compared(count, index, value, dense_s, scattered_s)
+            if why != 0:
+                return i, 1, why
     return -1, 0, 0
+
+
+@numba.njit(nogil=True, cache=True)
+def _arm_floats(buf, size):
+    for j in range(size, buf.shape[0]):
+        buf[j] = _VALUE_GUARD
+
+
+@numba.njit(nogil=True, cache=True)
+def _compared(count, index, value, dense, scattered):
+    """:func:`check_entries`' ``why`` for pairs compared with ``dense`` (its first
+    ``scattered.shape[0]`` values, then a guard zone): 4, 3 or 0."""
+    size = scattered.shape[0]
+    for j in range(size, dense.shape[0]):
+        if dense[j] != _VALUE_GUARD:
+            return 4
+    return 0 if _scattered_agree(count, index, value, dense[:size], scattered) else 3
+
+
+def compared_before_a_run(x, cells: int) -> np.ndarray:
+    """The mask of the records of ``x`` that :func:`check_entries` compares with the dense
+    statistic before a run: the first occurrence of every distinct record, all of them when
+    they cost at most :data:`DENSE_CHECK_CELLS` (``cells`` per record), else as many as do,
+    evenly spread over the distinct records."""
+    _, first = np.unique(x[:, 0] if x.shape[1] == 1 else x, axis=None if x.shape[1] == 1
+                         else 0, return_index=True)  # the 1-d sort is faster
+    first.sort()
+    budget = max(1, DENSE_CHECK_CELLS // max(cells, 1))
+    if first.shape[0] > budget:
+        first = first[np.linspace(0, first.shape[0] - 1, budget).astype(np.int64)]
+    compare = np.zeros(x.shape[0], np.bool_)
+    compare[first] = True
+    return compare
 
 
 def sparse_fields(model, mechanism) -> dict:
@@ -178,10 +328,12 @@ def sparse_fields(model, mechanism) -> dict:
 
 def entries_error(i: int, which: int, why: int, where: str, mechanism) -> str:
     """The message for :func:`check_entries`'s finding ``(i, which, why)`` on ``where``."""
+    name = "" if mechanism is None else f" {mechanism.name}"
     func = ("the model statistic's entries" if which == 1
-            else f"the entries of the {mechanism.name} mechanism's statistic")
-    problem = {1: "returned a count outside 0..nnz (more pairs than declared, or negative)",
+            else f"the entries of the{name} mechanism's statistic")
+    problem = {1: "returned a count outside 0..nnz, or wrote more pairs than nnz",
                2: "wrote an index outside the statistic",
                3: "disagree with the dense statistic (declare_sparse must describe the same "
-                  "values)"}[why]
+                  "values)",
+               4: "could not be compared: the dense statistic writes past the end of out"}[why]
     return f"{func} {problem} on record {i} of {where}"

@@ -37,7 +37,9 @@ MESSAGES = {
                          "possible range)",
     BAD_ENTRIES: "a sparse statistic's entries function (declared with dw.declare_sparse or "
                  "a mechanism's entries) returned a count outside 0..nnz or an index outside "
-                 "0..size-1 during the sweep",
+                 "0..size-1 during the sweep, or disagrees with the dense statistic on a "
+                 "record of the imputed database (checked at each refresh of the running "
+                 "sums: declare_sparse must describe the statistic's own values)",
 }
 
 

@@ -55,7 +55,7 @@ import numpy as np
 
 from .. import diagnostics
 from . import trial_log
-from .._checks import as_count
+from .._checks import as_count, hint_misplaced
 from .executors import run_tasks
 from ..runner.progress import Progress
 from ..mechanisms.additive import Mechanism
@@ -129,6 +129,8 @@ def run_trial(study: Study, t: int) -> dict:
     return row
 
 
+# dw.sample's own arguments (draws=300) belong in sample_kwargs: say so, not "unexpected".
+@hint_misplaced(sample, "sample_kwargs")
 def calibrate(model: Model, mechanism: Mechanism, n: int, methods: Sequence[str], *,
               trials: int, seed: int, parameter: str | None = None, index: int = 0,
               levels: Sequence[float] = LEVELS, sample_kwargs: dict | None = None,

@@ -97,16 +97,18 @@ for eps in EPSILONS:
 # --------------------------------------------------
 # The last column is the private posterior's sd over the non-private one: how much wider
 # the privacy makes the answer.
+METHODS = ("non-private", "private", "naive")
 for eps in EPSILONS:
     print(f"\nepsilon = {eps}")
+    print(f"  {'party':12s}" + "".join(f"{m:>23s}" for m in METHODS) + f"{'sd ratio':>10s}")
     for k, name in enumerate(PARTIES):
         cells = []
-        for method in ("non-private", "private", "naive"):
+        for method in METHODS:
             d = results[eps][method][:, k]
             lo, hi = np.quantile(d, [0.05, 0.95])
-            cells.append(f"{method} {d.mean():.3f} [{lo:.3f}, {hi:.3f}]")
+            cells.append(f"{d.mean():.3f} [{lo:.3f}, {hi:.3f}]")
         ratio = results[eps]["private"][:, k].std() / results[eps]["non-private"][:, k].std()
-        print(f"  {name:12s} " + "   ".join(cells) + f"   sd ratio {ratio:.1f}")
+        print(f"  {name:12s}" + "".join(f"{c:>23s}" for c in cells) + f"{ratio:10.1f}")
 
 # %%
 # The posteriors side by side

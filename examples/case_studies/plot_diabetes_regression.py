@@ -114,15 +114,17 @@ for eps in EPSILONS:
 # -----------------------------------------------
 for eps in EPSILONS:
     print(f"\nepsilon = {eps}")
+    print(f"  {'':9s}" + "".join(f"{m:>24s}" for m in ("non-private", "private", "naive"))
+          + f"{'sd ratio':>10s}")
     for j, name in enumerate(names):
         d = summary[eps]["private"][:, j]
         lo, hi = np.quantile(d, [0.05, 0.95])
         npv, nv = nonprivate[j], summary[eps]["naive"][j]
-        print(f"  {name:9s} non-private {npv.mean():+.3f} "
-              f"[{npv.ppf(0.05):+.3f}, {npv.ppf(0.95):+.3f}]   "
-              f"private {d.mean():+.3f} [{lo:+.3f}, {hi:+.3f}]   "
-              f"naive {nv.mean():+.3f} [{nv.ppf(0.05):+.3f}, {nv.ppf(0.95):+.3f}]   "
-              f"sd ratio {d.std() / npv.std():.1f}")
+        cells = (f"{npv.mean():+.3f} [{npv.ppf(0.05):+.3f}, {npv.ppf(0.95):+.3f}]",
+                 f"{d.mean():+.3f} [{lo:+.3f}, {hi:+.3f}]",
+                 f"{nv.mean():+.3f} [{nv.ppf(0.05):+.3f}, {nv.ppf(0.95):+.3f}]")
+        print(f"  {name:9s}" + "".join(f"{c:>24s}" for c in cells)
+              + f"{d.std() / npv.std():10.1f}")
 
 fig, axes = plt.subplots(len(EPSILONS), 3, figsize=(10, 2.4 * len(EPSILONS)), squeeze=False)
 for row, eps in enumerate(EPSILONS):

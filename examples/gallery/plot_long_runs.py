@@ -29,19 +29,24 @@ from dawrap.models import beta_binomial
 
 FAST = os.environ.get("DAWRAP_DOCS_FAST") == "1"
 N, DRAWS = (20000, 4000) if FAST else (50000, 8000)
-folder = Path(tempfile.mkdtemp()) / "run1"
+workdir = Path(tempfile.mkdtemp())   # the user's working folder
+folder = workdir / "run1"
 
 # The run, as the user would type it (in a script or a notebook):
 RUN = """
-import signal, sys
+import signal, sys, warnings
 signal.signal(signal.SIGINT, signal.default_int_handler)   # as in an interactive session
 import dawrap as dw
 from dawrap import diagnostics
 from dawrap.models import beta_binomial
 n, draws, folder = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 model, mech = beta_binomial.model(), beta_binomial.laplace(0.5)
-idata = dw.sample(model, mech, 6000.0, n, draws=draws, tune=200, chains=2, seed=1,
-                  checkpoint=folder, checkpoint_every=100, progress=False)
+with warnings.catch_warnings(record=True) as caught:      # shown below without the
+    warnings.simplefilter("always")                      # file and line that raised it
+    idata = dw.sample(model, mech, 6000.0, n, draws=draws, tune=200, chains=2, seed=1,
+                      checkpoint=folder, checkpoint_every=100, progress=False)
+for warning in caught:
+    print(f"{warning.category.__name__}: {warning.message}")
 p = diagnostics.group(idata, "posterior")["p"].values
 print("Ctrl-C returned draws of shape (chain, draw) =", p.shape)
 """
@@ -50,7 +55,7 @@ print("Ctrl-C returned draws of shape (chain, draw) =", p.shape)
 # Start the run, wait for checkpoints, press Ctrl-C
 # -------------------------------------------------
 child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(RUN), str(N), str(DRAWS),
-                          str(folder)], text=True,
+                          folder.name], text=True, cwd=workdir,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 deadline = time.time() + 600
 while not list(folder.glob("chain*.npz")) and child.poll() is None:

@@ -24,6 +24,11 @@ from dawrap.models import dirichlet_multinomial
 FAST = os.environ.get("DAWRAP_DOCS_FAST") == "1"
 DRAWS = 1000 if FAST else 4000
 
+# %%
+# A simulated release
+# -------------------
+# A confidential database drawn from the model, and its release (``release(x, seed=...)``
+# is for simulations only).
 alpha = [1, 1, 1]
 model = dirichlet_multinomial.model(alpha=alpha)
 mech = dirichlet_multinomial.laplace(epsilon=1.0, categories=3)
@@ -32,6 +37,10 @@ x = model.simulate({"p": np.array([0.5, 0.3, 0.2])}, n, seed=1)
 s_dp = mech.release(x, seed=2)
 print("counts", np.bincount(x[:, 0].astype(int), minlength=3), "release", np.round(s_dp, 2))
 
+# %%
+# The private posterior
+# ---------------------
+# The record sampler against the exact marginal posteriors.
 idata = dw.sample(model, mech, s_dp, n, draws=DRAWS, tune=DRAWS // 2, chains=4, seed=3,
                   progress=False)
 p = diagnostics.group(idata, "posterior")["p"].values.reshape(-1, 3)

@@ -24,6 +24,11 @@ from dawrap.models import gamma_exponential
 FAST = os.environ.get("DAWRAP_DOCS_FAST") == "1"
 DRAWS = 1000 if FAST else 4000
 
+# %%
+# A simulated release
+# -------------------
+# A confidential database drawn from the model, and its release (``release(x, seed=...)``
+# is for simulations only).
 model = gamma_exponential.model(alpha=2, beta=1)
 mech = gamma_exponential.laplace(epsilon=1.0, lower=0.0, upper=6.0)
 n = 200
@@ -31,6 +36,11 @@ x = model.simulate({"lam": 1.0}, n, seed=1)
 s_dp = mech.release(x, seed=2)
 print(f"total {x.sum():.2f}, truncated total {x[x <= 6].sum():.2f}, release {s_dp[0]:.2f}")
 
+# %%
+# The private posterior
+# ---------------------
+# The record and sufficient-statistic samplers, and the non-private posterior for
+# comparison.
 fig, ax = plt.subplots(figsize=(6, 3.2))
 for method, kwargs in (("record", {}), ("suffstat", {}),
                        ("nonprivate", {"confidential": x})):

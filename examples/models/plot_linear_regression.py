@@ -28,6 +28,11 @@ from dawrap.models import linear_regression as lr
 FAST = os.environ.get("DAWRAP_DOCS_FAST") == "1"
 DRAWS = 1000 if FAST else 4000
 
+# %%
+# A simulated release
+# -------------------
+# The exact sensitivity; a confidential database drawn from the model, and its release (``release(x, seed=...)``
+# is for simulations only).
 print("L1 sensitivity, p = 2 with intercept:", lr.sensitivity(2))
 model = lr.model(p=2)                        # sigma2 = 2 and m = 0 known, Sigma = I
 mech = lr.laplace(epsilon=1.0, p=2, bounds_x=3, bound_y=6)
@@ -35,6 +40,10 @@ n = 2000
 x = model.simulate({"beta": [-1.0, 1.0, 0.5]}, n, seed=1)
 s_dp = mech.release(x, seed=2)
 
+# %%
+# The private posterior
+# ---------------------
+# The record sampler against the non-private posterior of the confidential records.
 idata = dw.sample(model, mech, s_dp, n, draws=DRAWS, tune=DRAWS // 2, chains=4, seed=3,
                   progress=False)
 beta = diagnostics.group(idata, "posterior")["beta"].values.reshape(-1, 3)

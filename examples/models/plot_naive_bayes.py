@@ -25,6 +25,11 @@ from dawrap.models import naive_bayes
 FAST = os.environ.get("DAWRAP_DOCS_FAST") == "1"
 DRAWS = 1000 if FAST else 4000
 
+# %%
+# A simulated release
+# -------------------
+# A confidential database drawn from the model, and its release (``release(x, seed=...)``
+# is for simulations only).
 I, J = 2, [2, 2]
 model = naive_bayes.model(I, J)
 mech = naive_bayes.laplace(epsilon=2.0, I=I, J=J)
@@ -33,6 +38,10 @@ truth = naive_bayes.draw_parameters(I, J, seed=7)
 x = model.simulate(truth, n, seed=1)
 s_dp = mech.release(x, seed=2)
 
+# %%
+# The private posterior
+# ---------------------
+# The record sampler against the exact posterior of ``pi[0]``.
 idata = dw.sample(model, mech, s_dp, n, draws=DRAWS, tune=DRAWS // 2, chains=4, seed=3,
                   progress=False)
 pi = diagnostics.group(idata, "posterior")["pi"].values.reshape(-1, I)

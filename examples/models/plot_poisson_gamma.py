@@ -24,6 +24,11 @@ from dawrap.models import poisson_gamma
 FAST = os.environ.get("DAWRAP_DOCS_FAST") == "1"
 DRAWS = 1000 if FAST else 4000
 
+# %%
+# A simulated release
+# -------------------
+# A confidential database drawn from the model, and its release (``release(x, seed=...)``
+# is for simulations only).
 model = poisson_gamma.model(alpha=2, beta=1)
 mech = poisson_gamma.laplace(epsilon=0.5, c=5)
 n = 50
@@ -31,6 +36,10 @@ x = model.simulate({"lam": 2.0}, n, seed=1)
 s_dp = mech.release(x, seed=2)
 print(f"total {x.sum():g}, clamped total {np.minimum(x, 5).sum():g}, release {s_dp[0]:.2f}")
 
+# %%
+# The private posterior
+# ---------------------
+# The record sampler against the exact posterior (on a grid).
 idata = dw.sample(model, mech, s_dp, n, draws=DRAWS, tune=DRAWS // 2, chains=4, seed=3,
                   progress=False)
 draws = diagnostics.group(idata, "posterior")["lam"].values

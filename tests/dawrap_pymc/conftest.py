@@ -9,8 +9,12 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def load_example(name: str):
-    """``examples/<name>.py`` imported as a module (its ``main`` is not run)."""
-    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
+    """``examples/<name>.py``, or the gallery page ``examples/gallery/plot_<name>.py``,
+    imported as a module (its ``main`` is not run)."""
+    path = EXAMPLES / f"{name}.py"
+    if not path.exists():
+        path = EXAMPLES / "gallery" / f"plot_{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -43,7 +43,7 @@ def test_normal_mean_matches_the_exact_posterior(check_posterior, draws_of):
 
 @pytest.mark.slow
 def test_logistic_regression_matches_the_hand_written_model(example):
-    # The tutorial's hand-written model (examples/private_logistic_regression.py: its log
+    # The tutorial's hand-written model (examples/gallery/plot_private_logistic_regression.py: its log
     # density in an adaptive random walk) and its PyMC version
     # (examples/pymc_logistic_regression.py, HMC), on the same release.
     tutorial, pymc_tutorial = example("private_logistic_regression"), \

@@ -17,6 +17,31 @@ def draw_theta(rng, theta, x, stats):
     return theta
 
 
+@numba.njit
+def one_arg(a):
+    return True
+
+
+@numba.njit
+def two_args(a, b):
+    return 0.0
+
+
+@numba.njit
+def three_args(a, b, c):
+    return 0.0
+
+
+@numba.njit
+def four_args(a, b, c, d):
+    return 0.0
+
+
+@numba.njit
+def five_args(a, b, c, d, e):
+    return 0.0
+
+
 def make(**kw):
     args = dict(params={"a": (), "b": (2, 3)}, record_size=1, draw_record=draw_record,
                 draw_theta=draw_theta, draw_prior=lambda rng: np.zeros(7))
@@ -73,25 +98,24 @@ def test_simulate_draws_from_the_record_model():
     (dict(stat_size=2), ValueError, "stat_size was given without model_stat"),
     (dict(propose_record=lambda *a: 0.0), TypeError, "propose_record must be a numba"),
     (dict(draw_records=lambda rng, theta, out: None), TypeError, "draw_records must be a numba"),
+    (dict(prepared=(three_args, three_args)), TypeError,
+     "prepared must be a dawrap.PreparedDraw, got tuple"),
+    (dict(prepared=dw.PreparedDraw(lambda theta: theta, four_args)), TypeError,
+     r"prepared.prepare must be a numba.njit-compiled function \(theta\) -> table"),
+    (dict(prepared=dw.PreparedDraw(one_arg, lambda *a: None)), TypeError,
+     r"prepared.draw_record must be a numba.njit-compiled function \(rng, theta, table, out\)"),
+    (dict(prepared=dw.PreparedDraw(one_arg, four_args, four_args), propose_record=four_args),
+     TypeError, r"prepared.propose_record must take \(rng, theta, table, x_i, out\)"),
+    (dict(prepared=dw.PreparedDraw(one_arg, three_args)), TypeError,
+     r"prepared.draw_record must take \(rng, theta, table, out\)"),
+    (dict(prepared=dw.PreparedDraw(one_arg, four_args), draw_records=three_args), ValueError,
+     "give draw_records or prepared, not both"),
+    (dict(prepared=dw.PreparedDraw(one_arg, four_args, five_args)), ValueError,
+     "prepared.propose_record was given without propose_record"),
 ])
 def test_registration_errors_name_the_argument(kw, error, match):
     with pytest.raises(error, match=match):
         make(**kw)
-
-
-@numba.njit
-def two_args(a, b):
-    return 0.0
-
-
-@numba.njit
-def three_args(a, b, c):
-    return 0.0
-
-
-@numba.njit
-def one_arg(a):
-    return True
 
 
 @pytest.mark.parametrize("kw, match", [

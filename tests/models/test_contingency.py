@@ -47,3 +47,22 @@ def test_bad_margins_are_named():
         contingency.laplace(LEVELS, [(0, 3)], 1.0)
     with pytest.raises(ValueError, match="contingency: levels"):
         contingency.model((2, 1))
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: contingency.model((2.7, 2)), "levels must be whole numbers, got 2.7"),
+    (lambda: contingency.laplace((2, 2), [(0.7,)], 1.0), "each margin must be whole numbers"),
+    (lambda: contingency.margin_matrix((2, 2.5), [(0,)]), "levels must be whole numbers"),
+    (lambda: contingency.laplace((2, 2), [(0,), (1,)], [1.0, 1.0, 1.0]),
+     r"epsilon must be one number or 2 numbers \(one per margin\), got shape \(3,\)"),
+    (lambda: contingency.model((2, 2), alpha=[1.0, 2.0, 3.0]),
+     r"alpha must be one number or 4 numbers \(one per joint cell\), got shape \(3,\)"),
+    (lambda: contingency.model((10 ** 4, 10 ** 4, 10 ** 4)), "GB of memory"),
+])
+def test_bad_levels_margins_and_lengths_name_the_argument(call, message):
+    """Fractional levels and attributes were truncated (2.7 -> 2, 0.7 -> 0), wrong lengths
+    gave numpy's broadcast error, and a huge table ran out of memory."""
+    with pytest.raises(ValueError, match=message):
+        call()
+    # whole numbers given as floats (e.g. read from JSON) are fine
+    assert contingency.model((2.0, 3)).params == {"p": (6,)}

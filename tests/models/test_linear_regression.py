@@ -367,3 +367,14 @@ def test_parameters_of_each_variant():
 def test_bad_input_names_the_argument(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+def test_a_p_too_large_for_memory_is_refused_at_once():
+    """p = 10^6 built a p x p tuple for 40 s until the process was killed; now the memory
+    the p x p matrices need is estimated first."""
+    for call in (lambda: lr.model(p=10 ** 6),
+                 lambda: lr.laplace(1.0, p=10 ** 6, bounds_x=1, bound_y=1),
+                 lambda: lr.sensitivity(10 ** 6)):
+        with pytest.raises(ValueError, match=r"p = 1000000 predictors need p x p matrices: "
+                                             r"about .* GB of memory, more than this"):
+            call()

@@ -227,3 +227,12 @@ def test_bad_input_names_the_argument():
     with pytest.raises(ValueError, match=r"init_x\[1\] .* is not a possible record"):
         dw.sample(model, mech, np.zeros(4), 2, init_x=[[0, 0], [1, 2]], draws=5, tune=0)
     assert np.all(np.isnan(mech.total([[1, 1], [2, 1]])))
+
+
+def test_a_layout_too_large_for_memory_is_refused_by_name():
+    """I = J = 10^5 gave a bare MemoryError; the counts' memory is estimated first."""
+    with pytest.raises(ValueError, match=r"I \* sum\(J\) = 10000000000 co-occurrence counts: "
+                                         r"about .* GB of memory"):
+        naive_bayes.model(I=10 ** 5, J=[10 ** 5])
+    with pytest.raises(ValueError, match="GB of memory"):
+        naive_bayes.laplace(1.0, I=10 ** 5, J=[10 ** 5])

@@ -1,4 +1,5 @@
 """Long runs lose nothing: atomic checkpoints, resume after SIGKILL, Ctrl-C returns draws."""
+import errno
 import os
 import signal
 import subprocess
@@ -60,6 +61,7 @@ def test_sigkill_then_resume_is_bit_identical(tmp_path):
     assert proc.returncode == -signal.SIGKILL
     assert _done(killed, 0) < 500 and _done(killed, 1) == 0
     subprocess.run([sys.executable, "-c", RUN, str(killed), "resume"], check=True)
+    assert not list(killed.glob(".tmp-*"))  # what the killed run was writing is cleaned
     whole = tmp_path / "whole"
     whole.mkdir()
     subprocess.run([sys.executable, "-c", RUN.replace("checkpoint=folder, ", ""), str(whole),
@@ -151,3 +153,60 @@ def test_mechanisms_that_print_alike_are_told_apart(tmp_path):
     with pytest.raises(ValueError, match="made with mechanism"):
         dw.sample(model, b, 30.0, 20, draws=5, tune=0, chains=1, seed=1, resume=tmp_path,
                   init_theta=[1.0])
+
+
+def test_a_full_disk_at_the_first_checkpoint_claims_no_checkpoint(tmp_path, monkeypatch):
+    """Issue 29 item 18: the first save fails, after draws were made: the draws come back,
+    and the warning no longer says that a checkpoint (there is none) can be resumed."""
+    from dawrap.runner import checkpoint
+
+    def disk_full(file, **arrays):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(checkpoint.np, "savez", disk_full)
+    model, mech = beta_binomial.model(), beta_binomial.laplace(1.0)
+    with pytest.warns(UserWarning) as caught:
+        idata = dw.sample(model, mech, 30.0, 100, draws=40, tune=0, chains=1, seed=0,
+                          checkpoint=tmp_path, checkpoint_every=10, progress=False)
+    message = " ".join(str(w.message) for w in caught)
+    assert "No space left on device" in message
+    assert "no checkpoint was written" in message and "can be resumed once" not in message
+    assert diagnostics.group(idata, "posterior")["p"].shape == (1, 10)
+    assert not checkpoint.resumable(tmp_path)
+
+
+def test_an_interruption_before_the_first_checkpoint_claims_none(tmp_path, interrupted):
+    from dawrap.runner import record as run_record
+
+    model, mech = beta_binomial.model(), beta_binomial.laplace(1.0)
+    with interrupted(run_record, "_advance", on_call=2), \
+            pytest.warns(UserWarning, match="no checkpoint was written to .* yet .*nothing can "
+                                            "be resumed"):
+        dw.sample(model, mech, 600.0, 2000, draws=3000, tune=0, chains=1, seed=0,
+                  checkpoint=tmp_path, checkpoint_every=10 ** 6, progress=False)
+
+
+def test_temporaries_of_a_killed_run_are_removed_when_the_folder_is_next_locked(tmp_path):
+    """Issue 29 item 18: ``.tmp-*`` chain files a kill left behind were never removed. Only
+    save_chain's temporaries of dead processes, directly in the folder, and only files."""
+    from dawrap.runner import checkpoint
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = [f".tmp-{dead.pid}-0123abcd-chain0.npz", f".tmp-{dead.pid}-89abcdef-chain12.npz"]
+    kept = [f".tmp-{os.getpid()}-0123abcd-chain1.npz",   # a live process's: being written
+            f".tmp-{dead.pid}-0123abcd-results.nc",      # not a chain file
+            f".tmp-{dead.pid}-0123ABCD-chain0.npz", "chain0.npz", "notes.txt"]
+    for name in stale + kept:
+        (tmp_path / name).write_bytes(b"x")
+    (tmp_path / f".tmp-{dead.pid}-0123abcd-chain3.npz").mkdir()         # a folder
+    (tmp_path / f".tmp-{dead.pid}-0123abcd-chain4.npz").symlink_to(tmp_path / "notes.txt")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / stale[0]).write_bytes(b"x")                      # not in the folder
+    with checkpoint.lock(tmp_path):
+        pass
+    left = {p.name for p in tmp_path.iterdir()}
+    assert not left & set(stale)
+    assert set(kept) <= left and (tmp_path / "sub" / stale[0]).exists()
+    assert {f".tmp-{dead.pid}-0123abcd-chain3.npz", f".tmp-{dead.pid}-0123abcd-chain4.npz",
+            ".lock"} <= left

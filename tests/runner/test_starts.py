@@ -231,3 +231,74 @@ def test_one_mode_starts_as_before():
         without = starts.release_informed_theta(b, model, mech, s_dp, n, noise)
         assert np.array_equal(with_index, without)
         assert a.bit_generator.state == b.bit_generator.state
+
+
+#: Run in a child process: before the entries were checked there, an index outside the
+#: statistic (or a count above nnz) was used unchecked and the process died with SIGSEGV.
+LYING_ENTRIES = """
+import numba, numpy as np, dawrap as dw
+from dawrap.runner import starts
+from dawrap.samplers.sparse import EntriesError
+from dawrap.models import dirichlet_multinomial as dm
+
+K = 40  # above FULL_COVARIANCE_UP_TO: weighed through the sparse entries
+
+def one_hot(x_i, out):
+    for j in range(out.shape[0]):
+        out[j] = 0.0
+    out[int(x_i[0])] = 1.0
+
+@numba.njit
+def far(x_i, index, value):          # category 4 is put 10**6 cells away
+    c = int(x_i[0])
+    index[0] = c if c < 4 else 10 ** 6
+    value[0] = 1.0
+    return 1
+
+@numba.njit
+def many(x_i, index, value):         # category 4 writes 3 pairs of the 1 declared
+    c = int(x_i[0])
+    if c < 4:
+        index[0] = c
+        value[0] = 1.0
+        return 1
+    for a in range(3):
+        index[a] = c
+        value[a] = 1.0 / 3.0
+    return 3
+
+@numba.njit
+def claims(x_i, index, value):       # category 4 claims 10**6 pairs
+    index[0] = int(x_i[0])
+    value[0] = 1.0
+    return 1 if x_i[0] < 4 else 10 ** 6
+
+model = dm.model(alpha=[1.0] * K)
+for entries, message in ((far, "wrote an index outside the statistic"),
+                         (many, "returned a count outside 0..nnz"),
+                         (claims, "returned a count outside 0..nnz")):
+    statistic = dw.declare_sparse(numba.njit(one_hot), entries, nnz=1)
+    mech = dw.Laplace(statistic, epsilon=1.0, sensitivity=2.0, size=K)
+    try:
+        starts.release_informed_theta(np.random.default_rng(0), model, mech, np.full(K, 20.0),
+                                      100, starts.noise_variance(mech))
+    except EntriesError as err:
+        assert message in str(err) and "release-informed start" in str(err), str(err)
+        assert isinstance(err, ValueError) and "Laplace mechanism" in str(err), str(err)
+    else:
+        raise AssertionError(f"{entries.__name__}: no error")
+print("ok")
+"""
+
+
+def test_entries_outside_the_statistic_stop_the_start_with_the_samplers_error():
+    """Issue 29 item 4: an entries function that returns an index outside the statistic, or
+    more pairs than nnz, for some records: the ValueError the record sampler's own check
+    gives, not a crash, and not a warning that starts at a prior draw instead."""
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", LYING_ENTRIES], capture_output=True,
+                         text=True, timeout=900)
+    assert run.returncode == 0, f"exit {run.returncode}: {run.stderr[-3000:]}"
+    assert run.stdout.strip() == "ok"

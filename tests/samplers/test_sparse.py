@@ -168,6 +168,127 @@ def test_naive_bayes_entries_agree_with_its_counts_on_every_record():
                                  **sparse.sparse_fields(model, mech))
     assert fns.model_nnz == len(J)
     chain = record.bind_chain(fns, model.record_size, mech.size, model.stat_size)
-    assert chain.check_entries(recs, np.zeros(mech.size), len(recs)) == (-1, 0, 0)
+    everyone = np.ones(len(recs), dtype=bool)
+    assert chain.check_entries(recs, np.zeros(mech.size), everyone) == (-1, 0, 0)
     # A record out of range still contributes NaN (the dense statistic's answer).
     assert np.all(np.isnan(mech.total([[1, 1, 0], [3, 1, 0]])))
+
+
+# -- lying entries are found wherever the chain meets them (issue 29 item 5) ------------------
+
+K_LIE = 200
+
+
+@numba.njit
+def last_into_first(x_i, index, value):
+    """One-hot entries that put the last of 200 categories into cell 0 (the dense statistic
+    puts it in cell 199): the sampler would ignore release cell 199."""
+    c = int(x_i[0])
+    index[0] = 0 if c == K_LIE - 1 else c
+    value[0] = 1.0
+    return 1
+
+
+def _lying_mechanism():
+    laplace = dm.laplace(1.0, K_LIE)
+    return dw.Mechanism(dense_one_hot, laplace.log_density, size=K_LIE, params=laplace.params,
+                        entries=last_into_first, nnz=1,
+                        coordinate_log_density=dw.mechanisms.separable.laplace_coordinate)
+
+
+def test_a_lie_beyond_the_first_64_records_stops_the_run():
+    """The issue's repro: the lying category is absent from the first 64 records of init_x
+    (only those were compared), and the release says half the records are in it."""
+    n = 100
+    x = np.r_[np.arange(64) % 10, np.full(36, K_LIE - 1)].astype(float)[:, None]
+    s_dp = np.zeros(K_LIE)
+    s_dp[K_LIE - 1] = 50.0
+    with pytest.raises(ValueError, match="disagree with the dense statistic .* on record 64 "
+                                         "of init_x"):
+        dw.sample(dm.model([1.0] * K_LIE), _lying_mechanism(), s_dp, n, draws=10, tune=0,
+                  chains=1, seed=0, progress=False, init_x=x)
+
+
+@numba.njit
+def last_counts_twice(x_i, index, value):
+    """One-hot entries that count the last of 200 categories twice, in cell 0."""
+    c = int(x_i[0])
+    index[0] = 0 if c == K_LIE - 1 else c
+    value[0] = 2.0 if c == K_LIE - 1 else 1.0
+    return 1
+
+
+@pytest.mark.slow  # compiles the record chain for a mechanism of its own
+def test_a_lie_the_chain_meets_later_stops_the_run():
+    """Neither the starting database nor the start's draws hold the lying category (theta
+    puts 1e-12 on it); the chain proposes it uniformly and, since the lie makes it count
+    twice in cell 0, where the release puts twice the records, imputes it: a later check
+    (at a refresh, or the chain's last iteration) finds it."""
+    n = 30
+    laplace = dm.laplace(1.0, K_LIE)
+    mech = dw.Mechanism(dense_one_hot, laplace.log_density, size=K_LIE, params=laplace.params,
+                        entries=last_counts_twice, nnz=1,
+                        coordinate_log_density=dw.mechanisms.separable.laplace_coordinate)
+    theta = np.full(K_LIE, (1.0 - 1e-12) / (K_LIE - 1))
+    theta[-1] = 1e-12
+    s_dp = np.zeros(K_LIE)
+    s_dp[0] = 2.0 * n
+    with pytest.raises(ValueError, match="disagrees with the dense statistic on a record of "
+                                         "the imputed database"):
+        dw.sample(dm.model([1.0] * K_LIE, proposal="uniform"), mech, s_dp, n, draws=300,
+                  tune=0, chains=1, seed=0, progress=False, init_theta={"p": theta},
+                  init_x=np.ones((n, 1)))
+
+
+def test_records_compared_before_a_run_are_the_distinct_ones(monkeypatch):
+    from dawrap.samplers import sparse
+
+    x = np.array([[3.0], [1.0], [3.0], [2.0], [1.0], [7.0]])
+    assert sparse.compared_before_a_run(x, 10).tolist() == [True, True, False, True, False,
+                                                            True]
+    # Over budget (2 records' worth): two of the four distinct records, the first and last.
+    monkeypatch.setattr(sparse, "DENSE_CHECK_CELLS", 20)
+    assert sparse.compared_before_a_run(x, 10).tolist() == [True, False, False, False, False,
+                                                            True]
+
+
+def test_refresh_samples_every_record_or_a_spread_of_them():
+    from dawrap.samplers import sparse
+
+    assert sparse.sampled_records(5, np.uint64(3), 5).all()
+    seen = np.zeros(1000, dtype=bool)
+    for seed in range(200):  # states differ at every refresh: so do the records compared
+        hashed = np.uint64(sparse.state_seed(np.array([seed / 7.0]), -1.5))
+        picked = sparse.sampled_records(1000, hashed, 10)
+        assert 1 <= picked.sum() <= 10
+        seen |= picked
+    assert seen.mean() > 0.8  # 2000 draws of 1000 positions: 86% expected
+
+
+@numba.njit
+def spills_for_two(x_i, out):
+    """One-hot, but category 2 also writes one value past the end of out."""
+    out[:] = 0.0
+    out[int(x_i[0])] = 1.0
+    if x_i[0] == 2.0:
+        _spill(out)
+
+
+@numba.njit
+def _spill(out):
+    out[out.shape[0]] = 7.0  # numba checks no bounds: one past the end
+
+
+def test_a_dense_statistic_writing_past_out_is_reported_when_compared():
+    """Comparing entries with the dense statistic calls it on more records than before (every
+    distinct starting record, and records at refreshes): its writes past out land in a guard
+    zone and are reported, never in other memory."""
+    laplace = dm.laplace(1.0, 3)
+    mech = dw.Mechanism(spills_for_two, laplace.log_density, size=3, params=laplace.params,
+                        entries=dm.one_hot_entries, nnz=1,
+                        coordinate_log_density=dw.mechanisms.separable.laplace_coordinate)
+    x = np.array([[0.0], [1.0], [2.0], [1.0]])
+    with pytest.raises(ValueError, match="dense statistic writes past the end of out on "
+                                         "record"):
+        dw.sample(dm.model([1.0, 1.0, 1.0]), mech, [1.0, 2.0, 1.0], 4, draws=5, tune=0,
+                  chains=1, seed=0, progress=False, init_x=x)

@@ -1,6 +1,8 @@
-"""Tutorial: make the logistic-regression sampler you already have private, in a few lines.
+"""
+Tutorial: your logistic-regression sampler, made private
+========================================================
 
-    python examples/private_logistic_regression.py
+Run it with ``python examples/gallery/plot_private_logistic_regression.py``.
 
 The story. You model a binary outcome y with two covariates x by logistic regression, and you
 already have a random-walk Metropolis sampler for the non-private posterior (part 1 below,
@@ -11,6 +13,8 @@ log density, plus a model for the covariates and the mechanism. The sampler is e
 (Ju et al. 2022): it imputes the confidential records one at a time, accepting with the
 mechanism's density ratio, and moves beta with your Metropolis step given the imputed data.
 """
+import os
+
 import arviz as az
 import numba
 import numpy as np
@@ -20,8 +24,12 @@ import dawrap as dw
 P = 2            # covariates
 PRIOR_SD = 2.0   # beta ~ N(0, 2^2 I)
 
+# %%
+# Part 1: what you already had (non-private)
+# ------------------------------------------
+# The log posterior of beta given the records, and a random-walk Metropolis sampler on it.
 
-# ---- Part 1: what you already had (non-private) ---------------------------------------------
+
 @numba.njit
 def log_posterior(beta, records, stats):
     """log N(beta; 0, PRIOR_SD^2 I) + sum_i log Bernoulli(y_i; logistic(x_i . beta)).
@@ -50,7 +58,13 @@ def nonprivate_sampler(records, draws=4000, seed=0):
     return np.array(out)
 
 
-# ---- Part 2: the private version -------------------------------------------------------------
+# %%
+# Part 2: the private version
+# ---------------------------
+# A model of a whole record (the covariates too: the sampler imputes them), the statistic the
+# curator releases, and the same log density as the theta step.
+
+
 @numba.njit
 def draw_record(rng, beta, out):
     """One record from the model: x ~ N(0, I), y | x ~ Bernoulli(logistic(x . beta)). A data
@@ -83,6 +97,11 @@ def mechanism(epsilon):
     return dw.Laplace(released, epsilon=epsilon, sensitivity=2 * P + 1, size=P + 1)
 
 
+# %%
+# Run: simulate a release, sample its private posterior, compare
+# --------------------------------------------------------------
+
+
 def main(n=500, epsilon=1.0, draws=2000, tune=1000, seed=2022):
     true_beta = np.array([1.0, -0.5])
     model, mech = private_model(), mechanism(epsilon)
@@ -90,7 +109,8 @@ def main(n=500, epsilon=1.0, draws=2000, tune=1000, seed=2022):
     s_dp = mech.release(records, seed=seed + 1)                   # all that is published
     print(f"n = {n} records, true beta = {true_beta}; published {mech!r}:\n  s_dp = {s_dp}")
 
-    idata = dw.sample(model, mech, s_dp, n, draws=draws, tune=tune, chains=4, seed=seed + 2)
+    idata = dw.sample(model, mech, s_dp, n, draws=draws, tune=tune, chains=4, seed=seed + 2,
+                      progress=False)
     print("\nPrivate posterior p(beta | s_dp) (record-level data augmentation):")
     print(az.summary(idata).to_string())
 
@@ -104,4 +124,5 @@ def main(n=500, epsilon=1.0, draws=2000, tune=1000, seed=2022):
 
 
 if __name__ == "__main__":
-    main()
+    # DAWRAP_DOCS_FAST=1: the reduced size the documentation build uses in CI
+    main(**({"draws": 500, "tune": 300} if os.environ.get("DAWRAP_DOCS_FAST") == "1" else {}))

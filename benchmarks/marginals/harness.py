@@ -1,0 +1,368 @@
+"""Noisy marginals of Adult, every method given the same release: the issue-26 comparison.
+
+Run (from the repository root, in dawrap's environment; see README.md beside this file for
+the peers' environments):
+
+    python benchmarks/marginals/harness.py run --out bench_marginals --reps 20 --epsilon 1.0 \
+        --methods pgm,napsu --pgm-python /work/venvs/peers-pgm/bin/python \
+        --napsu-python /work/venvs/peers-napsu/bin/python
+    python benchmarks/marginals/harness.py report --out bench_marginals
+
+``run`` draws release r (r = 0 .. reps - 1) from seed ``--seed + r``: the true counts of the
+released marginals plus fresh noise, saved as ``OUT/releases/rep{r}.npz``; each method is
+handed that file (a peer through a subprocess in its own environment, dawrap in-process
+through ``run_dawrap``), and its result is scored at once and appended to
+``OUT/results.jsonl`` (one line per method and release). A rerun skips what that file
+holds: an interrupted run loses at most the release in progress. ``report`` prints the
+summary table (markdown) from that file.
+
+Methods: ``pgm`` (Private-PGM's point estimate; its synthetic data analysed as if real is
+the naive baseline), ``napsu`` (NAPSU-MQ's posterior), ``dawrap`` (``run_dawrap``: not yet
+implemented), and the non-private reference ``exact`` (PGM fitted to the noise-free released
+marginals: the error a model with only these marginals makes without any noise), run once.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+from adult import load_adult  # noqa: E402
+from jobs import read_result  # noqa: E402
+from metrics import COEFFICIENTS, combine, downstream_design, interval, logistic_regression, tv  # noqa: E402
+from release import Marginal, Release, draw_release, gaussian_sigma_for, marginal_counts, noise_variance, privacy  # noqa: E402
+
+LEVELS = (0.9, 0.95)
+# NAPSU-MQ's Adult release (experiments repository, datasets/adult-reduced/queries.p): MST's
+# selection at epsilon 0.5 with five pairs forced in, fixed across repeats.
+NAPSU_QUERIES = (("age", "income"), ("age", "marital-status"), ("age", "workclass"),
+                 ("education", "income"), ("race", "income"), ("race", "gender"),
+                 ("gender", "income"), ("capital-gain", "income"), ("capital-loss", "income"),
+                 ("hours-per-week", "income"))
+RULE_FOR_KIND = {"posterior_predictive": "fully_synthetic", "imputed_confidential": "missing_data",
+                 "point_estimate": "fully_synthetic"}
+
+
+# --------------------------------------------------------------------------- dawrap (stub)
+def run_dawrap(release: Release, heldout, m: int, n_syn: int, seed: int, options: dict) -> dict:
+    """dawrap's model on ``release``: THE STUB THE ISSUE-26 MODEL PLUGS INTO.
+
+    Must return what a runner writes (see ``jobs.py``): ``{"heldout": [posterior mean
+    probabilities of each attribute set in heldout, C order], "released": [the same for
+    release.marginals], "synthetic": (m, n_syn, d) integer codes, "info": {"fit_seconds",
+    "synth_seconds", "synthetic_kind": "imputed_confidential" or "posterior_predictive",
+    optionally "combining_rule", diagnostics}}``. The noise of each marginal is
+    ``release.marginals[k].noise`` with ``.scale`` (see ``release.py``); n is public.
+    """
+    raise NotImplementedError(
+        "dawrap's model for marginal releases (issue 26, items 1-3) does not exist yet: "
+        "implement run_dawrap in benchmarks/marginals/harness.py when it does")
+
+
+# --------------------------------------------------------------------------- design
+def design(table, epsilon: float, noise: str, delta: float | None):
+    """The release: NAPSU-MQ's ten 2-way marginals, equal noise, total budget epsilon."""
+    n = table.codes.shape[0]
+    k = len(NAPSU_QUERIES)
+    if noise == "gaussian":
+        scale = gaussian_sigma_for(epsilon, delta, k)
+    else:  # epsilon split equally; L1 sensitivity 2 per marginal
+        scale = 2.0 * k / epsilon
+    marginals = [Marginal(q, noise, scale) for q in NAPSU_QUERIES]
+    released = [set(q) for q in NAPSU_QUERIES]
+    heldout = [p for p in itertools.combinations(table.attributes, 2) if set(p) not in released]
+    return marginals, heldout, n
+
+
+def _runner(method: str, args) -> tuple[list[str], dict]:
+    if method in ("pgm", "exact"):
+        return [args.pgm_python, os.path.join(HERE, "runner_pgm.py")], {"iters": args.pgm_iters}
+    if method == "napsu":
+        return [args.napsu_python, os.path.join(HERE, "runner_napsu.py")], {
+            "inference": args.napsu_inference, "chains": args.napsu_chains,
+            "samples": args.napsu_samples, "warmup": args.napsu_warmup,
+            "marginal_draws": args.napsu_marginal_draws}
+    raise ValueError(f"unknown method {method!r}")
+
+
+def run_method(method, rel_path, rel, heldout, m, n_syn, seed, args, work, tag):
+    """Runs one method on one release: its result, the wall and CPU seconds it took.
+
+    CPU seconds (user + system, all threads of the process) are less sensitive than wall
+    time to the other jobs on a shared machine; both include imports and JIT compilation.
+    """
+    t0, c0 = time.perf_counter(), time.process_time()
+    if method == "dawrap":
+        res = run_dawrap(rel, heldout, m, n_syn, seed, {})
+        return res, time.perf_counter() - t0, time.process_time() - c0
+    cmd, options = _runner(method, args)
+    out = os.path.join(work, f"{tag}_result.npz")
+    job = os.path.join(work, f"{tag}_job.json")
+    with open(job, "w") as fh:
+        json.dump({"release": rel_path, "out": out, "heldout": [list(h) for h in heldout],
+                   "m": m, "n_syn": n_syn, "seed": seed, "options": options}, fh)
+    env = dict(os.environ, PYTHONPATH=HERE)
+    log = os.path.join(work, f"{tag}.log")
+    c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with open(log, "w") as fh:
+        proc = subprocess.run(cmd + [job], stdout=fh, stderr=subprocess.STDOUT, env=env, cwd=HERE)
+    wall = time.perf_counter() - t0
+    c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (c1.ru_utime + c1.ru_stime) - (c0.ru_utime + c0.ru_stime)
+    if proc.returncode:
+        with open(log) as fh:
+            tail = fh.read()[-3000:]
+        raise RuntimeError(f"{method} failed (exit {proc.returncode}); log {log}:\n{tail}")
+    res = read_result(out, len(heldout), len(rel.marginals))
+    os.remove(out)  # m x n x d synthetic records: scored below, not kept
+    return res, wall, cpu
+
+
+# --------------------------------------------------------------------------- scoring
+def score(res, rel, heldout, truth, naive_too: bool) -> dict:
+    """TV errors and the downstream coefficients' intervals of one method on one release."""
+    row = {"tv_heldout": [tv(p, t) for p, t in zip(res["heldout"], truth["heldout"])],
+           "tv_released": [tv(p, t) for p, t in zip(res["released"], truth["released"])]}
+    syn = res["synthetic"].astype(np.int64)
+    q, u = [], []
+    for data in syn:
+        X, y = downstream_design(data, rel.attributes, rel.levels)
+        b, se = logistic_regression(X, y)
+        q.append(b)
+        u.append(se**2)
+    q, u = np.array(q), np.array(u)
+    ok = np.all(np.isfinite(q), axis=1) & np.all(np.isfinite(u), axis=1)
+    row["regression_failures"] = int((~ok).sum())
+    q, u = q[ok], u[ok]
+    kind = res["info"]["synthetic_kind"]
+    rules = [res["info"].get("combining_rule", RULE_FOR_KIND[kind])] if len(q) >= 2 else []
+    if naive_too:
+        rules.append("as_if_real")
+    n_syn = syn.shape[1]
+    row["intervals"] = {}
+    for rule in rules:
+        per = {}
+        for j, name in enumerate(COEFFICIENTS):
+            est, var, nu = combine(q[:, j], u[:, j], rule, n_syn, rel.n)
+            per[name] = {"estimate": est, "sd": float(np.sqrt(var)), "df": nu,
+                         **{f"ci{int(lv * 100)}": interval(est, var, nu, lv) for lv in LEVELS}}
+        row["intervals"][rule] = per
+    return row
+
+
+def truth_of(table, rel_marginals, heldout):
+    attrs, levels = table.attributes, table.levels
+    X, y = downstream_design(table.codes, attrs, levels)
+    beta, se = logistic_regression(X, y)
+    return {"heldout": [marginal_counts(table.codes, attrs, levels, h) for h in heldout],
+            "released": [marginal_counts(table.codes, attrs, levels, m.attrs) for m in rel_marginals],
+            "beta": dict(zip(COEFFICIENTS, beta.tolist())), "se": dict(zip(COEFFICIENTS, se.tolist()))}
+
+
+def _done(path):
+    if not os.path.exists(path):
+        return set()
+    with open(path) as fh:
+        return {(r["rep"], r["method"]) for r in map(json.loads, fh)}
+
+
+def cmd_run(args):
+    os.makedirs(os.path.join(args.out, "releases"), exist_ok=True)
+    work = os.path.join(args.out, "work")
+    os.makedirs(work, exist_ok=True)
+    table = load_adult()
+    n = table.codes.shape[0]
+    delta = args.delta if args.delta is not None else n ** -2.0
+    marginals, heldout, n = design(table, args.epsilon, args.noise, delta)
+    truth = truth_of(table, marginals, heldout)
+    config = {"epsilon": args.epsilon, "delta": delta, "noise": args.noise, "n": n,
+              "marginals": [[list(mg.attrs), mg.noise, mg.scale] for mg in marginals],
+              "privacy": privacy(marginals, delta if args.noise == "gaussian" else None),
+              "heldout": [list(h) for h in heldout], "m": args.m, "seed": args.seed,
+              "truth_beta": truth["beta"], "truth_se": truth["se"], "args": vars(args)}
+    cfg_path = os.path.join(args.out, "config.json")
+    if os.path.exists(cfg_path):
+        with open(cfg_path) as fh:
+            old = json.load(fh)
+        for key in ("epsilon", "delta", "noise", "marginals", "heldout", "m", "seed"):
+            if old[key] != config[key]:
+                raise SystemExit(f"{cfg_path} was written with {key}={old[key]!r}, not "
+                                 f"{config[key]!r}: use another --out")
+    with open(cfg_path, "w") as fh:
+        json.dump(config, fh, indent=1)
+    results = os.path.join(args.out, "results.jsonl")
+    done = _done(results)
+    methods = [s for s in args.methods.split(",") if s]
+    jobs = [(-1, "exact")] if args.exact else []
+    jobs += [(r, mth) for r in range(args.first_rep, args.reps) for mth in methods]
+    for rep, method in jobs:
+        if (rep, method) in done:
+            continue
+        if rep < 0:  # the noise-free release: exact counts, unit weights
+            rel = Release(table.attributes, table.levels, n,
+                          [Marginal(mg.attrs, "gaussian", 1.0) for mg in marginals],
+                          [v.copy() for v in truth["released"]])
+            rel_path = os.path.join(args.out, "releases", "exact.npz")
+        else:
+            rel_path = os.path.join(args.out, "releases", f"rep{rep}.npz")
+            if os.path.exists(rel_path):
+                rel = Release.load(rel_path)
+            else:
+                rel = draw_release(table.codes, table.attributes, table.levels, marginals,
+                                   np.random.default_rng(args.seed + rep))
+                rel.save(rel_path)
+        if rep < 0:
+            rel.save(rel_path)
+        seed = 1000 * args.seed + rep + 1
+        try:
+            res, wall, cpu = run_method(method, rel_path, rel, heldout, args.m, n, seed, args, work,
+                                        tag=f"{method}_rep{rep}")
+        except RuntimeError as err:  # a peer that fails on a release is a result, not a crash
+            with open(results, "a") as fh:
+                fh.write(json.dumps({"rep": rep, "method": method, "failed": True,
+                                     "error": str(err)[-2000:]}) + "\n")
+            print(f"rep {rep:3d} {method:6s} FAILED: {str(err).splitlines()[0]}", flush=True)
+            continue
+        row = {"rep": rep, "method": method, "wall_seconds": wall, "cpu_seconds": cpu,
+               "load_before": os.getloadavg()[0], **score(res, rel, heldout, truth, naive_too=True),
+               "info": res["info"]}
+        with open(results, "a") as fh:
+            fh.write(json.dumps(row) + "\n")
+        print(f"rep {rep:3d} {method:6s} wall {wall:8.1f} s  cpu {cpu:8.1f} s  fit {res['info']['fit_seconds']:8.1f} s  "
+              f"mean TV held-out {np.mean(row['tv_heldout']):.4f}", flush=True)
+
+
+# --------------------------------------------------------------------------- report
+def _coverage(rows, rule, truth_beta, coefs, level):
+    hits = [r["intervals"][rule][c][f"ci{int(level * 100)}"] for r in rows for c in coefs
+            if rule in r["intervals"]]
+    covered = [lo <= truth_beta[c] <= hi for r in rows for c in coefs if rule in r["intervals"]
+               for lo, hi in [r["intervals"][rule][c][f"ci{int(level * 100)}"]]]
+    return np.mean(covered) if covered else np.nan, len(hits)
+
+
+def cmd_report(args):
+    with open(os.path.join(args.out, "config.json")) as fh:
+        cfg = json.load(fh)
+    with open(os.path.join(args.out, "results.jsonl")) as fh:
+        rows = [json.loads(line) for line in fh]
+    failed = [r for r in rows if r.get("failed")]
+    rows = [r for r in rows if not r.get("failed")]
+    beta, se = cfg["truth_beta"], cfg["truth_se"]
+    methods = sorted({r["method"] for r in rows}, key=["exact", "pgm", "napsu", "dawrap"].index)
+    out = []
+    out.append(f"n = {cfg['n']}, {len(cfg['marginals'])} released 2-way marginals, "
+               f"{cfg['noise']} noise of scale {cfg['marginals'][0][2]:.3f} per cell; "
+               f"privacy {', '.join(f'{k} {v:.4g}' for k, v in cfg['privacy'].items())}; "
+               f"{len(cfg['heldout'])} held-out 2-way marginals; m = {cfg['m']} synthetic datasets of n records.\n")
+    out.append("| method | releases | TV held-out, mean (sd over releases) | TV held-out, max | "
+               "TV released, mean | fit wall s | fit CPU s | synth wall s | process wall s | process CPU s |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|")
+    for mth in methods:
+        rs = [r for r in rows if r["method"] == mth]
+        th = np.array([np.mean(r["tv_heldout"]) for r in rs])
+        out.append(f"| {mth} | {len(rs)} | {th.mean():.4f} ({th.std(ddof=1) if len(th) > 1 else 0:.4f}) | "
+                   f"{np.max([np.max(r['tv_heldout']) for r in rs]):.4f} | "
+                   f"{np.mean([np.mean(r['tv_released']) for r in rs]):.4f} | "
+                   f"{np.median([r['info']['fit_seconds'] for r in rs]):.1f} | "
+                   f"{np.median([r['info'].get('fit_cpu_seconds', np.nan) for r in rs]):.1f} | "
+                   f"{np.median([r['info']['synth_seconds'] for r in rs]):.1f} | "
+                   f"{np.median([r['wall_seconds'] for r in rs]):.1f} | "
+                   f"{np.median([r['cpu_seconds'] for r in rs]):.1f} |")
+    out.append("\nTimes are medians over releases; CPU seconds are user + system of the runner's "
+               "process (all threads), wall seconds depend on the machine's load.\n")
+    out.append("Coverage of the real-data maximum-likelihood coefficient (NAPSU-MQ's estimand), "
+               "pooled over the 7 coefficients; in brackets the Monte Carlo standard error "
+               "sqrt(c(1-c)/k) with k the number of intervals (coefficients of one release are "
+               "correlated, so the error of the pooled figure is somewhat larger).\n")
+    out.append("| method | combining rule | releases | cover 90% | cover 95% | "
+               "median width 95% / real-data width |")
+    out.append("|---|---|---|---|---|---|")
+    for mth in methods:
+        rs = [r for r in rows if r["method"] == mth and r["rep"] >= 0]
+        if not rs:
+            continue
+        for rule in sorted({k for r in rs for k in r["intervals"]}):
+            c90, k = _coverage(rs, rule, beta, COEFFICIENTS, 0.9)
+            c95, _ = _coverage(rs, rule, beta, COEFFICIENTS, 0.95)
+            widths = [(r["intervals"][rule][c]["ci95"][1] - r["intervals"][rule][c]["ci95"][0])
+                      / (2 * 1.959964 * se[c]) for r in rs if rule in r["intervals"] for c in COEFFICIENTS]
+            se90, se95 = (np.sqrt(c * (1 - c) / k) for c in (c90, c95))
+            out.append(f"| {mth} | {rule} | {len(rs)} | {c90:.3f} ({se90:.3f}) | {c95:.3f} ({se95:.3f}) | "
+                       f"{np.median(widths):.2f} |")
+    out.append("")
+    out.append("Per coefficient, 95% intervals: coverage over releases (real-data estimate "
+               "and its standard error in the header).\n")
+    out.append("| method | rule | " + " | ".join(f"{c} {beta[c]:.3f} ({se[c]:.3f})" for c in COEFFICIENTS) + " |")
+    out.append("|---|---|" + "---|" * len(COEFFICIENTS))
+    for mth in methods:
+        rs = [r for r in rows if r["method"] == mth and r["rep"] >= 0]
+        for rule in sorted({k for r in rs for k in r["intervals"]}):
+            cells = []
+            for c in COEFFICIENTS:
+                cov, k = _coverage(rs, rule, beta, (c,), 0.95)
+                cells.append(f"{cov:.2f} / {k}")
+            out.append(f"| {mth} | {rule} | " + " | ".join(cells) + " |")
+    exact = [r for r in rows if r["method"] == "exact"]
+    if exact:
+        out.append("")
+        out.append("Non-private reference (`exact`: PGM fitted to the noise-free released marginals): "
+                   "the mean coefficient over its m synthetic datasets against the real data's, in "
+                   "real-data standard errors (the bias of a model with only these marginals): "
+                   + ", ".join(f"{c} {(exact[0]['intervals']['fully_synthetic'][c]['estimate'] - beta[c]) / se[c]:+.1f}"
+                               for c in COEFFICIENTS) + ".")
+    for r in failed:
+        out.append(f"\n{r['method']} failed on release {r['rep']}: {r['error'].splitlines()[-1]}")
+    diag = [r["info"] for r in rows if r["method"] == "napsu"]
+    if diag and "rhat_max" in diag[0]:
+        out.append("")
+        out.append(f"NAPSU-MQ NUTS diagnostics over {len(diag)} releases: max R-hat "
+                   f"{max(d['rhat_max'] for d in diag):.3f}, min bulk ESS "
+                   f"{min(d['ess_bulk_min'] for d in diag):.0f}, divergences "
+                   f"{sum(d['divergences'] for d in diag)}.")
+    print("\n".join(out))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    run = sub.add_parser("run")
+    run.add_argument("--out", required=True)
+    run.add_argument("--reps", type=int, default=20)
+    run.add_argument("--first-rep", type=int, default=0,
+                     help="start at this release (to split the releases over processes)")
+    run.add_argument("--epsilon", type=float, default=1.0)
+    run.add_argument("--delta", type=float, default=None, help="default n^-2, as NAPSU-MQ")
+    run.add_argument("--noise", choices=("gaussian", "laplace", "geometric"), default="gaussian")
+    run.add_argument("--methods", default="pgm,napsu")
+    run.add_argument("--exact", action=argparse.BooleanOptionalAction, default=True,
+                     help="also the non-private reference (once)")
+    run.add_argument("--m", type=int, default=20, help="synthetic datasets per release")
+    run.add_argument("--seed", type=int, default=26)
+    run.add_argument("--pgm-python", default="/work/venvs/peers-pgm/bin/python")
+    run.add_argument("--pgm-iters", type=int, default=1000)
+    run.add_argument("--napsu-python", default="/work/venvs/peers-napsu/bin/python")
+    run.add_argument("--napsu-inference", default="laplace+mcmc",
+                     choices=("laplace", "laplace+mcmc", "mcmc"))
+    run.add_argument("--napsu-chains", type=int, default=4)
+    run.add_argument("--napsu-samples", type=int, default=2000)
+    run.add_argument("--napsu-warmup", type=int, default=800)
+    run.add_argument("--napsu-marginal-draws", type=int, default=200)
+    rep = sub.add_parser("report")
+    rep.add_argument("--out", required=True)
+    args = ap.parse_args(argv)
+    {"run": cmd_run, "report": cmd_report}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    main()
