@@ -497,9 +497,32 @@ def geometric(epsilon: float, c: float) -> dw.Geometric:
     return dw.Geometric(clamped_count(c), epsilon=epsilon, sensitivity=c, contribution=(0, c))
 
 
-def _tilted_log_likelihood(lam: np.ndarray, c: int, n: int, rel: np.ndarray) -> np.ndarray:
-    r"""``log sum_S P(S | lam) exp(rel[S])`` for ``S = sum_i min(x_i, c)``, accurate in the
-    tails (``exact_posterior``'s likelihood, up to a constant).
+def _contribution_log_pmf(lam: np.ndarray, c: int, truncation=None) -> np.ndarray:
+    """``log P(contribution = k | lam)`` for ``k = 0..c``, one row per rate: ``min(x, c)``
+    (clamped at ``c``), or with ``truncation = (lower, upper)`` (``c = upper``) ``x`` where
+    ``lower <= x <= upper`` and 0 otherwise (the dropped counts pile up at 0)."""
+    from scipy import stats
+
+    k = np.arange(c + 1)
+    if truncation is None:
+        return np.concatenate([stats.poisson.logpmf(k[None, :c], lam[:, None]),
+                               stats.poisson.logsf(c - 1, lam)[:, None]], axis=1)
+    lower = int(truncation[0])
+    inside = (k >= max(lower, 1))[None, :]
+    log_p = np.where(inside, stats.poisson.logpmf(k[None, :], lam[:, None]), -np.inf)
+    # 0: a count below the range (0 included) or above it, or a 0 inside it.
+    dropped = np.logaddexp(stats.poisson.logcdf(lower - 1, lam) if lower >= 1
+                           else np.full(lam.shape, -np.inf), stats.poisson.logsf(c, lam))
+    log_p[:, 0] = np.logaddexp(dropped, stats.poisson.logpmf(0, lam)) if lower == 0 \
+        else dropped
+    return log_p
+
+
+def _tilted_log_likelihood(lam: np.ndarray, c: int, n: int, rel: np.ndarray,
+                           truncation=None) -> np.ndarray:
+    r"""``log sum_S P(S | lam) exp(rel[S])`` for ``S = sum_i min(x_i, c)`` (or, with
+    ``truncation``, the sum of the counts inside it: :func:`_contribution_log_pmf`), accurate
+    in the tails (``exact_posterior``'s likelihood, up to a constant).
 
     A plain FFT convolution of the clamped Poisson pmf has an absolute error near 1e-16, so
     where the release sits in the far tail of :math:`P(S \mid \lambda)` (an extreme release,
@@ -518,8 +541,7 @@ def _tilted_log_likelihood(lam: np.ndarray, c: int, n: int, rel: np.ndarray) -> 
 
     top = n * c
     x = np.arange(c + 1)
-    log_p = np.concatenate([stats.poisson.logpmf(x[None, :c], lam[:, None]),
-                            stats.poisson.logsf(c - 1, lam)[:, None]], axis=1)
+    log_p = _contribution_log_pmf(lam, c, truncation)
     # Slopes of rel between neighbouring totals; -inf (an underflowed weight) as very negative.
     slope = np.diff(np.maximum(rel, -1e300)) if top > 0 else np.zeros(1)
     # Beyond |tau| = 1e4 the tilted pmf is a point mass already (log pmf differences over the
@@ -559,13 +581,15 @@ def _tilted_log_likelihood(lam: np.ndarray, c: int, n: int, rel: np.ndarray) -> 
     return out
 
 
-def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, c: float, alpha: float = 1.0,
-                    beta: float = 1.0, grid_size: int = 4000):
+def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, c: float | None = None,
+                    alpha: float = 1.0, beta: float = 1.0, grid_size: int = 4000):
     r"""The exact private posterior of ``lam`` when ``mechanism`` releases the total clamped
-    at ``c``, on a grid (:class:`dawrap.reference.Grid`).
+    at ``c`` (:func:`laplace`), or the total of the counts inside its truncation
+    (:func:`laplace_truncated`, ``c=None``), on a grid (:class:`dawrap.reference.Grid`).
 
     For each grid value of :math:`\lambda` the distribution of
-    :math:`S = \sum_i \min(x_i, c)` is the ``n``-fold convolution of the clamped Poisson pmf
+    :math:`S = \sum_i \min(x_i, c)` (or of :math:`S = \sum_i x_i 1[l \le x_i \le u]`) is
+    the ``n``-fold convolution of one record's contribution's pmf
     (by FFT, exponentially tilted so that its tails keep their relative accuracy:
     :func:`_tilted_log_likelihood`), and :math:`p(s_{dp} \mid \lambda) = \sum_S P(S \mid
     \lambda)\, g(s_{dp}, S)`, with the differences of :math:`\log g` between totals
@@ -579,8 +603,10 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, c: float, alpha: floa
         The release.
     n : int
         Number of records.
-    c : int or float
-        The clamp.
+    c : int or float or None
+        The clamp; ``None`` for a truncated release (``mechanism.truncation``), which has
+        none. A truncated release near zero has two explanations (lam near 0, or so large
+        that nearly every count exceeds the bound): the grid tabulates both modes.
     alpha, beta : float
         The Gamma prior's shape and rate.
     grid_size : int
@@ -605,12 +631,21 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, c: float, alpha: floa
 
     from dawrap.reference import positive_grid, relative_log_g
 
+    truncation = mechanism.truncation
+    if truncation is not None:
+        if c is not None:
+            raise ValueError(f"c must be None for a truncated release (the mechanism drops "
+                             f"the counts outside {truncation}; it clamps none), got {c!r}")
+        c = int(truncation[1])
+    elif c is None:
+        raise ValueError("c (the clamp of poisson_gamma.laplace) is needed for a release "
+                         "that is not truncated")
     c = int(_check_clamp(c))
     rel = relative_log_g(mechanism, s_dp, np.arange(n * c + 1)[:, None])
 
     def log_post(lam):
         return stats.gamma.logpdf(lam, alpha, scale=1.0 / beta) + \
-            _tilted_log_likelihood(lam, c, n, rel)
+            _tilted_log_likelihood(lam, c, n, rel, truncation)
 
     # positive_grid finds the mass on a log-spaced pass, its range extended while the ends
     # hold mass (an extreme release can put it far in the prior's tail: the likelihood is at

@@ -115,3 +115,81 @@ def test_the_automatic_choice_weighs_the_map_cost():
     for epsilon, on in ((0.2, 0), (0.02, 2)):  # missing information 0.46 and 0.99
         method = dw.Record().prepare(model, poisson_gamma.laplace(epsilon, 5), 1000)
         assert method.interweave == on
+
+
+# A truncated release near zero (Bernstein & Sheldon's release: counts outside [0, 10]
+# dropped) has two explanations: lam near 0, or so large that nearly every count exceeds
+# the bound. With a vague Gamma(1, rate 0.1) prior about 7% of the posterior lies below
+# lam = 1, the rest near 28.
+LOWER, UPPER, TRUNCATED_PRIOR = 0, 10, (1.0, 0.1)
+TRUNCATED = poisson_gamma.laplace_truncated(EPSILON, LOWER, UPPER)
+
+
+def truncated_log_likelihood(lam, s_dp=0.0):
+    """log p(s_dp | lam) for the truncated total: one record contributes x inside [0, 10]
+    and 0 beyond (the atom at 0 holds P(x = 0) + P(x > 10)); N-fold convolution by FFT on
+    2048 entries (totals up to N * UPPER = 1000: nothing wraps around), summed against the
+    Laplace density."""
+    k = np.arange(UPPER + 1)
+    log_pmf = np.where(k[None, :] >= 1, stats.poisson.logpmf(k[None, :], lam[:, None]), -np.inf)
+    log_pmf[:, 0] = np.logaddexp(stats.poisson.logpmf(0, lam), stats.poisson.logsf(UPPER, lam))
+    log_g = stats.laplace.logpdf(s_dp - np.arange(2048), scale=UPPER / EPSILON)
+    out = np.empty(lam.shape)
+    for i in range(0, lam.size, 4000):
+        dist = np.fft.irfft(np.fft.rfft(np.exp(log_pmf[i:i + 4000]), 2048, axis=1) ** N, 2048,
+                            axis=1)
+        out[i:i + 4000] = special.logsumexp(np.log(np.maximum(dist, 1e-300)) + log_g, axis=1)
+    return out
+
+
+@pytest.fixture(scope="module")
+def truncated_reference():
+    alpha, beta = TRUNCATED_PRIOR
+    lam = np.random.default_rng(5).gamma(alpha, 1.0 / beta, 200_000)
+    return WeightedDraws(lam, truncated_log_likelihood(lam))
+
+
+def test_exact_posterior_needs_the_clamp_only_for_a_clamped_release():
+    """A truncated release has no clamp (before, exact_posterior computed the clamped
+    likelihood for whatever c it was given); a clamped one needs it."""
+    with pytest.raises(ValueError, match="c must be None for a truncated release"):
+        poisson_gamma.exact_posterior(TRUNCATED, 0.0, N, c=UPPER)
+    with pytest.raises(ValueError, match="c .* is needed"):
+        poisson_gamma.exact_posterior(MECH, RELEASE, N)
+
+
+@pytest.mark.slow
+def test_exact_posterior_of_a_truncated_release_near_zero(truncated_reference):
+    """Both modes: the mean (near 27.6) and the mass below 1 (about 7%)."""
+    ref, lam = truncated_reference, truncated_reference.draws
+    exact = poisson_gamma.exact_posterior(TRUNCATED, 0.0, N, alpha=TRUNCATED_PRIOR[0],
+                                          beta=TRUNCATED_PRIOR[1])
+    assert 0.05 < float(exact.cdf(1.0)) < 0.1 and 25.0 < exact.mean() < 30.0
+    for what, got, values in [("mean", exact.mean(), lam),
+                              ("P(lam <= 1)", float(exact.cdf(1.0)), lam <= 1.0),
+                              ("P(lam <= 0.1)", float(exact.cdf(0.1)), lam <= 0.1)]:
+        values = np.asarray(values, dtype=float)
+        assert abs(got - ref.expect(values)) < Z * ref.mcse(values), \
+            f"{what}: {got:.6g} against {ref.expect(values):.6g} (mcse {ref.mcse(values):.2g})"
+
+
+@pytest.mark.slow
+def test_the_default_sampler_crosses_the_modes_of_a_truncated_release(truncated_reference,
+                                                                      draws_of):
+    """Interweaving with jumps through the inverse-CDF map, chosen by default: every chain
+    visits both modes, the mean and the mass below 1 agree with the reference, no warning.
+    Before (no map) every chain stayed in the mode it started in."""
+    ref = truncated_reference
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        idata = dw.sample(poisson_gamma.model(*TRUNCATED_PRIOR), TRUNCATED, 0.0, N, seed=1,
+                          progress=False)
+    assert diagnostics.attrs(idata)["jumps"] == 1
+    lam = draws_of(idata, "lam")
+    low = (lam < 1.0).astype(float)
+    assert np.all(low.mean(axis=1) > 0.02)  # each chain: both modes
+    for what, draws, values in [("mean", lam, ref.draws),
+                                ("P(lam < 1)", low, (ref.draws < 1.0).astype(float))]:
+        mcse = math.hypot(diagnostics.mcse(draws, "mean"), ref.mcse(values))
+        assert abs(draws.mean() - ref.expect(values)) < Z * mcse, \
+            f"{what}: {draws.mean():.4g} against {ref.expect(values):.4g} (4 mcse {Z * mcse:.2g})"
