@@ -12,7 +12,11 @@ landscape). On a plain release that is pure overhead, so it is measured here:
 2. the README Quickstart's model of one's own (n = 1000, the release 312.4, 4 x 2000
    draws + 1000 tune), in a fresh process each: the first ``dw.sample`` (the chain's
    compilation included) and the landscape's share of it (its template compiled in that
-   process).
+   process);
+3. the README's built-in example again, each run a fresh process (imports, the chain loaded
+   from the disk cache, sampling), with and without the landscape, alternating: the first
+   landscape's cache load above is numba's one-time start-up, which the chain's load pays
+   anyway.
 
 Run: python benchmarks/modes_overhead.py   (about a minute). Prints a Markdown table.
 """
@@ -22,6 +26,8 @@ import os
 import subprocess
 import sys
 import time
+
+import numpy as np
 
 BUILTIN = r"""
 import time, numpy as np, dawrap as dw
@@ -78,8 +84,23 @@ print(time.perf_counter() - t, spent[0], sum(spent))
 """
 
 
-def run(code: str, rounds: int = 0) -> list[float]:
-    out = subprocess.run([sys.executable, "-c", code.replace("ROUNDS", str(rounds))],
+FRESH = r"""
+import time
+t0 = time.perf_counter()
+import numpy as np, dawrap as dw
+from dawrap.runner import modes
+from dawrap.models import beta_binomial
+if OFF:
+    modes.landscape = lambda *a: None
+model, mech = beta_binomial.model(a=1, b=1), beta_binomial.laplace(epsilon=0.1)
+dw.sample(model, mech, 23.52, 100, seed=0, progress=False)
+print(time.perf_counter() - t0)
+"""
+
+
+def run(code: str, rounds: int = 0, off: bool = False) -> list[float]:
+    out = subprocess.run([sys.executable, "-c", code.replace("ROUNDS", str(rounds))
+                          .replace("OFF", str(int(off)))],
                          capture_output=True, text=True, check=True)
     return [float(v) for v in out.stdout.split()]
 
@@ -99,6 +120,15 @@ def main() -> None:
         print(f"| Quickstart's own model, first dw.sample in a fresh process ({trial + 1}) | "
               f"{total:.1f} s | | {first_call:.2f} s (all calls {all_calls:.2f} s) | "
               f"{all_calls / (total - all_calls):+.0%} |")
+    fresh = {False: [], True: []}
+    for _ in range(4):
+        for off in (False, True):
+            fresh[off].append(run(FRESH, off=off)[0])
+    with_, without = (float(np.median(fresh[off])) for off in (False, True))
+    print(f"| README beta_binomial, fresh process each (median of 4: "
+          f"{', '.join(f'{v:.1f}' for v in fresh[False])} s against "
+          f"{', '.join(f'{v:.1f}' for v in fresh[True])} s) | {with_:.2f} s | {without:.2f} s "
+          f"| | {with_ / without - 1:+.0%} |")
 
 
 if __name__ == "__main__":

@@ -28,9 +28,10 @@ and covariance of their draws, then serve three purposes:
 * a warning after sampling (:func:`warn_if_missed`) when a mode of non-negligible weight was
   visited by no chain, or when the chains never moved between modes.
 
-It costs about ``POOL * RECORDS`` simulated records (40-120 ms for the built-in models;
-its compiled template loads from numba's disk cache for them, and compiles once per process,
-about a second, for a model of your own), uses its own fixed seed (so no chain's draws
+It costs about ``POOL * RECORDS`` simulated records and as many again for the valley tests
+(40-60 ms for beta_binomial, whatever ``n`` and the number of draws; its compiled template
+loads from numba's disk cache for the built-in models, and compiles once per process, about
+2 s, for a model of your own: ``benchmarks/results/modes.md``), uses its own fixed seed (so no chain's draws
 depend on it, and the decision is reproducible), and is computed once per model, mechanism,
 release and ``n``. Only releases
 of at most :data:`LARGEST_THETA` parameters are examined: in more dimensions prior draws do
