@@ -60,8 +60,9 @@ class Method:
     #: Whether ``dw.sample(init_theta=...)`` applies.
     takes_init_theta: ClassVar[bool] = False
 
-    def prepare(self, model: Model, mechanism: Mechanism, n: int) -> "Method":
-        """The method with every automatic choice made for this problem (default: itself)."""
+    def prepare(self, model: Model, mechanism: Mechanism, n: int, s_dp=None) -> "Method":
+        """The method with every automatic choice made for this problem (default: itself);
+        ``s_dp`` is the release (``None`` where it is not known)."""
         return self
 
     def run(self, model: Model, mechanism: Mechanism, s_dp, n: int, rngs: list,
@@ -109,8 +110,14 @@ class Record(Method):
     interweave : bool or int, optional
         Non-centred theta steps per iteration (:mod:`dawrap.samplers.interweave`; needs
         ``Model(noncentred=...)``): ``True`` for the default number, an integer for that
-        many, ``False`` or 0 for none; ``None`` (default) decides by the estimated fraction of
-        missing information.
+        many, ``False`` or 0 for none; ``None`` (default) turns it on where the estimated
+        fraction of missing information is at least 0.3, or where the release is explained
+        by separate modes of theta (:mod:`dawrap.runner.modes`).
+    jumps : bool, optional
+        After each non-centred step, an independence proposal from a Gaussian mixture over
+        the modes the release allows, which carries theta and every record from one mode
+        to another (needs ``interweave``). ``None`` (default): on where the release-weighted
+        prior draws separate into modes.
     sweeps : int
         Record sweeps per theta update.
     scan : {"systematic", "random"}
@@ -146,6 +153,7 @@ class Record(Method):
     name: ClassVar[str] = "record"
     takes_init_theta: ClassVar[bool] = True
     interweave: bool | int | None = None
+    jumps: bool | None = None
     sweeps: int = 1
     scan: str = "systematic"
     init_x: object = None
@@ -175,15 +183,29 @@ class Record(Method):
         if iw is not None and not isinstance(iw, (bool, np.bool_)) and iw > MAX_COUNT:
             raise ValueError(f"interweave must be at most 2**53 non-centred steps per "
                              f"iteration, got {iw}")
+        if self.jumps is not None and not isinstance(self.jumps, (bool, np.bool_)):
+            raise TypeError(f"jumps must be None, True or False, got {self.jumps!r}")
 
-    def prepare(self, model, mechanism, n):
+    def prepare(self, model, mechanism, n, s_dp=None):
         from .runner.information import missing_information
+        from .runner.modes import landscape
         from .samplers.interweave import AUTO_THRESHOLD, DEFAULT_STEPS
+
+        def modes():
+            # The release's modes, where the move could use them (cached: computed once).
+            if model.noncentred is None or s_dp is None:
+                return None
+            return landscape(model, mechanism, s_dp, n)
 
         iw = self.interweave
         if iw is None:
-            on = model.noncentred is not None and (
-                missing_information(model, mechanism, n) or 0.0) >= AUTO_THRESHOLD
+            # Where the release is explained by separate modes, the move (with its jumps) is
+            # the only kernel that crosses between them, whatever the missing information.
+            nc = model.noncentred
+            threshold = AUTO_THRESHOLD if nc is None or nc.threshold is None else nc.threshold
+            on = nc is not None and (
+                (missing_information(model, mechanism, n) or 0.0) >= threshold
+                or getattr(modes(), "multimodal", False))
             steps = DEFAULT_STEPS if on else 0
         elif isinstance(iw, (bool, np.bool_)):
             steps = DEFAULT_STEPS if iw else 0
@@ -192,11 +214,23 @@ class Record(Method):
         if steps and model.noncentred is None:
             raise ValueError("interweave needs the model's non-centred parameterisation: "
                              "Model(noncentred=dw.NonCentred(...))")
+        jumps = self.jumps
+        if jumps is None:
+            jumps = bool(steps) and getattr(modes(), "multimodal", False)
+        elif jumps:
+            if not steps:
+                raise ValueError("jumps=True needs the non-centred move: pass interweave=True "
+                                 "(and a model with Model(noncentred=...))")
+            if modes() is None:
+                raise ValueError(f"jumps=True needs the release-weighted prior draws that find "
+                                 f"the modes (dawrap.runner.modes): a release (s_dp), a theta "
+                                 f"of at most 3 entries (this model has {model.theta_size}) "
+                                 f"and a mechanism whose noise can be drawn")
         if self.checkpoint is not None or self.resume is not None:
             from .runner.checkpoint import check_folder
 
             check_folder(self.checkpoint, self.resume)  # up front, not at the first save
-        return dataclasses.replace(self, interweave=steps)
+        return dataclasses.replace(self, interweave=steps, jumps=bool(jumps))
 
     def run(self, model, mechanism, s_dp, n, rngs, shared):
         from .runner.record import run_record
@@ -204,8 +238,8 @@ class Record(Method):
         return run_record(model, mechanism, s_dp, n, rngs, self, shared)
 
     def attrs(self):
-        return {"interweave": int(self.interweave or 0), "sweeps": self.sweeps,
-                "scan": self.scan}
+        return {"interweave": int(self.interweave or 0), "jumps": int(bool(self.jumps)),
+                "sweeps": self.sweeps, "scan": self.scan}
 
     #: The four of :data:`dawrap.samplers.record.SAMPLE_STATS`, and one to spare.
     stats_per_draw: ClassVar[int] = 5
@@ -279,7 +313,7 @@ class Suffstat(Method):
         if self.variant is not None:
             as_choice(self.variant, "variant", VARIANTS)
 
-    def prepare(self, model, mechanism, n):
+    def prepare(self, model, mechanism, n, s_dp=None):
         from .runner.suffstat import choose_variant, structured
 
         # A dense family's kernels factorise size x size covariances, O(size^3) per

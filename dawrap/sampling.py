@@ -20,6 +20,7 @@ from .mechanisms import Mechanism
 from .methods import METHODS as _METHOD_CLASSES, Shared, as_method
 from .model.model import Model
 from .runner import memory, plausibility
+from .runner.modes import warn_if_missed
 
 __all__ = ["sample", "METHODS"]
 
@@ -97,8 +98,9 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method="record",
         64 prior draws per chain by the central-limit approximation of the release's
         likelihood (:mod:`dawrap.runner.starts`: each chain its own draws, so starts stay apart and
         R-hat can still reveal chains stuck apart, but none begins where the release rules
-        theta out); mechanisms without noise draws or whose statistic depends on the
-        release, and ``"suffstat"``, start at a prior draw.
+        theta out), or one chain per mode where the release allows separate modes
+        (:mod:`dawrap.runner.modes`); mechanisms without noise draws or whose statistic
+        depends on the release, and ``"suffstat"``, start at a prior draw.
     keep_stats : bool
         Also return the per-draw imputed confidential statistic (the noise-free release) in
         the group ``imputed_statistic`` (``"record"`` and ``"suffstat"``).
@@ -134,7 +136,11 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method="record",
         integer that many (each a pass over the records), ``False`` or 0 none. Default: on
         when the model has a non-centred parameterisation and the estimated fraction of
         missing information (:func:`dawrap.runner.information.missing_information`) is at least
-        :data:`~dawrap.samplers.interweave.AUTO_THRESHOLD`, where measurement says it pays.
+        :data:`~dawrap.samplers.interweave.AUTO_THRESHOLD` (or the map's own threshold), where
+        measurement says it pays, or the release allows separate modes of theta.
+    jumps : bool, optional
+        ``"record"`` with ``interweave``: independence proposals between the modes of the
+        release (:mod:`dawrap.runner.modes`). Default: on where there are several.
     sweeps : int
         ``"record"``: record sweeps per theta update (default 1).
     databases : int
@@ -238,7 +244,7 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method="record",
                             if method.name == "record" else "")
         if uses_release:
             plausibility.check_plausible(model, mechanism, s_dp, n)
-        method = method.prepare(model, mechanism, n)  # automatic choices, output folders
+        method = method.prepare(model, mechanism, n, s_dp)  # automatic choices, folders
         resume = getattr(method, "resume", None)
         if resume is not None and seed is None:
             from .runner.checkpoint import saved_seed
@@ -262,6 +268,7 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method="record",
         raise KeyboardInterrupt("sampling interrupted")
     if method.name in ("record", "suffstat"):
         _warn_if_unconverged(model, out.theta, method.name)
+        warn_if_missed(model, mechanism, s_dp, n, out.theta)  # a mode no chain visited
     return _label(model, mechanism, s_dp, n, out, method.name, root, elapsed, tune, draws,
                   {"compile_time": compile_time, **method.attrs()})
 

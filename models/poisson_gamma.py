@@ -5,7 +5,11 @@ r"""Poisson counts with a Gamma prior; the clamped total is released.
           s_{dp} = \textstyle\sum_i \min(x_i, c) + \text{noise}\ (\text{sensitivity } c).
 
 The theta kernel uses the unclamped sum :math:`\sum_i x_i` (the model statistic) while the
-mechanism sees the clamped sum: the engine keeps both current.
+mechanism sees the clamped sum: the engine keeps both current. The model's non-centred map
+is the inverse CDF, :math:`x_i = F^{-1}(u_i; \lambda)` with :math:`u_i` uniform (exact to the
+rounding of the CDF sums); it costs several record updates, so ``dw.sample`` interweaves for
+mixing only from missing information 0.85 on, and wherever the release allows separate modes
+(a truncated release near zero: :func:`laplace_truncated`).
 
 Examples
 --------
@@ -184,6 +188,118 @@ def sf(x, eta):
     return _sum_above(k0, eta)
 
 
+# The non-centred map: x = F^-1(u; lam) with u ~ Uniform(0, 1). It is many-to-one (each
+# count has an interval of u), so z | x, lam is uniform on that interval (Yu & Meng's
+# interweaving for discrete records; beta_binomial's map is the case of one Bernoulli
+# trial), and the move is exact to the rounding of the CDF sums. u is stored as z = u up to
+# SPLIT and as z = u - 1 (that is, -(1 - u)) above it: the CDF is summed from the bottom of
+# the window for the first, P(X > k) from its top for the second, so that the upper tail
+# keeps the relative accuracy that 1 - F(k) would lose, while nearly every record needs
+# only the short sum from the bottom. The window holds every count whose probability is
+# representable (WINDOW_SDS standard deviations and WINDOW_PAD counts on either side of
+# lam); the pmf is computed by recursion from the window's end, and both directions of the
+# map walk the same terms in the same order, so that record_from_noise(lam,
+# noise_from_record(lam, x)) is exactly x.
+
+#: Half-width of the window, in standard deviations of Poisson(lam), plus a pad.
+WINDOW_SDS, WINDOW_PAD = 12.0, 40.0
+#: u up to SPLIT is located from the bottom of the window, above it from the top.
+SPLIT = 0.999
+
+
+@numba.njit(nogil=True, cache=True)
+def _window(lam):
+    spread = WINDOW_SDS * math.sqrt(lam) + WINDOW_PAD
+    return max(0.0, math.floor(lam - spread)), math.ceil(lam + spread)
+
+
+@numba.njit(nogil=True, cache=True)
+def _log_pmf_at(k, lam):
+    return k * math.log(lam) - lam - math.lgamma(k + 1.0)
+
+
+@numba.njit(nogil=True, cache=True)
+def record_from_noise(theta, z_i, out):
+    """x = F^-1(u; lam), u given by z (see the comment above); NaN for a NaN z."""
+    lam, z = theta[0], z_i[0]
+    bottom, top = _window(lam)
+    if z >= 0.0:  # u = z: the smallest k with F(k) > u, F summed from the bottom
+        p, cumulative, k = math.exp(_log_pmf_at(bottom, lam)), 0.0, bottom
+        while k < top:
+            cumulative += p
+            if cumulative > z:
+                break
+            k += 1.0
+            p *= lam / k
+        out[0] = k
+    elif z < 0.0:  # 1 - u = -z: the smallest k with P(X > k) < -z, summed from the top
+        p, tail, k = math.exp(_log_pmf_at(top, lam)), 0.0, top
+        while k > bottom:
+            if tail + p >= -z:  # P(X > k - 1) >= -z > P(X > k)
+                break
+            tail += p
+            p *= k / lam
+            k -= 1.0
+        out[0] = k
+    else:
+        out[0] = np.nan
+
+
+@numba.njit(nogil=True, cache=True)
+def _below(k, lam, bottom):
+    """``(F(k - 1), F(k))``, summed from the bottom of the window as record_from_noise sums
+    them."""
+    p, cumulative, j = math.exp(_log_pmf_at(bottom, lam)), 0.0, bottom
+    while j < k:
+        cumulative += p
+        j += 1.0
+        p *= lam / j
+    return cumulative, cumulative + p
+
+
+@numba.njit(nogil=True, cache=True)
+def _above(k, lam, top):
+    """``(P(X > k), P(X > k - 1))``, summed from the top of the window as record_from_noise
+    sums them."""
+    p, tail, j = math.exp(_log_pmf_at(top, lam)), 0.0, top
+    while j > k:
+        tail += p
+        p *= j / lam
+        j -= 1.0
+    return tail, tail + p
+
+
+@numba.njit(nogil=True, cache=True)
+def noise_from_record(rng, theta, x_i, z_out):
+    """z | x, lam: uniform on the set of z that record_from_noise maps to the count x (its
+    part in each half, in proportion to their lengths); NaN for a count outside the window
+    (probability below about 1e-30 under lam), which the move then reports."""
+    lam, k = theta[0], x_i[0]
+    bottom, top = _window(lam)
+    if not bottom <= k <= top:
+        z_out[0] = np.nan
+        return
+    # The count's interval of u, [F(k - 1), F(k)), in each representation: z in [0, SPLIT]
+    # from the bottom's sums; -z in (0, 1 - SPLIT) from the top's, needed only where the
+    # interval reaches above SPLIT.
+    low_a, low_b = _below(k, lam, bottom)
+    high_a = high_b = 0.0
+    if low_b > SPLIT:
+        high_a, high_b = _above(k, lam, top)
+    low_b, high_b = min(low_b, SPLIT), min(high_b, 1.0 - SPLIT)
+    lower, upper = max(low_b - low_a, 0.0), max(high_b - high_a, 0.0)
+    if not lower + upper > 0.0:
+        z_out[0] = np.nan
+        return
+    r = rng.random() * (lower + upper)
+    if r < lower:
+        z = low_a + r
+        z_out[0] = z if z < low_b or low_b == SPLIT else low_a
+    else:
+        v = high_b - (r - lower)  # in (high_a, high_b]
+        z_out[0] = -(v if v > high_a else high_b)
+
+
 @numba.njit(nogil=True, cache=True)
 def positive_rate(theta):
     """The parameter space: lam > 0."""
@@ -210,6 +326,22 @@ def log_partition(eta):
 @numba.njit(nogil=True, cache=True)
 def mean_cov(theta):
     return np.array([theta[0]]), np.array([[theta[0]]])
+
+
+@functools.lru_cache(maxsize=64)
+def _noncentred(alpha: float, beta: float) -> dw.NonCentred:
+    @numba.njit(nogil=True, cache=True)
+    def log_prior(theta):
+        lam = theta[0]
+        if not lam > 0.0:
+            return -np.inf
+        return (alpha - 1.0) * math.log(lam) - beta * lam
+
+    # The map sums the CDF over about 12 sds of counts per record and step, several record
+    # updates' worth: the move pays for itself from missing information 0.85 on
+    # (benchmarks/results/modes.md), not the 0.3 of the cheap maps.
+    return dw.NonCentred(record_from_noise, noise_from_record, log_prior, noise_size=1,
+                         initial_scale=0.1 * math.sqrt(alpha) / beta, threshold=0.85)
 
 
 @functools.lru_cache(maxsize=64)
@@ -268,7 +400,7 @@ def model(alpha: float = 1.0, beta: float = 1.0) -> dw.Model:
                     draw_theta=_conjugate_kernel(alpha, beta), model_stat=count, stat_size=1,
                     draw_prior=lambda rng: np.array([rng.gamma(alpha, 1.0 / beta)]),
                     family=family(alpha, beta), theta_support=positive_rate,
-                    record_support=is_count,
+                    record_support=is_count, noncentred=_noncentred(alpha, beta),
                     name=f"poisson_gamma(alpha={alpha:g}, beta={beta:g})")
 
 
@@ -365,9 +497,32 @@ def geometric(epsilon: float, c: float) -> dw.Geometric:
     return dw.Geometric(clamped_count(c), epsilon=epsilon, sensitivity=c, contribution=(0, c))
 
 
-def _tilted_log_likelihood(lam: np.ndarray, c: int, n: int, rel: np.ndarray) -> np.ndarray:
-    r"""``log sum_S P(S | lam) exp(rel[S])`` for ``S = sum_i min(x_i, c)``, accurate in the
-    tails (``exact_posterior``'s likelihood, up to a constant).
+def _contribution_log_pmf(lam: np.ndarray, c: int, truncation=None) -> np.ndarray:
+    """``log P(contribution = k | lam)`` for ``k = 0..c``, one row per rate: ``min(x, c)``
+    (clamped at ``c``), or with ``truncation = (lower, upper)`` (``c = upper``) ``x`` where
+    ``lower <= x <= upper`` and 0 otherwise (the dropped counts pile up at 0)."""
+    from scipy import stats
+
+    k = np.arange(c + 1)
+    if truncation is None:
+        return np.concatenate([stats.poisson.logpmf(k[None, :c], lam[:, None]),
+                               stats.poisson.logsf(c - 1, lam)[:, None]], axis=1)
+    lower = int(truncation[0])
+    inside = (k >= max(lower, 1))[None, :]
+    log_p = np.where(inside, stats.poisson.logpmf(k[None, :], lam[:, None]), -np.inf)
+    # 0: a count below the range (0 included) or above it, or a 0 inside it.
+    dropped = np.logaddexp(stats.poisson.logcdf(lower - 1, lam) if lower >= 1
+                           else np.full(lam.shape, -np.inf), stats.poisson.logsf(c, lam))
+    log_p[:, 0] = np.logaddexp(dropped, stats.poisson.logpmf(0, lam)) if lower == 0 \
+        else dropped
+    return log_p
+
+
+def _tilted_log_likelihood(lam: np.ndarray, c: int, n: int, rel: np.ndarray,
+                           truncation=None) -> np.ndarray:
+    r"""``log sum_S P(S | lam) exp(rel[S])`` for ``S = sum_i min(x_i, c)`` (or, with
+    ``truncation``, the sum of the counts inside it: :func:`_contribution_log_pmf`), accurate
+    in the tails (``exact_posterior``'s likelihood, up to a constant).
 
     A plain FFT convolution of the clamped Poisson pmf has an absolute error near 1e-16, so
     where the release sits in the far tail of :math:`P(S \mid \lambda)` (an extreme release,
@@ -386,8 +541,7 @@ def _tilted_log_likelihood(lam: np.ndarray, c: int, n: int, rel: np.ndarray) -> 
 
     top = n * c
     x = np.arange(c + 1)
-    log_p = np.concatenate([stats.poisson.logpmf(x[None, :c], lam[:, None]),
-                            stats.poisson.logsf(c - 1, lam)[:, None]], axis=1)
+    log_p = _contribution_log_pmf(lam, c, truncation)
     # Slopes of rel between neighbouring totals; -inf (an underflowed weight) as very negative.
     slope = np.diff(np.maximum(rel, -1e300)) if top > 0 else np.zeros(1)
     # Beyond |tau| = 1e4 the tilted pmf is a point mass already (log pmf differences over the
@@ -427,13 +581,15 @@ def _tilted_log_likelihood(lam: np.ndarray, c: int, n: int, rel: np.ndarray) -> 
     return out
 
 
-def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, c: float, alpha: float = 1.0,
-                    beta: float = 1.0, grid_size: int = 4000):
+def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, c: float | None = None,
+                    alpha: float = 1.0, beta: float = 1.0, grid_size: int = 4000):
     r"""The exact private posterior of ``lam`` when ``mechanism`` releases the total clamped
-    at ``c``, on a grid (:class:`dawrap.reference.Grid`).
+    at ``c`` (:func:`laplace`), or the total of the counts inside its truncation
+    (:func:`laplace_truncated`, ``c=None``), on a grid (:class:`dawrap.reference.Grid`).
 
     For each grid value of :math:`\lambda` the distribution of
-    :math:`S = \sum_i \min(x_i, c)` is the ``n``-fold convolution of the clamped Poisson pmf
+    :math:`S = \sum_i \min(x_i, c)` (or of :math:`S = \sum_i x_i 1[l \le x_i \le u]`) is
+    the ``n``-fold convolution of one record's contribution's pmf
     (by FFT, exponentially tilted so that its tails keep their relative accuracy:
     :func:`_tilted_log_likelihood`), and :math:`p(s_{dp} \mid \lambda) = \sum_S P(S \mid
     \lambda)\, g(s_{dp}, S)`, with the differences of :math:`\log g` between totals
@@ -447,12 +603,14 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, c: float, alpha: floa
         The release.
     n : int
         Number of records.
-    c : int or float
-        The clamp.
+    c : int or float or None
+        The clamp; ``None`` for a truncated release (``mechanism.truncation``), which has
+        none. A truncated release near zero has two explanations (lam near 0, or so large
+        that nearly every count exceeds the bound): the grid tabulates both modes.
     alpha, beta : float
         The Gamma prior's shape and rate.
     grid_size : int
-        Points of the final grid.
+        Points per region of the grid (:func:`dawrap.reference.positive_grid`).
 
     Returns
     -------
@@ -471,26 +629,28 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, c: float, alpha: floa
     """
     from scipy import stats
 
-    from dawrap.reference import Grid, relative_log_g
+    from dawrap.reference import positive_grid, relative_log_g
 
+    truncation = mechanism.truncation
+    if truncation is not None:
+        if c is not None:
+            raise ValueError(f"c must be None for a truncated release (the mechanism drops "
+                             f"the counts outside {truncation}; it clamps none), got {c!r}")
+        c = int(truncation[1])
+    elif c is None:
+        raise ValueError("c (the clamp of poisson_gamma.laplace) is needed for a release "
+                         "that is not truncated")
     c = int(_check_clamp(c))
     rel = relative_log_g(mechanism, s_dp, np.arange(n * c + 1)[:, None])
 
     def log_post(lam):
         return stats.gamma.logpdf(lam, alpha, scale=1.0 / beta) + \
-            _tilted_log_likelihood(lam, c, n, rel)
+            _tilted_log_likelihood(lam, c, n, rel, truncation)
 
-    # A coarse pass finds where the mass is, a fine grid integrates it. The likelihood is at
-    # most 1 (rel <= 0), but an extreme release can put the mass far in the prior's tail: the
-    # coarse range grows until its top end is 40 nats below the peak.
-    hi = stats.gamma.ppf(1 - 1e-12, alpha, scale=1.0 / beta) + 5.0 * c
-    for _ in range(20):
-        coarse = np.linspace(1e-9, hi, 2000)
-        lp = log_post(coarse)
-        if lp[-1] < np.max(lp) - 40.0:
-            break
-        hi *= 2.0
-    inside = coarse[lp > lp.max() - 40.0]
-    step = coarse[1] - coarse[0]
-    fine = np.linspace(max(inside[0] - step, 1e-9), inside[-1] + step, grid_size)
-    return Grid(fine, log_post(fine))
+    # positive_grid finds the mass on a log-spaced pass, its range extended while the ends
+    # hold mass (an extreme release can put it far in the prior's tail: the likelihood is at
+    # most 1, rel <= 0), and tabulates each region: a release near zero puts the mass in a
+    # narrow mode near lam = 0, and a prior of shape below 1 makes the density diverge there,
+    # which an evenly spaced grid's trapezoid rule misjudged without bound.
+    lower, upper = stats.gamma.ppf([1e-12, 1.0 - 1e-12], alpha, scale=1.0 / beta)
+    return positive_grid(log_post, lower, upper + 5.0 * c, points=grid_size)

@@ -235,3 +235,69 @@ def test_impossible_release_is_an_error_not_nan():
         exact_module.BetaMixture([np.nan, np.nan], [1.0, 2.0], [1.0, 2.0])
     with pytest.raises(ValueError, match="log_density must be finite somewhere"):
         exact_module.Grid([0.0, 1.0], [-np.inf, -np.inf])
+
+
+# -- positive_grid and WeightedDraws (issue 30) -------------------------------------------
+
+def gamma_mixture(weights, shapes, rates):
+    def log_density(x):
+        return special.logsumexp([np.log(w) + stats.gamma.logpdf(x, a, scale=1.0 / r)
+                                  for w, a, r in zip(weights, shapes, rates)], axis=0)
+    mean = sum(w * a / r for w, a, r in zip(weights, shapes, rates))
+    cdf = lambda v: sum(w * stats.gamma.cdf(v, a, scale=1.0 / r)  # noqa: E731
+                        for w, a, r in zip(weights, shapes, rates))
+    return log_density, mean, cdf
+
+
+def test_positive_grid_resolves_a_narrow_mode_near_zero():
+    """30% at mean 0.002 (sd 0.002) beside 70% at mean 3: an evenly spaced grid over the
+    prior's range (what gamma_exponential used) put one or two points on the first."""
+    log_density, mean, cdf = gamma_mixture([0.3, 0.7], [1.0, 30.0], [500.0, 10.0])
+    grid = exact_module.positive_grid(log_density, 1e-12, 50.0)
+    assert grid.mean() == pytest.approx(mean, rel=1e-4)
+    for v in (0.001, 0.05, 3.0):
+        assert float(grid.cdf(v)) == pytest.approx(cdf(v), abs=1e-4)
+    even = np.linspace(1e-12, 50.0, 1500)
+    assert abs(exact_module.Grid(even, log_density(even)).mean() - mean) > 0.1  # the old way
+
+
+def test_positive_grid_on_a_density_that_diverges_at_zero():
+    """Gamma(0.5, 1): mean 0.5, and 11% of the mass below 0.01 where the density diverges.
+    Relative accuracy 2e-4: the trapezoid rule over log-spaced points of ratio r = 1.04
+    overestimates the integral of x^-1/2 by (sqrt(r) + 2 + 1 / sqrt(r)) / 4 - 1 = 1e-4."""
+    grid = exact_module.positive_grid(lambda x: stats.gamma.logpdf(x, 0.5), 1e-12, 40.0)
+    assert grid.mean() == pytest.approx(0.5, rel=2e-4)
+    assert float(grid.cdf(0.01)) == pytest.approx(special.gammainc(0.5, 0.01), abs=1e-4)
+
+
+def test_positive_grid_follows_mass_outside_the_range_given():
+    """A likelihood that pulls a Gamma(60, 30) prior (1e-12 quantile 0.6) far below it, and
+    one that pushes it far above its 1 - 1e-12 quantile (4.5): the range grows."""
+    for slope in (-80.0, 20.0):
+        log_post = lambda x, s=slope: stats.gamma.logpdf(x, 60.0, scale=1 / 30.0) + s * x  # noqa
+        grid = exact_module.positive_grid(log_post, 0.6, 4.5)
+        rate = 30.0 - slope  # Gamma(60, rate 30 - slope) exactly: mean 0.55, then 6
+        assert grid.mean() == pytest.approx(60.0 / rate, rel=1e-6)
+        assert grid.std() == pytest.approx(np.sqrt(60.0) / rate, rel=1e-5)
+    with pytest.raises(ValueError, match="is the density integrable"):
+        exact_module.positive_grid(lambda x: np.zeros_like(x), 1.0, 2.0)
+
+
+def test_positive_grid_keeps_an_even_grid_for_a_smooth_density():
+    """Gamma(3, 1): its mean to 1e-8 on evenly spaced points (log-spaced points near 0 would
+    cost the trapezoid rule its accuracy there: 1e-6)."""
+    grid = exact_module.positive_grid(lambda x: stats.gamma.logpdf(x, 3.0), 1e-9, 60.0,
+                                      points=3000)
+    assert np.allclose(np.diff(grid.grid), grid.grid[1] - grid.grid[0])
+    assert grid.mean() == pytest.approx(3.0, rel=1e-8)
+
+
+def test_weighted_draws():
+    post = exact_module.WeightedDraws([1.0, 2.0, 3.0, 4.0], np.log([1.0, 1.0, 1.0, 5.0]))
+    assert post.ess == pytest.approx(64.0 / 28.0)
+    assert post.mean() == pytest.approx(26.0 / 8.0)
+    assert post.ppf(0.3) == 3.0 and float(post.cdf(2.0)) == pytest.approx(0.25)
+    with pytest.raises(ValueError, match="differ in length"):
+        exact_module.WeightedDraws([1.0, 2.0], [0.0])
+    with pytest.raises(ValueError, match="NaN"):
+        exact_module.WeightedDraws([1.0, 2.0], [0.0, np.nan])

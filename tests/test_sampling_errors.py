@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import dawrap as dw
+from dawrap import diagnostics
 from dawrap.models import beta_binomial
 
 MODEL, MECH = beta_binomial.model(), beta_binomial.laplace(1.0)
@@ -173,15 +174,20 @@ def test_model_hyperparameters_are_checked():
 
 @pytest.mark.slow
 def test_stuck_chains_raise_a_warning():
-    """A truncated release where a chain started far out never sees the likelihood: the
-    chains disagree and the user is told (R-hat), rather than handed a wrong posterior."""
+    """A truncated release where a chain started far out never sees the likelihood: with
+    the centred sweep alone (interweave=False) it stays there, the chains disagree and the
+    user is told (R-hat), rather than handed a wrong posterior. (By default this release,
+    which has a second mode, turns the non-centred move on: it moves mu with every record,
+    so the prior pulls the chain in; that is checked too.)"""
     from dawrap.models import normal_mean
 
     model, mech = normal_mean.model(0, 3, 2.0), normal_mean.laplace_truncated(1.0, -4, 6)
     s_dp = mech.release(model.simulate({"mu": 1.0}, 300, seed=1), seed=2)
+    kw = dict(init_theta=[{"mu": 1.0}, {"mu": -25.0}], chains=2, draws=300, tune=100, seed=0)
     with pytest.warns(RuntimeWarning, match="R-hat"):
-        dw.sample(model, mech, s_dp, 300, init_theta=[{"mu": 1.0}, {"mu": -25.0}],
-                  chains=2, draws=300, tune=100, seed=0)
+        dw.sample(model, mech, s_dp, 300, interweave=False, **kw)
+    mu = diagnostics.group(dw.sample(model, mech, s_dp, 300, **kw), "posterior")["mu"].values
+    assert np.all(mu > -4)  # every draw of the far-started chain where records fall inside
 
 
 @numba.njit

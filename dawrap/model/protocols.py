@@ -104,6 +104,13 @@ class NonCentred(NamedTuple):
         Floats per record's noise.
     initial_scale : float or array
         Random-walk proposal sd for theta before warm-up has learned one.
+    threshold : float, optional
+        The estimated fraction of missing information from which ``interweave=None`` turns
+        the move on for mixing; default :data:`dawrap.samplers.interweave.AUTO_THRESHOLD`,
+        measured for maps that cost about what a record update does. A costlier map breaks
+        even later (``poisson_gamma``'s, which sums the Poisson CDF, at about 0.85). The
+        automatic choice turns the move on regardless where the release has separate modes
+        (:mod:`dawrap.runner.modes`).
 
     Examples
     --------
@@ -132,6 +139,7 @@ class NonCentred(NamedTuple):
     log_prior: object
     noise_size: int = 1
     initial_scale: object = 0.1
+    threshold: float | None = None
 
     def checked(self) -> "NonCentred":
         """This parameterisation with its functions checked (compiled with ``numba.njit``)
@@ -160,9 +168,16 @@ class NonCentred(NamedTuple):
         require_njit(self.noise_from_record, "noise_from_record", "(rng, theta, x_i, z_out)")
         require_njit(self.log_prior, "log_prior", "(theta) -> float")
         scale = scale_vector(self.initial_scale, "initial_scale")
+        threshold = self.threshold
+        if threshold is not None:
+            if isinstance(threshold, (bool, np.bool_)) or not isinstance(
+                    threshold, (int, float, np.integer, np.floating)) or not 0 <= threshold:
+                raise ValueError(f"threshold must be None or a fraction of missing information "
+                                 f">= 0 (above 1: never for mixing), got {threshold!r}")
+            threshold = float(threshold)
         # A tuple, so that the parameterisation is hashable and its move compiled once.
         return self._replace(noise_size=as_count(self.noise_size, "noise_size"),
-                             initial_scale=tuple(float(v) for v in scale))
+                             initial_scale=tuple(float(v) for v in scale), threshold=threshold)
 
 
 class PreparedDraw(NamedTuple):

@@ -28,6 +28,7 @@ from ..samplers.kernels import Kernel, engine_form, no_state
 from ..mechanisms.base import Mechanism, as_records
 from ..model.model import Model
 from ..model.protocols import no_records
+from .modes import jump_mixture, landscape
 from .starts import initial_values, noise_variance, release_informed_theta
 
 __all__ = ["run_record"]
@@ -107,7 +108,8 @@ class _Setup:
     """Everything a chain needs that is shared by all chains."""
 
     def __init__(self, model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int,
-                 interweave: int = 0, sweeps: int = 1, random_scan: bool = False):
+                 interweave: int = 0, sweeps: int = 1, random_scan: bool = False,
+                 jump_proposal=None):
         self.model, self.mechanism, self.s_dp, self.n = model, mechanism, s_dp, n
         self.params = mechanism.params
         self.fns = record.RecordFunctions(model.draw_record, model.propose_record,
@@ -131,7 +133,8 @@ class _Setup:
                        and model.stat_size == mechanism.size)
         if interweave:  # the number of non-centred steps per iteration
             self.move, self.init_move_state = make_move(model.noncentred, self.fns,
-                                                        mechanism.size, interweave)
+                                                        mechanism.size, interweave,
+                                                        jump_proposal)
         else:
             self.move, self.init_move_state = record.no_move, no_state
         self.random_scan = random_scan
@@ -292,7 +295,7 @@ class _Setup:
         return self.chain.init(theta, x, self.inputs, self.kernel.init_state(theta),
                                self.init_move_state(theta))
 
-    def initial_state(self, rng, init_theta, init_x, probe: bool):
+    def initial_state(self, rng, init_theta, init_x, probe: bool, chain: int | None = None):
         """Theta (by default a release-informed prior draw, :mod:`dawrap.runner.starts`) and x (from
         f(. | theta) by default) for one chain; with ``probe``, the user's functions are
         checked along the way."""
@@ -305,7 +308,7 @@ class _Setup:
             self.probe_records(theta)
         if init_theta is None:
             informed = release_informed_theta(rng, model, self.mechanism, self.s_dp, self.n,
-                                              self.noise)
+                                              self.noise, chain=chain)
             theta = theta if informed is None else informed
         if model.start_database is not None:
             # The model knows what its records must satisfy (e.g. public group sizes): it
@@ -505,12 +508,15 @@ def _run_record(model, mechanism, s_dp, n, rngs, method, shared, stop) -> Output
                 "sweeps": sweeps, "random_scan": random_scan,
                 # every function and value the model and mechanism hold (for checkpoints)
                 "code": None if checkpoint is None and resume is None
-                else run_fingerprint(model, mechanism)}
+                else run_fingerprint(model, mechanism),
+                **({"jumps": 1} if method.jumps else {})}
     bar = Progress("dawrap record", chains, tune + draws, enabled=shared.progress)
     control = Control(checkpoint if checkpoint is not None else resume,
                       method.checkpoint_every, settings, bar)
     control.stop = stop  # set by Ctrl-C (deferred_interrupt), polled between chunks
-    setup = _Setup(model, mechanism, s_dp, n, interweave, sweeps, random_scan)
+    # The jumps' proposal: a Gaussian per mode of the release (dawrap.runner.modes).
+    proposal = jump_mixture(landscape(model, mechanism, s_dp, n)) if method.jumps else None
+    setup = _Setup(model, mechanism, s_dp, n, interweave, sweeps, random_scan, proposal)
     if resume is not None:
         # Chains that had saved nothing restart from their starts: the same init_theta /
         # init_x must be passed again (checked through the settings' fingerprint).
@@ -522,7 +528,7 @@ def _run_record(model, mechanism, s_dp, n, rngs, method, shared, stop) -> Output
     for c, (rng, saved) in enumerate(zip(rngs, resumed)):
         if saved is None:  # a fresh chain (or one that had saved nothing when stopped)
             starts.append(setup.initial_state(rng, thetas and thetas[c], xs and xs[c],
-                                              not probed))
+                                              not probed, chain=c))
         else:
             setup.check_resumed(saved, c, resume)
             rng.bit_generator.state = saved["rng_state"]

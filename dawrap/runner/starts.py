@@ -235,12 +235,24 @@ def _clt_log_likelihood(model, mechanism, s_dp, n, theta, noise, seed, records) 
 
 
 def release_informed_theta(rng, model, mechanism, s_dp, n: int, noise: np.ndarray | None,
-                           candidates: int = CANDIDATES, records: int = RECORDS):
+                           candidates: int = CANDIDATES, records: int = RECORDS,
+                           chain: int | None = None):
     """One chain's start: a prior draw resampled by its approximate release likelihood
     (module docstring), or ``None`` when ``noise`` is ``None`` (no approximation available).
-    Uses ``rng``, so starts are reproducible from the chain's seed."""
+    Uses ``rng``, so starts are reproducible from the chain's seed.
+
+    Given the chain's index ``chain``, a release that two or more separate modes explain
+    (:func:`dawrap.runner.modes.landscape`) starts chain ``c`` in mode ``c mod K`` instead
+    (:func:`dawrap.runner.modes.spread_start`): resampling from the prior would start every
+    chain in the mode that has most prior mass, where they agree and R-hat stays quiet."""
     if noise is None:
         return None
+    if chain is not None:
+        from .modes import landscape, spread_start  # modes builds on this module
+
+        found = landscape(model, mechanism, s_dp, n)
+        if found is not None and found.multimodal:
+            return spread_start(found, rng, chain)
     thetas = [model.pack(model.draw_prior(rng), "the theta returned by draw_prior")
               for _ in range(candidates)]
     seed = int(rng.integers(2 ** 63))  # common random numbers for every candidate

@@ -30,6 +30,8 @@ exact. Register the map with ``Model(noncentred=dw.NonCentred(...))``.
 from __future__ import annotations
 
 import functools
+import math
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -39,10 +41,9 @@ from .arrays import all_finite
 from .record import RecordState
 from .status import OK, BAD_RATIO, BAD_RECORD
 from ..model.protocols import NonCentred
-from .kernels import acceptance_probability, rw_adapt, rw_init_state, rw_propose
+from .kernels import _HEAD, acceptance_probability, rw_adapt, rw_init_state, rw_propose
 
-__all__ = ["NonCentred", "make_move", "AUTO_THRESHOLD",
-           "DEFAULT_STEPS"]
+__all__ = ["NonCentred", "make_move", "JumpMixture", "AUTO_THRESHOLD", "DEFAULT_STEPS"]
 
 
 #: Warm-up steps of the move (iterations times steps per iteration) before it may use the
@@ -55,22 +56,24 @@ ADAPT_AFTER = 100
 RECORD_FROM_NOISE = NOISE_FROM_RECORD = LOG_PRIOR = None  # the model's NonCentred map
 MECH_STAT = MODEL_STAT = LOG_DENSITY = THETA_SUPPORT = None  # as in dawrap.samplers.record
 NOISE_SIZE = SIZE = STEPS = 0
+JUMPS = False  # whether each step is followed by a jump (an independence proposal)
 INITIAL = (0.1,)  # the proposal sd before warm-up has learned one (one value, or one each)
 
 
-def one_step(rng, state, s_dp, params, tuning):
-    """Steps 2-3 above once: ``(state, accept_prob, status)``."""
+def try_theta(rng, state, s_dp, params, proposal, log_q_ratio):
+    """Step 2, then the Metropolis-Hastings test of step 3 for ``proposal`` (``log_q_ratio``:
+    the proposal's log density ratio, reverse over forward): ``(state, accept_prob,
+    accepted, status)``, the records mapped with theta when it is accepted."""
     theta, x, stats = state.theta, state.x, state.stats
     n, d, m = x.shape[0], theta.shape[0], stats.shape[0]
-    initial = np.array(INITIAL)
-    proposal = rw_propose(rng, theta, state.move_state, initial, ADAPT_AFTER)
     a = 0.0
+    x_new = np.empty((0, x.shape[1]))
+    total, stats_new, log_g = np.zeros(SIZE), np.zeros(m), state.log_g
     if THETA_SUPPORT(proposal):
         # One pass: z_i | x_i, theta, then the record h(proposal, z_i) it maps to, with
         # the totals the proposal would have. z is never stored.
         x_new = np.empty_like(x)
-        z, t = np.empty(NOISE_SIZE), np.empty(SIZE)
-        total, stats_new, s_i = np.zeros(SIZE), np.zeros(m), np.empty(m)
+        z, t, s_i = np.empty(NOISE_SIZE), np.empty(SIZE), np.empty(m)
         for i in range(n):
             NOISE_FROM_RECORD(rng, theta, x[i], z)
             RECORD_FROM_NOISE(proposal, z, x_new[i])
@@ -83,30 +86,52 @@ def one_step(rng, state, s_dp, params, tuning):
                     stats_new[j] += s_i[j]
         log_g = LOG_DENSITY(s_dp, total, params)
         if log_g != log_g:  # NaN: reported as the record sweep reports it, not rejected
-            return state, 0.0, BAD_RATIO
+            return state, 0.0, False, BAD_RATIO
         # x = h(theta, z) (exactly for discrete records, to rounding for continuous
         # ones), so the current log g is the cached one.
         a = acceptance_probability(LOG_PRIOR(proposal) - LOG_PRIOR(theta) + log_g
-                                   - state.log_g)
+                                   - state.log_g + log_q_ratio)
     accepted = a >= 1.0 or (a > 0.0 and rng.random() < a)
-    if tuning:
-        rw_adapt(state.move_state, proposal if accepted else theta, a, -1.0, ADAPT_AFTER,
-                 initial)
     if not accepted:
-        return state, a, OK
+        return state, a, False, OK
     if not all_finite(x_new):
-        return state, a, BAD_RECORD
+        return state, a, True, BAD_RECORD
     for j in range(d):
         theta[j] = proposal[j]
     x[:] = x_new
     stats[:] = stats_new
     state.total[:] = total
     return RecordState(theta, x, stats, state.total, log_g, state.kernel_state,
-                       state.move_state, state.cells), a, OK
+                       state.move_state, state.cells), a, True, OK
+
+
+def one_step(rng, state, s_dp, params, tuning):
+    """Steps 2-3 above once, with the random-walk proposal: ``(state, accept_prob,
+    status)``."""
+    initial = np.array(INITIAL)
+    proposal = rw_propose(rng, state.theta, state.move_state, initial, ADAPT_AFTER)
+    state, a, accepted, status = try_theta(rng, state, s_dp, params, proposal, 0.0)
+    if tuning:  # a rejected proposal left state.theta where it was
+        rw_adapt(state.move_state, proposal if accepted else state.theta, a, -1.0,
+                 ADAPT_AFTER, initial)
+    return state, a, status
+
+
+def jump(rng, state, s_dp, params):
+    """Steps 2-3 above once with an independence proposal from the mixture stored after
+    the random walk's state (:func:`mixture_state`): ``(state, accept_prob, status)``."""
+    theta = state.theta
+    d = theta.shape[0]
+    mixture = state.move_state[rw_state_size(d):]
+    proposal = mixture_draw(rng, mixture, d)
+    log_q_ratio = mixture_log_density(mixture, theta) - mixture_log_density(mixture, proposal)
+    state, a, _, status = try_theta(rng, state, s_dp, params, proposal, log_q_ratio)
+    return state, a, status
 
 
 def move(rng, state, s_dp, params, tuning):
-    """``STEPS`` non-centred steps: ``(state, mean accept_prob, status)``."""
+    """``STEPS`` non-centred steps, each followed by a jump with ``JUMPS``: ``(state, mean
+    accept_prob of the random-walk steps, status)``."""
     # Each step redraws z given the current records (a Gibbs step), so every step is on
     # its own a kernel that leaves the posterior invariant.
     mean_accept = 0.0
@@ -115,21 +140,112 @@ def move(rng, state, s_dp, params, tuning):
         mean_accept += a / STEPS
         if status != OK:
             return state, mean_accept, status
+        if JUMPS:
+            state, _, status = jump(rng, state, s_dp, params)
+            if status != OK:
+                return state, mean_accept, status
     return state, mean_accept, OK
 
 
-def make_move(nc: NonCentred, fns, size: int, steps: int = 1):
+def make_move(nc: NonCentred, fns, size: int, steps: int = 1, mixture=None):
     """The compiled non-centred move (steps 2-3 above, ``steps`` times over) for the model's
     map ``nc`` and its functions ``fns`` (a :class:`dawrap.samplers.record.RecordFunctions`),
-    and its state's initialiser. It returns the mean acceptance probability of its steps.
-    Bound per model (:mod:`dawrap._templates`): equal arguments reuse the compiled move."""
+    and its state's initialiser. It returns the mean acceptance probability of its
+    random-walk steps. With ``mixture`` (a :class:`JumpMixture`), each step is followed by an
+    independence proposal from it (:func:`jump`). Bound per model
+    (:mod:`dawrap._templates`): equal arguments reuse the compiled move."""
     initial = tuple(float(v) for v in np.atleast_1d(nc.initial_scale))
-    bound = _templates.bind((one_step, move), dict(
+    bound = _templates.bind((try_theta, one_step, jump, move), dict(
         RECORD_FROM_NOISE=nc.record_from_noise, NOISE_FROM_RECORD=nc.noise_from_record,
         LOG_PRIOR=nc.log_prior, NOISE_SIZE=nc.noise_size, MECH_STAT=fns.mech_stat,
         MODEL_STAT=fns.model_stat, LOG_DENSITY=fns.log_density,
-        THETA_SUPPORT=fns.theta_support, SIZE=size, STEPS=steps, INITIAL=initial))
-    return bound.move, functools.partial(rw_init_state, initial=np.array(initial))
+        THETA_SUPPORT=fns.theta_support, SIZE=size, STEPS=steps, INITIAL=initial,
+        JUMPS=mixture is not None))
+    packed = np.zeros(0) if mixture is None else mixture.packed()
+    return bound.move, functools.partial(init_state, initial=np.array(initial), mixture=packed)
+
+
+def init_state(theta, initial, mixture):
+    """The move's state: the random walk's (:func:`dawrap.samplers.kernels.rw_init_state`),
+    then the packed jump mixture (empty without jumps)."""
+    return np.concatenate((rw_init_state(theta, initial), mixture))
+
+
+@numba.njit(nogil=True, cache=True)
+def rw_state_size(d):
+    """Length of the random walk's part of the move state for a theta of ``d`` entries."""
+    return _HEAD + d + 2 * d * d
+
+
+class JumpMixture(NamedTuple):
+    r"""A Gaussian mixture :math:`q(\theta) = \sum_k w_k N(\theta; m_k, L_k L_k^T)`, the
+    independence proposal of the jumps: fixed before the chain starts (so the jump is a
+    Metropolis-Hastings step with a fixed proposal, exact), built from the release-weighted
+    prior draws that separate the posterior's modes (:mod:`dawrap.runner.modes`).
+
+    Attributes
+    ----------
+    weights : ndarray of shape (K,)
+    means : ndarray of shape (K, d)
+    factors : ndarray of shape (K, d, d)
+        Lower-triangular Cholesky factors of the components' covariances.
+    """
+    weights: np.ndarray
+    means: np.ndarray
+    factors: np.ndarray
+
+    def packed(self) -> np.ndarray:
+        """``[K, then per component: log weight, mean, factor]`` as one float array, the
+        layout :func:`mixture_draw` and :func:`mixture_log_density` read."""
+        w = np.asarray(self.weights, dtype=np.float64)
+        k, d = self.means.shape
+        blocks = [np.concatenate(([math.log(w[c] / w.sum())], self.means[c],
+                                  np.tril(self.factors[c]).ravel())) for c in range(k)]
+        return np.concatenate(([float(k)], *blocks))
+
+
+@numba.njit(nogil=True, cache=True)
+def mixture_draw(rng, mixture, d):
+    """A draw from the packed mixture (:meth:`JumpMixture.packed`)."""
+    k, block = int(mixture[0]), 1 + d + d * d
+    u, c, cumulative = rng.random(), 0, 0.0
+    for c in range(k):
+        cumulative += math.exp(mixture[1 + c * block])
+        if u < cumulative:
+            break
+    start = 1 + c * block
+    mean = mixture[start + 1:start + 1 + d]
+    factor = mixture[start + 1 + d:start + block].reshape((d, d))
+    z = rng.standard_normal(d)
+    out = mean.copy()
+    for j in range(d):
+        for i in range(j + 1):
+            out[j] += factor[j, i] * z[i]
+    return out
+
+
+@numba.njit(nogil=True, cache=True)
+def mixture_log_density(mixture, theta):
+    """The packed mixture's log density at ``theta``, up to the constant -d log(2 pi) / 2."""
+    d = theta.shape[0]
+    k, block = int(mixture[0]), 1 + d + d * d
+    terms = np.empty(k)
+    r = np.empty(d)
+    for c in range(k):
+        start = 1 + c * block
+        mean = mixture[start + 1:start + 1 + d]
+        factor = mixture[start + 1 + d:start + block].reshape((d, d))
+        quad, log_det = 0.0, 0.0
+        for j in range(d):  # forward substitution: r = L^-1 (theta - mean)
+            v = theta[j] - mean[j]
+            for i in range(j):
+                v -= factor[j, i] * r[i]
+            r[j] = v / factor[j, j]
+            quad += r[j] * r[j]
+            log_det += math.log(factor[j, j])
+        terms[c] = mixture[start] - log_det - 0.5 * quad
+    top = np.max(terms)
+    return top + math.log(np.sum(np.exp(terms - top)))
 
 
 #: Non-centred steps per iteration for ``interweave=True`` and the automatic choice: chosen

@@ -9,7 +9,7 @@ from dawrap import diagnostics
 from dawrap.samplers import record
 from dawrap.runner.information import missing_information
 from dawrap.samplers.interweave import AUTO_THRESHOLD, DEFAULT_STEPS, make_move
-from dawrap.models import beta_binomial, normal_mean, poisson_gamma
+from dawrap.models import beta_binomial, normal_mean
 
 
 @pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
@@ -22,9 +22,11 @@ def test_the_default_turns_the_move_on_only_where_it_pays():
         idata = dw.sample(model, mech, 300.0, n, draws=20, tune=5, chains=1, seed=0)
         assert diagnostics.attrs(idata)["interweave"] == (DEFAULT_STEPS if expect else 0)
     # A model without a non-centred parameterisation never interweaves.
-    mech = poisson_gamma.laplace(0.01, 5)
-    idata = dw.sample(poisson_gamma.model(), mech, 300.0, n, draws=20, tune=5, chains=1, seed=0)
-    assert diagnostics.attrs(idata)["interweave"] == 0
+    plain = dw.Model(params={"p": ()}, record_size=1, draw_record=beta_binomial.draw_record,
+                     draw_theta=model.draw_theta, model_stat=beta_binomial.count, stat_size=1,
+                     draw_prior=model.draw_prior)
+    mech = beta_binomial.laplace(0.01)
+    assert dw.Record().prepare(plain, mech, n, np.array([300.0])).interweave == 0
 
 
 @numba.njit
@@ -50,3 +52,27 @@ def test_a_nan_density_in_the_move_is_reported_not_rejected():
     after, accept, status = move(np.random.default_rng(0), state, s_dp, params, False)
     assert status == record.BAD_RATIO
     assert np.array_equal(after.x, x) and after.theta[0] == 0.0  # nothing moved
+
+
+@pytest.mark.slow
+def test_jumps_leave_the_posterior_invariant(check_posterior, draws_of):
+    """The jumps' independence proposal (a Gaussian per mode, fixed before sampling) enters
+    the acceptance ratio through q(theta) / q(theta'): forced on a release with one mode,
+    where it proposes most steps, the draws still match the closed-form posterior."""
+    model, mech, n, tau = normal_mean.model(0.0, 1.0, 1.0), normal_mean.gaussian(30.0), 100, 30.0
+    s_dp = np.array([40.0])
+    idata = dw.sample(model, mech, s_dp, n, method=dw.Record(interweave=True, jumps=True),
+                      draws=4000, tune=500, seed=3, progress=False)
+    assert diagnostics.attrs(idata)["jumps"] == 1
+    check_posterior(draws_of(idata, "mu"),
+                    normal_mean.exact_posterior_gaussian(s_dp, n, tau, 0.0, 1.0, 1.0))
+
+
+def test_jumps_need_the_move_and_the_landscape():
+    model, mech = normal_mean.model(0.0, 1.0, 1.0), normal_mean.gaussian(30.0)
+    with pytest.raises(ValueError, match="jumps=True needs the non-centred move"):
+        dw.Record(interweave=False, jumps=True).prepare(model, mech, 100, np.array([40.0]))
+    with pytest.raises(ValueError, match="jumps=True needs the release-weighted prior draws"):
+        dw.Record(interweave=True, jumps=True).prepare(model, mech, 100)  # no release
+    with pytest.raises(TypeError, match="jumps must be None, True or False"):
+        dw.Record(jumps="yes")
