@@ -272,7 +272,7 @@ def test_the_gallery_starts_with_the_quickstart_and_the_catalogue_follows_the_re
     ("kernels.html", "plot_private_logistic_regression.html"),
     ("pymc.html", "plot_private_logistic_regression.html"),
     ("guide/model.html", "plot_private_logistic_regression.html"),
-    ("tables.html", "plot_census.html"),
+    ("tables.html", "plot_noisy_blocks.html"),
     ("guide/own_model.html", "plot_own_model.html"),
 ])
 def test_tutorials_are_linked_pages_not_bare_paths(site, page, target):

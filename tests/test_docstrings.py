@@ -64,7 +64,7 @@ SKIP_ALLOWED = {
                             "(examples/models/plot_census.py) and the case study "
                             "(examples/case_studies/plot_census_county.py) run it in the docs "
                             "build",
-    "dawrap.models.small_area": "dw.sample compiles the record chain; examples/gallery/plot_census.py runs "
+    "dawrap.models.small_area": "dw.sample compiles the record chain; examples/gallery/plot_noisy_blocks.py runs "
                                 "it (tests/test_examples.py::"
                                 "test_census_example_runs_and_summarises)",
 }

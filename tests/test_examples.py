@@ -99,6 +99,6 @@ def test_logistic_regression_tutorial_runs_and_is_sensible():
 
 @pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
 def test_census_example_runs_and_summarises():
-    idata = _load("census").main(blocks=20, per_block=20, draws=100, tune=50)
+    idata = _load("noisy_blocks").main(blocks=20, per_block=20, draws=100, tune=50)
     p = diagnostics.group(idata, "posterior")["p"].values
     assert p.shape == (2, 100, 20, 6) and np.allclose(p.sum(-1), 1.0)

@@ -14,7 +14,7 @@ every record touches two released cells, so a record update costs the same for 1
 10 000 (docs/tables.md). More levels, cross-classified attributes and marginal queries:
 dawrap.models.census (this model is its one-level case).
 
-Run: ``python examples/gallery/plot_census.py [--blocks 400] [--per-block 50]``.
+Run: ``python examples/gallery/plot_noisy_blocks.py [--blocks 400] [--per-block 50]``.
 """
 from __future__ import annotations
 
