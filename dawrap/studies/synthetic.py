@@ -26,21 +26,14 @@ estimates :math:`q_j` with variance estimates :math:`u_j`; with :math:`\bar q`, 
 between-dataset variance :math:`b = \frac{1}{m-1}\sum (q_j - \bar q)^2` and
 :math:`\bar u = \frac1m \sum u_j`:
 
-================================  =============================================  ==================
-rule                              total variance :math:`T`, degrees of freedom   for
-================================  =============================================  ==================
-``"fully_synthetic"``             :math:`(1 + 1/m) b - \bar u`, :math:`\nu =     predictive data,
-(Raghunathan, Reiter & Rubin      (m-1)(1 - \bar u / ((1+1/m) b))^2`; when       a population
-2003)                             :math:`T \le 0`, :math:`(n_{syn}/n)\,\bar u`   parameter
-                                  (Reiter 2002), as NAPSU-MQ does
-``"multiple_imputation"``         :math:`\bar u + (1 + 1/m) b`, :math:`\nu =     imputed data, a
-(Rubin 1987)                      (m-1)(1 + \bar u / ((1+1/m) b))^2`             population
-                                                                                 parameter
-``"posterior"``                   :math:`(1 + 1/m) b`, :math:`\nu = m - 1`       imputed data, the
-                                                                                 confidential
-                                                                                 data's own
-                                                                                 statistic
-================================  =============================================  ==================
+* ``"fully_synthetic"`` (Raghunathan, Reiter & Rubin 2003), for predictive data and a
+  population parameter: :math:`T = (1 + 1/m) b - \bar u` with
+  :math:`\nu = (m-1)(1 - \bar u / ((1+1/m) b))^2`; when :math:`T \le 0`,
+  :math:`T = (n_{syn}/n)\,\bar u` (Reiter 2002), as NAPSU-MQ does.
+* ``"multiple_imputation"`` (Rubin 1987), for imputed data and a population parameter:
+  :math:`T = \bar u + (1 + 1/m) b` with :math:`\nu = (m-1)(1 + \bar u / ((1+1/m) b))^2`.
+* ``"posterior"``, for imputed data and the confidential data's own statistic:
+  :math:`T = (1 + 1/m) b` with :math:`\nu = m - 1`.
 
 For imputed databases the :math:`q_j = q(x^{(j)})` are posterior draws of the statistic the
 analysis would compute on the confidential data, so ``"posterior"`` is the interval for that
