@@ -95,7 +95,7 @@ import numpy as np
 
 import dawrap as dw
 
-from . import _graphical
+from . import _graphical, _marginals_start
 from ._junction_tree import Structure, junction_tree
 from ._marginal_release import MarginalRelease, Noise
 from ._marginals_exact import ExactPosterior, exact_posterior
@@ -108,6 +108,8 @@ __all__ = ["model", "mechanism", "laplace", "geometric", "gaussian", "discrete_g
 #: Largest clique table :func:`structure` accepts by default: each of its cells is a
 #: parameter kept at every draw (4 chains x 1000 draws x 10^5 cells = 3.2 GB).
 MAX_CLIQUE_CELLS = 100_000
+# Where a chain's records start (model's ``start``).
+_STARTS = ("release", "theta")
 
 
 class Domain(NamedTuple):
@@ -279,7 +281,8 @@ def _parameter_names(domain: Domain, tree: Structure) -> list:
 
 @dw.recipe
 def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0,
-          max_clique_cells: int = MAX_CLIQUE_CELLS, allow_uncovered: bool = False) -> dw.Model:
+          max_clique_cells: int = MAX_CLIQUE_CELLS, allow_uncovered: bool = False,
+          start: str = "release") -> dw.Model:
     """The decomposable model of the module docstring, structured to cover ``marginals``.
 
     Parameters
@@ -292,6 +295,12 @@ def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0,
         As for :func:`structure`.
     alpha : float
         The prior's equivalent sample size (its total concentration on every clique).
+    start : {"release", "theta"}
+        Where a chain's records start when ``init_x`` is not given: ``"release"`` (the
+        default), drawn from a fit of a redraw of the release (IPF on the junction tree,
+        every cell positive; the module docstring); ``"theta"``, drawn from the chain's
+        starting theta (a release-weighted prior draw, or ``init_theta``), which with a
+        small ``alpha`` can leave cells the release needs empty for good.
 
     Returns
     -------
@@ -316,6 +325,8 @@ def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0,
     if not isinstance(alpha, (int, float, np.number)) or isinstance(alpha, bool) \
             or not 0 < float(alpha) < math.inf:
         raise ValueError(f"alpha must be a finite number > 0, got {alpha!r}")
+    if start not in _STARTS:
+        raise ValueError(f"start must be one of {_STARTS}, got {start!r}")
     tree = structure(domain, marginals, cliques, max_clique_cells=max_clique_cells,
                      allow_uncovered=allow_uncovered)
     fns = _graphical.functions(tree, float(alpha))
@@ -331,12 +342,17 @@ def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0,
     dims = {name: tuple(domain.attributes[a] for a in q) for name, q in zip(names, tree.cliques)}
     coords = {domain.attributes[a]: list(lab) for a, lab in enumerate(domain.labels) if lab}
     shown = ", ".join(" x ".join(domain.attributes[a] for a in sorted(q)) for q in tree.cliques)
+
+    def from_release(rng, theta, n, mechanism, s_dp, init_x):
+        return _marginals_start.start_database(out, rng, theta, n, mechanism, s_dp, init_x)
+
     out = dw.Model(params=params, record_size=len(domain.levels),
                    draw_record=fns["draw_record"], draw_theta=draw_theta,
                    draw_prior=draw_prior, model_stat=fns["clique_counts"], stat_size=size,
                    prepared=dw.PreparedDraw(fns["prepare"], fns["draw_from_table"]),
                    theta_support=fns["theta_support"], record_support=fns["record_support"],
-                   name=f"marginals({shown})", dims=dims, coords=coords or None)
+                   name=f"marginals({shown})", dims=dims, coords=coords or None,
+                   start_database=from_release if start == "release" else None)
     out.structure, out.domain, out.alpha = tree, domain, float(alpha)
     return out
 

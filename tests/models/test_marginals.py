@@ -15,6 +15,7 @@ from dawrap import diagnostics
 from dawrap.models import contingency, marginals
 from dawrap.models import _graphical
 from dawrap.models._junction_tree import Structure
+from dawrap.models._marginals_start import balanced_records, release_fit, start_database
 
 KINDS = ("laplace", "geometric", "gaussian", "discrete_gaussian")
 
@@ -299,6 +300,99 @@ def test_one_clique_is_the_dirichlet_of_the_contingency_model():
     for j in range(8):
         assert ours.theta(j).mean() == pytest.approx(theirs[j].mean(), rel=1e-10)
         assert ours.theta(j).std() == pytest.approx(theirs[j].std(), rel=1e-10)
+
+
+# --------------------------------------------------------------------------- the start
+def test_the_release_fit_is_in_the_support_and_fits_the_released_tables():
+    # a tree of three cliques (one of three attributes), every noise family, releases with
+    # negative cells: theta stays consistent, every cell positive, released margins fitted
+    levels, tables = (3, 2, 2, 4, 2), [(0, 1), (1, 2), (0, 2), (2, 3), (3, 4), (4,)]
+    model = marginals.model(levels, tables, alpha=1.0)
+    assert len(model.structure.cliques) == 3
+    fns = _graphical.functions(model.structure, 1.0)
+    rng = np.random.default_rng(7)
+    for kind in KINDS:
+        mech = marginals.mechanism(levels, tables, marginals.Noise(kind, 3.0))
+        x = model.simulate(model.draw_prior(rng), 40, seed=rng)
+        s_dp = mech.release(x, seed=rng)
+        assert (s_dp < 0).any()
+        for _ in range(5):
+            theta = release_fit(model, mech, mech.release_given_total(rng, s_dp), rng)
+            assert fns["theta_support"](theta) and (theta > 0).all()
+        # without noise to redraw, IPF reproduces consistent tables (positive, no clipping)
+        exact = marginals.mechanism(levels, tables, marginals.Noise("gaussian", 1e-9))
+        y = model.simulate(model.draw_prior(rng), 400, seed=rng)
+        y[:len(y) // 2] = rng.integers(0, levels, size=(len(y) // 2, 5))  # every cell occupied
+        fit = release_fit(model, exact, exact.total(y), rng, sweeps=500)
+        for t, observed in zip(tables, exact.split(exact.total(y))):
+            assert np.allclose(marginals.marginal(fit, model, t), observed / len(y), atol=1e-5)
+
+
+def test_balanced_records_are_within_one_of_their_expected_counts():
+    model = marginals.model([3, 4, 2], [(0, 1), (1, 2)])
+    rng = np.random.default_rng(11)
+    for _ in range(20):
+        theta = model.draw_prior(rng)
+        n = int(rng.integers(1, 60))
+        x = balanced_records(model, theta, n, rng)
+        assert x.shape == (n, 3) and all(_graphical.functions(model.structure, 1.0)[
+            "record_support"](r) for r in x)
+        root = np.bincount((4 * x[:, 0] + x[:, 1]).astype(int), minlength=12)
+        assert np.all(np.abs(root - n * theta[:12]) < 1.0)
+        # the child given its separator: within one of (records with that b) p(c | b)
+        for b in range(4):
+            mine = x[x[:, 1] == b]
+            want = len(mine) * theta[12 + 2 * b:14 + 2 * b] / theta[12 + 2 * b:14 + 2 * b].sum()
+            assert np.all(np.abs(np.bincount(mine[:, 2].astype(int), minlength=2) - want) < 1)
+
+
+def test_the_start_keeps_init_x_and_falls_back_to_theta_for_another_mechanism():
+    model = marginals.model([2, 3], [(0, 1)])
+    mech = marginals.laplace([2, 3], [(0, 1)], epsilon=1.0)
+    rng = np.random.default_rng(1)
+    mine = np.array([[0.0, 2.0], [1.0, 1.0]])
+    assert start_database(model, rng, None, 2, mech, np.zeros(6), mine) is mine
+    other = marginals.laplace([3, 2], [(0, 1)], epsilon=1.0)      # other attributes
+    theta = model.pack({"p_x0_x1": [[0, 0, 1.0], [0, 0, 0]]})
+    x = start_database(model, rng, theta, 5, other, np.zeros(6), None)
+    assert (x == [0, 2]).all()                                    # from theta, as start="theta"
+    assert model.start_database is not None
+    assert marginals.model([2, 3], [(0, 1)], start="theta").start_database is None
+    with pytest.raises(ValueError, match=r"start must be one of \('release', 'theta'\), "
+                                         r"got 'prior'"):
+        marginals.model([2, 3], [(0, 1)], start="prior")
+
+
+@pytest.fixture(scope="module")
+def trap():
+    """A sparse prior (alpha 0.01: 0.00125 a cell) and a release that pins the table: a
+    chain whose records start from a sparse theta is trapped (an empty cell's theta is about
+    exp(-800)), one started from the release is not."""
+    levels, tables = (2, 4), [(0, 1)]
+    x = np.array([[0, 0], [0, 0], [0, 1], [0, 1], [1, 2], [1, 2], [1, 3], [1, 3]], float)
+    mech = marginals.gaussian(levels, tables, rho=16.0)                 # sigma 0.25
+    s_dp = mech.release(x, seed=1)
+    runs = {}
+    for start in marginals._STARTS:
+        model = marginals.model(levels, tables, alpha=0.01, start=start)
+        runs[start] = dw.sample(model, mech, s_dp, 8, draws=2000, tune=500, chains=4, seed=3,
+                                progress=False)
+    return runs, marginals.exact_posterior(model, mech, s_dp, 8)
+
+
+@pytest.mark.slow
+def test_the_default_start_reaches_the_posterior_where_a_prior_start_is_trapped(
+        trap, check_posterior):
+    runs, exact = trap
+    new = diagnostics.group(runs["release"], "posterior")["p_x0_x1"].values.reshape(4, 2000, 8)
+    for j in range(8):
+        check_posterior(new[..., j], exact.theta(j))
+    # the old default: some chain keeps a cell of posterior mean 1/4 empty at every draw
+    occupied = [j for j in range(8) if exact.theta(j).mean() > 0.2]
+    assert len(occupied) == 4
+    old = diagnostics.group(runs["theta"], "posterior")["p_x0_x1"].values.reshape(4, 2000, 8)
+    assert (old[..., occupied].max(axis=1) < 0.01).any()
+    assert (new[..., occupied].max(axis=1) > 0.1).all()
 
 
 # --------------------------------------------------------------------------- slow: sampling
