@@ -110,6 +110,8 @@ __all__ = ["model", "mechanism", "laplace", "geometric", "gaussian", "discrete_g
 MAX_CLIQUE_CELLS = 100_000
 # Where a chain's records start (model's ``start``).
 _STARTS = ("release", "theta")
+# How a record update proposes (model's ``proposal``).
+_PROPOSALS = ("ancestral", "attribute")
 
 
 class Domain(NamedTuple):
@@ -282,8 +284,8 @@ def _parameter_names(domain: Domain, tree: Structure) -> list:
 @dw.recipe
 def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0,
           max_clique_cells: int = MAX_CLIQUE_CELLS, allow_uncovered: bool = False,
-          start: str = "release") -> dw.Model:
-    """The decomposable model of the module docstring, structured to cover ``marginals``.
+          start: str = "release", proposal: str = "ancestral") -> dw.Model:
+    r"""The decomposable model of the module docstring, structured to cover ``marginals``.
 
     Parameters
     ----------
@@ -301,6 +303,11 @@ def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0,
         every cell positive; the module docstring); ``"theta"``, drawn from the chain's
         starting theta (a release-weighted prior draw, or ``init_theta``), which with a
         small ``alpha`` can leave cells the release needs empty for good.
+    proposal : {"ancestral", "attribute"}
+        A record update proposes a whole new record from :math:`p_\theta` by ancestral
+        sampling (the default), or one attribute, chosen uniformly, from its conditional
+        given the record's other attributes (``benchmarks/marginals/start_mixing.py``
+        compares them). Either is exact.
 
     Returns
     -------
@@ -327,6 +334,8 @@ def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0,
         raise ValueError(f"alpha must be a finite number > 0, got {alpha!r}")
     if start not in _STARTS:
         raise ValueError(f"start must be one of {_STARTS}, got {start!r}")
+    if proposal not in _PROPOSALS:
+        raise ValueError(f"proposal must be one of {_PROPOSALS}, got {proposal!r}")
     tree = structure(domain, marginals, cliques, max_clique_cells=max_clique_cells,
                      allow_uncovered=allow_uncovered)
     fns = _graphical.functions(tree, float(alpha))
@@ -352,7 +361,9 @@ def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0,
                    prepared=dw.PreparedDraw(fns["prepare"], fns["draw_from_table"]),
                    theta_support=fns["theta_support"], record_support=fns["record_support"],
                    name=f"marginals({shown})", dims=dims, coords=coords or None,
-                   start_database=from_release if start == "release" else None)
+                   start_database=from_release if start == "release" else None,
+                   propose_record=fns["propose_attribute"] if proposal == "attribute"
+                   else None)
     out.structure, out.domain, out.alpha = tree, domain, float(alpha)
     return out
 
