@@ -95,7 +95,7 @@ import numpy as np
 
 import dawrap as dw
 
-from . import _graphical, _marginals_start
+from . import _graphical, _marginals_ridge, _marginals_start
 from ._junction_tree import Structure, junction_tree
 from ._marginal_release import MarginalRelease, Noise
 from ._marginals_exact import ExactPosterior, exact_posterior
@@ -284,7 +284,8 @@ def _parameter_names(domain: Domain, tree: Structure) -> list:
 @dw.recipe
 def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0,
           max_clique_cells: int = MAX_CLIQUE_CELLS, allow_uncovered: bool = False,
-          start: str = "release", proposal: str = "ancestral") -> dw.Model:
+          start: str = "release", proposal: str = "ancestral", ridge_moves: bool = True
+          ) -> dw.Model:
     r"""The decomposable model of the module docstring, structured to cover ``marginals``.
 
     Parameters
@@ -308,6 +309,12 @@ def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0,
         sampling (the default), or one attribute, chosen uniformly, from its conditional
         given the record's other attributes (``benchmarks/marginals/start_mixing.py``
         compares them). Either is exact.
+    ridge_moves : bool
+        Each iteration, also move the records along the unreleased 3-way interaction of
+        every clique of three attributes whose 2-way tables are released (an exact Gibbs
+        step on the line of counts that keeps every released table fixed, theta integrated
+        out; ``models/_marginals_ridge.py``). The release given to ``dw.sample`` must then
+        be of the model's own ``marginals`` (checked). Nothing to do without such a clique.
 
     Returns
     -------
@@ -352,8 +359,16 @@ def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0,
     coords = {domain.attributes[a]: list(lab) for a, lab in enumerate(domain.labels) if lab}
     shown = ", ".join(" x ".join(domain.attributes[a] for a in sorted(q)) for q in tree.cliques)
 
-    def from_release(rng, theta, n, mechanism, s_dp, init_x):
-        return _marginals_start.start_database(out, rng, theta, n, mechanism, s_dp, init_x)
+    released = _tables(domain, marginals, "marginals")
+    ridge = _marginals_ridge.make_move(tree, float(alpha), released) if ridge_moves else None
+
+    def start_database(rng, theta, n, mechanism, s_dp, init_x):
+        if ridge is not None:
+            _marginals_ridge.check_release(out, mechanism)
+        if start == "release":
+            return _marginals_start.start_database(out, rng, theta, n, mechanism, s_dp,
+                                                   init_x)
+        return init_x if init_x is not None else out.simulate(theta, n, seed=rng)
 
     out = dw.Model(params=params, record_size=len(domain.levels),
                    draw_record=fns["draw_record"], draw_theta=draw_theta,
@@ -361,10 +376,12 @@ def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0,
                    prepared=dw.PreparedDraw(fns["prepare"], fns["draw_from_table"]),
                    theta_support=fns["theta_support"], record_support=fns["record_support"],
                    name=f"marginals({shown})", dims=dims, coords=coords or None,
-                   start_database=from_release if start == "release" else None,
+                   start_database=start_database if start == "release" or ridge is not None
+                   else None, records_move=ridge,
                    propose_record=fns["propose_attribute"] if proposal == "attribute"
                    else None)
     out.structure, out.domain, out.alpha = tree, domain, float(alpha)
+    out.released = released
     return out
 
 

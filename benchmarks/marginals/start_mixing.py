@@ -4,10 +4,11 @@ Gaussian noise rho = 0.0016 a table, 2 chains) with the default prior (alpha = 1
 with records started from the chain's starting theta (``start="theta"``, the old default)
 and once from the release (``start="release"``, the new default), and the case study's old
 workaround (alpha = 100, a uniform init_theta, records from it) for reference
-(``--part start``); and the two record proposals, ancestral (a whole record from
+(``--part start``, all without ridge moves); and the two record proposals, ancestral (a whole record from
 :math:`p_\theta`) and attribute by attribute (one attribute from its conditional given the
-others), both started from the release, by the bulk ESS per second of the worst parameter
-(``--part proposal``).
+others), both started from the release, and the ancestral one with the moves along the
+unreleased 3-way interaction (``ridge_moves``), by the bulk ESS per second of the worst
+parameter (``--part proposal``).
 
 Run: ``python benchmarks/marginals/start_mixing.py --part start|proposal [--draws 600 --tune
 200]`` (about 4 CPU minutes a configuration on a loaded 2-core machine); results in
@@ -31,8 +32,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples
 from adult_marginals import TABLES, load_adult  # noqa: E402
 
 
-def run(levels, mech, s_dp, n, alpha, start, uniform, draws, tune, seed, proposal):
-    model = marginals.model(levels, TABLES, alpha=alpha, start=start, proposal=proposal)
+def run(levels, mech, s_dp, n, alpha, start, uniform, draws, tune, seed, proposal, ridge):
+    model = marginals.model(levels, TABLES, alpha=alpha, start=start, proposal=proposal,
+                            ridge_moves=ridge)
     init = model.pack({k: np.full(s, 1.0 / np.prod(s)) for k, s in model.params.items()}) \
         if uniform else None
     t0 = time.perf_counter()
@@ -55,21 +57,23 @@ def main(part: str, draws: int, tune: int, seed: int = 26):
     mech = marginals.gaussian(levels, TABLES, rho=0.0016)
     s_dp = mech.release(x, seed=seed)
     configs = {"start": [
-        ("alpha = 1, start='theta' (old default)", 1.0, "theta", False, "ancestral"),
-        ("alpha = 1, start='release' (new default)", 1.0, "release", False, "ancestral"),
+        ("alpha = 1, start='theta' (old default)", 1.0, "theta", False, "ancestral", False),
+        ("alpha = 1, start='release'", 1.0, "release", False, "ancestral", False),
         ("alpha = 100, uniform init_theta, start='theta' (old workaround)", 100.0, "theta",
-         True, "ancestral")],
+         True, "ancestral", False)],
         "proposal": [
         ("alpha = 1, start='release', proposal='ancestral'", 1.0, "release", False,
-         "ancestral"),
+         "ancestral", False),
         ("alpha = 1, start='release', proposal='attribute'", 1.0, "release", False,
-         "attribute")]}[part]
+         "attribute", False),
+        ("alpha = 1, start='release', proposal='ancestral', ridge_moves=True (new default)",
+         1.0, "release", False, "ancestral", True)]}[part]
     print(f"Adult, n = {len(x)}, {draws} draws + {tune} warm-up, 2 chains, seed {seed + 1}")
     print("| configuration | max R-hat (parameter) | min bulk ESS | wall s | min ESS / s |")
     print("|---|---|---|---|---|")
-    for name, alpha, start, uniform, proposal in configs:
+    for name, alpha, start, uniform, proposal, ridge in configs:
         r = run(levels, mech, s_dp, len(x), alpha, start, uniform, draws, tune, seed + 1,
-                proposal)
+                proposal, ridge)
         print(f"| {name} | {r['max_rhat']:.2f} ({r['worst']}) | {r['min_ess']:.0f} | "
               f"{r['wall']:.0f} | {r['ess_per_s']:.3f} |", flush=True)
 

@@ -393,6 +393,24 @@ def test_the_attribute_proposal_draws_one_attribute_from_its_conditional():
         marginals.model(levels, tables, proposal="gibbs")
 
 
+def test_ridge_moves_apply_to_unreleased_three_way_interactions_only():
+    from dawrap.models._marginals_ridge import ridges
+    cycle = [(0, 1), (1, 2), (0, 2)]
+    tree = marginals.structure((2, 2, 3), cycle)
+    assert ridges(tree, cycle).tolist() == [[0, 1, 0, 2], [0, 0, 1, 2], [0, 0, 2, 1]]
+    assert ridges(tree, cycle + [(0, 1, 2)]).shape == (0, 4)          # 3-way released
+    assert marginals.model([2, 3], [(0, 1)]).records_move is None     # no 3-way clique
+    # Adult's shape: (race, gender, income) with income shared by other cliques
+    tables = [(0, 1), (1, 2), (0, 2), (2, 3)]
+    tree = marginals.structure((2, 2, 2, 2), tables)
+    assert [tree.cliques[r[0]][r[2]] for r in ridges(tree, tables)] == [0, 1]
+    model = marginals.model((2, 2, 2, 2), tables)
+    with pytest.raises(ValueError, match=r"ridge_moves=True needs the release of the "
+                                         r"model's own tables"):
+        dw.sample(model, marginals.laplace((2, 2, 2, 2), tables[:3], epsilon=1.0),
+                  np.zeros(12), 4, draws=2, tune=2, chains=1, progress=False)
+
+
 @pytest.fixture(scope="module")
 def trap():
     """A sparse prior (alpha 0.01: 0.00125 a cell) and a release that pins the table: a
@@ -464,6 +482,25 @@ def test_the_attribute_proposal_is_exact_for_theta(small_run, check_posterior):
     post = diagnostics.group(idata, "posterior")
     theta = np.concatenate([post[k].values.reshape(4, 4000, -1) for k in model.params], -1)
     for j in range(theta.shape[-1]):
+        check_posterior(theta[..., j], exact.theta(j))
+
+
+@pytest.mark.slow
+def test_ridge_moves_are_exact(check_posterior):
+    # one clique of three attributes, its three 2-way tables released: the moves run (and
+    # move) and the chain agrees with enumeration
+    levels, cycle = (2, 2, 3), [(0, 1), (1, 2), (0, 2)]
+    x = np.array([[0, 0, 0], [1, 1, 0], [1, 1, 1], [0, 1, 1], [0, 0, 2], [1, 0, 2]])
+    mech = marginals.gaussian(levels, cycle, rho=1.0)
+    s_dp = mech.release(x, seed=2)
+    model = marginals.model(levels, cycle, alpha=6.0)
+    assert model.records_move is not None
+    idata = dw.sample(model, mech, s_dp, 6, draws=4000, tune=500, chains=4, seed=2,
+                      progress=False)
+    assert np.nanmean(diagnostics.group(idata, "sample_stats")["move_accept"].values) > 0.01
+    exact = marginals.exact_posterior(model, mech, s_dp, 6)
+    theta = diagnostics.group(idata, "posterior")["p_x0_x1_x2"].values.reshape(4, 4000, -1)
+    for j in range(12):
         check_posterior(theta[..., j], exact.theta(j))
 
 
