@@ -34,16 +34,22 @@ record sampler with the release's density: a record touches one cell per table (
 is declared sparse), so a record update costs O(number of cliques + number of tables),
 whatever the size of the domain.
 
-**Starting values and the prior's size.** Records are proposed from theta, so a cell whose
-probability is ~0 is almost never proposed, whatever the release says. A small ``alpha``
-spread over large cliques gives sparse prior draws (the default start resamples them), and a
-cell can then start, or fall, empty and stay so: the chain is trapped, which R-hat flags.
-For large ``n``, start from the uniform distribution
-(``init_theta=model.pack({k: np.full(s, 1 / np.prod(s)) for k, s in model.params.items()})``)
-and take ``alpha`` of about the largest clique's number of cells, so every cell's
-concentration is at least one. The price is shrinkage: clique ``C`` gets ``alpha / |X_C|``
-prior records per cell, which moves small subgroups (a few dozen records in a cell) by a
-visible amount; take ``alpha`` no larger than that.
+**Where chains start.** Records are proposed from :math:`p_\theta`, and an empty cell's
+theta is of order :math:`\exp(-1/\alpha_C)`: a cell that starts empty is never proposed, whatever
+the release says, and the chain is trapped. So by default (``start="release"``) each chain's
+records are drawn from a fit of the release: the release redrawn with fresh noise (chains
+start apart), clipped at half a record a cell, fitted by iterative proportional fitting on
+the junction tree from a random consistent theta (theta stays in the support, nothing is
+O(domain)), and ``n`` records drawn from the fit with systematic draws, so that every cell
+the fit expects a record in starts occupied (``models/_marginals_start.py``).
+``start="theta"`` draws them from the chain's starting theta instead.
+
+**Unreleased 3-way interactions.** A clique of three attributes whose three 2-way tables are
+released has a 3-way interaction the release does not identify: its counts can move along a
+line that keeps every released table fixed, and the record sampler crosses it only slowly.
+By default (``ridge_moves=True``) each iteration also draws the position on such lines
+exactly, theta integrated out, and then theta given the moved records
+(``models/_marginals_ridge.py``).
 
 **Releases.** Neighbouring databases replace one record (n is public, as everywhere in
 dawrap): each table has L1 sensitivity 2 and L2 sensitivity :math:`\sqrt2`, so Laplace or
