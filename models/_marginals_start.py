@@ -47,8 +47,6 @@ from ._marginal_release import MarginalRelease
 
 __all__ = ["release_fit", "balanced_records", "start_database", "FLOOR", "IPF_SWEEPS", "IPF_TOLERANCE"]
 
-#: Whether each chain fits a redraw of the release (step 1) or the release itself.
-REDRAW_RELEASE = True
 #: Records a cell of a noisy table counts at least (negative noisy counts are clipped to it).
 FLOOR = 0.5
 #: Most IPF sweeps over the released tables, and the largest change of a fitted margin
@@ -278,7 +276,7 @@ def start_database(model, rng, theta, n: int, mechanism, s_dp, init_x) -> np.nda
     if isinstance(mechanism, MarginalRelease) and tuple(mechanism.levels) == \
             tuple(model.structure.levels):
         s = np.asarray(s_dp, dtype=np.float64)
-        if REDRAW_RELEASE and mechanism.can_draw_releases:
+        if mechanism.can_draw_releases:
             s = mechanism.release_given_total(rng, s)
         return balanced_records(model, release_fit(model, mechanism, s, rng), n, rng)
     return model.simulate(theta, n, seed=rng)
