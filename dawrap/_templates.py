@@ -45,6 +45,7 @@ import numba
 import numpy as np
 from numba.core.registry import CPUDispatcher
 
+from . import _user_keys
 from ._cache import package_folders as _package_folders
 
 __all__ = ["bind", "cache_tag", "stable_key", "source_digest", "slot", "Slot", "SlotError"]
@@ -231,9 +232,13 @@ def stable_key(value):
     """A description of ``value`` that is the same in every process, or None.
 
     Numbers, strings, None and tuples of them describe themselves; an array by its dtype,
-    shape and a hash of its bytes (up to :data:`FROZEN_ARRAY_BYTES`, contiguous); a compiled function by its module, qualified name and the
-    keys of its closure's values, provided it is defined in the dawrap package (whose source
-    :func:`source_digest` covers). Anything else (a user's function) has none.
+    shape and a hash of its bytes (up to :data:`FROZEN_ARRAY_BYTES`, contiguous); a compiled
+    function defined in the dawrap package by its module, qualified name and the keys of its
+    closure's values (the package's source is in :func:`cache_tag`); a user's compiled
+    function by its code, the globals it reads, the functions it calls and the values it
+    closes over (:func:`dawrap._user_keys.function_key`), when it is defined in a file and
+    all of those have keys. Anything else (a lambda, an object, a function typed at a
+    prompt) has none.
 
     Examples
     --------
@@ -244,10 +249,15 @@ def stable_key(value):
     >>> _templates.stable_key(lambda v: v) is None
     True
     """
+    return _key(value, frozenset())
+
+
+def _key(value, visiting: frozenset):
+    """:func:`stable_key`, with the ids of the user functions being keyed (cycles end)."""
     if isinstance(value, (bool, int, float, str, type(None), np.integer, np.floating)):
         return (type(value).__name__, repr(value))
     if isinstance(value, tuple):
-        keys = tuple(stable_key(v) for v in value)
+        keys = tuple(_key(v, visiting) for v in value)
         return None if any(k is None for k in keys) else keys
     if isinstance(value, np.ndarray):
         # numba freezes a constant array into the code only up to 1 MB and contiguous
@@ -263,8 +273,8 @@ def stable_key(value):
         if hasattr(func, "_template_tag"):  # a bound copy: as stable as what it was bound to
             return None if func._template_tag is None else ("bound", func.__qualname__)
         if not _in_package(func):
-            return None
-        cells = tuple(stable_key(c.cell_contents) for c in func.__closure__ or ())
+            return _user_keys.function_key(value, _key, visiting)
+        cells = tuple(_key(c.cell_contents, visiting) for c in func.__closure__ or ())
         if any(c is None for c in cells):
             return None
         return ("fn", func.__module__, func.__qualname__, cells)
