@@ -24,13 +24,15 @@ undeclared placeholder would be compiled in as it stands (a ``RECORD_SIZE`` of 0
 that declare no slots are not checked.
 
 A bound copy is cached on disk when everything bound into it has a *stable key*
-(:func:`stable_key`): numbers, strings, tuples, arrays, and compiled functions defined in the
-dawrap package itself (the built-in models included), closures over such values too. The key,
-together with a digest of the package's source, names the copy (its ``__qualname__``, which
-names numba's index file), so two bindings never share cache entries, and any change to the
-package's source starts new ones: a stale chain never runs. A user's own functions are not
-keyed (they may call code in other files that numba would not watch): their copies compile
-once per process, and every later binding with the same functions reuses them.
+(:func:`stable_key`): numbers, strings, tuples, arrays, compiled functions defined in the
+dawrap package itself (the built-in models included), closures over such values too, and a
+user's compiled functions defined in a file, keyed by their code, the functions they call and
+the globals and closure values they read (:mod:`dawrap._user_keys`). The key, together with a
+digest of the package's source, names the copy (its ``__qualname__``, which names numba's
+index file), so two bindings never share cache entries, and any change to the package's
+source or to a user's function starts new ones: a stale chain never runs. What has no key (a
+function typed at a prompt, a closure over an object) compiles once per process, and every
+later binding with the same values reuses it.
 """
 from __future__ import annotations
 
