@@ -50,7 +50,8 @@ from numba.core.registry import CPUDispatcher
 from . import _user_keys
 from ._cache import package_folders as _package_folders
 
-__all__ = ["bind", "cache_tag", "stable_key", "source_digest", "slot", "Slot", "SlotError"]
+__all__ = ["bind", "cache_tag", "stable_key", "source_digest", "slot", "Slot", "SlotError",
+           "cached_caller"]
 
 #: The largest constant array numba compiles into a function's code (bytes).
 FROZEN_ARRAY_BYTES = 10 ** 6
@@ -303,3 +304,60 @@ def source_digest() -> str:
 
 def _digest(*parts: str) -> str:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+
+
+# Templates that call FUNC with their arguments: a user's function called from Python (the
+# runner's probes, the starts' plausibility evidence) runs through one of them, bound to it,
+# so that its code loads from the disk cache with the chain's instead of compiling in every
+# process (benchmarks/compile_profile.py).
+def call_0():
+    return FUNC()  # noqa: F821 - bound by cached_caller
+
+
+def call_1(a):
+    return FUNC(a)  # noqa: F821
+
+
+def call_2(a, b):
+    return FUNC(a, b)  # noqa: F821
+
+
+def call_3(a, b, c):
+    return FUNC(a, b, c)  # noqa: F821
+
+
+def call_4(a, b, c, d):
+    return FUNC(a, b, c, d)  # noqa: F821
+
+
+def call_5(a, b, c, d, e):
+    return FUNC(a, b, c, d, e)  # noqa: F821
+
+
+def call_6(a, b, c, d, e, f):
+    return FUNC(a, b, c, d, e, f)  # noqa: F821
+
+
+CALLERS = (call_0, call_1, call_2, call_3, call_4, call_5, call_6)
+
+
+def cached_caller(func, nargs: int):
+    """What to call for ``func(*args)`` with ``nargs`` arguments from Python: a bound copy of
+    a template that calls ``func``, cached on disk, when ``func`` is a user's compiled
+    function with a :func:`stable_key`; ``func`` itself otherwise (dawrap's own functions
+    load from the cache already; one without a key gains nothing from a wrapper).
+
+    Examples
+    --------
+    >>> import numba
+    >>> from dawrap import _templates
+    >>> from dawrap.models import beta_binomial
+    >>> _templates.cached_caller(beta_binomial.count, 2) is beta_binomial.count
+    True
+    """
+    if (not isinstance(func, CPUDispatcher) or hasattr(func.py_func, "_template_tag")
+            or _in_package(func.py_func) or not 0 <= nargs < len(CALLERS)
+            or stable_key(func) is None):
+        return func
+    template = CALLERS[nargs]
+    return getattr(bind((template,), {"FUNC": func}), template.__name__)

@@ -26,16 +26,19 @@ chain compiles in memory for the process, as before) when it cannot:
 
 * **its code**: the bytecode, constants, names and flags of its code object and of the code
   nested in it (what Python made of its source: an edit to the body changes it; moving the
-  function, or editing another part of the file, does not). Defined in a file: a function
-  from a REPL, ``exec`` or a notebook cell has no key (its ``co_filename`` names no file);
+  function, or editing another part of the file, does not). Defined in a file of an
+  imported module: a function from a REPL, ``exec`` or a notebook cell has no key (its
+  ``co_filename`` names no file), nor has one whose module is not in ``sys.modules`` (numba
+  imports it to rebuild cached code);
 * **every global it reads** (the ``LOAD_GLOBAL`` names of its code): numbers, strings,
   tuples and arrays up to 1 MB by value (numba freezes them into the code), other compiled
   functions by their own key (so a callee in another file is followed), the modules
   ``numpy``, ``math``, ``cmath``, ``operator``, ``random``, ``numba`` and dawrap's own (by
   name: their versions are in the key), numpy's scalar types and dtypes. Any other value (a
   module of the user's, a plain Python function, an object) means no key;
-* **the values it closes over**, its default arguments and its numba options
-  (``fastmath``, ``error_model``, ...), the same way;
+* **the values it closes over** (``np`` imported inside the enclosing function included),
+  its default arguments and its numba options (``fastmath``, ``error_model``, ...), the same
+  way;
 * the versions of numba and numpy. The Python version and the CPU (target triple, name and
   features) are in numba's own index key, and the package's source in the binding's name
   (:func:`dawrap._templates.cache_tag`).
@@ -56,7 +59,9 @@ from __future__ import annotations
 import dis
 import hashlib
 import os
+import sys
 import types
+import weakref
 
 import numpy as np
 
@@ -74,9 +79,9 @@ _CODE_FIELDS = ("co_argcount", "co_posonlyargcount", "co_kwonlyargcount", "co_fl
                 "co_code", "co_names", "co_varnames", "co_freevars", "co_cellvars",
                 "co_exceptiontable")
 
-#: The first key computed for each user dispatcher in this process (the dispatcher is kept,
-#: so its id is never reused): what its compiled code was frozen with, if it compiled since.
-_FIRST_KEYS: dict = {}
+#: The first key computed for each user dispatcher in this process (weakly: a function that
+#: goes away takes its entry along): what its compiled code was frozen with.
+_FIRST_KEYS = weakref.WeakKeyDictionary()
 
 #: Returned for a function met again while its own key is being computed (recursion).
 _CYCLE = "cycle"
@@ -112,12 +117,11 @@ def function_key(dispatcher, key_of, visiting: frozenset = frozenset()):
     if id(func) in visiting:
         return (_CYCLE, func.__module__, func.__qualname__)
     key = _describe(dispatcher, key_of, visiting | {id(func)})
-    first = _FIRST_KEYS.get(id(dispatcher))
-    if first is None:
+    if dispatcher not in _FIRST_KEYS:
         if dispatcher.overloads:  # compiled before dawrap watched: frozen values unknown
             return None
-        _FIRST_KEYS[id(dispatcher)] = first = (dispatcher, key)
-    return key if first[1] == key else None
+        _FIRST_KEYS[dispatcher] = key
+    return key if _FIRST_KEYS[dispatcher] == key else None
 
 
 def _describe(dispatcher, key_of, visiting):
@@ -128,6 +132,8 @@ def _describe(dispatcher, key_of, visiting):
     code = func.__code__
     if not _in_a_file(code.co_filename) or type(dispatcher) is not CPUDispatcher:
         return None
+    if sys.modules.get(func.__module__) is None:
+        return None  # numba rebuilds cached code by importing the module: it must be one
     if dispatcher._compiler.pipeline_class is not numba.core.compiler.Compiler:
         return None  # a custom compiler pipeline: what it does is not known here
     options = _plain(sorted((k, v) for k, v in dispatcher.targetoptions.items()
@@ -148,7 +154,7 @@ def _describe(dispatcher, key_of, visiting):
         parts.append((name, value))
     for name, cell in zip(code.co_freevars, func.__closure__ or ()):
         try:
-            value = key_of(cell.cell_contents, visiting)
+            value = _global_key(cell.cell_contents, key_of, visiting)
         except ValueError:  # an empty cell
             return None
         if value is None:

@@ -67,6 +67,11 @@ def test_what_cannot_be_keyed_safely_has_no_key(tmp_path):
     namespace = {"numba": numba}
     exec("@numba.njit\ndef at_prompt(x_i):\n    return x_i[0] >= 0.0", namespace)
     assert _templates.stable_key(namespace["at_prompt"]) is None
+    # A file run as a module that is not in sys.modules (runpy.run_path under another
+    # name): numba could not import it to rebuild the cached code.
+    loose = _module(tmp_path, "m_loose", SUPPORT.format(low="0.0", lower="LOW"))
+    del sys.modules["m_loose"]
+    assert _templates.stable_key(loose.support) is None
     # A closure over an array too large for numba to freeze into the code.
     big = np.zeros(_templates.FROZEN_ARRAY_BYTES // 8 + 1)
     closure = _module(tmp_path, "m1", """
@@ -139,6 +144,17 @@ def test_recursion_and_library_globals_are_keyed(tmp_path):
     """)
     key = _templates.stable_key(module.uses)
     assert key is not None and module.uses(1.0) == pytest.approx(np.log(6.0) + 1.0)
+    # numpy imported inside the enclosing function: a closure over a library module.
+    inner = _module(tmp_path, "m7", """
+        def make():
+            import numba
+            import numpy as np
+            @numba.njit
+            def mean(v):
+                return np.mean(v)
+            return mean
+    """).make()
+    assert _templates.stable_key(inner) is not None
     assert _user_keys.code_digest(module.fact.py_func.__code__) != _user_keys.code_digest(
         module.uses.py_func.__code__)
 
