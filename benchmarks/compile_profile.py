@@ -8,9 +8,9 @@ code: the time under numba's LLVM lock). The processes, in this order, share one
 folder (``DAWRAP_CACHE_DIR``):
 
 1. **empty cache**: the first run on a machine (dawrap's own helpers compile too);
-2. **new model**: a model whose chain is not cached yet (its prior's first parameter is
-   another number, so its functions have another key) while dawrap's helpers are: what
-   every process paid before a user's chain could be cached;
+2. **new model**: the same file under another module name, so that its functions have
+   other keys and nothing of its chain is cached, while dawrap's own helpers are: what every
+   process paid before a user's chain could be cached;
 3. **same model again**, ``--repeat`` times: the chain loads from the disk cache.
 
 The ratios (new model / same model again) are measured in one run, under the same load.
@@ -33,37 +33,33 @@ from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results" / "compile_profile.md"
 
-#: The first parameter of the Beta prior (read by draw_theta as a global, so each value is
-#: another model with its own cache entries); set from the command line of a child.
-PRIOR_A = float(os.environ.get("DAWRAP_PROFILE_PRIOR_A", "1.0"))
+#: The README's Quickstart as a user's module file (verbatim but for the smaller run: compile
+#: time is the same). Each run imports it under a module name of its own choosing: another
+#: name is another model to the cache (every function's key holds its module's name).
+QUICKSTART = """
+import numba, numpy as np
+import dawrap as dw
 
+@numba.njit
+def draw_record(rng, theta, out):
+    out[0] = 1.0 if rng.random() < theta[0] else 0.0
+
+@numba.njit
+def count(x_i, out):
+    out[0] = x_i[0]
+
+@numba.njit
+def draw_theta(rng, theta, x, stats):
+    return np.array([rng.beta(1 + stats[0], 1 + x.shape[0] - stats[0])])
 
 def quickstart():
-    """The README's Quickstart, verbatim but for the smaller run (compile time is the same)
-    and the prior's first parameter (:data:`PRIOR_A`)."""
-    import numba
-    import numpy as np
-
-    import dawrap as dw
-
-    @numba.njit
-    def draw_record(rng, theta, out):
-        out[0] = 1.0 if rng.random() < theta[0] else 0.0
-
-    @numba.njit
-    def count(x_i, out):
-        out[0] = x_i[0]
-
-    @numba.njit
-    def draw_theta(rng, theta, x, stats):
-        return np.array([rng.beta(PRIOR_A + stats[0], 1 + x.shape[0] - stats[0])])
-
     model = dw.Model(params={"p": ()}, record_size=1, draw_record=draw_record,
                      draw_theta=draw_theta, model_stat=count, stat_size=1,
-                     draw_prior=lambda rng: np.array([rng.beta(PRIOR_A, 1)]))
+                     draw_prior=lambda rng: np.array([rng.beta(1, 1)]))
     mech = dw.Laplace(count, epsilon=0.5, sensitivity=1.0)
     return dw.sample(model, mech, s_dp=312.4, n=1000, draws=200, tune=100, chains=4, seed=0,
                      progress=False)
+"""
 
 
 def layer(name: str) -> str:
@@ -82,8 +78,10 @@ def layer(name: str) -> str:
     return "other bound (kernel, starts, modes, mechanism)"
 
 
-def child() -> None:
-    """One profiled Quickstart; prints a JSON line."""
+def child(folder: str, module: str) -> None:
+    """One profiled Quickstart, ``module`` in ``folder``; prints a JSON line."""
+    import importlib
+
     from numba.core import event
 
     class Profile(event.Listener):
@@ -116,6 +114,8 @@ def child() -> None:
 
     profile = Profile()
     began = time.perf_counter()
+    sys.path.insert(0, folder)
+    quickstart = importlib.import_module(module).quickstart
     with event.install_listener("numba:compile", profile), \
             event.install_listener("numba:llvm_lock", profile):
         idata = quickstart()
@@ -135,11 +135,14 @@ def child() -> None:
                       for name, s in profile.exclusive.most_common()]}))
 
 
-def _run(cache: str, prior_a: float) -> dict:
-    env = dict(os.environ, DAWRAP_CACHE_DIR=cache, DAWRAP_PROFILE_PRIOR_A=repr(prior_a))
+def _run(scratch: str, module: str) -> dict:
+    folder = os.path.join(scratch, "user")
+    os.makedirs(folder, exist_ok=True)
+    Path(folder, f"{module}.py").write_text(QUICKSTART)
+    env = dict(os.environ, DAWRAP_CACHE_DIR=os.path.join(scratch, "cache"))
     began = time.perf_counter()
-    out = subprocess.run([sys.executable, __file__, "--child"], env=env, capture_output=True,
-                         text=True)
+    out = subprocess.run([sys.executable, __file__, "--child", folder, module], env=env,
+                         capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(f"the Quickstart failed ({out.returncode}):\n{out.stderr[-3000:]}")
     row = json.loads(out.stdout.strip().splitlines()[-1])
@@ -156,8 +159,11 @@ def report(runs: dict, top: int, began: str) -> str:
              f"{sys.version.split()[0]}, numba {numba.__version__}, {os.cpu_count()} cores "
              f"shared with other work (load average {load} at the end): seconds are inflated "
              "by the load; compare within the table (all rows of one run).", "",
-             "README Quickstart (the user's own `@numba.njit` functions, defined in a file; "
-             "n = 1000, 4 chains x 200 draws). process: the whole new Python process; "
+             "README Quickstart (the user's own `@numba.njit` functions, in a module file; "
+             "n = 1000, 4 chains x 200 draws). empty cache: the first run on a machine; new "
+             "model: the same file under another module name (nothing of its chain cached, "
+             "dawrap's own helpers cached: what every process paid before); same model again: "
+             "its chain loads from the cache. process: the whole new Python process; "
              "dw.sample: the call; compile_time: the result's attribute (compiling or "
              "loading compiled code); numba compiling: the sum of numba's compile events "
              "(of which LLVM).", "",
@@ -190,11 +196,11 @@ def report(runs: dict, top: int, began: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-NOTE = ("With the chain cached (dawrap._user_keys, docs/compile_cache.md) what still compiles "
-        "in every process is the user's own functions on their own: the runner calls them "
-        "from Python to probe them (a function that writes the wrong shape fails with its "
-        "name) and to check the release's plausibility, and numba compiles them, with the "
-        "Generator methods they use, for that call.")
+NOTE = ("With the chain cached (dawrap._user_keys, docs/compile_cache.md) nothing compiles: "
+        "the user's functions that the runner calls from Python (its probes, the starts' "
+        "plausibility evidence) run through cached wrappers too "
+        "(dawrap._templates.cached_caller). What remains of dw.sample is loading the cached "
+        "code, sampling and building the ArviZ result.")
 
 
 def main() -> None:
@@ -202,18 +208,19 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--repeat", type=int, default=2, help="warm runs (default 2)")
     parser.add_argument("--out", default=str(RESULTS), help="the markdown results file")
-    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child()
+        child(*args.child)
         return
     began = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     runs = {}
-    with tempfile.TemporaryDirectory() as cache:
-        for name, prior_a, times in (("empty cache", 1.0, 1), ("new model", 2.0, 1),
-                                     ("same model again", 2.0, args.repeat)):
+    with tempfile.TemporaryDirectory() as scratch:
+        for name, module, times in (("empty cache", "user_model_a", 1),
+                                    ("new model", "user_model_b", 1),
+                                    ("same model again", "user_model_b", args.repeat)):
             for _ in range(times):
-                row = _run(cache, prior_a)
+                row = _run(scratch, module)
                 runs.setdefault(name, []).append(row)
                 print(f"{name}: process {row['process_wall']:.2f} s, dw.sample "
                       f"{row['sample_wall']:.2f} s, compile_time {row['compile_time']:.2f} s",

@@ -13,8 +13,10 @@ the mode landscape's CLT likelihood, the starts' moments and the kernel 1.2 s, t
 typed again inside them 1.9 s; about half of every piece is LLVM. Each piece is code the run
 uses, and the chain's layers are already inlined into ``run`` (the previous cut): halving
 what is left would mean compiling helpers that every run calls less well. A disk cache
-removes nearly all of it from every process after the first, as it does for the built-in
-models (``docs/compile_cache.md``; ``benchmarks/startup.py``, case ``user-quickstart``).
+removes all of it from every process after the first, as it does for the built-in models
+(``docs/compile_cache.md``; ``benchmarks/compile_profile.py`` measures both in fresh
+processes). The user's functions that the runner calls from Python go through cached
+wrappers (:func:`dawrap._templates.cached_caller`) for the same reason.
 
 When it is safe
 ---------------

@@ -215,15 +215,16 @@ def _sample(folder, cache, shift="0.0", success="theta[0]") -> dict:
     done = subprocess.run([sys.executable, "-c", CHILD, str(folder)], env=env,
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]), stderr=done.stderr)
 
 
 @pytest.mark.slow
 def test_a_users_chain_loads_from_the_disk_cache_and_an_edit_never_runs_a_stale_one(tmp_path):
     """The Quickstart's model from a file, each run a new process sharing one cache folder:
-    the second run loads every compiled piece (no miss) with bit-identical draws; after
-    editing a constant draw_theta reads, or the body of a function draw_record calls, the
-    next run compiles new entries and draws exactly what a run with an empty cache draws."""
+    the second run loads every compiled piece (no miss) with bit-identical draws; a damaged
+    entry is compiled again; after editing a constant draw_theta reads, or the body of a
+    function draw_record calls, the next run compiles new entries and draws exactly what a
+    run with an empty cache draws."""
     folder, cache = tmp_path / "user", tmp_path / "cache"
     folder.mkdir()
     cold = _sample(folder, cache)
@@ -232,6 +233,15 @@ def test_a_users_chain_loads_from_the_disk_cache_and_an_edit_never_runs_a_stale_
     assert warm["misses"] == 0 and warm["hits"] > 0
     assert warm["p"] == cold["p"]
     assert warm["entries"] == cold["entries"]
+    # A damaged entry of the user's chain is survived as a built-in one is (dawrap._cache):
+    # one warning naming the file, compiled again, the same draws.
+    damaged = sorted(cache.rglob("*.run__*.nbc"))
+    assert damaged
+    for path in damaged:
+        path.write_bytes(path.read_bytes()[:100])
+    survived = _sample(folder, cache)
+    assert survived["p"] == cold["p"] and survived["misses"] > 0
+    assert "is damaged" in survived["stderr"]
     seen = set(cold["entries"])
     for edit in ({"shift": "40.0"}, {"success": "0.5 * theta[0]"}):
         edited = _sample(folder, cache, **edit)
