@@ -184,6 +184,9 @@ def report(runs: dict, top: int, began: str) -> str:
               f"{new['sample_wall'] / best['sample_wall']:.1f}x, compile_time "
               f"{new['compile_time'] / best['compile_time']:.1f}x.", ""]
     for name, row in (("new model", new), ("same model again", best)):
+        if not row["functions"]:
+            lines += [f"{name[0].upper()}{name[1:]}: nothing compiled.", ""]
+            continue
         lines += [f"Where the compile time goes, {name}:", "",
                   "| layer | functions | seconds | of which LLVM |", "|---|---|---|---|"]
         for label, (seconds, llvm, count) in sorted(row["layers"].items(),
