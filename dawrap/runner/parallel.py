@@ -47,6 +47,11 @@ class GroupedChain:
         from ..mechanisms.separable import gaussian_coordinate
 
         model, mech, fns = setup.model, setup.mechanism, setup.fns
+        if fns.nnz == 0:
+            raise ValueError("threads: the within-chain parallel sweep needs the sparse path "
+                             "(a mechanism with a separable density whose statistic is "
+                             "declared with dw.declare_sparse): records must touch a few "
+                             "cells each")
         parallel.check_partition(partition, x.shape[0], mech.size, model.stat_size,
                                  gaussian=fns.coordinate_log_density is gaussian_coordinate,
                                  shared_statistic=setup.shared, model_nnz=fns.model_nnz)

@@ -252,9 +252,6 @@ def group_generators(rng: np.random.Generator, groups: int) -> list:
     True
     """
     seq = rng.bit_generator.seed_seq
-    if not isinstance(seq, np.random.SeedSequence):
-        raise ValueError("threads: the chain's generator has no SeedSequence to spawn the "
-                         "groups' generators from (dw.sample makes one per chain)")
     return [np.random.Generator(type(rng.bit_generator)(np.random.SeedSequence(
         seq.entropy, spawn_key=tuple(seq.spawn_key) + (GROUP_STREAM, g),
         pool_size=seq.pool_size))) for g in range(groups)]
