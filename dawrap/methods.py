@@ -198,11 +198,6 @@ class Record(Method):
             if self.threads is None:
                 raise ValueError("partition is for the parallel sweep: pass threads too "
                                  "(threads=1 runs its groups on one thread)")
-        if self.threads is not None and (self.checkpoint is not None
-                                         or self.resume is not None):
-            raise ValueError("threads cannot be combined with checkpoint or resume yet (a "
-                             "checkpoint does not hold the groups' generators): run without "
-                             "threads to checkpoint")
         iw = self.interweave
         if iw is not None and not isinstance(iw, (bool, np.bool_)) and not (
                 isinstance(iw, numbers.Integral) and iw >= 0):

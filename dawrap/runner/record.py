@@ -416,6 +416,15 @@ def _run_chain(setup: _Setup, chain: int, rng, theta, x, tune: int, draws: int,
         groups = GroupedChain(setup, partition_for(control.method, model, mech, state.x),
                               control.threads, rng, state.x)
         groups.recount(state)
+        if resumed is not None:
+            if "group_rng_states" not in resumed:
+                raise ValueError(f"resume: chain {chain}'s checkpoint was written without "
+                                 f"threads (the serial sweep): resume it without threads")
+            groups.restore(resumed["group_rng_states"])
+    elif resumed is not None and "group_rng_states" in resumed:
+        raise ValueError(f"resume: chain {chain}'s checkpoint was written with threads (the "
+                         f"parallel sweep, whose groups' generators it holds): resume it with "
+                         f"dw.Record(threads=...), any number of threads")
     # Calls of about CHUNK_SECONDS (chains.Chunks), each ending at a checkpoint when one is
     # due: Ctrl-C waits for one call, not for thousands of costly iterations.
     chunks, every = Chunks(), control.every if control.checkpoint is not None else None
@@ -438,7 +447,9 @@ def _run_chain(setup: _Setup, chain: int, rng, theta, x, tune: int, draws: int,
                                                    or done == total_iterations):
                 try:
                     save_chain(control.checkpoint, chain, done=done, state=state, rng=rng,
-                               trace=trace, settings=control.settings)
+                               trace=trace, settings=control.settings,
+                               group_states=None if groups is None
+                               else groups.generator_states())
                 except CheckpointWriteError as err:
                     # Keep the draws (like Ctrl-C): every chain stops at its next chunk and
                     # _finished returns what was sampled, saying why the checkpoint failed.

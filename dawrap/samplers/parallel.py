@@ -268,7 +268,7 @@ def merge_units(unit_of_record: np.ndarray, units: int, max_groups: int = MAX_GR
     >>> import numpy as np
     >>> from dawrap.samplers.parallel import merge_units
     >>> merge_units(np.array([0, 0, 0, 1, 2, 3, 3, 3]), 4, max_groups=2).tolist()
-    [0, 1, 1, 1]
+    [0, 0, 1, 1]
     """
     counts = np.bincount(unit_of_record, minlength=units).astype(np.float64)
     occupied = counts > 0

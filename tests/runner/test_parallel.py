@@ -107,8 +107,6 @@ def test_bad_settings_are_named(problem):
         dw.Record(threads=2, partition=[0, 1])
     with pytest.raises(ValueError, match="threads must be an integer >= 1"):
         dw.Record(threads=0)
-    with pytest.raises(ValueError, match="threads cannot be combined with checkpoint"):
-        dw.Record(threads=2, checkpoint="somewhere")
     bb_model, bb_mech = beta_binomial.model(), beta_binomial.laplace(epsilon=0.5)
     with pytest.raises(ValueError, match="threads needs a partition of the records"):
         dw.sample(bb_model, bb_mech, 312.4, 1000, draws=5, tune=2,
@@ -117,3 +115,33 @@ def test_bad_settings_are_named(problem):
         dw.sample(bb_model, bb_mech, 312.4, 1000, draws=5, tune=2,
                   method=dw.Record(threads=2, partition=dw.Partition(np.zeros(1000, int),
                                                                      [-1])), **FAST)
+
+
+def test_a_parallel_chain_resumes_bit_identically(problem, tmp_path, monkeypatch):
+    """The checkpoint holds the groups' generators: the resumed draws are those of an
+    unbroken run, with another number of threads too; a serial resume is refused."""
+    from dawrap.runner import record as run_record
+
+    model, mech, s_dp = problem
+    kw = dict(draws=30, tune=10, chains=1, cores=1, seed=7, progress=False)
+    method = dict(partition=by_area(mech), checkpoint_every=10)
+    whole = dw.sample(model, mech, s_dp, sum(SIZES), method=dw.Record(threads=1,
+                                                                         **method), **kw)
+    real = run_record._advance
+
+    def ctrl_c_at_20(setup, rng, state, start, *args):  # Ctrl-C by iteration (after a save)
+        if start >= 20:
+            raise KeyboardInterrupt
+        return real(setup, rng, state, start, *args)
+
+    with monkeypatch.context() as patch, pytest.warns(UserWarning, match="can be resumed"):
+        patch.setattr(run_record, "_advance", ctrl_c_at_20)
+        dw.sample(model, mech, s_dp, sum(SIZES), method=dw.Record(
+            threads=2, checkpoint=tmp_path, **method), **kw)
+    with np.load(tmp_path / "chain0.npz") as saved:
+        assert int(saved["done"]) == 20 and "group_rng_states" in saved.files
+    with pytest.raises(ValueError, match="written with threads .* resume it with"):
+        dw.sample(model, mech, s_dp, sum(SIZES), method=dw.Record(resume=tmp_path), **kw)
+    resumed = dw.sample(model, mech, s_dp, sum(SIZES), method=dw.Record(
+        threads=2, resume=tmp_path, **method), **kw)
+    assert np.array_equal(draws(resumed), draws(whole))
