@@ -13,13 +13,19 @@ three one after the other, and the medians are reported):
 * seconds per record sweep of the serial sweep (``dw.Record()``'s), and of the grouped
   sweep (:mod:`dawrap.samplers.parallel`) on 1 and 2 threads; the speed-up of 2 threads
   over 1, and over the serial sweep;
+* a control: the same ratio for a loop that is perfectly parallel (independent uniform
+  draws in a ``nogil`` function, on 1 thread then split over 2), timed in the same rounds:
+  what this machine gave two threads at that moment;
 * the mixing cost of the pieces: ``dw.sample`` serial and with ``threads=2``, one chain of
   ``--tune`` + ``--draws`` iterations each from the same seed, bulk ESS per iteration (one
   sweep each) of the worst parameter entry and of the nation's probabilities and
   ``log_alpha``; and ESS per wall-second of the worst entry.
 
+The ESS runs use ``--ess-records`` records (default ``--records``): at 10^6 records a run
+long enough for a stable ESS takes hours on a shared 2-core machine.
+
 Run: python benchmarks/parallel_sweep.py [--records 1000000 --states 8 --blocks 250
-     --races 3 --rounds 15 --tune 100 --draws 300] [--no-ess]
+     --races 3 --rounds 15 --tune 100 --draws 300 --ess-records 100000] [--no-ess]
 """
 from __future__ import annotations
 
@@ -28,7 +34,9 @@ import os
 import statistics
 import time
 
+import numba
 import numpy as np
+from concurrent.futures import ThreadPoolExecutor
 
 import dawrap as dw
 from dawrap import diagnostics
@@ -51,6 +59,25 @@ def synthetic(records: int, states: int, blocks: int, races: int, seed: int = 25
                                                                             blocks)])
     sizes = 1 + rng.multinomial(records - units, np.full(units, 1.0 / units))
     return geo, sizes, rng.multinomial(sizes, p_block)
+
+
+@numba.njit(nogil=True)
+def _uniforms(rng, count):
+    total = 0.0
+    for _ in range(count):
+        total += rng.random()
+    return total
+
+
+def control(pool, count: int, threads: int) -> float:
+    """Seconds for ``count`` uniform draws split over ``threads`` threads (nogil)."""
+    rngs = [np.random.default_rng(t) for t in range(threads)]
+    began = time.perf_counter()
+    if threads == 1:
+        _uniforms(rngs[0], count)
+    else:
+        list(pool.map(lambda r: _uniforms(r, count // threads), rngs))
+    return time.perf_counter() - began
 
 
 def sweep_times(model, mech, s_dp, n: int, rounds: int) -> dict:
@@ -79,10 +106,16 @@ def sweep_times(model, mech, s_dp, n: int, rounds: int) -> dict:
     for name in states:  # compile, and a first sweep from the start
         once(name)
         once(name)
-    times = {name: [] for name in states}
+    times = {name: [] for name in (*states, "control 1", "control 2")}
+    count = 10 * n  # about a sweep's time on one thread
+    pool = ThreadPoolExecutor(2)
+    control(pool, 10, 1)
     for _ in range(rounds):
         for name in states:
             times[name].append(once(name))
+        times["control 1"].append(control(pool, count, 1))
+        times["control 2"].append(control(pool, count, 2))
+    pool.shutdown()
     for g in groups.values():
         g.close()
     return {name: statistics.median(v) for name, v in times.items()} | {
@@ -108,6 +141,16 @@ def mixing(model, mech, s_dp, n: int, tune: int, draws: int, threads) -> dict:
             "seconds": seconds}
 
 
+def problem(records: int, args):
+    """The model, mechanism, release, n and geography at ``records`` records."""
+    geo, sizes, counts = synthetic(records, args.states, args.blocks, args.races)
+    model = census.model(geo, totals=sizes)
+    mech = census.discrete_gaussian(geo, [census.query("block", rho=0.5),
+                                          census.query("state", rho=1.0),
+                                          census.query("nation", rho=2.0)])
+    return model, mech, mech.release(census.records(counts), seed=1), int(sizes.sum()), geo
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=1_000_000)
@@ -117,15 +160,10 @@ def main():
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--tune", type=int, default=100)
     parser.add_argument("--draws", type=int, default=300)
+    parser.add_argument("--ess-records", type=int, default=None)
     parser.add_argument("--no-ess", action="store_true")
     args = parser.parse_args()
-    geo, sizes, counts = synthetic(args.records, args.states, args.blocks, args.races)
-    n = int(sizes.sum())
-    model = census.model(geo, totals=sizes)
-    mech = census.discrete_gaussian(geo, [census.query("block", rho=0.5),
-                                          census.query("state", rho=1.0),
-                                          census.query("nation", rho=2.0)])
-    s_dp = mech.release(census.records(counts), seed=1)
+    model, mech, s_dp, n, geo = problem(args.records, args)
     print(f"n = {n}, {geo.units[-1]} blocks in {args.states} states, {geo.cells} cells, "
           f"release size {mech.size}; cpus {os.cpu_count()}, load {os.getloadavg()}")
     t = sweep_times(model, mech, s_dp, n, args.rounds)
@@ -134,9 +172,14 @@ def main():
           f"1 thread {t[1]:.4f}, 2 threads {t[2]:.4f}")
     print(f"speed-up 2 threads / 1 thread: {t[1] / t[2]:.2f}x; over the serial sweep: "
           f"{t['serial'] / t[2]:.2f}x; grouped 1 thread / serial: {t[1] / t['serial']:.2f}")
+    print(f"control (a perfectly parallel nogil loop, same rounds): 2 threads / 1 thread "
+          f"{t['control 1'] / t['control 2']:.2f}x")
     print(f"ns per record update: serial {1e9 * t['serial'] / n:.1f}, grouped 1 thread "
           f"{1e9 * t[1] / n:.1f}, 2 threads {1e9 * t[2] / n:.1f} (wall)")
     if not args.no_ess:
+        if args.ess_records is not None and args.ess_records != args.records:
+            model, mech, s_dp, n, _ = problem(args.ess_records, args)
+        print(f"ESS runs: n = {n}, {args.tune} + {args.draws} iterations, one chain each")
         for label, threads in (("serial", None), ("2 threads", 2)):
             m = mixing(model, mech, s_dp, n, args.tune, args.draws, threads)
             print(f"{label}: bulk ESS per iteration worst {m['worst']:.3f}, p_nation min "

@@ -5,9 +5,13 @@ record sweeps replaced: theta by the model's kernel and the extra move with the 
 generator, then per sweep the shared cells' pieces (chain's generator) and every group's
 pass (its own generator) on a thread pool, the groups' partial sums folded back in group
 order. Which thread runs which group changes nothing any group reads or writes, so the draws
-are those of one thread. The groups run the compiled :func:`~dawrap.samplers.parallel.group_pass`,
-which releases the GIL (numba ``nogil``): measured against ``prange`` in
-``benchmarks/parallel_sweep.py``'s notes, threads keep one generator per group simple.
+are those of one thread. The groups run the compiled
+:func:`~dawrap.samplers.parallel.group_pass`, which releases the GIL (numba ``nogil``), on a
+``ThreadPoolExecutor``, rather than a numba ``prange`` loop: each group's generator is an
+ordinary ``numpy.random.Generator`` passed to its call (a ``prange`` body would need the
+groups' generators as one typed container, which numba does not offer for generators), and
+the Python dispatch, one call per group and sweep, is small against a sweep of many records
+(the two were not timed against each other).
 """
 from __future__ import annotations
 
@@ -172,6 +176,8 @@ class GroupedChain:
     def advance(self, rng, state, start: int, stop: int, tune: int, trace):
         """Iterations ``start..stop-1`` (as :func:`dawrap.samplers.record.after_theta`
         with the grouped sweep): ``(state, done, status)``."""
+        from .record import _theta_output  # (that module imports this one)
+
         setup = self.setup
         model, inputs, fns = setup.model, setup.inputs, self.fns
         n = state.x.shape[0]
@@ -181,8 +187,6 @@ class GroupedChain:
                 theta_new, theta_accept = setup.kernel.step(
                     rng, state.theta, state.x, state.stats.copy(), state.kernel_state, tuning)
             else:
-                from .record import _theta_output
-
                 x_view = state.x.view()
                 x_view.flags.writeable = False
                 theta_new, theta_accept = _theta_output(
