@@ -32,7 +32,7 @@ _LAZY = {
     "Geometric": ".mechanisms", "DiscreteGaussian": ".mechanisms", "Box": ".mechanisms",
     "Sparse": ".mechanisms", "NoiseLaw": ".mechanisms", "declare_sparse": ".mechanisms.separable",
     "box_sensitivity": ".mechanisms.sensitivity",
-    "sample": ".sampling", "METHODS": ".sampling",
+    "sample": ".sampling", "METHODS": ".sampling", "Partition": ".samplers.parallel",
     "Record": ".methods", "Suffstat": ".methods", "Naive": ".methods",
     "NonPrivate": ".methods", "OPS": ".methods",
     "compare": ".studies.compare", "Comparison": ".studies.compare", "mmd2": ".studies.compare",
@@ -44,7 +44,7 @@ _SUBMODULES = {"kernels": ".samplers.kernels", "random": ".random",
 
 __all__ = ["Model", "ExponentialFamily", "NonCentred", "PreparedDraw", "recipe",
            "Mechanism", "Laplace", "Gaussian", "Geometric", "DiscreteGaussian", "NoiseLaw", "Box",
-           "Sparse", "declare_sparse", "box_sensitivity", "sample", "METHODS", "Record", "Suffstat", "Naive", "NonPrivate",
+           "Sparse", "declare_sparse", "box_sensitivity", "sample", "METHODS", "Partition", "Record", "Suffstat", "Naive", "NonPrivate",
            "OPS",
            "kernels", "random", "diagnostics", "synthetic",
            "compare", "Comparison", "mmd2", "calibrate", "Calibration", "__version__"]

@@ -229,6 +229,8 @@ def _register(caching) -> None:
     Locator = DawrapCacheLocator
     caching.Cache.load_overload, caching.Cache.save_overload = load_overload, save_overload
     impl._locator_classes.insert(0, DawrapCacheLocator)
+    from . import _user_keys  # a user's function is keyed when it first compiles
+    _user_keys.watch_compiles()
 
 
 #: dawrap's locator class, once registered (:func:`install`); None before.

@@ -175,9 +175,15 @@ def require_arity(func, name: str, signature: str, count: int) -> None:
 
 
 def call_user(func, name: str, *args):
-    """Call a user function once, turning a numba compile failure into a TypeError naming it."""
+    """Call a user function once, turning a numba compile failure into a TypeError naming it.
+
+    A user's compiled function with a stable key is called through a cached wrapper
+    (:func:`dawrap._templates.cached_caller`): in a later process its code loads from the
+    disk cache instead of compiling again."""
+    from ._templates import cached_caller
+
     try:
-        return func(*args)
+        return cached_caller(func, len(args))(*args)
     except NumbaError as err:
         first = str(err).strip().splitlines()
         raise TypeError(f"{name} could not be compiled by numba for arguments "

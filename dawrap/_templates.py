@@ -24,13 +24,15 @@ undeclared placeholder would be compiled in as it stands (a ``RECORD_SIZE`` of 0
 that declare no slots are not checked.
 
 A bound copy is cached on disk when everything bound into it has a *stable key*
-(:func:`stable_key`): numbers, strings, tuples, arrays, and compiled functions defined in the
-dawrap package itself (the built-in models included), closures over such values too. The key,
-together with a digest of the package's source, names the copy (its ``__qualname__``, which
-names numba's index file), so two bindings never share cache entries, and any change to the
-package's source starts new ones: a stale chain never runs. A user's own functions are not
-keyed (they may call code in other files that numba would not watch): their copies compile
-once per process, and every later binding with the same functions reuses them.
+(:func:`stable_key`): numbers, strings, tuples, arrays, compiled functions defined in the
+dawrap package itself (the built-in models included), closures over such values too, and a
+user's compiled functions defined in a file, keyed by their code, the functions they call and
+the globals and closure values they read (:mod:`dawrap._user_keys`). The key, together with a
+digest of the package's source, names the copy (its ``__qualname__``, which names numba's
+index file), so two bindings never share cache entries, and any change to the package's
+source or to a user's function starts new ones: a stale chain never runs. What has no key (a
+function typed at a prompt, a closure over an object) compiles once per process, and every
+later binding with the same values reuses it.
 """
 from __future__ import annotations
 
@@ -45,9 +47,11 @@ import numba
 import numpy as np
 from numba.core.registry import CPUDispatcher
 
+from . import _user_keys
 from ._cache import package_folders as _package_folders
 
-__all__ = ["bind", "cache_tag", "stable_key", "source_digest", "slot", "Slot", "SlotError"]
+__all__ = ["bind", "cache_tag", "stable_key", "source_digest", "slot", "Slot", "SlotError",
+           "cached_caller"]
 
 #: The largest constant array numba compiles into a function's code (bytes).
 FROZEN_ARRAY_BYTES = 10 ** 6
@@ -231,9 +235,13 @@ def stable_key(value):
     """A description of ``value`` that is the same in every process, or None.
 
     Numbers, strings, None and tuples of them describe themselves; an array by its dtype,
-    shape and a hash of its bytes (up to :data:`FROZEN_ARRAY_BYTES`, contiguous); a compiled function by its module, qualified name and the
-    keys of its closure's values, provided it is defined in the dawrap package (whose source
-    :func:`source_digest` covers). Anything else (a user's function) has none.
+    shape and a hash of its bytes (up to :data:`FROZEN_ARRAY_BYTES`, contiguous); a compiled
+    function defined in the dawrap package by its module, qualified name and the keys of its
+    closure's values (the package's source is in :func:`cache_tag`); a user's compiled
+    function by its code, the globals it reads, the functions it calls and the values it
+    closes over (:func:`dawrap._user_keys.function_key`), when it is defined in a file and
+    all of those have keys. Anything else (a lambda, an object, a function typed at a
+    prompt) has none.
 
     Examples
     --------
@@ -244,10 +252,15 @@ def stable_key(value):
     >>> _templates.stable_key(lambda v: v) is None
     True
     """
+    return _key(value, frozenset())
+
+
+def _key(value, visiting: frozenset):
+    """:func:`stable_key`, with the ids of the user functions being keyed (cycles end)."""
     if isinstance(value, (bool, int, float, str, type(None), np.integer, np.floating)):
         return (type(value).__name__, repr(value))
     if isinstance(value, tuple):
-        keys = tuple(stable_key(v) for v in value)
+        keys = tuple(_key(v, visiting) for v in value)
         return None if any(k is None for k in keys) else keys
     if isinstance(value, np.ndarray):
         # numba freezes a constant array into the code only up to 1 MB and contiguous
@@ -263,8 +276,8 @@ def stable_key(value):
         if hasattr(func, "_template_tag"):  # a bound copy: as stable as what it was bound to
             return None if func._template_tag is None else ("bound", func.__qualname__)
         if not _in_package(func):
-            return None
-        cells = tuple(stable_key(c.cell_contents) for c in func.__closure__ or ())
+            return _user_keys.function_key(value, _key, visiting)
+        cells = tuple(_key(c.cell_contents, visiting) for c in func.__closure__ or ())
         if any(c is None for c in cells):
             return None
         return ("fn", func.__module__, func.__qualname__, cells)
@@ -291,3 +304,60 @@ def source_digest() -> str:
 
 def _digest(*parts: str) -> str:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+
+
+# Templates that call FUNC with their arguments: a user's function called from Python (the
+# runner's probes, the starts' plausibility evidence) runs through one of them, bound to it,
+# so that its code loads from the disk cache with the chain's instead of compiling in every
+# process (benchmarks/compile_profile.py).
+def call_0():
+    return FUNC()  # noqa: F821 - bound by cached_caller
+
+
+def call_1(a):
+    return FUNC(a)  # noqa: F821
+
+
+def call_2(a, b):
+    return FUNC(a, b)  # noqa: F821
+
+
+def call_3(a, b, c):
+    return FUNC(a, b, c)  # noqa: F821
+
+
+def call_4(a, b, c, d):
+    return FUNC(a, b, c, d)  # noqa: F821
+
+
+def call_5(a, b, c, d, e):
+    return FUNC(a, b, c, d, e)  # noqa: F821
+
+
+def call_6(a, b, c, d, e, f):
+    return FUNC(a, b, c, d, e, f)  # noqa: F821
+
+
+CALLERS = (call_0, call_1, call_2, call_3, call_4, call_5, call_6)
+
+
+def cached_caller(func, nargs: int):
+    """What to call for ``func(*args)`` with ``nargs`` arguments from Python: a bound copy of
+    a template that calls ``func``, cached on disk, when ``func`` is a user's compiled
+    function with a :func:`stable_key`; ``func`` itself otherwise (dawrap's own functions
+    load from the cache already; one without a key gains nothing from a wrapper).
+
+    Examples
+    --------
+    >>> import numba
+    >>> from dawrap import _templates
+    >>> from dawrap.models import beta_binomial
+    >>> _templates.cached_caller(beta_binomial.count, 2) is beta_binomial.count
+    True
+    """
+    if (not isinstance(func, CPUDispatcher) or hasattr(func.py_func, "_template_tag")
+            or _in_package(func.py_func) or not 0 <= nargs < len(CALLERS)
+            or stable_key(func) is None):
+        return func
+    template = CALLERS[nargs]
+    return getattr(bind((template,), {"FUNC": func}), template.__name__)

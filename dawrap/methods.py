@@ -134,6 +134,15 @@ class Record(Method):
         record_size)``, and ``draw``, the draw each was taken at): the multiple imputations
         behind :func:`dawrap.studies.synthetic.datasets`. Not with ``checkpoint`` or
         ``resume`` (a checkpoint does not hold them). Default 0: none.
+    threads : int, optional
+        Sweep each chain's records on this many threads (:mod:`dawrap.samplers.parallel`):
+        the records are split into groups touching disjoint released cells (``partition``,
+        or the model's own), each group swept with its own generator, so the draws for a
+        seed are the same for every number of threads (``threads=1`` gives them on one).
+        Default None: the serial sweep (other draws for the same seed, same posterior).
+        Needs a mechanism whose statistic is declared sparse (:func:`dawrap.declare_sparse`).
+    partition : dawrap.Partition, optional
+        The groups (with ``threads``); default: the model's (``Model(partition=...)``).
 
     Examples
     --------
@@ -161,6 +170,8 @@ class Record(Method):
     checkpoint_every: int = 1000
     resume: object = None
     databases: int = 0
+    threads: int | None = None
+    partition: object = None
 
     def __post_init__(self):
         object.__setattr__(self, "sweeps",
@@ -175,6 +186,18 @@ class Record(Method):
                            as_count(self.checkpoint_every, "checkpoint_every",
                                     maximum=MAX_COUNT))
         as_choice(self.scan, "scan", ("systematic", "random"))
+        if self.threads is not None:
+            object.__setattr__(self, "threads", as_count(self.threads, "threads",
+                                                         maximum=MAX_COUNT))
+        if self.partition is not None:
+            from .samplers.parallel import Partition
+
+            if not isinstance(self.partition, Partition):
+                raise TypeError(f"partition must be a dawrap.Partition, got "
+                                f"{type(self.partition).__name__}")
+            if self.threads is None:
+                raise ValueError("partition is for the parallel sweep: pass threads too "
+                                 "(threads=1 runs its groups on one thread)")
         iw = self.interweave
         if iw is not None and not isinstance(iw, (bool, np.bool_)) and not (
                 isinstance(iw, numbers.Integral) and iw >= 0):
@@ -238,8 +261,11 @@ class Record(Method):
         return run_record(model, mechanism, s_dp, n, rngs, self, shared)
 
     def attrs(self):
-        return {"interweave": int(self.interweave or 0), "jumps": int(bool(self.jumps)),
-                "sweeps": self.sweeps, "scan": self.scan}
+        out = {"interweave": int(self.interweave or 0), "jumps": int(bool(self.jumps)),
+               "sweeps": self.sweeps, "scan": self.scan}
+        if self.threads is not None:
+            out["threads"] = self.threads
+        return out
 
     #: The four of :data:`dawrap.samplers.record.SAMPLE_STATS`, and one to spare.
     stats_per_draw: ClassVar[int] = 5

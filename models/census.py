@@ -84,6 +84,7 @@ import dawrap as dw
 from ._census_geography import (DETAILED, TOTAL, Geography, Query, as_geography, as_queries,
                                 query)
 from ._census_kernel import theta_kernel
+from ._census_partition import partition as census_partition
 from ._census_records import record_functions
 from ._census_release import Layout, discrete_gaussian, expected_counts, layout_of, statistic
 
@@ -277,13 +278,16 @@ def model(geography: Geography, totals, *, invariant: str | None = None,
         return start_database(rng, theta, n, mechanism, s_dp, init_x, geography, totals,
                               inv, idx[-1], groups is not None)
 
+    def partition(x, mechanism):
+        return census_partition(geography, mechanism, x, inv, idx[-1], groups is not None)
+
     level_text = ", ".join(f"{names[l]}={geography.units[l]}" for l in idx)
     return dw.Model(params=params, record_size=2, draw_record=fns.draw_record,
                     propose_record=fns.propose_record, prepared=fns.prepared,
                     draw_theta=kernel,
                     model_stat=fns.model_stat, stat_size=stat_size, draw_prior=draw_prior,
                     theta_support=fns.theta_support, record_support=fns.record_support,
-                    dims=dims, coords=coords, start_database=start,
+                    dims=dims, coords=coords, start_database=start, partition=partition,
                     name=f"census({level_text}; {cells} cells; public totals of "
                          f"{names[inv]})")
 

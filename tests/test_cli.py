@@ -248,8 +248,12 @@ def no_sampling(monkeypatch):
     def reached(*args, **kwargs):
         raise AssertionError("the command ran with arguments it should have refused")
 
+    # dawrap's lazy names first: patched after their source, ``dawrap.sample`` would resolve
+    # to the stand-in and be kept by the lazy import, so the undo would restore the stand-in
+    # and every later test in this process would call it.
+    monkeypatch.setattr(dawrap, "sample", reached)
+    monkeypatch.setattr(dawrap, "calibrate", reached)
     monkeypatch.setattr(dawrap.sampling, "sample", reached)
-    monkeypatch.setattr(dawrap, "sample", reached)  # dw.sample, once imported lazily
     monkeypatch.setattr(dawrap.studies.calibration, "calibrate", reached)
 
 

@@ -1,5 +1,6 @@
 """dawrap._templates: bound copies are memoised, keyed only by what is stable across
-processes, and a built-in model's chain loads from the disk cache with the same draws."""
+processes, and a built-in model's chain loads from the disk cache with the same draws (a
+user's model: tests/test_user_keys.py)."""
 import json
 import os
 import subprocess
@@ -22,6 +23,12 @@ def user_twice(row):
 @numba.njit
 def user_support(x_i):
     return x_i[0] >= 0.0
+
+
+# A function typed at a prompt (exec'd from a string: no file), which is never keyed.
+_PROMPT = {"numba": numba}
+exec("@numba.njit\ndef prompt_support(x_i):\n    return x_i[0] >= 0.0", _PROMPT)
+prompt_support = _PROMPT["prompt_support"]
 
 
 def apply_to(rows):
@@ -63,10 +70,13 @@ def test_an_inlined_template_is_compiled_into_its_caller_and_still_callable():
     assert tag != _templates.cache_tag([first_outside], names, frozenset({"first_outside"}))
 
 
-def test_only_values_defined_in_dawrap_have_a_stable_key():
+def test_values_that_are_the_same_in_every_process_have_a_stable_key():
     assert _templates.stable_key(beta_binomial.count) == (
         "fn", "dawrap.models.beta_binomial", "count", ())
-    assert _templates.stable_key(user_twice) is None      # a user's function
+    # A user's function in a file is keyed by its code (tests/test_user_keys.py); one typed
+    # at a prompt, or a plain Python function, is not.
+    assert _templates.stable_key(user_twice)[0] == "user-fn"
+    assert _templates.stable_key(prompt_support) is None
     assert _templates.stable_key(lambda v: v) is None
     assert _templates.stable_key((1, 2.5, True, "a")) is not None
     a, b = np.arange(3.0), np.arange(3.0)
@@ -87,11 +97,15 @@ def test_only_dawrap_templates_bound_to_stable_values_are_cached_on_disk():
     assert stable.first_outside(np.array([[0.0], [1.0], [0.5]])) == 2
     assert _templates.stable_key(stable.first_outside) is not None
     assert stable.first_outside._cache.__class__.__name__ == "FunctionCache"
-    # Bound to a user's function: compiled once per process, never written to disk.
-    user = _templates.bind([first_outside], {"RECORD_SUPPORT": user_support})
+    # Bound to a function typed at a prompt: compiled once per process, never written to disk.
+    user = _templates.bind([first_outside], {"RECORD_SUPPORT": prompt_support})
     assert user.first_outside(np.array([[0.0], [-1.0]])) == 1
     assert _templates.stable_key(user.first_outside) is None
     assert user.first_outside._cache.__class__.__name__ == "NullCache"
+    # Bound to a user's function in a file: cached, under its own name.
+    in_file = _templates.bind([first_outside], {"RECORD_SUPPORT": user_support})
+    assert in_file.first_outside(np.array([[0.0], [-1.0]])) == 1
+    assert in_file.first_outside._cache.__class__.__name__ == "FunctionCache"
     # A template outside the package (numba would not watch the files it depends on).
     outside = _templates.bind([apply_to], {"FUNC": beta_binomial.in_unit_interval})
     assert outside.apply_to._cache.__class__.__name__ == "NullCache"
@@ -101,7 +115,7 @@ def test_the_cache_name_changes_with_the_package_source(monkeypatch):
     names = {"RECORD_SUPPORT": beta_binomial.is_binary}
     tag = _templates.cache_tag([first_outside], names)
     assert tag is not None and tag == _templates.cache_tag([first_outside], dict(names))
-    assert _templates.cache_tag([first_outside], {"RECORD_SUPPORT": user_support}) is None
+    assert _templates.cache_tag([first_outside], {"RECORD_SUPPORT": prompt_support}) is None
     monkeypatch.setattr(_templates, "source_digest", lambda: "an edited package")
     assert _templates.cache_tag([first_outside], names) != tag
 

@@ -116,6 +116,12 @@ class Model:
         (or builds a database when ``init_x`` is None, possibly from the release ``s_dp``)
         and raises ``ValueError`` naming what does not fit. Without it, the chain starts
         from ``init_x`` or from ``n`` draws of ``draw_record``.
+    partition : callable, optional
+        ``(x, mechanism) -> dawrap.Partition``: the model's own split of the records of a
+        chain starting from ``x`` into groups that touch disjoint cells of ``mechanism``'s
+        statistic (shared cells marked), for the within-chain parallel sweep
+        (``dw.Record(threads=...)``, :mod:`dawrap.samplers.parallel`); the census and
+        small-area models give one. Unused otherwise.
     deterministics : callable, optional
         ``(params) -> dict``: further posterior variables computed from the kept draws after
         sampling; ``params`` maps each parameter to its draws, shape ``(chain, draw, *shape)``,
@@ -174,7 +180,8 @@ class Model:
                  noncentred=None,
                  name: str | None = None, dims: Mapping | None = None,
                  coords: Mapping | None = None, deterministics: Callable | None = None,
-                 start_database: Callable | None = None, records_move=None):
+                 start_database: Callable | None = None, partition: Callable | None = None,
+                 records_move=None):
         if not isinstance(params, Mapping) or not params:
             raise TypeError(f"params must be a non-empty dict of name -> shape, got {params!r}")
         self.params = {}
@@ -279,6 +286,9 @@ class Model:
         if records_move is not None:
             require_arity(records_move, "records_move", "(rng, state, s_dp, params, tuning) -> "
                           "(state, accept_prob, status)", 5)
+        if partition is not None and not callable(partition):
+            raise TypeError("partition must be callable (x, mechanism) -> dawrap.Partition")
+        self.partition = partition
         if deterministics is not None and not callable(deterministics):
             raise TypeError("deterministics must be callable (params) -> dict of draws")
         self.deterministics = deterministics

@@ -161,8 +161,10 @@ def resumable(folder) -> bool:
         _chain_files(Path(folder)))
 
 
-def save_chain(directory, chain: int, *, done: int, state, rng, trace, settings: dict) -> None:
-    """Atomically write chain ``chain``'s state after ``done`` iterations.
+def save_chain(directory, chain: int, *, done: int, state, rng, trace, settings: dict,
+               group_states: list | None = None) -> None:
+    """Atomically write chain ``chain``'s state after ``done`` iterations (and, for the
+    within-chain parallel sweep, its groups' generators' ``group_states``).
 
     Raises :class:`CheckpointWriteError` naming the file when it cannot be written; the
     previous checkpoint is then intact and no temporary file is left behind."""
@@ -175,7 +177,9 @@ def save_chain(directory, chain: int, *, done: int, state, rng, trace, settings:
                      done=np.int64(done),
                      rng_state=np.array(json.dumps(rng.bit_generator.state)),
                      settings=np.array(json.dumps({**settings, "format": FORMAT})),
-                     **{f"trace_{k}": v for k, v in trace._asdict().items()})
+                     **{f"trace_{k}": v for k, v in trace._asdict().items()},
+                     **({} if group_states is None else
+                        {"group_rng_states": np.array(json.dumps(group_states))}))
 
     try:
         directory.mkdir(parents=True, exist_ok=True)  # removed while the run was going?
@@ -217,6 +221,10 @@ def _contents(path: Path) -> dict:
         if not isinstance(out["settings"], dict) or not isinstance(out["rng_state"], dict):
             raise TypeError("settings and rng_state must be JSON objects")
         np.random.PCG64().state = out["rng_state"]  # a valid generator state?
+        if "group_rng_states" in out:  # the parallel sweep's groups (dawrap.runner.parallel)
+            out["group_rng_states"] = json.loads(str(out["group_rng_states"]))
+            for state in out["group_rng_states"]:
+                np.random.PCG64().state = state
         out["done"], out["log_g"] = int(out["done"]), float(out["log_g"])
     except Exception as err:  # noqa: BLE001 - anything unreadable is one clear error
         raise _unreadable(path, err) from err

@@ -29,6 +29,7 @@ from ..mechanisms.base import Mechanism, as_records
 from ..model.model import Model
 from ..model.protocols import no_records
 from .modes import jump_mixture, landscape
+from .parallel import GroupedChain, partition_for
 from .starts import initial_values, noise_variance, release_informed_theta
 
 __all__ = ["run_record"]
@@ -344,6 +345,7 @@ class Control:
         self.progress = progress  # a dawrap._progress.Progress, or None
         self.checkpoint, self.every, self.settings = checkpoint, every, settings or {}
         self.checkpoint_error = None  # the first checkpoint write that failed, if any
+        self.threads, self.method = None, None  # threads per chain (the parallel sweep)
 
 
 def _new_trace(draws: int, theta_size: int, size: int, keep_stats: bool) -> record.Trace:
@@ -352,15 +354,19 @@ def _new_trace(draws: int, theta_size: int, size: int, keep_stats: bool) -> reco
                         np.empty((draws if keep_stats else 0, size)))
 
 
-def _advance(setup: _Setup, rng, state, start: int, stop: int, tune: int, trace):
+def _advance(setup: _Setup, rng, state, start: int, stop: int, tune: int, trace,
+             groups: GroupedChain | None = None):
     """Iterations ``start..stop-1``; returns the state (raises on a bad user function).
 
     A compiled theta kernel runs inside the compiled loop (:func:`record.run`); a plain
     Python ``draw_theta`` is called here, once per iteration, and the rest of the iteration
-    is the same compiled :func:`record.after_theta`.
+    is the same compiled :func:`record.after_theta`. With ``groups`` (``threads``), the
+    iterations of :meth:`GroupedChain.advance`.
     """
     model, chain, inputs = setup.model, setup.chain, setup.inputs
-    if setup.compiled_kernel:
+    if groups is not None:
+        state, done, status = groups.advance(rng, state, start, stop, tune, trace)
+    elif setup.compiled_kernel:
         state, done, status = chain.run(rng, state, inputs, start, stop, tune, trace)
     else:
         done, status = stop, record.OK
@@ -407,6 +413,20 @@ def _run_chain(setup: _Setup, chain: int, rng, theta, x, tune: int, draws: int,
         trace = record.Trace(*(resumed[f"trace_{k}"] for k in record.Trace._fields))
         done = resumed["done"]
     total_iterations = tune + draws
+    groups = None
+    if control.threads is not None:  # the within-chain parallel sweep
+        groups = GroupedChain(setup, partition_for(control.method, model, mech, state.x),
+                              control.threads, rng, state.x)
+        groups.recount(state)
+        if resumed is not None:
+            if "group_rng_states" not in resumed:
+                raise ValueError(f"resume: chain {chain}'s checkpoint was written without "
+                                 f"threads (the serial sweep): resume it without threads")
+            groups.restore(resumed["group_rng_states"])
+    elif resumed is not None and "group_rng_states" in resumed:
+        raise ValueError(f"resume: chain {chain}'s checkpoint was written with threads (the "
+                         f"parallel sweep, whose groups' generators it holds): resume it with "
+                         f"dw.Record(threads=...), any number of threads")
     # Calls of about CHUNK_SECONDS (chains.Chunks), each ending at a checkpoint when one is
     # due: Ctrl-C waits for one call, not for thousands of costly iterations.
     chunks, every = Chunks(), control.every if control.checkpoint is not None else None
@@ -417,7 +437,7 @@ def _run_chain(setup: _Setup, chain: int, rng, theta, x, tune: int, draws: int,
             if due:  # end the call at the next database to keep
                 stop = min(stop, due[0] + 1)
             began = time.perf_counter()
-            state = _advance(setup, rng, state, done, stop, tune, trace)
+            state = _advance(setup, rng, state, done, stop, tune, trace, groups)
             chunks.timed(stop - done, time.perf_counter() - began)
             if due and stop == due[0] + 1:
                 databases[keep_at.index(due[0])] = state.x.copy()  # the sweeps write x in place
@@ -429,7 +449,9 @@ def _run_chain(setup: _Setup, chain: int, rng, theta, x, tune: int, draws: int,
                                                    or done == total_iterations):
                 try:
                     save_chain(control.checkpoint, chain, done=done, state=state, rng=rng,
-                               trace=trace, settings=control.settings)
+                               trace=trace, settings=control.settings,
+                               group_states=None if groups is None
+                               else groups.generator_states())
                 except CheckpointWriteError as err:
                     # Keep the draws (like Ctrl-C): every chain stops at its next chunk and
                     # _finished returns what was sampled, saying why the checkpoint failed.
@@ -442,6 +464,9 @@ def _run_chain(setup: _Setup, chain: int, rng, theta, x, tune: int, draws: int,
     except BaseException:
         control.stop.set()  # one chain failed: the others stop at their next chunk
         raise
+    finally:
+        if groups is not None:
+            groups.close()
     return trace, done
 
 
@@ -511,11 +536,13 @@ def _run_record(model, mechanism, s_dp, n, rngs, method, shared, stop) -> Output
                 # every function and value the model and mechanism hold (for checkpoints)
                 "code": None if checkpoint is None and resume is None
                 else run_fingerprint(model, mechanism),
-                **({"jumps": 1} if method.jumps else {})}
+                **({"jumps": 1} if method.jumps else {}),
+                **({"parallel": 1} if method.threads is not None else {})}
     bar = Progress("dawrap record", chains, tune + draws, enabled=shared.progress)
     control = Control(checkpoint if checkpoint is not None else resume,
                       method.checkpoint_every, settings, bar)
     control.stop = stop  # set by Ctrl-C (deferred_interrupt), polled between chunks
+    control.threads, control.method = method.threads, method
     # The jumps' proposal: a Gaussian per mode of the release (dawrap.runner.modes).
     proposal = jump_mixture(landscape(model, mechanism, s_dp, n)) if method.jumps else None
     setup = _Setup(model, mechanism, s_dp, n, interweave, sweeps, random_scan, proposal)

@@ -190,12 +190,15 @@ def simulated_contributions(model, mechanism, s_dp: np.ndarray, thetas: int = 8,
         out[0], out[1] = np.inf, -np.inf
     x, t = np.full(record_size + 4, np.nan), np.full(size + 4, np.nan)
     record_, stat = x[:record_size], t[:size]
+    # (through cached wrappers: a user's functions then load from the disk cache)
+    draw_record = _templates.cached_caller(model.draw_record, 3)
+    statistic = _templates.cached_caller(mechanism.engine_statistic, 3)
     try:
         for a in range(thetas):
             theta = model.pack(model.draw_prior(rng), "the theta returned by draw_prior")
             for b in range(records):
-                model.draw_record(rng, theta, record_)
-                mechanism.engine_statistic(record_, s_dp, stat)
+                draw_record(rng, theta, record_)
+                statistic(record_, s_dp, stat)
                 if summary:
                     np.minimum(out[0], stat, out=out[0])
                     np.maximum(out[1], stat, out=out[1])

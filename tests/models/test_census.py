@@ -541,8 +541,10 @@ def test_the_command_line_builds_the_census_model_and_release_from_json(monkeypa
         calls.append((model, mechanism, np.asarray(s_dp), n))
         raise _Reached
 
-    monkeypatch.setattr(dawrap.sampling, "sample", reached)
+    # dw.sample first (see tests/test_cli.py::no_sampling): patched after dawrap.sampling,
+    # the lazy import would keep the stand-in as dw.sample for every later test.
     monkeypatch.setattr(dw, "sample", reached)
+    monkeypatch.setattr(dawrap.sampling, "sample", reached)
     geo = '{"levels": {"tract": [0, 0, 1], "block": [0, 1, 2]}, "attributes": {"age": 2}}'
     argv = ["sample", "census", "--model-arg", f"geography={geo}", "--model-arg",
             "totals=[4,3,5]", "--mechanism", "discrete_gaussian", "--mechanism-arg",

@@ -1,0 +1,238 @@
+"""Driver of one chain whose record sweep runs on several threads (:mod:`dawrap.samplers.parallel`).
+
+An iteration is the serial chain's (:func:`dawrap.samplers.record.after_theta`) with the
+record sweeps replaced: theta by the model's kernel and the extra move with the chain's
+generator, then per sweep the shared cells' pieces (chain's generator) and every group's
+pass (its own generator) on a thread pool, the groups' partial sums folded back in group
+order. Which thread runs which group changes nothing any group reads or writes, so the draws
+are those of one thread. The groups run the compiled
+:func:`~dawrap.samplers.parallel.group_pass`, which releases the GIL (numba ``nogil``), on a
+``ThreadPoolExecutor``, rather than a numba ``prange`` loop: each group's generator is an
+ordinary ``numpy.random.Generator`` passed to its call (a ``prange`` body would need the
+groups' generators as one typed container, which numba does not offer for generators), and
+the Python dispatch, one call per group and sweep, is small against a sweep of many records
+(the two were not timed against each other).
+"""
+from __future__ import annotations
+
+import math
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from ..samplers import parallel, record
+from ..samplers.status import OK, BAD_SUPPORT
+
+__all__ = ["GroupedChain", "partition_for"]
+
+
+def partition_for(method, model, mechanism, x) -> parallel.Partition:
+    """The partition of a chain starting from ``x``: ``method.partition`` when given, else
+    the model's own (``Model(partition=...)``, e.g. the census model's), else an error."""
+    if method.partition is not None:
+        return method.partition
+    if model.partition is None:
+        raise ValueError("threads needs a partition of the records: pass "
+                         "dw.Record(threads=..., partition=dw.Partition(records=..., "
+                         "cells=...)), or use a model that derives one (Model(partition=...), "
+                         "as the census and small_area models do)")
+    part = model.partition(x, mechanism)
+    if not isinstance(part, parallel.Partition):
+        raise TypeError(f"the model's partition must return a dawrap.Partition, got "
+                        f"{type(part).__name__}")
+    return part
+
+
+class GroupedChain:
+    """One chain's groups: their records, generators, partial sums of the shared cells,
+    and the thread pool that sweeps them (close it with :meth:`close`)."""
+
+    def __init__(self, setup, partition: parallel.Partition, threads: int, rng, x):
+        from ..mechanisms.separable import gaussian_coordinate
+
+        model, mech, fns = setup.model, setup.mechanism, setup.fns
+        if fns.nnz == 0:
+            raise ValueError("threads: the within-chain parallel sweep needs the sparse path "
+                             "(a mechanism with a separable density whose statistic is "
+                             "declared with dw.declare_sparse): records must touch a few "
+                             "cells each")
+        parallel.check_partition(partition, x.shape[0], mech.size, model.stat_size,
+                                 gaussian=fns.coordinate_log_density is gaussian_coordinate,
+                                 shared_statistic=setup.shared, model_nnz=fns.model_nnz)
+        self.setup, self.partition = setup, partition
+        self.fns = parallel.bind_groups(
+            fns, model.record_size, mech.size, model.stat_size, general=model.general_proposal,
+            shared=setup.shared, random_scan=setup.random_scan,
+            batched=model.draw_records is not None, prepared=model.prepared is not None,
+            stats_owned=partition.stats is not None)
+        G = partition.groups
+        order = np.argsort(partition.records, kind="stable")
+        bounds = np.concatenate([[0], np.cumsum(partition.sizes)])
+        self.members = [np.ascontiguousarray(order[bounds[g]:bounds[g + 1]])
+                        for g in range(G)]
+        self.shared = np.ascontiguousarray(partition.shared_cells)
+        K = self.shared.shape[0]
+        self.slot_of = np.full(mech.size, -1, np.int64)
+        self.slot_of[self.shared] = np.arange(K)
+        params = np.asarray(setup.params, np.float64)
+        self.piece_scale = math.sqrt(G) * params[self.shared] if K else np.zeros(0)
+        self.local_total = np.zeros((G, K))
+        self.local_release = np.zeros((G, K))
+        accumulate = model.stat_size > 0 and not setup.shared and partition.stats is None
+        self.stats_rows = np.zeros((G, model.stat_size if accumulate else 0))
+        self.stats_owner = (partition.stats if partition.stats is not None
+                            else np.zeros(0, np.int64))
+        self.rngs = parallel.group_generators(rng, G)
+        self.threads = parallel.warn_threads(threads, G)
+        self.batches = _batches(partition.sizes, self.threads)
+        self.pool = ThreadPoolExecutor(self.threads) if self.threads > 1 else None
+        self.moves = setup.move is not record.no_move
+
+    def close(self) -> None:
+        """Stop the thread pool."""
+        if self.pool is not None:
+            self.pool.shutdown()
+            self.pool = None
+
+    def generator_states(self) -> list:
+        """The groups' generators' states (for a checkpoint)."""
+        return [r.bit_generator.state for r in self.rngs]
+
+    def restore(self, states) -> None:
+        """Set the groups' generators to the saved ``states``."""
+        if len(states) != len(self.rngs):
+            raise ValueError(f"resume: the checkpoint holds {len(states)} group generators, "
+                             f"the partition has {len(self.rngs)} groups")
+        for r, s in zip(self.rngs, states):
+            r.bit_generator.state = s
+
+    def _map(self, work) -> list:
+        """``work(g)`` for every group, on the pool; the results in group order."""
+        out = [None] * len(self.members)
+
+        def batch(groups):
+            for g in groups:
+                out[g] = work(g)
+
+        if self.pool is None:
+            batch(range(len(self.members)))
+        else:
+            for f in [self.pool.submit(batch, b) for b in self.batches]:
+                f.result()
+        return out
+
+    def recount(self, state) -> None:
+        """The groups' partial totals of the shared cells from the database (at the start,
+        after the extra move and after a refresh), checking the partition."""
+        s_dp = self.setup.s_dp
+        results = self._map(lambda g: self.fns.totals(
+            state.x, s_dp, self.members[g], self.partition.cells, self.slot_of, g,
+            self.local_total[g]))
+        self._raise(results, "mechanism's statistic", self.partition.cells)
+
+    def _raise(self, results, statistic: str, owners) -> None:
+        for g, result in enumerate(results):
+            status, i, j = result[-3:]
+            if status == parallel.BAD_PARTITION:
+                raise ValueError(parallel.partition_error(int(i), int(j), g, int(owners[j]),
+                                                          statistic))
+            if status != OK:
+                raise ValueError(f"{record.STATUS_MESSAGES[status]} (record {i}, in group {g})")
+
+    def sweep(self, rng, state, table) -> tuple:
+        """One sweep of every group (steps a-c of :mod:`dawrap.samplers.parallel`):
+        ``(accepted, min_log_alpha, status)``."""
+        s_dp, params = self.setup.s_dp, self.setup.params
+        total, stats = state.total, state.stats
+        if self.shared.shape[0]:
+            parallel.draw_pieces(rng, s_dp, total, params, self.shared, self.local_total,
+                                 self.local_release)
+        results = self._map(lambda g: self.fns.sweep(
+            self.rngs[g], state.theta, state.x, s_dp, params, self.members[g],
+            self.partition.cells, self.slot_of, self.stats_owner, g, total, stats,
+            self.stats_rows[g], self.local_total[g], self.local_release[g], self.piece_scale,
+            table))
+        for g, (_, _, status, i, j) in enumerate(results):
+            if status in (parallel.BAD_PARTITION, parallel.BAD_STAT_PARTITION):
+                stat = status == parallel.BAD_STAT_PARTITION
+                owners = self.partition.stats if stat else self.partition.cells
+                raise ValueError(parallel.partition_error(
+                    int(i), int(j), g, int(owners[j]),
+                    "model's statistic" if stat else "mechanism's statistic"))
+            if status != OK:
+                return 0, 0.0, status
+        if self.shared.shape[0]:  # the shared cells' totals, summed in group order
+            new = self.local_total.sum(axis=0)
+            if self.setup.shared:
+                stats[self.shared] += new - total[self.shared]
+            total[self.shared] = new
+        if self.stats_rows.shape[1]:
+            stats += self.stats_rows.sum(axis=0)
+            self.stats_rows[:] = 0.0
+            if not np.all(np.isfinite(stats)):
+                return 0, 0.0, record.BAD_STATS
+        return (sum(r[0] for r in results), min(r[1] for r in results), OK)
+
+    def advance(self, rng, state, start: int, stop: int, tune: int, trace):
+        """Iterations ``start..stop-1`` (as :func:`dawrap.samplers.record.after_theta`
+        with the grouped sweep): ``(state, done, status)``."""
+        from .record import _theta_output  # (that module imports this one)
+
+        setup = self.setup
+        model, inputs, fns = setup.model, setup.inputs, self.fns
+        n = state.x.shape[0]
+        for it in range(start, stop):
+            tuning = it < tune
+            if setup.compiled_kernel:
+                theta_new, theta_accept = setup.kernel.step(
+                    rng, state.theta, state.x, state.stats.copy(), state.kernel_state, tuning)
+            else:
+                x_view = state.x.view()
+                x_view.flags.writeable = False
+                theta_new, theta_accept = _theta_output(
+                    model.draw_theta(rng, state.theta, x_view, state.stats.copy()), model,
+                    "draw_theta")
+            status = record.set_theta(state, theta_new)
+            if status == OK and not setup.fns.theta_support(state.theta):
+                status = BAD_SUPPORT
+            if status != OK:
+                return state, it, status
+            state, move_accept, status = setup.move(rng, state, inputs.s_dp, inputs.params,
+                                                    tuning)
+            if status != OK:
+                return state, it, status
+            if self.moves:  # the move changed records: the groups' partial totals too
+                self.recount(state)
+            table = fns.table(state.theta)
+            accepted, min_log_alpha = 0, 0.0
+            for _ in range(inputs.sweeps):
+                got, low, status = self.sweep(rng, state, table)
+                if status != OK:
+                    return state, it, status
+                accepted += got
+                min_log_alpha = min(min_log_alpha, low)
+            state = state._replace(log_g=float(setup.fns.log_density(
+                inputs.s_dp, np.ascontiguousarray(state.total), inputs.params)))
+            if (it + 1) % record.REFRESH_EVERY == 0:
+                state, status = setup.chain.refresh(state, inputs.s_dp, inputs.params)
+                if status != OK:
+                    return state, it, status
+                self.recount(state)
+            if it >= tune:
+                info = parallel.info_of(accepted, n * inputs.sweeps, min_log_alpha, OK,
+                                        move_accept)
+                record.store_draw(trace, it - tune, state, info, theta_accept)
+        return state, stop, OK
+
+
+def _batches(sizes: np.ndarray, threads: int) -> list:
+    """Groups split among ``threads`` threads, largest group first to the least loaded
+    (balances records; the draws do not depend on it)."""
+    if threads <= 1:
+        return [list(range(sizes.shape[0]))]
+    load, out = np.zeros(threads), [[] for _ in range(threads)]
+    for g in np.argsort(-sizes, kind="stable"):
+        t = int(np.argmin(load))
+        out[t].append(int(g))
+        load[t] += sizes[g]
+    return [b for b in out if b]

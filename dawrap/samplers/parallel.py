@@ -1,0 +1,525 @@
+r"""One chain's record sweep on several threads, with draws that do not depend on them.
+
+Given theta, the records are independent a priori and interact only through the released
+cells they touch. A :class:`Partition` splits the records into groups :math:`g = 1..G` and
+says which group *owns* each cell of the mechanism's (sparse) statistic; a cell no group
+owns is *shared* (e.g. a nation-level total when the groups are states). Records of
+different groups then touch disjoint owned cells, and given theta and the shared cells'
+treatment below, the groups' records are conditionally independent: the groups are swept at
+the same time, each with its own ``numpy.random.Generator`` spawned from the chain's seed
+(:func:`group_generators`), so that the draws for a seed are the same on 1, 2 or 16 threads
+(which thread sweeps which group changes nothing a group reads or writes).
+
+**Shared cells, exactly.** Let cell :math:`j` be shared, with Gaussian noise of sd
+:math:`\sigma`, release :math:`s` and total :math:`T = \sum_g T_g` (:math:`T_g` the part of
+group :math:`g`'s records). Its likelihood :math:`\exp(-(s - T)^2 / 2\sigma^2)` is the
+marginal of an augmented model with one continuous *piece* per group,
+
+.. math:: r_g = T_g + e_g, \quad e_g \overset{iid}{\sim} \mathcal N(0, \sigma^2 / G),
+          \qquad s = \textstyle\sum_g r_g,
+
+since :math:`\sum_g e_g \sim \mathcal N(0, \sigma^2)`. Given the pieces, the likelihood
+factorises, :math:`p(r \mid x) \propto \prod_g \exp(-(r_g - T_g)^2 G / 2\sigma^2)` on the
+plane :math:`\sum_g r_g = s` (a constant Jacobian), so group :math:`g` sees the release
+:math:`r_g` of its own partial total with noise sd :math:`\sigma/\sqrt G`: the groups
+decouple. Each sweep is then a Gibbs scan of the augmented posterior :math:`p(x, r \mid
+\theta, s)`:
+
+(a) the pieces given the records, exactly: :math:`e` given its sum :math:`c = s - T` is
+    :math:`e_g = c/G + z_g - \bar z` with :math:`z_g \overset{iid}{\sim} \mathcal
+    N(0, \sigma^2/G)` (a Gaussian vector conditioned on its sum), O(G) per shared cell,
+    drawn with the chain's own generator;
+(b) every group's records given the pieces (the record sweep of
+    :mod:`dawrap.samplers.record`, Metropolis within Gibbs, with the group's pieces in place
+    of the shared cells' releases), the groups in parallel;
+(c) the pieces are discarded: :math:`x` is then a draw of the marginal chain, whose
+    invariant law is :math:`p(x \mid \theta, s)` because that of the augmented chain is
+    :math:`p(x, r \mid \theta, s)`.
+
+Both steps leave :math:`p(x, r \mid \theta, s)` invariant, hence the posterior.
+
+**The discrete Gaussian** is not infinitely divisible, but it need not be: its pmf on the
+integers is :math:`\exp(-(s - T)^2 / 2\sigma^2) / Z(\sigma)` with
+:math:`Z(\sigma) = \sum_{k \in \mathbb Z} e^{-k^2/2\sigma^2}`, the same for every integer
+:math:`T` (the residual :math:`s - T` runs over the integers whatever :math:`T` is). As a
+function of the records it is therefore proportional to the continuous Gaussian likelihood,
+with a constant that does not depend on them, and the posterior of the records is the same:
+the continuous pieces above are exact for it too (the statistic and the release being
+integers, as the mechanism checks).
+
+**Laplace and geometric noise** are scale mixtures of normals and could be split the same
+way after a latent variance per cell; that is not done here: a partition with shared cells
+is refused for them (:func:`check_partition`), and a partition whose groups own every cell
+they touch (coarser groups) needs no pieces, whatever the noise.
+
+Model statistics: when the model's statistic is the mechanism's it follows the cells; when
+:attr:`Partition.stats` says which group owns each of its cells, groups write their own;
+otherwise each group sums its changes in a row of its own, added to the running statistic
+in group order after the sweep (the same floats for any number of threads).
+
+Examples
+--------
+Four records in two groups, one shared cell (index 2):
+
+>>> import numpy as np
+>>> from dawrap.samplers.parallel import Partition
+>>> part = Partition(records=[0, 0, 1, 1], cells=[0, 1, -1])
+>>> part.groups, part.shared_cells.tolist()
+(2, [2])
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from .._templates import slot
+from .record import BLOCK, StepInfo, move_model_stat, sweep_table, take_proposal
+from .sparse import merge_entries
+from .status import OK, BAD_ENTRIES, BAD_RATIO, BAD_RECORD, BAD_STATS
+
+__all__ = ["Partition", "check_partition", "group_generators", "merge_units", "draw_pieces",
+           "group_totals", "group_pass", "bind_groups", "GroupFunctions", "BAD_PARTITION",
+           "BAD_STAT_PARTITION", "MAX_GROUPS", "GROUP_STREAM", "partition_error",
+           "warn_threads", "info_of"]
+
+# The slots of the templates below (those of dawrap.samplers.record's sweep, plus two).
+DRAW_RECORD = slot("(rng, theta, out)")
+PROPOSE_RECORD = slot("(rng, theta, x_i, out) -> log Hastings ratio")
+DRAW_PREPARED = slot("(rng, theta, table, out)")
+PROPOSE_PREPARED = slot("(rng, theta, table, x_i, out) -> log Hastings ratio")
+DRAW_RECORDS = slot("(rng, theta, out): out.shape[0] records at once")
+ENTRIES = slot("(x_i, s_dp, index, value) -> count")
+MODEL_ENTRIES = slot("(x_i, index, value) -> count")
+MODEL_STAT = slot("(x_i, out)")
+COORDINATE_LOG_DENSITY = slot("(s_j, t_j, j, params) -> float")
+RECORD_SIZE = slot("int: floats per record")
+SIZE = slot("int: floats of the mechanism's statistic")
+STAT_SIZE = slot("int: floats of the model's statistic")
+NNZ = slot("int: most pairs of ENTRIES")
+MODEL_NNZ = slot("int: most pairs of MODEL_ENTRIES (0: dense)")
+GENERAL = slot("bool: propose with PROPOSE_RECORD")
+SHARED = slot("bool: the model's statistic is the mechanism's")
+RANDOM_SCAN = slot("bool: visit as many records of the group at random")
+BATCHED = slot("bool: proposals from DRAW_RECORDS, BLOCK at a time")
+PREPARED_PROPOSALS = slot("bool: propose through the PreparedDraw's table")
+STATS_OWNED = slot("bool: the partition says which group owns each model-statistic cell "
+                   "(else each group sums its changes in a row of its own)")
+
+#: The status a group's pass returns when a record touched a cell another group owns
+#: (the declared partition is wrong); beyond :mod:`dawrap.samplers.status`'s codes.
+BAD_PARTITION = 100
+#: The same for a cell of the model's statistic (``Partition.stats``).
+BAD_STAT_PARTITION = 101
+#: The most groups an automatic partition makes (units are merged, records balanced): each
+#: group costs one call per sweep and one generator, and 64 groups feed 64 threads.
+MAX_GROUPS = 64
+#: The word appended to a chain's seed's spawn key to derive its groups' generators.
+GROUP_STREAM = 0x70617274  # "part"
+
+
+@dataclass(frozen=True, eq=False)
+class Partition:
+    """Records in groups, and the group owning each released cell (``-1``: shared).
+
+    Parameters
+    ----------
+    records : array_like of int, shape (n,)
+        The group of each record, ``0..G-1``; every group holds at least one record. A
+        record keeps its group for the whole run: its proposals must touch only cells its
+        group owns or shared ones (checked at every record update: a record that touches a
+        cell of another group stops the run with an error, before it writes anything).
+    cells : array_like of int, shape (size,)
+        The group owning each cell of the mechanism's statistic, or ``-1`` for a cell
+        several groups touch (split into pieces, module docstring: Gaussian and discrete
+        Gaussian noise only).
+    stats : array_like of int, shape (stat_size,), optional
+        The group owning each cell of the model's statistic (when it is declared sparse and
+        not the mechanism's). Default: each group sums its changes in a row of its own
+        (``G x stat_size`` floats).
+
+    Examples
+    --------
+    >>> from dawrap.samplers.parallel import Partition
+    >>> Partition(records=[1, 0, 1], cells=[0, 1]).sizes.tolist()
+    [1, 2]
+    """
+    records: np.ndarray
+    cells: np.ndarray
+    stats: np.ndarray | None = None
+
+    def __post_init__(self):
+        for name in ("records", "cells", "stats"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            arr = np.asarray(value)
+            if arr.ndim != 1 or arr.dtype.kind not in "iu" and not (
+                    arr.dtype.kind == "f" and np.all(arr == np.round(arr))):
+                raise ValueError(f"Partition: {name} must be a 1-d array of whole numbers "
+                                 f"(group indices), got {value!r}")
+            arr = np.ascontiguousarray(arr, np.int64)
+            arr.flags.writeable = False
+            object.__setattr__(self, name, arr)
+        groups = self.groups
+        if self.records.shape[0] == 0 or self.records.min() < 0:
+            raise ValueError("Partition: records must give each record a group >= 0")
+        if np.any(np.bincount(self.records, minlength=groups) == 0):
+            empty = int(np.flatnonzero(np.bincount(self.records, minlength=groups) == 0)[0])
+            raise ValueError(f"Partition: group {empty} holds no record (groups are numbered "
+                             f"0..G-1, each with at least one record)")
+        for name in ("cells", "stats"):
+            arr = getattr(self, name)
+            low = -1 if name == "cells" else 0
+            if arr is not None and arr.shape[0] and (arr.min() < low or arr.max() >= groups):
+                raise ValueError(f"Partition: {name} must hold groups 0..{groups - 1}"
+                                 f"{' or -1 (shared)' if low < 0 else ''}, got values from "
+                                 f"{arr.min()} to {arr.max()}")
+
+    @property
+    def groups(self) -> int:
+        """The number of groups, G."""
+        return int(self.records.max()) + 1
+
+    @property
+    def sizes(self) -> np.ndarray:
+        """Records per group."""
+        return np.bincount(self.records, minlength=self.groups)
+
+    @property
+    def shared_cells(self) -> np.ndarray:
+        """The indices of the shared cells (``cells == -1``)."""
+        return np.flatnonzero(self.cells < 0)
+
+
+def check_partition(partition: Partition, n: int, size: int, stat_size: int, *,
+                    gaussian: bool, shared_statistic: bool, model_nnz: int) -> None:
+    """Check ``partition`` against the run: its sizes, and shared cells only where they can
+    be split exactly (Gaussian or discrete Gaussian noise). A ValueError names what to do.
+
+    Examples
+    --------
+    >>> from dawrap.samplers.parallel import Partition, check_partition
+    >>> check_partition(Partition([0, 1], [0, -1]), 2, 2, 0, gaussian=False,
+    ...                 shared_statistic=False, model_nnz=0)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: threads: the partition shares cell 1 between groups, ...
+    """
+    if not isinstance(partition, Partition):
+        raise TypeError(f"partition must be a dawrap.Partition, got {type(partition).__name__}")
+    if partition.records.shape[0] != n:
+        raise ValueError(f"partition.records must give one group per record (n = {n}), got "
+                         f"{partition.records.shape[0]}")
+    if partition.cells.shape[0] != size:
+        raise ValueError(f"partition.cells must give one group (or -1) per cell of the "
+                         f"mechanism's statistic (size = {size}), got "
+                         f"{partition.cells.shape[0]}")
+    if partition.stats is not None:
+        if partition.stats.shape[0] != stat_size:
+            raise ValueError(f"partition.stats must give one group per cell of the model's "
+                             f"statistic (stat_size = {stat_size}), got "
+                             f"{partition.stats.shape[0]}")
+        if model_nnz == 0 or shared_statistic:
+            raise ValueError("partition.stats is for a model statistic declared sparse "
+                             "(dw.declare_sparse) that is not the mechanism's: leave it out "
+                             "(each group then sums its own changes)")
+    shared = partition.shared_cells
+    if shared.size and not gaussian:
+        raise ValueError(
+            f"threads: the partition shares cell {int(shared[0])} between groups, and shared "
+            f"cells are split exactly only for Gaussian or discrete Gaussian noise (a "
+            f"separable density with gaussian_coordinate); with this mechanism's noise, "
+            f"declare coarser groups that own every cell they touch, or run without threads")
+
+
+def group_generators(rng: np.random.Generator, groups: int) -> list:
+    """One generator per group, from the seed of the chain's generator ``rng`` (its
+    ``SeedSequence`` with the spawn key extended by :data:`GROUP_STREAM` and the group's
+    index): the same for every number of threads, and independent of the chain's own
+    stream and of every other chain's.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dawrap.samplers.parallel import group_generators
+    >>> rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(3)))
+    >>> a, b = group_generators(rng, 2)
+    >>> float(a.random()) == float(group_generators(rng, 2)[0].random())
+    True
+    """
+    seq = rng.bit_generator.seed_seq
+    return [np.random.Generator(type(rng.bit_generator)(np.random.SeedSequence(
+        seq.entropy, spawn_key=tuple(seq.spawn_key) + (GROUP_STREAM, g),
+        pool_size=seq.pool_size))) for g in range(groups)]
+
+
+def merge_units(unit_of_record: np.ndarray, units: int, max_groups: int = MAX_GROUPS
+                ) -> np.ndarray:
+    """The group of each of ``units`` units: consecutive units merged into at most
+    ``max_groups`` groups of about equal numbers of records (every group non-empty), from
+    the unit of each record. Depends on the records' units only, never on the threads.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dawrap.samplers.parallel import merge_units
+    >>> merge_units(np.array([0, 0, 0, 1, 2, 3, 3, 3]), 4, max_groups=2).tolist()
+    [0, 0, 1, 1]
+    """
+    counts = np.bincount(unit_of_record, minlength=units).astype(np.float64)
+    occupied = counts > 0
+    groups = int(min(max_groups, occupied.sum()))
+    if groups <= 1:
+        return np.zeros(units, np.int64)
+    # a unit goes to the group its records' midpoint falls in (cumulative share of records)
+    middle = (np.cumsum(counts) - 0.5 * counts) / counts.sum()
+    group = np.minimum((middle * groups).astype(np.int64), groups - 1)
+    # renumber the groups that received records 0..G-1 (empty units join their neighbour)
+    used = np.unique(group[occupied])
+    index = np.searchsorted(used, group)
+    return np.minimum(index, used.shape[0] - 1).astype(np.int64)
+
+
+@numba.njit(nogil=True, cache=True)
+def draw_pieces(rng, s_dp, total, params, shared, local_total, local_release):
+    r"""Step (a) of the module docstring: for each shared cell ``shared[k]``, the pieces
+    :math:`r_{gk} = T_{gk} + c/G + z_g - \bar z` of its release into ``local_release[:, k]``
+    (``local_total[:, k]`` the groups' partial totals, ``total`` their sum, ``params[j]``
+    the cell's :math:`1/\sigma`), :math:`z_g \sim \mathcal N(0, \sigma^2/G)`."""
+    groups = local_total.shape[0]
+    z = np.empty(groups)
+    for k in range(shared.shape[0]):
+        j = shared[k]
+        sd = 1.0 / (params[j] * math.sqrt(groups))
+        mean = 0.0
+        for g in range(groups):
+            z[g] = sd * rng.standard_normal()
+            mean += z[g]
+        mean /= groups
+        share = (s_dp[j] - total[j]) / groups
+        for g in range(groups):
+            local_release[g, k] = local_total[g, k] + share + z[g] - mean
+
+
+def group_totals(x, s_dp, members, owner, slot_of, g, local_total):
+    """Group ``g``'s partial totals of the shared cells into ``local_total`` (its row),
+    checking the partition on its records: ``(status, record, cell)``, ``BAD_PARTITION``
+    with the first record of the group that touches a cell another group owns."""
+    index, value = np.empty(max(NNZ, 1), np.int64), np.empty(max(NNZ, 1))
+    for k in range(local_total.shape[0]):
+        local_total[k] = 0.0
+    for a in range(members.shape[0]):
+        i = members[a]
+        count = ENTRIES(x[i], s_dp, index, value)
+        if count < 0 or count > NNZ:
+            return BAD_ENTRIES, i, -1
+        for b in range(count):
+            j = index[b]
+            if j < 0 or j >= SIZE:
+                return BAD_ENTRIES, i, -1
+            if slot_of[j] >= 0:
+                local_total[slot_of[j]] += value[b]
+            elif owner[j] != g:
+                return BAD_PARTITION, i, j
+    return OK, -1, -1
+
+
+def _owned_stats(x_i, proposal, stats, stats_owner, g, index, value, touched, delta):
+    """``stats += model_stat(proposal) - model_stat(x_i)`` through the model's entries, on
+    cells group ``g`` owns: ``(status, cell)``, ``BAD_PARTITION`` (nothing written) with a
+    cell of another group, ``BAD_ENTRIES`` for broken entries, ``BAD_STATS`` non-finite."""
+    used = merge_entries(MODEL_ENTRIES(x_i, index, value), index, value, -1.0, MODEL_NNZ,
+                         STAT_SIZE, touched, delta, 0)
+    if used >= 0:
+        used = merge_entries(MODEL_ENTRIES(proposal, index, value), index, value, 1.0,
+                             MODEL_NNZ, STAT_SIZE, touched, delta, used)
+    if used < 0:
+        return BAD_ENTRIES, -1
+    for b in range(used):
+        if delta[b] != 0.0 and stats_owner[touched[b]] != g:
+            return BAD_PARTITION, touched[b]
+    finite = True
+    for b in range(used):
+        stats[touched[b]] += delta[b]
+        finite &= math.isfinite(stats[touched[b]])
+    return (OK if finite else BAD_STATS), -1
+
+
+def group_pass(rng, theta, x, s_dp, params, members, owner, slot_of, stats_owner, g, total,
+               stats, stats_row, local_total, local_release, piece_scale, table):
+    """Step (b) of the module docstring for group ``g``: one sweep of its records
+    ``members`` (in order, or as many at random with ``RANDOM_SCAN``), as
+    :func:`dawrap.samplers.record.sparse_pass` does, with the shared cells' pieces
+    ``local_release`` (noise ``1/piece_scale``) against the group's partial totals
+    ``local_total`` in place of their releases. Writes only the group's own cells of
+    ``total`` (and ``stats``), its rows of the shared cells and of ``stats_row``.
+
+    Returns ``(accepted, min_log_alpha, status, record, cell)``: ``record`` and ``cell`` say
+    where a ``BAD_PARTITION`` (a cell another group owns) or ``BAD_STAT_PARTITION`` (the
+    same in the model's statistic) was met.
+    """
+    m = members.shape[0]
+    nnz = max(NNZ, MODEL_NNZ)
+    proposal, current = np.empty(RECORD_SIZE), np.empty(RECORD_SIZE)
+    index, value = np.empty(nnz, np.int64), np.empty(nnz)
+    touched, delta = np.empty(2 * nnz, np.int64), np.empty(2 * nnz)
+    m_touched, m_delta = np.empty(2 * nnz, np.int64), np.empty(2 * nnz)
+    s_old, s_new = np.empty(STAT_SIZE), np.empty(STAT_SIZE)
+    if BATCHED:
+        block = np.empty((BLOCK, RECORD_SIZE))
+        taken = BLOCK
+    accepted = 0
+    min_log_alpha = 0.0
+    nan_seen = False
+    finite = True
+    for visit in range(m):
+        i = members[rng.integers(0, m)] if RANDOM_SCAN else members[visit]
+        for j in range(RECORD_SIZE):  # no view x[i]: see record.dense_pass
+            current[j] = x[i, j]
+        if GENERAL:
+            for j in range(RECORD_SIZE):
+                proposal[j] = current[j]
+            if PREPARED_PROPOSALS:
+                log_alpha = PROPOSE_PREPARED(rng, theta, table, current, proposal)
+            else:
+                log_alpha = PROPOSE_RECORD(rng, theta, current, proposal)
+        elif BATCHED:
+            taken = take_proposal(rng, theta, block, taken, m - visit, proposal)
+            log_alpha = 0.0
+        elif PREPARED_PROPOSALS:
+            DRAW_PREPARED(rng, theta, table, proposal)
+            log_alpha = 0.0
+        else:
+            DRAW_RECORD(rng, theta, proposal)
+            log_alpha = 0.0
+        used = merge_entries(ENTRIES(current, s_dp, index, value), index, value, -1.0, NNZ,
+                             SIZE, touched, delta, 0)
+        if used >= 0:
+            used = merge_entries(ENTRIES(proposal, s_dp, index, value), index, value, 1.0,
+                                 NNZ, SIZE, touched, delta, used)
+        if used < 0:
+            return accepted, min_log_alpha, BAD_ENTRIES, i, -1
+        change = 0.0
+        for b in range(used):
+            if delta[b] != 0.0:
+                j = touched[b]
+                k = slot_of[j]
+                if k >= 0:  # a shared cell: the group's piece against its partial total
+                    before = (local_release[k] - local_total[k]) * piece_scale[k]
+                    after = (local_release[k] - local_total[k] - delta[b]) * piece_scale[k]
+                    change += 0.5 * (before * before - after * after)
+                elif owner[j] != g:  # read before anything is written: no race, no change
+                    return accepted, min_log_alpha, BAD_PARTITION, i, j
+                else:
+                    change += (COORDINATE_LOG_DENSITY(s_dp[j], total[j] + delta[b], j, params)
+                               - COORDINATE_LOG_DENSITY(s_dp[j], total[j], j, params))
+        log_alpha += change
+        nan_seen |= log_alpha != log_alpha
+        if log_alpha < min_log_alpha:
+            min_log_alpha = log_alpha
+        if log_alpha >= 0.0 or rng.random() < math.exp(log_alpha):
+            if SHARED:  # the model's statistic is the mechanism's: shared cells after
+                for b in range(used):
+                    if slot_of[touched[b]] < 0:
+                        stats[touched[b]] += delta[b]
+                        finite &= math.isfinite(stats[touched[b]])
+            elif STATS_OWNED:
+                moved, cell = _owned_stats(current, proposal, stats, stats_owner, g, index,
+                                           value, m_touched, m_delta)
+                if moved == BAD_PARTITION:
+                    return accepted, min_log_alpha, BAD_STAT_PARTITION, i, cell
+                if moved == BAD_ENTRIES:
+                    return accepted, min_log_alpha, BAD_ENTRIES, i, -1
+                finite &= moved == OK
+            elif STAT_SIZE > 0:  # the group's own row, added after the sweep
+                move_model_stat(current, proposal, stats_row, s_old, s_new)
+            for b in range(used):
+                k = slot_of[touched[b]]
+                if k >= 0:
+                    local_total[k] += delta[b]
+                else:
+                    total[touched[b]] += delta[b]
+            for j in range(RECORD_SIZE):
+                x[i, j] = proposal[j]
+            accepted += 1
+    status = OK
+    if nan_seen:
+        status = BAD_RATIO
+    elif not finite:
+        status = BAD_STATS
+    else:
+        for a in range(m):
+            for j in range(RECORD_SIZE):
+                if not math.isfinite(x[members[a], j]):
+                    status = BAD_RECORD
+    return accepted, min_log_alpha, status, -1, -1
+
+
+#: The templates of a group's pass (bound with the model's functions, as the chain's are).
+GROUP_TEMPLATES = (group_totals, _owned_stats, group_pass, take_proposal, move_model_stat,
+                   sweep_table)
+
+
+@dataclass(frozen=True)
+class GroupFunctions:
+    """One model's compiled group pieces (:func:`bind_groups`): ``totals`` is
+    :func:`group_totals`, ``sweep`` :func:`group_pass`, ``table`` the sweep's table of
+    theta (:func:`dawrap.samplers.record.sweep_table`)."""
+    totals: object
+    sweep: object
+    table: object
+
+
+def bind_groups(fns, record_size: int, size: int, stat_size: int, *, general: bool,
+                shared: bool, random_scan: bool, batched: bool, prepared: bool,
+                stats_owned: bool) -> GroupFunctions:
+    """Compile the group pass for one model and mechanism (the options of
+    :func:`dawrap.samplers.record.bind_chain`; ``stats_owned`` when the partition says who
+    owns the model statistic's cells). Needs the sparse path (``fns.nnz > 0``)."""
+    from .. import _templates
+    from ..model.protocols import no_prepared_proposal
+
+    if fns.nnz == 0:
+        raise ValueError("threads: the within-chain parallel sweep needs the sparse path (a "
+                         "mechanism with a separable density whose statistic is declared "
+                         "with dw.declare_sparse): records must touch a few cells each")
+    names = dict(
+        DRAW_RECORD=fns.draw_record, PROPOSE_RECORD=fns.propose_record,
+        DRAW_PREPARED=fns.draw_prepared, PROPOSE_PREPARED=fns.propose_prepared,
+        DRAW_RECORDS=fns.draw_records, ENTRIES=fns.entries, MODEL_ENTRIES=fns.model_entries,
+        MODEL_STAT=fns.model_stat, COORDINATE_LOG_DENSITY=fns.coordinate_log_density,
+        PREPARE=fns.prepare, RECORD_SIZE=record_size, SIZE=size, STAT_SIZE=stat_size,
+        NNZ=fns.nnz, MODEL_NNZ=fns.model_nnz, GENERAL=general, SHARED=shared,
+        RANDOM_SCAN=random_scan, BATCHED=batched and not general,
+        PREPARED_PROPOSALS=prepared and (not general or fns.propose_prepared
+                                         is not no_prepared_proposal),
+        STATS_OWNED=stats_owned)
+    bound = _templates.bind(GROUP_TEMPLATES, names)
+    return GroupFunctions(bound.group_totals, bound.group_pass, bound.sweep_table)
+
+
+def partition_error(record: int, cell: int, group: int, owner: int, statistic: str) -> str:
+    """The message for a record of ``group`` that touched ``cell`` of ``owner``."""
+    return (f"threads: record {record} (group {group} of the partition) touched cell {cell} "
+            f"of the {statistic}, which the partition gives to group {owner}: records of "
+            f"different groups must touch disjoint cells (or cells marked -1, shared); "
+            f"declare a partition whose groups own every cell their records can move to")
+
+
+def warn_threads(threads: int, groups: int) -> int:
+    """The threads a chain uses: at most one per group (a warning when more were asked)."""
+    if threads > groups:
+        warnings.warn(f"threads = {threads} but the partition has {groups} group(s): "
+                      f"{groups} thread(s) will sweep them (the draws are the same)",
+                      UserWarning, stacklevel=4)
+    return min(threads, groups)
+
+
+def info_of(accepted: int, n: int, min_log_alpha: float, status: int, move_accept: float
+            ) -> StepInfo:
+    """The sweep's :class:`dawrap.samplers.record.StepInfo` from the groups' counts."""
+    return StepInfo(accepted / n, math.exp(min_log_alpha), status, move_accept)

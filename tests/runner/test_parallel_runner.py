@@ -1,0 +1,147 @@
+"""One chain on several threads (dawrap.runner.parallel): the same draws for 1, 2 or 3
+threads, the exact posterior with and without shared cells, bad input named."""
+import numpy as np
+import pytest
+
+import dawrap as dw
+from dawrap import diagnostics
+from dawrap.models import beta_binomial, census, small_area
+
+# Two areas in one region, two categories: released the area counts and the region's.
+SIZES, REGIONS, CATS = [2, 3], [0, 0], 2
+# short runs: their ESS warnings are expected
+pytestmark = pytest.mark.filterwarnings("ignore:R-hat and ESS:RuntimeWarning")
+FAST = dict(chains=1, seed=3, progress=False)
+
+
+@pytest.fixture(scope="module")
+def problem():
+    model = small_area.model(SIZES, CATS)
+    mech = small_area.discrete_gaussian(REGIONS, CATS, rho=(0.5, 0.5))
+    s_dp = mech.release(small_area.records(SIZES, [0, 1, 1, 1, 0]), seed=4)
+    return model, mech, s_dp
+
+
+def by_area(mech) -> dw.Partition:
+    """Records grouped by area: the area cells are each area's, the region's are shared."""
+    records = np.repeat(np.arange(len(SIZES)), SIZES)
+    cells = np.r_[np.repeat(np.arange(len(SIZES)), CATS), np.full(CATS, -1)]
+    return dw.Partition(records=records, cells=cells, stats=np.repeat(np.arange(len(SIZES)),
+                                                                      CATS))
+
+
+def draws(idata, name="p"):
+    return diagnostics.group(idata, "posterior")[name].values
+
+
+def test_the_draws_do_not_depend_on_the_threads(problem):
+    model, mech, s_dp = problem
+    runs = [dw.sample(model, mech, s_dp, sum(SIZES), draws=30, tune=10, keep_stats=True,
+                      method=dw.Record(threads=t, partition=by_area(mech)), **FAST)
+            for t in (1, 2)]
+    with pytest.warns(UserWarning, match="threads = 3 but the partition has 2 group"):
+        runs.append(dw.sample(model, mech, s_dp, sum(SIZES), draws=30, tune=10,
+                              keep_stats=True,
+                              method=dw.Record(threads=3, partition=by_area(mech)), **FAST))
+    for run in runs[1:]:
+        assert np.array_equal(draws(run), draws(runs[0]))
+        assert np.array_equal(draws(run, "log_alpha"), draws(runs[0], "log_alpha"))
+    # the records moved: the release's totals differ between draws
+    totals = diagnostics.group(runs[0], "sample_stats")
+    assert diagnostics.group(runs[0], "posterior").attrs["threads"] == 1
+    assert totals is not None
+
+
+@pytest.mark.parametrize("shared", [True, False], ids=["shared-region-cells", "owned-cells"])
+def test_the_parallel_sweep_is_exact(problem, shared, check_posterior):
+    # With the partition by area the region's cells are split into pieces each sweep; with
+    # the model's own partition (by region: one group) none are. Both against enumeration.
+    model, mech, s_dp = problem
+    exact, eta_mean, eta_sd = small_area.exact_posterior(mech, s_dp, SIZES, CATS)
+    method = dw.Record(threads=2, partition=by_area(mech) if shared else None)
+    idata = dw.sample(model, mech, s_dp, sum(SIZES), draws=5000, tune=500, chains=2, seed=2,
+                      progress=False, method=method)
+    p, eta = draws(idata), draws(idata, "log_alpha")
+    check_posterior(p[..., 0, 0], exact)
+    for c in range(CATS):
+        mcse = diagnostics.mcse(eta[..., c], "mean")
+        assert abs(eta[..., c].mean() - eta_mean[c]) < 4 * mcse, (eta[..., c].mean(),
+                                                                  eta_mean[c], mcse)
+        assert abs(eta[..., c].std() - eta_sd[c]) < 4 * diagnostics.mcse(eta[..., c], "sd")
+
+
+def test_census_groups_by_state_and_shares_the_nation():
+    geo = census.Geography({"nation": [0] * 6, "state": [0, 0, 1, 1, 2, 2],
+                            "block": np.arange(6)}, {"age": 2})
+    sizes = np.array([3, 2, 4, 1, 2, 3])
+    model = census.model(geo, totals=sizes)
+    mech = census.discrete_gaussian(geo, [census.query("block", rho=1.0),
+                                          census.query("nation", rho=1.0)])
+    x = census.records(np.column_stack([sizes - 1, np.ones(6, int)]))
+    part = model.partition(x, mech)
+    assert part.groups == 3 and part.records.tolist() == np.repeat([0, 1, 2], [5, 5, 5]).tolist()
+    assert part.cells.tolist() == [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, -1, -1]
+    s_dp = mech.release(x, seed=0)
+    runs = [dw.sample(model, mech, s_dp, int(sizes.sum()), draws=20, tune=5,
+                      method=dw.Record(threads=t), **FAST) for t in (1, 2)]
+    assert np.array_equal(draws(runs[0]), draws(runs[1]))
+
+
+def test_a_wrong_partition_stops_with_its_cell(problem):
+    model, mech, s_dp = problem
+    part = by_area(mech)
+    wrong = dw.Partition(records=part.records, cells=np.r_[part.cells[:4], [0, 0]],
+                         stats=part.stats)  # the region's cells given to area 0
+    with pytest.raises(ValueError, match=r"record 2 \(group 1 of the partition\) touched cell "
+                                         r"[45] of the mechanism's statistic, which the "
+                                         r"partition gives to group 0"):
+        dw.sample(model, mech, s_dp, sum(SIZES), draws=5, tune=2,
+                  method=dw.Record(threads=2, partition=wrong), **FAST)
+
+
+def test_bad_settings_are_named(problem):
+    model, mech, s_dp = problem
+    with pytest.raises(ValueError, match="partition is for the parallel sweep: pass threads"):
+        dw.Record(partition=by_area(mech))
+    with pytest.raises(TypeError, match="partition must be a dawrap.Partition"):
+        dw.Record(threads=2, partition=[0, 1])
+    with pytest.raises(ValueError, match="threads must be an integer >= 1"):
+        dw.Record(threads=0)
+    bb_model, bb_mech = beta_binomial.model(), beta_binomial.laplace(epsilon=0.5)
+    with pytest.raises(ValueError, match="threads needs a partition of the records"):
+        dw.sample(bb_model, bb_mech, 312.4, 1000, draws=5, tune=2,
+                  method=dw.Record(threads=2), **FAST)
+    with pytest.raises(ValueError, match="needs the sparse path"):
+        dw.sample(bb_model, bb_mech, 312.4, 1000, draws=5, tune=2,
+                  method=dw.Record(threads=2, partition=dw.Partition(np.zeros(1000, int),
+                                                                     [-1])), **FAST)
+
+
+def test_a_parallel_chain_resumes_bit_identically(problem, tmp_path, monkeypatch):
+    """The checkpoint holds the groups' generators: the resumed draws are those of an
+    unbroken run, with another number of threads too; a serial resume is refused."""
+    from dawrap.runner import record as run_record
+
+    model, mech, s_dp = problem
+    kw = dict(draws=30, tune=10, chains=1, cores=1, seed=7, progress=False)
+    method = dict(partition=by_area(mech), checkpoint_every=10)
+    whole = dw.sample(model, mech, s_dp, sum(SIZES), method=dw.Record(threads=1,
+                                                                         **method), **kw)
+    real = run_record._advance
+
+    def ctrl_c_at_20(setup, rng, state, start, *args):  # Ctrl-C by iteration (after a save)
+        if start >= 20:
+            raise KeyboardInterrupt
+        return real(setup, rng, state, start, *args)
+
+    with monkeypatch.context() as patch, pytest.warns(UserWarning, match="can be resumed"):
+        patch.setattr(run_record, "_advance", ctrl_c_at_20)
+        dw.sample(model, mech, s_dp, sum(SIZES), method=dw.Record(
+            threads=2, checkpoint=tmp_path, **method), **kw)
+    with np.load(tmp_path / "chain0.npz") as saved:
+        assert int(saved["done"]) == 20 and "group_rng_states" in saved.files
+    with pytest.raises(ValueError, match="written with threads .* resume it with"):
+        dw.sample(model, mech, s_dp, sum(SIZES), method=dw.Record(resume=tmp_path), **kw)
+    resumed = dw.sample(model, mech, s_dp, sum(SIZES), method=dw.Record(
+        threads=2, resume=tmp_path, **method), **kw)
+    assert np.array_equal(draws(resumed), draws(whole))
