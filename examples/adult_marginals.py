@@ -72,17 +72,16 @@ def main(draws: int = 600, tune: int = 200, m: int = 20, seed: int = 26):
     s_dp = mech.release(x, seed=seed)
     print("privacy (replace-one neighbours):", mech.privacy)
 
-    # %% The model: its junction tree covers the released tables
-    # alpha = 100 prior records: every cell's prior concentration is >= 2.5 (the largest
-    # clique has 40 cells); it shrinks the smallest cells a little (docs/marginals.md)
+    # %% The model: its junction tree covers the released tables. alpha = 100 prior records
+    # (every cell's concentration >= 2.5; the largest clique has 40 cells): with a
+    # concentration below one, the posterior favours empty cells where the release says
+    # little (the 3-way interaction of race, gender and income; the smallest cells of the
+    # released tables), and a cell the chain empties is seldom refilled (docs/marginals.md)
     model = marginals.model(levels, TABLES, alpha=100.0)
     print("cliques:", [tuple(model.domain.attributes[a] for a in q)
                        for q in model.structure.cliques])
-    # start from the uniform distribution: no cell starts empty (see docs/marginals.md)
-    uniform = model.pack({k: np.full(shape, 1.0 / np.prod(shape))
-                          for k, shape in model.params.items()})
     result = dw.sample(model, mech, s_dp, n, draws=draws, tune=tune, chains=2, seed=seed + 1,
-                       init_theta=uniform, progress=False)
+                       progress=False)
     print(f"max R-hat {np.nanmax(diagnostics.summary(result)['r_hat']):.2f}")
 
     # %% Posterior of a few marginals, released and not

@@ -107,6 +107,7 @@ def log_dirichlet_fill(rng, shapes, out):
 def functions(structure: Structure, alpha: float):
     """The model's compiled functions for ``structure`` and equivalent sample size
     ``alpha``: a dict with ``draw_theta``, ``prepare``, ``draw_from_table``, ``draw_record``,
+    ``propose_attribute`` (one attribute from its conditional given the others),
     ``clique_counts`` (sparse), ``theta_support``, ``record_support``."""
     lay = layout(structure)
     k, d, size = len(structure.cliques), len(structure.levels), lay.size
@@ -115,6 +116,7 @@ def functions(structure: Structure, alpha: float):
     parent, offset, in_separator = lay.parent, lay.offset, lay.in_separator
     guide_length, guide_offset = lay.guide_length, lay.guide_offset
     max_sep, max_res, guides = lay.max_sep, lay.max_res, int(lay.guide_offset[-1])
+    max_levels = int(levels.max())
     concentration = np.array([alpha / (sep_size[c] * res_size[c]) for c in range(k)])
     arrays = (levels, attr, stride, length, sep_length, res_size, sep_size, parent, offset,
               in_separator, guide_length, guide_offset, concentration)
@@ -211,6 +213,52 @@ def functions(structure: Structure, alpha: float):
             write_residual(c, pick, out)
 
     @jit
+    def propose_attribute(rng, theta, x_i, out):
+        # One attribute a, uniformly, redrawn from p_theta(x_a | the others): the product of
+        # the factors p(x_R | x_S) of the cliques holding a (the rest do not depend on
+        # x_a). A Gibbs proposal: f(x*) q(x | x*) / (f(x) q(x* | x)) = 1, log ratio 0.
+        # O(levels[a] x the residual rows of those cliques), never O(domain).
+        for j in range(d):
+            out[j] = x_i[j]
+        a = rng.integers(0, d)
+        weight = np.ones(max_levels)
+        for c in range(k):
+            where = -1
+            for p in range(length[c]):
+                if attr[c, p] == a:
+                    where = p
+            if where < 0:
+                continue
+            r = res_size[c]
+            for v in range(levels[a]):
+                out[a] = v
+                base = offset[c] + separator_index(c, out)
+                j = 0
+                for p in range(sep_length[c], length[c]):
+                    j += int(out[attr[c, p]]) * stride[c, p]
+                value = theta[base + j]
+                if where < sep_length[c]:  # a in the separator: divide by p_S(x_S)
+                    total = 0.0
+                    for t in range(r):
+                        total += theta[base + t]
+                    value = value / total if total > 0.0 else 0.0
+                weight[v] *= value
+        total = 0.0
+        for v in range(levels[a]):
+            total += weight[v]
+        if not total > 0.0:  # the record itself has probability 0 (not in the support)
+            out[a] = x_i[a]
+            return 0.0
+        u, acc = rng.random() * total, 0.0
+        out[a] = levels[a] - 1
+        for v in range(levels[a]):
+            acc += weight[v]
+            if u < acc:
+                out[a] = v
+                break
+        return 0.0
+
+    @jit
     def clique_entries(x_i, index, value):
         for c in range(k):
             j = offset[c]
@@ -262,4 +310,5 @@ def functions(structure: Structure, alpha: float):
 
     return {"draw_theta": draw_theta, "prepare": prepare, "draw_from_table": draw_from_table,
             "draw_record": draw_record, "clique_counts": clique_counts,
+            "propose_attribute": propose_attribute,
             "theta_support": theta_support, "record_support": record_support}

@@ -34,16 +34,22 @@ record sampler with the release's density: a record touches one cell per table (
 is declared sparse), so a record update costs O(number of cliques + number of tables),
 whatever the size of the domain.
 
-**Starting values and the prior's size.** Records are proposed from theta, so a cell whose
-probability is ~0 is almost never proposed, whatever the release says. A small ``alpha``
-spread over large cliques gives sparse prior draws (the default start resamples them), and a
-cell can then start, or fall, empty and stay so: the chain is trapped, which R-hat flags.
-For large ``n``, start from the uniform distribution
-(``init_theta=model.pack({k: np.full(s, 1 / np.prod(s)) for k, s in model.params.items()})``)
-and take ``alpha`` of about the largest clique's number of cells, so every cell's
-concentration is at least one. The price is shrinkage: clique ``C`` gets ``alpha / |X_C|``
-prior records per cell, which moves small subgroups (a few dozen records in a cell) by a
-visible amount; take ``alpha`` no larger than that.
+**Where chains start.** Records are proposed from :math:`p_\theta`, and an empty cell's
+theta is of order :math:`\exp(-1/\alpha_C)`: a cell that starts empty is never proposed, whatever
+the release says, and the chain is trapped. So by default (``start="release"``) each chain's
+records are drawn from a fit of the release: the release redrawn with fresh noise (chains
+start apart), clipped at half a record a cell, fitted by iterative proportional fitting on
+the junction tree from a random consistent theta (theta stays in the support, nothing is
+O(domain)), and ``n`` records drawn from the fit with systematic draws, so that every cell
+the fit expects a record in starts occupied (``models/_marginals_start.py``).
+``start="theta"`` draws them from the chain's starting theta instead.
+
+**Unreleased 3-way interactions.** A clique of three attributes whose three 2-way tables are
+released has a 3-way interaction the release does not identify: its counts can move along a
+line that keeps every released table fixed, and the record sampler crosses it only slowly.
+By default (``ridge_moves=True``) each iteration also draws the position on such lines
+exactly, theta integrated out, and then theta given the moved records
+(``models/_marginals_ridge.py``).
 
 **Releases.** Neighbouring databases replace one record (n is public, as everywhere in
 dawrap): each table has L1 sensitivity 2 and L2 sensitivity :math:`\sqrt2`, so Laplace or
@@ -95,7 +101,7 @@ import numpy as np
 
 import dawrap as dw
 
-from . import _graphical
+from . import _graphical, _marginals_ridge, _marginals_start
 from ._junction_tree import Structure, junction_tree
 from ._marginal_release import MarginalRelease, Noise
 from ._marginals_exact import ExactPosterior, exact_posterior
@@ -108,6 +114,10 @@ __all__ = ["model", "mechanism", "laplace", "geometric", "gaussian", "discrete_g
 #: Largest clique table :func:`structure` accepts by default: each of its cells is a
 #: parameter kept at every draw (4 chains x 1000 draws x 10^5 cells = 3.2 GB).
 MAX_CLIQUE_CELLS = 100_000
+# Where a chain's records start (model's ``start``).
+_STARTS = ("release", "theta")
+# How a record update proposes (model's ``proposal``).
+_PROPOSALS = ("ancestral", "attribute")
 
 
 class Domain(NamedTuple):
@@ -279,8 +289,10 @@ def _parameter_names(domain: Domain, tree: Structure) -> list:
 
 @dw.recipe
 def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0,
-          max_clique_cells: int = MAX_CLIQUE_CELLS, allow_uncovered: bool = False) -> dw.Model:
-    """The decomposable model of the module docstring, structured to cover ``marginals``.
+          max_clique_cells: int = MAX_CLIQUE_CELLS, allow_uncovered: bool = False,
+          start: str = "release", proposal: str = "ancestral", ridge_moves: bool = True
+          ) -> dw.Model:
+    r"""The decomposable model of the module docstring, structured to cover ``marginals``.
 
     Parameters
     ----------
@@ -292,6 +304,23 @@ def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0,
         As for :func:`structure`.
     alpha : float
         The prior's equivalent sample size (its total concentration on every clique).
+    start : {"release", "theta"}
+        Where a chain's records start when ``init_x`` is not given: ``"release"`` (the
+        default), drawn from a fit of a redraw of the release (IPF on the junction tree,
+        every cell positive; the module docstring); ``"theta"``, drawn from the chain's
+        starting theta (a release-weighted prior draw, or ``init_theta``), which with a
+        small ``alpha`` can leave cells the release needs empty for good.
+    proposal : {"ancestral", "attribute"}
+        A record update proposes a whole new record from :math:`p_\theta` by ancestral
+        sampling (the default), or one attribute, chosen uniformly, from its conditional
+        given the record's other attributes (``benchmarks/marginals/start_mixing.py``
+        compares them). Either is exact.
+    ridge_moves : bool
+        Each iteration, also move the records along the unreleased 3-way interaction of
+        every clique of three attributes whose 2-way tables are released (an exact Gibbs
+        step on the line of counts that keeps every released table fixed, theta integrated
+        out; ``models/_marginals_ridge.py``). The release given to ``dw.sample`` must then
+        be of the model's own ``marginals`` (checked). Nothing to do without such a clique.
 
     Returns
     -------
@@ -316,6 +345,10 @@ def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0,
     if not isinstance(alpha, (int, float, np.number)) or isinstance(alpha, bool) \
             or not 0 < float(alpha) < math.inf:
         raise ValueError(f"alpha must be a finite number > 0, got {alpha!r}")
+    if start not in _STARTS:
+        raise ValueError(f"start must be one of {_STARTS}, got {start!r}")
+    if proposal not in _PROPOSALS:
+        raise ValueError(f"proposal must be one of {_PROPOSALS}, got {proposal!r}")
     tree = structure(domain, marginals, cliques, max_clique_cells=max_clique_cells,
                      allow_uncovered=allow_uncovered)
     fns = _graphical.functions(tree, float(alpha))
@@ -331,13 +364,30 @@ def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0,
     dims = {name: tuple(domain.attributes[a] for a in q) for name, q in zip(names, tree.cliques)}
     coords = {domain.attributes[a]: list(lab) for a, lab in enumerate(domain.labels) if lab}
     shown = ", ".join(" x ".join(domain.attributes[a] for a in sorted(q)) for q in tree.cliques)
+
+    released = _tables(domain, marginals, "marginals")
+    ridge = _marginals_ridge.make_move(tree, float(alpha), released) if ridge_moves else None
+
+    def start_database(rng, theta, n, mechanism, s_dp, init_x):
+        if ridge is not None:
+            _marginals_ridge.check_release(out, mechanism)
+        if start == "release":
+            return _marginals_start.start_database(out, rng, theta, n, mechanism, s_dp,
+                                                   init_x)
+        return init_x if init_x is not None else out.simulate(theta, n, seed=rng)
+
     out = dw.Model(params=params, record_size=len(domain.levels),
                    draw_record=fns["draw_record"], draw_theta=draw_theta,
                    draw_prior=draw_prior, model_stat=fns["clique_counts"], stat_size=size,
                    prepared=dw.PreparedDraw(fns["prepare"], fns["draw_from_table"]),
                    theta_support=fns["theta_support"], record_support=fns["record_support"],
-                   name=f"marginals({shown})", dims=dims, coords=coords or None)
+                   name=f"marginals({shown})", dims=dims, coords=coords or None,
+                   start_database=start_database if start == "release" or ridge is not None
+                   else None, records_move=ridge,
+                   propose_record=fns["propose_attribute"] if proposal == "attribute"
+                   else None)
     out.structure, out.domain, out.alpha = tree, domain, float(alpha)
+    out.released = released
     return out
 
 

@@ -180,7 +180,8 @@ class Model:
                  noncentred=None,
                  name: str | None = None, dims: Mapping | None = None,
                  coords: Mapping | None = None, deterministics: Callable | None = None,
-                 start_database: Callable | None = None, partition: Callable | None = None):
+                 start_database: Callable | None = None, partition: Callable | None = None,
+                 records_move=None):
         if not isinstance(params, Mapping) or not params:
             raise TypeError(f"params must be a non-empty dict of name -> shape, got {params!r}")
         self.params = {}
@@ -279,6 +280,12 @@ class Model:
             raise TypeError("start_database must be callable (rng, theta, n, mechanism, s_dp, "
                             "init_x) -> x")
         self.start_database = start_database
+        self.records_move = None if records_move is None else require_njit(
+            records_move, "records_move", "(rng, state, s_dp, params, tuning) -> (state, "
+            "accept_prob, status)")
+        if records_move is not None:
+            require_arity(records_move, "records_move", "(rng, state, s_dp, params, tuning) -> "
+                          "(state, accept_prob, status)", 5)
         if partition is not None and not callable(partition):
             raise TypeError("partition must be callable (x, mechanism) -> dawrap.Partition")
         self.partition = partition

@@ -25,6 +25,8 @@ function              signature                                   role
 ``record_support``    ``(x_i) -> bool``                           the record space
 ``start_database``    ``(rng, theta, n, mechanism, s_dp,          a chain's starting
                       init_x) -> x`` (Python)                     database (optional)
+``records_move``      ``(rng, state, s_dp, params, tuning) ->     a further move each
+                      (state, accept_prob, status)``              iteration (optional)
 ====================  ==========================================  ==========================
 """
 from __future__ import annotations

@@ -136,6 +136,8 @@ class _Setup:
             self.move, self.init_move_state = make_move(model.noncentred, self.fns,
                                                         mechanism.size, interweave,
                                                         jump_proposal)
+        elif model.records_move is not None:  # the model's own move, in the same slot
+            self.move, self.init_move_state = model.records_move, no_state
         else:
             self.move, self.init_move_state = record.no_move, no_state
         self.random_scan = random_scan

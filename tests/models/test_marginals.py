@@ -15,6 +15,7 @@ from dawrap import diagnostics
 from dawrap.models import contingency, marginals
 from dawrap.models import _graphical
 from dawrap.models._junction_tree import Structure
+from dawrap.models._marginals_start import balanced_records, release_fit, start_database
 
 KINDS = ("laplace", "geometric", "gaussian", "discrete_gaussian")
 
@@ -301,6 +302,150 @@ def test_one_clique_is_the_dirichlet_of_the_contingency_model():
         assert ours.theta(j).std() == pytest.approx(theirs[j].std(), rel=1e-10)
 
 
+# --------------------------------------------------------------------------- the start
+def test_the_release_fit_is_in_the_support_and_fits_the_released_tables():
+    # a tree of three cliques (one of three attributes), every noise family, releases with
+    # negative cells: theta stays consistent, every cell positive, released margins fitted
+    levels, tables = (3, 2, 2, 4, 2), [(0, 1), (1, 2), (0, 2), (2, 3), (3, 4), (4,)]
+    model = marginals.model(levels, tables, alpha=1.0)
+    assert len(model.structure.cliques) == 3
+    fns = _graphical.functions(model.structure, 1.0)
+    rng = np.random.default_rng(7)
+    for kind in KINDS:
+        mech = marginals.mechanism(levels, tables, marginals.Noise(kind, 3.0))
+        x = model.simulate(model.draw_prior(rng), 40, seed=rng)
+        s_dp = mech.release(x, seed=rng)
+        assert (s_dp < 0).any()
+        for _ in range(5):
+            theta = release_fit(model, mech, mech.release_given_total(rng, s_dp), rng)
+            assert fns["theta_support"](theta) and (theta > 0).all()
+        # without noise to redraw, IPF reproduces consistent tables (positive, no clipping)
+        exact = marginals.mechanism(levels, tables, marginals.Noise("gaussian", 1e-9))
+        y = model.simulate(model.draw_prior(rng), 400, seed=rng)
+        y[:len(y) // 2] = rng.integers(0, levels, size=(len(y) // 2, 5))  # every cell occupied
+        fit = release_fit(model, exact, exact.total(y), rng, sweeps=500)
+        for t, observed in zip(tables, exact.split(exact.total(y))):
+            assert np.allclose(marginals.marginal(fit, model, t), observed / len(y), atol=1e-5)
+
+
+def test_balanced_records_are_within_one_of_their_expected_counts():
+    model = marginals.model([3, 4, 2], [(0, 1), (1, 2)])
+    rng = np.random.default_rng(11)
+    for _ in range(20):
+        theta = model.draw_prior(rng)
+        n = int(rng.integers(1, 60))
+        x = balanced_records(model, theta, n, rng)
+        assert x.shape == (n, 3) and all(_graphical.functions(model.structure, 1.0)[
+            "record_support"](r) for r in x)
+        root = np.bincount((4 * x[:, 0] + x[:, 1]).astype(int), minlength=12)
+        assert np.all(np.abs(root - n * theta[:12]) < 1.0)
+        # the child given its separator: within one of (records with that b) p(c | b)
+        for b in range(4):
+            mine = x[x[:, 1] == b]
+            want = len(mine) * theta[12 + 2 * b:14 + 2 * b] / theta[12 + 2 * b:14 + 2 * b].sum()
+            assert np.all(np.abs(np.bincount(mine[:, 2].astype(int), minlength=2) - want) < 1)
+
+
+def test_the_start_keeps_init_x_and_falls_back_to_theta_for_another_mechanism():
+    model = marginals.model([2, 3], [(0, 1)])
+    mech = marginals.laplace([2, 3], [(0, 1)], epsilon=1.0)
+    rng = np.random.default_rng(1)
+    mine = np.array([[0.0, 2.0], [1.0, 1.0]])
+    assert start_database(model, rng, None, 2, mech, np.zeros(6), mine) is mine
+    other = marginals.laplace([3, 2], [(0, 1)], epsilon=1.0)      # other attributes
+    theta = model.pack({"p_x0_x1": [[0, 0, 1.0], [0, 0, 0]]})
+    x = start_database(model, rng, theta, 5, other, np.zeros(6), None)
+    assert (x == [0, 2]).all()                                    # from theta, as start="theta"
+    assert model.start_database is not None
+    assert marginals.model([2, 3], [(0, 1)], start="theta").start_database is None
+    with pytest.raises(ValueError, match=r"start must be one of \('release', 'theta'\), "
+                                         r"got 'prior'"):
+        marginals.model([2, 3], [(0, 1)], start="prior")
+
+
+def test_the_attribute_proposal_draws_one_attribute_from_its_conditional():
+    # frequencies of the proposals from one record against the joint's conditionals (each
+    # attribute chosen with probability 1/3); a separator attribute (b) divides by p_S
+    levels, tables = (2, 3, 2), [(0, 1), (1, 2)]
+    model = marginals.model(levels, tables, alpha=2.0, proposal="attribute")
+    propose = _graphical.functions(model.structure, 2.0)["propose_attribute"]
+    rng = np.random.default_rng(0)
+    theta = model.draw_prior(rng)
+    joint = marginals.marginal(theta, model, (0, 1, 2))
+    x, out, draws = np.array([1.0, 2.0, 0.0]), np.empty(3), 60000
+    seen = np.zeros(levels)
+    for _ in range(draws):
+        assert propose(rng, theta, x, out) == 0.0
+        assert np.sum(out != x) <= 1
+        seen[tuple(out.astype(int))] += 1
+    want = np.zeros(levels)
+    for a in range(3):
+        cells = [tuple(np.where(np.arange(3) == a, v, x).astype(int))
+                 for v in range(levels[a])]
+        weights = np.array([joint[c] for c in cells])
+        for c, w in zip(cells, weights / weights.sum()):
+            want[c] += w / 3
+    p = want.ravel()
+    assert np.all(np.abs(seen.ravel() / draws - p) <= 4 * np.sqrt(p * (1 - p) / draws) + 1e-12)
+    assert model.general_proposal
+    with pytest.raises(ValueError, match=r"proposal must be one of \('ancestral', "
+                                         r"'attribute'\), got 'gibbs'"):
+        marginals.model(levels, tables, proposal="gibbs")
+
+
+def test_ridge_moves_apply_to_unreleased_three_way_interactions_only():
+    from dawrap.models._marginals_ridge import ridges
+    cycle = [(0, 1), (1, 2), (0, 2)]
+    tree = marginals.structure((2, 2, 3), cycle)
+    assert ridges(tree, cycle).tolist() == [[0, 1, 0, 2], [0, 0, 1, 2], [0, 0, 2, 1]]
+    assert ridges(tree, cycle + [(0, 1, 2)]).shape == (0, 4)          # 3-way released
+    assert marginals.model([2, 3], [(0, 1)]).records_move is None     # no 3-way clique
+    # Adult's shape: (race, gender, income) with income shared by other cliques
+    tables = [(0, 1), (1, 2), (0, 2), (2, 3)]
+    tree = marginals.structure((2, 2, 2, 2), tables)
+    assert [tree.cliques[r[0]][r[2]] for r in ridges(tree, tables)] == [0, 1]
+    model = marginals.model((2, 2, 2, 2), tables)
+    with pytest.raises(ValueError, match=r"ridge_moves=True needs the release of the "
+                                         r"model's own tables"):
+        dw.sample(model, marginals.laplace((2, 2, 2, 2), tables[:3], epsilon=1.0),
+                  np.zeros(12), 4, draws=2, tune=2, chains=1, progress=False)
+
+
+@pytest.fixture(scope="module")
+def trap():
+    """A sparse prior (alpha 0.01: 0.00125 a cell) and a release that pins the table: a
+    chain whose records start from a sparse theta is trapped (an empty cell's theta is about
+    exp(-800)), one started from the release is not."""
+    levels, tables = (2, 4), [(0, 1)]
+    x = np.array([[0, 0], [0, 0], [0, 1], [0, 1], [1, 2], [1, 2], [1, 3], [1, 3]], float)
+    mech = marginals.gaussian(levels, tables, rho=16.0)                 # sigma 0.25
+    s_dp = mech.release(x, seed=1)
+    runs = {}
+    for start in marginals._STARTS:
+        model = marginals.model(levels, tables, alpha=0.01, start=start)
+        runs[start] = dw.sample(model, mech, s_dp, 8, draws=2000, tune=500, chains=4, seed=3,
+                                progress=False)
+    return runs, marginals.exact_posterior(model, mech, s_dp, 8)
+
+
+@pytest.mark.slow
+def test_the_default_start_reaches_the_posterior_where_a_prior_start_is_trapped(
+        trap, check_posterior):
+    runs, exact = trap
+    new = diagnostics.group(runs["release"], "posterior")["p_x0_x1"].values.reshape(4, 2000, 8)
+    occupied = [j for j in range(8) if exact.theta(j).mean() > 0.2]
+    assert len(occupied) == 4
+    for j in range(8):
+        # an empty cell's quantiles are below 1e-14, where the exact ppf has no precision
+        check_posterior(new[..., j], exact.theta(j), **({} if j in occupied else {"probs": ()}))
+    # the old default: chains stuck apart (a cell of posterior mean 1/4 at or near 0 for
+    # all 2000 draws of one chain, near 1 in another), which R-hat shows
+    old = diagnostics.group(runs["theta"], "posterior")["p_x0_x1"].values.reshape(4, 2000, 8)
+    assert max(diagnostics.rhat(old[..., j]) for j in occupied) > 1.2
+    assert (old[..., occupied].max(axis=1) < 0.05).any()
+    assert (new[..., occupied].max(axis=1) > 0.1).all()
+
+
 # --------------------------------------------------------------------------- slow: sampling
 @pytest.fixture(scope="module")
 def small_run():
@@ -324,6 +469,38 @@ def test_record_sampler_is_exact_for_theta(small_run, check_posterior):
     post = diagnostics.group(idata, "posterior")
     theta = np.concatenate([post[k].values.reshape(4, 4000, -1) for k in model.params], -1)
     for j in range(theta.shape[-1]):
+        check_posterior(theta[..., j], exact.theta(j))
+
+
+@pytest.mark.slow
+def test_the_attribute_proposal_is_exact_for_theta(small_run, check_posterior):
+    model, mech, s_dp, _, exact = small_run
+    by_attribute = marginals.model((2, 2, 3), [(0, 1), (1, 2), (0,), (2,)], alpha=2.0,
+                                   proposal="attribute")
+    idata = dw.sample(by_attribute, mech, s_dp, 6, draws=4000, tune=500, chains=4, seed=5,
+                      progress=False)
+    post = diagnostics.group(idata, "posterior")
+    theta = np.concatenate([post[k].values.reshape(4, 4000, -1) for k in model.params], -1)
+    for j in range(theta.shape[-1]):
+        check_posterior(theta[..., j], exact.theta(j))
+
+
+@pytest.mark.slow
+def test_ridge_moves_are_exact(check_posterior):
+    # one clique of three attributes, its three 2-way tables released: the moves run (and
+    # move) and the chain agrees with enumeration
+    levels, cycle = (2, 2, 3), [(0, 1), (1, 2), (0, 2)]
+    x = np.array([[0, 0, 0], [1, 1, 0], [1, 1, 1], [0, 1, 1], [0, 0, 2], [1, 0, 2]])
+    mech = marginals.gaussian(levels, cycle, rho=1.0)
+    s_dp = mech.release(x, seed=2)
+    model = marginals.model(levels, cycle, alpha=6.0)
+    assert model.records_move is not None
+    idata = dw.sample(model, mech, s_dp, 6, draws=4000, tune=500, chains=4, seed=2,
+                      progress=False)
+    assert np.nanmean(diagnostics.group(idata, "sample_stats")["move_accept"].values) > 0.01
+    exact = marginals.exact_posterior(model, mech, s_dp, 6)
+    theta = diagnostics.group(idata, "posterior")["p_x0_x1_x2"].values.reshape(4, 4000, -1)
+    for j in range(12):
         check_posterior(theta[..., j], exact.theta(j))
 
 
@@ -384,6 +561,10 @@ def test_calibrated_at_moderate_size():
                                                 marginals.Noise.discrete_gaussian(0.1)])
     cal = dw.calibrate(model, mech, n=100, methods=["record"], trials=150, seed=5,
                        parameter="p_b_c", index=3,
-                       sample_kwargs={"draws": 400, "tune": 200, "chains": 2},
+                       # 600 warm-up sweeps: chains start from a fit of a redraw of the
+                       # release (the default), farther from the posterior here (n = 100,
+                       # noise sd 3 to 7 a cell) than the release-weighted prior draw they
+                       # started from before; with 200 the 95% intervals cover 0.893
+                       sample_kwargs={"draws": 400, "tune": 600, "chains": 2},
                        executor="serial", progress=False)
     assert cal.verdict()["record"], cal

@@ -199,3 +199,17 @@ def test_a_model_start_database_builds_and_checks_every_chain_start():
         dw.sample(_model(start_database=wrong_shape), mech, 7.0, 20, **KW)
     with pytest.raises(TypeError, match="start_database must be callable"):
         _model(start_database=3)
+
+
+@numba.njit
+def _half_move(rng, state, s_dp, params, tuning):
+    return state, 0.5, record.OK
+
+
+def test_a_models_records_move_runs_every_iteration_in_the_move_slot():
+    model = _model(records_move=_half_move)
+    idata = dw.sample(model, beta_binomial.laplace(epsilon=1.0), 7.0, 20, **KW)
+    accept = dw.diagnostics.group(idata, "sample_stats")["move_accept"].values
+    assert accept.shape == (1, 50) and np.all(accept == 0.5)
+    with pytest.raises(TypeError, match="records_move"):
+        _model(records_move=lambda rng, state, s_dp, params, tuning: (state, 0.0, 0))
