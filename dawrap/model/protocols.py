@@ -46,8 +46,10 @@ __all__ = ["Kernel", "NonCentred", "PreparedDraw", "no_state", "anywhere", "no_s
 
 class Kernel(NamedTuple):
     """A theta kernel with per-chain state: a compiled ``step(rng, theta, x, stats, state,
-    tuning) -> (theta, accept_prob)`` and ``init_state(theta)``, the per-chain state (a float64
-    array) that ``step`` may update in place while ``tuning`` (see :mod:`dawrap.kernels`).
+    tuning) -> (theta, accept_prob)`` and ``init_state(theta)``, the per-chain state that
+    ``step`` may update in place while ``tuning`` (see :mod:`dawrap.kernels`): a float64
+    array, or a NamedTuple of float64 arrays (typed fields, as the built-in kernels'
+    ``RandomWalkState`` and ``HmcState``; a checkpoint stores them flattened).
 
     Attributes
     ----------
@@ -55,7 +57,8 @@ class Kernel(NamedTuple):
         ``(rng, theta, x, stats, state, tuning) -> (theta, accept_prob)``; ``accept_prob``
         NaN for a kernel that always moves.
     init_state : callable
-        ``(theta) -> float64 array``: a chain's state at the start of warm-up.
+        ``(theta) -> state``: a chain's state at the start of warm-up (a float64 array or a
+        NamedTuple of them).
     name : str
         A label stored with results.
 
@@ -79,7 +82,7 @@ class Kernel(NamedTuple):
     array([1.])
     """
     step: object                     # njit (rng, theta, x, stats, state, tuning) -> (theta, a)
-    init_state: Callable             # (theta) -> float64 array
+    init_state: Callable             # (theta) -> float64 array or NamedTuple of them
     name: str = "kernel"
 
 

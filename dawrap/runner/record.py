@@ -17,6 +17,7 @@ import numpy as np
 
 from ..samplers import record, sparse
 from .._checks import call_user, is_real
+from ..samplers.arrays import is_state, unflatten_state
 from ..samplers.output import Output
 from .chains import Chunks, deferred_interrupt, interrupted, run_parallel
 from .progress import Progress
@@ -102,6 +103,13 @@ def _theta_output(out, model: Model, name: str):
         raise TypeError(f"{name} returned (theta, accept_prob) with accept_prob of type "
                         f"{type(accept).__name__}; expected a float")
     return model.pack(theta, f"the theta returned by {name}"), float(accept)
+
+
+def _describe(state) -> str:
+    """What a kernel state that is not one is, for the error."""
+    if isinstance(state, np.ndarray):
+        return f"an array of {state.dtype} with shape {state.shape}"
+    return f"{type(state).__name__} {state!r}"[:200]
 
 
 class _Setup:
@@ -228,6 +236,20 @@ class _Setup:
                              f"a zero mechanism density); delete chain{chain}.npz to restart "
                              f"that chain from its seed")
 
+    def resumed_state(self, saved: dict):
+        """A saved chain's sampler state, its kernel's and move's states unflattened into
+        the structure of fresh ones (a checkpoint holds them flat, :mod:`.checkpoint`)."""
+        fields = {k: saved[k] for k in SAVED_STATE}
+        theta = saved["theta"]
+        for key, fresh in (("kernel_state", self.kernel.init_state(theta.copy())),
+                           ("move_state", self.init_move_state(theta.copy()))):
+            try:
+                fields[key] = unflatten_state(saved[key], fresh)
+            except ValueError as err:
+                raise ValueError(f"resume: {err} ({key}); the file is from another run: "
+                                 f"delete it to restart that chain from its seed") from None
+        return record.RecordState(**fields)
+
     def probe_records(self, theta: np.ndarray) -> None:
         """Check the record-level functions once, on a throwaway generator."""
         model, mech = self.model, self.mechanism
@@ -267,11 +289,12 @@ class _Setup:
         state = self.fresh_state(theta.copy(), x)
         if isinstance(model.draw_theta, Kernel):
             kernel = model.draw_theta
-            kernel_state = np.asarray(call_user(kernel.init_state, "draw_theta.init_state",
-                                                theta.copy()))
-            if kernel_state.dtype != np.float64 or kernel_state.ndim != 1:
-                raise TypeError(f"draw_theta.init_state must return a 1-d float64 array, got "
-                                f"{kernel_state.dtype} with shape {kernel_state.shape}")
+            kernel_state = call_user(kernel.init_state, "draw_theta.init_state", theta.copy())
+            if not isinstance(kernel_state, tuple):
+                kernel_state = np.asarray(kernel_state)
+            if not is_state(kernel_state):
+                raise TypeError(f"draw_theta.init_state must return a float64 array or a "
+                                f"NamedTuple of float64 arrays, got {_describe(kernel_state)}")
             out = call_user(kernel.step, "draw_theta.step", rng, state.theta, state.x,
                             state.stats, kernel_state, True)
             if not isinstance(out, tuple):
@@ -400,8 +423,7 @@ def _run_chain(setup: _Setup, chain: int, rng, theta, x, tune: int, draws: int,
         trace, done = _new_trace(draws, model.theta_size, mech.size, keep_stats), 0
     else:
         # The saved fields, laid out as a fresh state is (the sparse path's per-cell block).
-        state = setup.chain.arrange(record.RecordState(*(resumed[k] for k in SAVED_STATE)),
-                                    setup.s_dp, setup.params)
+        state = setup.chain.arrange(setup.resumed_state(resumed), setup.s_dp, setup.params)
         trace = record.Trace(*(resumed[f"trace_{k}"] for k in record.Trace._fields))
         done = resumed["done"]
     total_iterations = tune + draws

@@ -41,7 +41,8 @@ from .arrays import all_finite
 from .record import RecordState
 from .status import OK, BAD_RATIO, BAD_RECORD
 from ..model.protocols import NonCentred
-from .kernels import _HEAD, acceptance_probability, rw_adapt, rw_init_state, rw_propose
+from .kernels import (RandomWalkState, acceptance_probability, rw_adapt, rw_init_state,
+                      rw_propose)
 
 __all__ = ["NonCentred", "make_move", "JumpMixture", "AUTO_THRESHOLD", "DEFAULT_STEPS"]
 
@@ -109,20 +110,20 @@ def one_step(rng, state, s_dp, params, tuning):
     """Steps 2-3 above once, with the random-walk proposal: ``(state, accept_prob,
     status)``."""
     initial = np.array(INITIAL)
-    proposal = rw_propose(rng, state.theta, state.move_state, initial, ADAPT_AFTER)
+    proposal = rw_propose(rng, state.theta, state.move_state.walk, initial, ADAPT_AFTER)
     state, a, accepted, status = try_theta(rng, state, s_dp, params, proposal, 0.0)
     if tuning:  # a rejected proposal left state.theta where it was
-        rw_adapt(state.move_state, proposal if accepted else state.theta, a, -1.0,
+        rw_adapt(state.move_state.walk, proposal if accepted else state.theta, a, -1.0,
                  ADAPT_AFTER, initial)
     return state, a, status
 
 
 def jump(rng, state, s_dp, params):
-    """Steps 2-3 above once with an independence proposal from the mixture stored after
-    the random walk's state (:func:`mixture_state`): ``(state, accept_prob, status)``."""
+    """Steps 2-3 above once with an independence proposal from the mixture kept in the
+    move's state (:class:`MoveState`): ``(state, accept_prob, status)``."""
     theta = state.theta
     d = theta.shape[0]
-    mixture = state.move_state[rw_state_size(d):]
+    mixture = state.move_state.mixture
     proposal = mixture_draw(rng, mixture, d)
     log_q_ratio = mixture_log_density(mixture, theta) - mixture_log_density(mixture, proposal)
     state, a, _, status = try_theta(rng, state, s_dp, params, proposal, log_q_ratio)
@@ -165,16 +166,17 @@ def make_move(nc: NonCentred, fns, size: int, steps: int = 1, mixture=None):
     return bound.move, functools.partial(init_state, initial=np.array(initial), mixture=packed)
 
 
-def init_state(theta, initial, mixture):
-    """The move's state: the random walk's (:func:`dawrap.samplers.kernels.rw_init_state`),
-    then the packed jump mixture (empty without jumps)."""
-    return np.concatenate((rw_init_state(theta, initial), mixture))
+def init_state(theta, initial, mixture) -> MoveState:
+    """The move's state: the random walk's (:func:`dawrap.samplers.kernels.rw_init_state`)
+    and the packed jump mixture (empty without jumps)."""
+    return MoveState(rw_init_state(theta, initial), mixture.copy())
 
 
-@numba.njit(nogil=True, cache=True)
-def rw_state_size(d):
-    """Length of the random walk's part of the move state for a theta of ``d`` entries."""
-    return _HEAD + d + 2 * d * d
+class MoveState(NamedTuple):
+    """The move's per-chain state: its random walk's (adapted during warm-up) and the jumps'
+    fixed mixture (:meth:`JumpMixture.packed`; empty without jumps)."""
+    walk: RandomWalkState
+    mixture: np.ndarray
 
 
 class JumpMixture(NamedTuple):
