@@ -189,7 +189,7 @@ class PreparedDraw(NamedTuple):
     a draw from :math:`f(\cdot \mid \theta)` needs (the running sums of a categorical, a
     Cholesky factor) need not be rebuilt for each of the ``n`` records.
 
-    The engine calls ``prepare`` at the start of each record sweep, and to draw a database
+    The sampler calls ``prepare`` at the start of each record sweep, and to draw a database
     (a chain's start, :meth:`dawrap.Model.simulate`), then the draws below for every record.
     They must follow exactly the distributions of the model's own ``draw_record`` and
     ``propose_record``, which stay the reference (used once per probe and where a single
@@ -275,13 +275,13 @@ def no_statistic(x_i, out):
 
 @numba.njit(nogil=True, cache=True)
 def no_proposal(rng, theta, x_i, out):
-    """Placeholder record proposal: the engine proposes from ``draw_record`` instead."""
+    """Placeholder record proposal: the sampler proposes from ``draw_record`` instead."""
     return 0.0
 
 
 @numba.njit(nogil=True, cache=True)
 def no_records(rng, theta, out):
-    """Placeholder batched record draw: the engine draws one record at a time with
+    """Placeholder batched record draw: the sampler draws one record at a time with
     ``draw_record`` instead (never called)."""
 
 

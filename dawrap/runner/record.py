@@ -25,7 +25,7 @@ from .checkpoint import (SAVED_STATE, CheckpointWriteError, load_chains, lock, r
                          save_chain)
 from .fingerprint import run_fingerprint
 from ..samplers.interweave import make_move
-from ..samplers.kernels import Kernel, engine_form, no_state
+from ..samplers.kernels import Kernel, as_kernel, no_state
 from ..mechanisms.base import Mechanism, as_records
 from ..model.model import Model
 from ..model.protocols import no_records
@@ -121,7 +121,7 @@ class _Setup:
         self.model, self.mechanism, self.s_dp, self.n = model, mechanism, s_dp, n
         self.params = mechanism.params
         self.fns = record.RecordFunctions(model.draw_record, model.propose_record,
-                                          model.model_stat, mechanism.engine_statistic,
+                                          model.model_stat, mechanism.sampler_statistic,
                                           mechanism.log_density, model.theta_support,
                                           model.record_support,
                                           **sparse.sparse_fields(model, mechanism),
@@ -272,7 +272,7 @@ class _Setup:
                                 f"{type(log_ratio).__name__}")
         if model.stat_size:
             _probe_writer(model.model_stat, "model_stat", model.stat_size, record_)
-        t, _ = _probe_writer(mech.engine_statistic, "the mechanism's statistic", mech.size,
+        t, _ = _probe_writer(mech.sampler_statistic, "the mechanism's statistic", mech.size,
                              record_, self.s_dp)
         if mech.integer_statistic and not np.all(t == np.round(t)):
             raise ValueError(f"{mech.name} needs an integer-valued statistic, but a record "
@@ -309,7 +309,7 @@ class _Setup:
                 raise TypeError(f"a compiled draw_theta must return a float array (or "
                                 f"(array, accept_prob)), got {type(theta_part).__name__}")
             self.kernel = model.draw_theta if isinstance(model.draw_theta, Kernel) \
-                else engine_form(model.draw_theta, isinstance(out, tuple))
+                else as_kernel(model.draw_theta, isinstance(out, tuple))
             self.compiled_kernel = True
             self.chain = self._bind()
 
@@ -362,7 +362,7 @@ class Control:
 
     def __init__(self, checkpoint=None, every: int = 1000, settings=None, progress=None):
         self.stop = threading.Event()
-        self.progress = progress  # a dawrap._progress.Progress, or None
+        self.progress = progress  # a dawrap.runner.progress.Progress, or None
         self.checkpoint, self.every, self.settings = checkpoint, every, settings or {}
         self.checkpoint_error = None  # the first checkpoint write that failed, if any
 
@@ -502,7 +502,7 @@ def run_record(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, rng
     """Run one record-level chain per generator in ``rngs``.
 
     ``method`` is a prepared :class:`dawrap.Record` (its kernel options, starting database,
-    checkpoint and resume folders); ``shared`` the :class:`dawrap.methods.Shared` options of
+    checkpoint and resume folders); ``shared`` the :class:`dawrap.methods.RunOptions` options of
     every method (draws, tune, chains' cores, ...). With ``method.checkpoint`` (a folder)
     each chain's complete state is saved every ``method.checkpoint_every`` iterations;
     ``method.resume`` continues such a run. Ctrl-C is deferred to the next chunk boundary on

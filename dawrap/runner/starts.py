@@ -137,7 +137,7 @@ def record_variances(x, s_dp, mechanism, where: str = "the records drawn from th
     if mechanism.sparse is not None:
         return sparse_moments(x, s_dp, mechanism.sparse.entries, mechanism.sparse.nnz,
                               mechanism.size, mechanism, where)
-    return statistic_moments(x, s_dp, mechanism.engine_statistic, mechanism.size, False)
+    return statistic_moments(x, s_dp, mechanism.sampler_statistic, mechanism.size, False)
 
 
 def noise_variance(mechanism, rng=None, draws: int = 1000) -> np.ndarray | None:
@@ -195,7 +195,7 @@ def simulated_contributions(model, mechanism, s_dp: np.ndarray, thetas: int = 8,
             theta = model.pack(model.draw_prior(rng), "the theta returned by draw_prior")
             for b in range(records):
                 model.draw_record(rng, theta, record_)
-                mechanism.engine_statistic(record_, s_dp, stat)
+                mechanism.sampler_statistic(record_, s_dp, stat)
                 if summary:
                     np.minimum(out[0], stat, out=out[0])
                     np.maximum(out[1], stat, out=out[1])
@@ -215,7 +215,7 @@ def _clt_log_likelihood(model, mechanism, s_dp, n, theta, noise, seed, records) 
         np.random.default_rng(seed), theta, records)
     full = mechanism.size <= FULL_COVARIANCE_UP_TO
     if full:
-        mean, cov = statistic_moments(x, s_dp, mechanism.engine_statistic, mechanism.size, True)
+        mean, cov = statistic_moments(x, s_dp, mechanism.sampler_statistic, mechanism.size, True)
     else:
         mean, var = record_variances(
             x, s_dp, mechanism, f"the {records} records drawn from the model for a "

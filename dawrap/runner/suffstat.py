@@ -68,7 +68,7 @@ def _check_release_statistic(family: ExponentialFamily, mech: Mechanism) -> None
     probe = [lower - 1.0, lower, 0.5 * (lower + upper), upper, upper + 1.0]
     for value in probe:
         got, want = np.empty(1), np.empty(1)
-        mech.engine_statistic(np.array([value]), np.zeros(1), got)
+        mech.sampler_statistic(np.array([value]), np.zeros(1), got)
         expected(np.array([value]), want)
         if got[0] != want[0]:
             raise ValueError(f"the mechanism's statistic is not the family's statistic "

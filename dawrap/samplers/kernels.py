@@ -44,12 +44,12 @@ from .. import _templates
 from .._checks import require_njit, scale_vector
 from ..model.protocols import Kernel, no_state
 
-__all__ = ["Kernel", "metropolis", "adaptive_metropolis", "engine_form",
+__all__ = ["Kernel", "metropolis", "adaptive_metropolis", "as_kernel",
            "acceptance_probability", "rw_propose", "rw_adapt", "rw_init_state",
            "RandomWalkState"]
 
 
-DRAW_THETA = None  # bound per model by engine_form (dawrap._templates)
+DRAW_THETA = None  # bound per model by as_kernel (dawrap._templates)
 
 
 def theta_step(rng, theta, x, stats, state, tuning):
@@ -62,7 +62,7 @@ def theta_step_no_accept(rng, theta, x, stats, state, tuning):
     return DRAW_THETA(rng, theta, x, stats), np.nan
 
 
-def engine_form(draw_theta, returns_accept: bool) -> Kernel:
+def as_kernel(draw_theta, returns_accept: bool) -> Kernel:
     """A user's ``draw_theta(rng, theta, x, stats)`` (returning ``theta`` or ``(theta,
     accept_prob)``) as a stateless :class:`Kernel` (a template bound to it, so that a
     built-in model's loads from numba's disk cache).
@@ -77,7 +77,7 @@ def engine_form(draw_theta, returns_accept: bool) -> Kernel:
     Returns
     -------
     Kernel
-        The same for the same function, so that the engine compiles one step per
+        The same for the same function, so that the sampler compiles one step per
         ``draw_theta``.
 
     Examples
@@ -88,7 +88,7 @@ def engine_form(draw_theta, returns_accept: bool) -> Kernel:
     >>> @numba.njit
     ... def draw_theta(rng, theta, x, stats):     # p | x ~ Beta(1 + k, 1 + n - k)
     ...     return np.array([rng.beta(1 + stats[0], 1 + x.shape[0] - stats[0])])
-    >>> kernel = dw.kernels.engine_form(draw_theta, returns_accept=False)
+    >>> kernel = dw.kernels.as_kernel(draw_theta, returns_accept=False)
     >>> theta, accept_prob = kernel.step(np.random.default_rng(1), np.array([0.5]),
     ...                                  np.zeros((10, 1)), np.array([3.0]), np.empty(0), False)
     >>> theta.shape, accept_prob

@@ -10,9 +10,10 @@ touches only the union :math:`J` of the old and the new record's cells:
           \ell_j(s_{dp,j}, T_j + \delta_j) - \ell_j(s_{dp,j}, T_j),
 
 O(nnz) whatever ``size``. This module holds the pieces outside the sweep itself
-(:func:`dawrap.samplers.record.make_sweep` with ``sparse=True``): merging pairs into the
-touched set, the running sums from scratch and their consistency check in O(n nnz + size),
-and the checks of a user's entries against the dense statistic, before a run and at every
+(:func:`dawrap.samplers.record.sparse_sweep`, bound by
+:func:`dawrap.samplers.record.bind_chain`): merging pairs into the touched set, the running
+sums from scratch and their consistency check in O(n nnz + size), and the checks of a
+user's entries against the dense statistic, before a run and at every
 refresh (see the comment above :data:`DENSE_CHECK_CELLS` for why a lie cannot go unnoticed).
 
 Every index is checked before it is used: numba does not check bounds, and an index outside
