@@ -84,6 +84,7 @@ def main():
     ap.add_argument("--against", required=True)
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--iterations", type=int, default=100_000)
+    ap.add_argument("--only", default="", help="only the cases whose label contains this")
     ap.add_argument("--out", default=str(OUT))
     ap.add_argument("--quick", action="store_true", help="2 rounds of 2000 iterations, not "
                     "written: checks that the script runs")
@@ -91,7 +92,8 @@ def main():
     if args.quick:
         args.rounds, args.iterations = 2, 2000
     workers = {"this": start(HERE), "other": start(Path(args.against))}
-    labels = [json.loads(w.stdout.readline()) for w in workers.values()][0]
+    labels = [label for label in [json.loads(w.stdout.readline()) for w in workers.values()][0]
+              if args.only in label]
     times = {key: {label: [] for label in labels} for key in workers}
     try:
         for r in range(args.rounds):
@@ -106,7 +108,8 @@ def main():
             w.wait()
     lines = ["# Suffstat kernels: cost per iteration, this checkout against another, interleaved",
              "", f"`python benchmarks/suffstat_loop_ab.py --against {args.against} --rounds "
-             f"{args.rounds} --iterations {args.iterations}`: us per iteration, one chain; "
+             f"{args.rounds} --iterations {args.iterations}"
+             f"{f' --only {args.only!r}' if args.only else ''}`: us per iteration, one chain; "
              "median and minimum over the rounds; the last column is the median of the "
              "paired per-round ratios.", "",
              "| case | this: median | min | other: median | min | ratio of medians | "

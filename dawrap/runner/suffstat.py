@@ -210,7 +210,7 @@ def _initial_state(model, family, mech, config, rng, theta=None):
     cached = 0 if structured(family) else d
     return suffstat_marginal.MarginalState(theta, s.copy(), s.copy(), noise, pseudo,
                                            np.zeros(cached), np.zeros((cached, cached)),
-                                           np.zeros(2))
+                                           np.zeros(2), np.zeros(1, dtype=np.int64))
 
 
 def _cell_probabilities(family: ExponentialFamily, theta: np.ndarray) -> np.ndarray:

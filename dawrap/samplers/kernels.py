@@ -196,7 +196,17 @@ class RandomWalkState(NamedTuple):
     """The adaptive random walk's per-chain state (:func:`rw_init_state`), updated in place
     during warm-up by :func:`rw_adapt`. The scalars are arrays of one value, so that the
     compiled step can update them in place; a checkpoint stores the fields flattened in this
-    order (:func:`dawrap.samplers.arrays.flatten_state`)."""
+    order (:func:`dawrap.samplers.arrays.flatten_state`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dawrap as dw
+    >>> state = dw.kernels.rw_init_state(np.array([1.0, 2.0]), np.array([0.1]))
+    >>> dw.kernels.rw_adapt(state, np.array([1.5, 2.0]), 0.5, -1.0, 100, np.array([0.1]))
+    >>> state.iterations, state.mean          # one warm-up iteration: the running mean moved
+    (array([1.]), array([1.5, 2. ]))
+    """
     log_step: np.ndarray    # (1,) log of the global step (Robbins-Monro)
     iterations: np.ndarray  # (1,) warm-up iterations seen
     accept_sum: np.ndarray  # (1,) sum of their acceptance probabilities

@@ -119,7 +119,8 @@ class MarginalState(NamedTuple):
     release_mean: np.ndarray  # (d,) the CLT moments of the release at theta, kept between
     release_cov: np.ndarray   # (d, d) iterations (a truncated release's cost three truncated
     cached: np.ndarray        # (2,) moments); [valid, log likelihood]
-    phase: int = 0            # 1, 2: first, second half of warm-up; 0: after (:func:`schedule`)
+    phase: np.ndarray         # (1,) int: 1, 2 the first, second half of warm-up, 0 after
+    #                           (set in place by :func:`schedule`)
 
 
 class MarginalInfo(NamedTuple):
@@ -153,9 +154,10 @@ def schedule(state, it, tune):
     at ``it == tune``; then the kept draws (``phase`` 0), every adapted quantity frozen."""
     if it == tune:
         freeze(state)
-    phase = 0 if it >= tune else (1 if 2 * it < tune else 2)
-    return MarginalState(state.theta, state.s, state.s_centre, state.noise_var, state.pseudo,
-                         state.release_mean, state.release_cov, state.cached, phase)
+    # In place: building a new state NamedTuple each iteration cost 3-8% of a marginal
+    # iteration (benchmarks/results/suffstat_loop_ab.md).
+    state.phase[0] = 0 if it >= tune else (1 if 2 * it < tune else 2)
+    return state
 
 
 def step(rng, state, inputs):
@@ -170,7 +172,7 @@ def step(rng, state, inputs):
     of the span of Sigma, the same for every theta: the hyperplane of counts summing to n for
     the multinomial), where its covariance is positive definite; its density there is the
     one the ratio needs."""
-    phase = state.phase
+    phase = state.phase[0]
     theta = state.theta.copy()
     basis = inputs.basis
     pseudo_n = math.exp(state.pseudo[PSEUDO_LOG_N])

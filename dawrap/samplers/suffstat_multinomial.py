@@ -234,7 +234,7 @@ def marginal_step(rng, state, inputs):
     MarginalInfo(status, accept_prob))``; the warm-up ``state.phase`` as in
     :func:`dawrap.samplers.suffstat_marginal.step`, set by its
     :func:`~dawrap.samplers.suffstat_marginal.schedule`."""
-    phase = state.phase
+    phase = state.phase[0]
     n, y, noise_var = inputs.n, inputs.y, state.noise_var
     theta = state.theta.copy()
     p = PROBABILITIES(theta)
