@@ -56,7 +56,7 @@ ADAPT_AFTER = 100
 # The names the templates below call, bound per model by make_move (placeholders here).
 RECORD_FROM_NOISE = NOISE_FROM_RECORD = LOG_PRIOR = None  # the model's NonCentred map
 MECH_STAT = MODEL_STAT = LOG_DENSITY = THETA_SUPPORT = None  # as in dawrap.samplers.record
-NOISE_SIZE = SIZE = STEPS = 0
+NOISE_SIZE = MECH_STAT_SIZE = STEPS = 0
 JUMPS = False  # whether each step is followed by a jump (an independence proposal)
 INITIAL = (0.1,)  # the proposal sd before warm-up has learned one (one value, or one each)
 
@@ -69,17 +69,17 @@ def try_theta(rng, state, s_dp, params, proposal, log_q_ratio):
     n, d, m = x.shape[0], theta.shape[0], stats.shape[0]
     a = 0.0
     x_new = np.empty((0, x.shape[1]))
-    total, stats_new, log_g = np.zeros(SIZE), np.zeros(m), state.log_g
+    total, stats_new, log_g = np.zeros(MECH_STAT_SIZE), np.zeros(m), state.log_g
     if THETA_SUPPORT(proposal):
         # One pass: z_i | x_i, theta, then the record h(proposal, z_i) it maps to, with
         # the totals the proposal would have. z is never stored.
         x_new = np.empty_like(x)
-        z, t, s_i = np.empty(NOISE_SIZE), np.empty(SIZE), np.empty(m)
+        z, t, s_i = np.empty(NOISE_SIZE), np.empty(MECH_STAT_SIZE), np.empty(m)
         for i in range(n):
             NOISE_FROM_RECORD(rng, theta, x[i], z)
             RECORD_FROM_NOISE(proposal, z, x_new[i])
             MECH_STAT(x_new[i], s_dp, t)
-            for j in range(SIZE):
+            for j in range(MECH_STAT_SIZE):
                 total[j] += t[j]
             if m > 0:
                 MODEL_STAT(x_new[i], s_i)
@@ -160,7 +160,7 @@ def make_move(nc: NonCentred, fns, size: int, steps: int = 1, mixture=None):
         RECORD_FROM_NOISE=nc.record_from_noise, NOISE_FROM_RECORD=nc.noise_from_record,
         LOG_PRIOR=nc.log_prior, NOISE_SIZE=nc.noise_size, MECH_STAT=fns.mech_stat,
         MODEL_STAT=fns.model_stat, LOG_DENSITY=fns.log_density,
-        THETA_SUPPORT=fns.theta_support, SIZE=size, STEPS=steps, INITIAL=initial,
+        THETA_SUPPORT=fns.theta_support, MECH_STAT_SIZE=size, STEPS=steps, INITIAL=initial,
         JUMPS=mixture is not None))
     packed = np.zeros(0) if mixture is None else mixture.packed()
     return bound.move, functools.partial(init_state, initial=np.array(initial), mixture=packed)
