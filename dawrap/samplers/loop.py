@@ -17,8 +17,10 @@ by the field names themselves (the runner names ``sample_stats`` after them).
 
 What depends on the iteration number (a warm-up schedule: adaptation phases, a proposal
 frozen when warm-up ends) is not the step's business: a kernel that has one gives
-``schedule(state, it, tune) -> state``, called before each step (:func:`unchanged` for the
-others).
+``schedule(state, it, tune)``, called before each step, which changes the state in place
+(:func:`unchanged` for the others). In place, not by returning a state: a function that returns
+a NamedTuple of arrays hands back a new reference to each array, a cost per iteration that a
+cheap kernel notices (5-10% of a marginal iteration, ``benchmarks/results/suffstat_loop_ab.md``).
 
 :func:`run` is a template (:mod:`dawrap._templates`) bound per kernel to its ``STEP`` and
 ``SCHEDULE`` (their bound copies: a built-in model's loop loads from numba's disk cache like
@@ -64,14 +66,13 @@ __all__ = ["run", "unchanged", "bind", "sample_stat_names", "STEP", "SCHEDULE"]
 
 STEP = _templates.slot("(rng, state, inputs) -> (state, info): one iteration; info's first "
                        "field is the status, the others the sample stats")
-SCHEDULE = _templates.slot("(state, it, tune) -> state: what the iteration number changes, "
+SCHEDULE = _templates.slot("(state, it, tune): what the iteration number changes, in place, "
                            "before the step (unchanged: nothing)")
 
 
 @numba.njit(nogil=True, cache=True)
 def unchanged(state, it, tune):
-    """The schedule of a kernel without warm-up: ``state`` as it is."""
-    return state
+    """The schedule of a kernel without warm-up: nothing changes."""
 
 
 def _store_stats(out_row, info):
@@ -89,7 +90,7 @@ def run(rng, state, inputs, start, stop, tune, out_theta, out_stats, out_s):
     it has rows, ``out_s`` (``state.s_centre``). Returns ``(state, iterations done,
     status)``: done is ``stop`` unless a step's status was not ``OK``."""
     for it in range(start, stop):
-        state = SCHEDULE(state, it, tune)
+        SCHEDULE(state, it, tune)
         state, info = STEP(rng, state, inputs)
         if info.status != OK:
             return state, it, info.status

@@ -154,10 +154,7 @@ def schedule(state, it, tune):
     at ``it == tune``; then the kept draws (``phase`` 0), every adapted quantity frozen."""
     if it == tune:
         freeze(state)
-    # In place: building a new state NamedTuple each iteration cost 3-8% of a marginal
-    # iteration (benchmarks/results/suffstat_loop_ab.md).
     state.phase[0] = 0 if it >= tune else (1 if 2 * it < tune else 2)
-    return state
 
 
 def step(rng, state, inputs):

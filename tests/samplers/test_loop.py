@@ -39,7 +39,6 @@ def _counting_step(rng, state, inputs):
 def _reset_at_tune(state, it, tune):
     if it == tune:
         state.theta[0] = 0.0
-    return state
 
 
 def _run(schedule, start, stop, tune, rows):
