@@ -75,12 +75,13 @@ def unchanged(state, it, tune):
     """The schedule of a kernel without warm-up: nothing changes."""
 
 
-def _store_stats(out_row, info):
-    """The info's sample stats (every field after ``status``) into one row, in order."""
+def _store_stats(out_stats, row, info):
+    """The info's sample stats (every field after ``status``) into row ``row``, in order (by
+    index, not through a row view: a view costs a reference count per kept draw)."""
     k = -1  # the status first: not stored
     for value in literal_unroll(info):
         if k >= 0:
-            out_row[k] = value
+            out_stats[row, k] = value
         k += 1
 
 
@@ -97,7 +98,7 @@ def run(rng, state, inputs, start, stop, tune, out_theta, out_stats, out_s):
         if it >= tune:
             row = it - tune
             copy_into(out_theta[row], state.theta)
-            _store_stats(out_stats[row], info)
+            _store_stats(out_stats, row, info)
             if out_s.shape[0] > 0:
                 copy_into(out_s[row], state.s_centre)
     return state, stop, OK
