@@ -35,7 +35,7 @@ import record_update  # noqa: E402
 import tables_scaling  # noqa: E402
 from dawrap.models import beta_binomial, dirichlet_multinomial as dm  # noqa: E402
 from dawrap.samplers import record  # noqa: E402
-from dawrap.samplers.kernels import engine_form  # noqa: E402
+from dawrap.samplers.kernels import as_kernel  # noqa: E402
 
 
 def load(path: str, label: str):
@@ -50,10 +50,10 @@ def load(path: str, label: str):
 def engine(module, model, mech, theta, x, s_dp):
     """``go(sweeps) -> (seconds, theta draws)`` for ``module``'s chain of ``model``."""
     fns = module.RecordFunctions(model.draw_record, model.propose_record, model.model_stat,
-                                 mech.engine_statistic, mech.log_density)
+                                 mech.sampler_statistic, mech.log_density)
     chain = module.bind_chain(fns, model.record_size, mech.size, model.stat_size,
                               shared=model.user_model_stat is mech.statistic,
-                              kernel_step=engine_form(model.draw_theta, False).step)
+                              kernel_step=as_kernel(model.draw_theta, False).step)
     inputs = module.Inputs(s_dp, mech.params, 1)
 
     def go(sweeps):

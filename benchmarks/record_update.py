@@ -30,7 +30,7 @@ import numpy as np
 
 import dawrap as dw
 from dawrap.samplers import record
-from dawrap.samplers.kernels import engine_form
+from dawrap.samplers.kernels import as_kernel
 from dawrap.models import beta_binomial, poisson_gamma
 
 
@@ -112,9 +112,9 @@ def fused_poisson_gamma(rng, x, total, clamped, s_dp, scale, c, alpha, beta, swe
 
 def engine_chain(model, mech):
     fns = record.RecordFunctions(model.draw_record, model.propose_record, model.model_stat,
-                                 mech.engine_statistic, mech.log_density)
+                                 mech.sampler_statistic, mech.log_density)
     shared = model.user_model_stat is mech.statistic
-    kernel = engine_form(model.draw_theta, False).step
+    kernel = as_kernel(model.draw_theta, False).step
     return record.bind_chain(fns, model.record_size, mech.size, model.stat_size,
                              shared=shared, kernel_step=kernel)
 

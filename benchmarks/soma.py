@@ -42,14 +42,14 @@ OUT = Path(__file__).parent / "results"
 
 # The names soma_sweep calls, bound per model by dawrap.samplers.record.bind_chain.
 DRAW_RECORD = MECH_STAT = MODEL_STAT = LOG_DENSITY = None
-RECORD_SIZE = SIZE = STAT_SIZE = 0
+RECORD_SIZE = MECH_STAT_SIZE = MODEL_STAT_SIZE = 0
 
 
 def soma_sweep(rng, state, s_dp, params, table):
     """A drop-in replacement for the record sweep (a template bound like
     ``dawrap.samplers.record.dense_pass``, whose place it takes): n SOMA offers (``table``,
     the prepared draw's, is not used)."""
-    record_size, size, stat_size = RECORD_SIZE, SIZE, STAT_SIZE
+    record_size, size, stat_size = RECORD_SIZE, MECH_STAT_SIZE, MODEL_STAT_SIZE
     theta, x, stats, total = state.theta, state.x, state.stats, state.total
     n = x.shape[0]
     t = np.empty((n, size))          # each record's contribution, kept in step with x

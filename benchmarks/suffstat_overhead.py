@@ -1,5 +1,6 @@
 """Cost per iteration of the default suffstat kernel where the Gibbs kernel already mixes well,
-against another checkout of dawrap (issue 16: nothing may get slower there).
+against another checkout of dawrap (issue 16: nothing may get slower there), and of the
+marginal kernels (dense and O(K)) where the noise dominates (issue 28: the one run loop).
 
 The two versions run alternately in fresh processes (``rounds`` times each), every process
 timing one chain of 200 000 iterations after a compile call; the fastest of each version's
@@ -33,23 +34,29 @@ except ImportError:  # a checkout from before the package layout
     from dawrap import _arviz as diagnostics
 from dawrap.models import beta_binomial, dirichlet_multinomial, gamma_exponential
 bb = beta_binomial.model(1, 1)
-cases = {
-    "beta-binomial n=1000 eps=0.5": (bb, beta_binomial.laplace(0.5), 1000, 300.0),
-    "beta-binomial n=1000 eps=1": (bb, beta_binomial.laplace(1.0), 1000, 300.0),
-    "Dirichlet-multinomial n=100 eps=1": (dirichlet_multinomial.model([1, 1, 1]),
-                                          dirichlet_multinomial.laplace(1.0, 3), 100,
-                                          np.array([20.0, 50.0, 30.0])),
+dm = dirichlet_multinomial.model([1, 1, 1])
+counts = np.array([20.0, 50.0, 30.0])
+cases = {  # (model, mechanism, n, release, variant: None the default)
+    "beta-binomial n=1000 eps=0.5": (bb, beta_binomial.laplace(0.5), 1000, 300.0, None),
+    "beta-binomial n=1000 eps=1": (bb, beta_binomial.laplace(1.0), 1000, 300.0, None),
+    "Dirichlet-multinomial n=100 eps=1": (dm, dirichlet_multinomial.laplace(1.0, 3), 100,
+                                          counts, None),
     "gamma-exponential [0, 5] n=1000 eps=1": (gamma_exponential.model(20, 20),
                                               gamma_exponential.laplace(1.0, 0.0, 5.0), 1000,
-                                              990.0),
+                                              990.0, None),
+    "beta-binomial n=1000 eps=0.02": (bb, beta_binomial.laplace(0.02), 1000, 300.0,
+                                      "marginal"),
+    "Dirichlet-multinomial n=100 eps=0.1": (dm, dirichlet_multinomial.laplace(0.1, 3), 100,
+                                            counts, "marginal"),
 }
 out = {}
-for label, (model, mech, n, s_dp) in cases.items():
+for label, (model, mech, n, s_dp, variant) in cases.items():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        dw.sample(model, mech, s_dp, n, method="suffstat", draws=10, tune=10, chains=1, seed=0)
-        idata = dw.sample(model, mech, s_dp, n, method="suffstat", draws=ITERATIONS - 1000,
-                          tune=1000, chains=1, seed=1)
+        dw.sample(model, mech, s_dp, n, method="suffstat", variant=variant, draws=10, tune=10,
+                  chains=1, seed=0)
+        idata = dw.sample(model, mech, s_dp, n, method="suffstat", variant=variant,
+                          draws=ITERATIONS - 1000, tune=1000, chains=1, seed=1)
     out[label] = [float(diagnostics.attrs(idata)["sampling_time"]) / ITERATIONS,
                   str(diagnostics.attrs(idata).get("variant", "gibbs"))]
 print(json.dumps(out))
@@ -81,7 +88,7 @@ def main():
             results[key].append(run(path, iterations))
             print(r, key, results[key][-1], flush=True)
     labels = list(results["this"][0])
-    lines = ["# Cost per iteration of the default suffstat kernel where Gibbs mixes well", "",
+    lines = ["# Cost per iteration of the suffstat kernels", "",
              f"`python benchmarks/suffstat_overhead.py --against {args.against} --rounds "
              f"{args.rounds}`: one chain, {iterations:,} iterations, fastest of {args.rounds} "
              "alternating runs of each version (us/iteration).", "",

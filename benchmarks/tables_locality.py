@@ -37,7 +37,7 @@ import numpy as np
 
 from dawrap.models import dirichlet_multinomial as dm
 from dawrap.samplers import record, sparse
-from dawrap.samplers.kernels import engine_form
+from dawrap.samplers.kernels import as_kernel
 
 
 @functools.lru_cache(maxsize=None)
@@ -68,13 +68,13 @@ class Case:
         self.s_dp = mech.release_given_total(rng, counts)
         self.mech = mech
         self.fns = record.RecordFunctions(model.draw_record, model.propose_record,
-                                          model.model_stat, mech.engine_statistic,
+                                          model.model_stat, mech.sampler_statistic,
                                           mech.log_density, model.theta_support,
                                           model.record_support,
                                           **sparse.sparse_fields(model, mech))
         shared = model.user_model_stat is mech.statistic
         chain = record.bind_chain(self.fns, 1, k, k, general=True, shared=shared,
-                                  kernel_step=engine_form(model.draw_theta, False).step)
+                                  kernel_step=as_kernel(model.draw_theta, False).step)
         self.sweep = chain.sweep
         self.state = chain.init(p, x, record.Inputs(self.s_dp, mech.params, 1), np.empty(0),
                                 np.empty(0))

@@ -25,7 +25,7 @@ import numpy as np
 import dawrap as dw
 from dawrap.models import dirichlet_multinomial as dm
 from dawrap.samplers import record, sparse
-from dawrap.samplers.kernels import engine_form
+from dawrap.samplers.kernels import as_kernel
 
 
 @numba.njit(nogil=True)
@@ -42,10 +42,10 @@ def setup(model, mech, k, n, seed):
     counts = np.bincount(x[:, 0].astype(int), minlength=k).astype(float)
     s_dp = mech.release_given_total(rng, counts)
     fns = record.RecordFunctions(model.draw_record, model.propose_record, model.model_stat,
-                                 mech.engine_statistic, mech.log_density, model.theta_support,
+                                 mech.sampler_statistic, mech.log_density, model.theta_support,
                                  model.record_support, **sparse.sparse_fields(model, mech))
     shared = model.user_model_stat is mech.statistic
-    kernel = engine_form(model.draw_theta, False).step
+    kernel = as_kernel(model.draw_theta, False).step
     chain = record.bind_chain(fns, 1, k, k, general=model.general_proposal, shared=shared,
                               kernel_step=kernel)
     inputs = record.Inputs(s_dp, mech.params, 1)

@@ -9,7 +9,7 @@ of seconds before the first draw.
 
 A *template* is a plain Python function that calls the model's functions by global names in
 capitals (``DRAW_RECORD``, ``MECH_STAT``, ...) and reads the problem's sizes and flags the
-same way (``RECORD_SIZE``, ``GENERAL``). :func:`bind` makes one copy of a group of templates
+same way (``RECORD_SIZE``, ``USER_PROPOSAL``). :func:`bind` makes one copy of a group of templates
 whose globals hold one model's functions and constants, and compiles each copy with numba.
 numba resolves a global call while typing and links the callee's code into the caller, and it
 freezes global numbers as constants, exactly as it does closure variables: the machine code is

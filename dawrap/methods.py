@@ -35,10 +35,10 @@ from .model import Model
 from .runner.memory import MemoryPart
 from .samplers.output import Output
 
-__all__ = ["Method", "Record", "Suffstat", "Naive", "NonPrivate", "OPS", "Shared", "as_method",
+__all__ = ["Method", "Record", "Suffstat", "Naive", "NonPrivate", "OPS", "RunOptions", "as_method",
            "METHODS"]
 
-class Shared(NamedTuple):
+class RunOptions(NamedTuple):
     """What ``dw.sample`` validated for every method, handed to :meth:`Method.run`."""
     draws: int
     tune: int
@@ -66,7 +66,7 @@ class Method:
         return self
 
     def run(self, model: Model, mechanism: Mechanism, s_dp, n: int, rngs: list,
-            shared: Shared) -> Output:  # pragma: no cover - abstract
+            shared: RunOptions) -> Output:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def attrs(self) -> dict:

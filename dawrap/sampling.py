@@ -17,7 +17,7 @@ from . import diagnostics
 from ._checks import MAX_COUNT, as_count
 from .runner.chains import deferred_interrupt
 from .mechanisms import Mechanism
-from .methods import METHODS as _METHOD_CLASSES, Shared, as_method
+from .methods import METHODS as _METHOD_CLASSES, RunOptions, as_method
 from .model.model import Model
 from .runner import memory, plausibility
 from .runner.modes import warn_if_missed
@@ -257,7 +257,7 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method="record",
 
         began, compiled_before = time.perf_counter(), _seconds(compiling)
         out = method.run(model, mechanism, s_dp, n, rngs,
-                         Shared(draws, tune, keep_stats, cores, init_theta, progress,
+                         RunOptions(draws, tune, keep_stats, cores, init_theta, progress,
                                 str(root.entropy)))
         elapsed = time.perf_counter() - began
     compile_time = _seconds(compiling)

@@ -1,4 +1,4 @@
-"""Shared test helpers: compare MCMC draws with an exact posterior within Monte Carlo error;
+"""RunOptions test helpers: compare MCMC draws with an exact posterior within Monte Carlo error;
 simulate Ctrl-C at a chosen point."""
 import contextlib
 

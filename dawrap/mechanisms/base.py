@@ -63,12 +63,12 @@ def total_of(x, s_dp):
 
 
 def statistic_given_release(x_i, s_dp, out):
-    """A ``(x_i, out)`` statistic in the engine's ``(x_i, s_dp, out)`` form (a template)."""
+    """A ``(x_i, out)`` statistic in the sampler's ``(x_i, s_dp, out)`` form (a template)."""
     STATISTIC(x_i, out)
 
 
 def with_release_argument(statistic):
-    """Adapt a ``(x_i, out)`` statistic to the engine's ``(x_i, s_dp, out)`` form (the same
+    """Adapt a ``(x_i, out)`` statistic to the sampler's ``(x_i, s_dp, out)`` form (the same
     user function always maps to the same compiled wrapper)."""
     return _templates.bind((statistic_given_release,), {"STATISTIC": statistic}
                            ).statistic_given_release
@@ -250,7 +250,9 @@ class Mechanism(Immutable):
                             f"it takes {arity} positional arguments")
         self.statistic = statistic
         self.depends_on_release = arity == 3
-        self.engine_statistic = statistic if arity == 3 else with_release_argument(statistic)
+        # The statistic in the form the compiled samplers call, (x_i, s_dp, out), whichever
+        # form the user wrote.
+        self.sampler_statistic = statistic if arity == 3 else with_release_argument(statistic)
         self.log_density = log_density
         self.size = as_count(size, "size")
         self._density_params = read_only(
@@ -298,7 +300,7 @@ class Mechanism(Immutable):
 
     def _declare_sparse(self, coordinate_log_density, entries, nnz) -> None:
         """Set ``coordinate_log_density`` (None: not separable) and ``sparse`` (the
-        statistic's :class:`~dawrap.mechanisms.separable.SparseForm` in the engine's
+        statistic's :class:`~dawrap.mechanisms.separable.SparseForm` in the sampler's
         ``(x_i, s_dp, index, value)`` form, or None: the dense path)."""
         self.coordinate_log_density = None
         if coordinate_log_density is not None:
@@ -486,7 +488,7 @@ class Mechanism(Immutable):
             if ok:
                 return total
             # A record the entries reject: the dense statistic says what it contributes.
-        return sum_statistic(x, s, self.engine_statistic, self.size)
+        return sum_statistic(x, s, self.sampler_statistic, self.size)
 
     # -- curator side ------------------------------------------------------------------------
     def release(self, x, seed=None, *, secure: bool = False) -> np.ndarray:

@@ -130,12 +130,12 @@ NNZ = SIZE = 0
 
 
 def entries_with_release(x_i, s_dp, index, value):
-    """``ENTRIES(x_i, index, value)`` in the engine's form (a template)."""
+    """``ENTRIES(x_i, index, value)`` in the sampler's form (a template)."""
     return ENTRIES(x_i, index, value)
 
 
 def entries_given_release(entries):
-    """Adapt ``(x_i, index, value)`` entries to the engine's ``(x_i, s_dp, index, value)``
+    """Adapt ``(x_i, index, value)`` entries to the sampler's ``(x_i, s_dp, index, value)``
     (the same function always maps to the same compiled wrapper)."""
     return _templates.bind((entries_with_release,), {"ENTRIES": entries}).entries_with_release
 

@@ -6,7 +6,7 @@ dawrap needs exactly what the analyst already has for confidential data:
 * ``draw_theta(rng, theta, x, stats) -> theta``: a Markov kernel leaving
   :math:`p(\theta \mid x)` invariant (a conjugate draw, or one MH step);
 * ``draw_prior(rng) -> theta``: a prior draw, for initialisation and simulation studies;
-* optionally ``model_stat(x_i, out)``: the per-record sufficient statistic whose sum the engine
+* optionally ``model_stat(x_i, out)``: the per-record sufficient statistic whose sum the sampler
   keeps current and hands to ``draw_theta`` as ``stats``, so a conjugate kernel costs O(1).
 """
 from __future__ import annotations
@@ -67,7 +67,7 @@ class Model:
         ``(rng, theta, x_i, out) -> log_ratio`` writes a proposal :math:`x_i^\star \sim
         q(\cdot \mid x_i, \theta)` into ``out`` and returns
         :math:`\log\frac{f(x_i^\star\mid\theta)\, q(x_i \mid x_i^\star, \theta)}
-        {f(x_i\mid\theta)\, q(x_i^\star \mid x_i, \theta)}`; the engine multiplies in the
+        {f(x_i\mid\theta)\, q(x_i^\star \mid x_i, \theta)}`; the sampler multiplies in the
         mechanism ratio. By default records are proposed from ``draw_record`` (Algorithm 1),
         for which that log ratio is zero.
     draw_records : numba.njit function, optional

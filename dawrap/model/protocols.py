@@ -48,8 +48,10 @@ __all__ = ["Kernel", "NonCentred", "PreparedDraw", "no_state", "anywhere", "no_s
 
 class Kernel(NamedTuple):
     """A theta kernel with per-chain state: a compiled ``step(rng, theta, x, stats, state,
-    tuning) -> (theta, accept_prob)`` and ``init_state(theta)``, the per-chain state (a float64
-    array) that ``step`` may update in place while ``tuning`` (see :mod:`dawrap.kernels`).
+    tuning) -> (theta, accept_prob)`` and ``init_state(theta)``, the per-chain state that
+    ``step`` may update in place while ``tuning`` (see :mod:`dawrap.kernels`): a float64
+    array, or a NamedTuple of float64 arrays (typed fields, as the built-in kernels'
+    ``RandomWalkState`` and ``HmcState``; a checkpoint stores them flattened).
 
     Attributes
     ----------
@@ -57,7 +59,8 @@ class Kernel(NamedTuple):
         ``(rng, theta, x, stats, state, tuning) -> (theta, accept_prob)``; ``accept_prob``
         NaN for a kernel that always moves.
     init_state : callable
-        ``(theta) -> float64 array``: a chain's state at the start of warm-up.
+        ``(theta) -> state``: a chain's state at the start of warm-up (a float64 array or a
+        NamedTuple of them).
     name : str
         A label stored with results.
 
@@ -81,7 +84,7 @@ class Kernel(NamedTuple):
     array([1.])
     """
     step: object                     # njit (rng, theta, x, stats, state, tuning) -> (theta, a)
-    init_state: Callable             # (theta) -> float64 array
+    init_state: Callable             # (theta) -> float64 array or NamedTuple of them
     name: str = "kernel"
 
 
@@ -188,7 +191,7 @@ class PreparedDraw(NamedTuple):
     a draw from :math:`f(\cdot \mid \theta)` needs (the running sums of a categorical, a
     Cholesky factor) need not be rebuilt for each of the ``n`` records.
 
-    The engine calls ``prepare`` at the start of each record sweep, and to draw a database
+    The sampler calls ``prepare`` at the start of each record sweep, and to draw a database
     (a chain's start, :meth:`dawrap.Model.simulate`), then the draws below for every record.
     They must follow exactly the distributions of the model's own ``draw_record`` and
     ``propose_record``, which stay the reference (used once per probe and where a single
@@ -274,13 +277,13 @@ def no_statistic(x_i, out):
 
 @numba.njit(nogil=True, cache=True)
 def no_proposal(rng, theta, x_i, out):
-    """Placeholder record proposal: the engine proposes from ``draw_record`` instead."""
+    """Placeholder record proposal: the sampler proposes from ``draw_record`` instead."""
     return 0.0
 
 
 @numba.njit(nogil=True, cache=True)
 def no_records(rng, theta, out):
-    """Placeholder batched record draw: the engine draws one record at a time with
+    """Placeholder batched record draw: the sampler draws one record at a time with
     ``draw_record`` instead (never called)."""
 
 

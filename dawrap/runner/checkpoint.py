@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..samplers.arrays import flatten_state
 from ..samplers.record import RecordState, Trace
 from .fingerprint import FORCE_VARIABLE, UNVERIFIABLE
 from .._files import Lock, as_path, atomic_write, ensure_folder, is_held, kind_of, refuse_special
@@ -173,7 +174,7 @@ def save_chain(directory, chain: int, *, done: int, state, rng, trace, settings:
 
     def write(tmp: str) -> None:
         with open(tmp, "wb") as f:
-            np.savez(f, **{k: np.asarray(getattr(state, k)) for k in SAVED_STATE},
+            np.savez(f, **{k: _saved(getattr(state, k)) for k in SAVED_STATE},
                      done=np.int64(done),
                      rng_state=np.array(json.dumps(rng.bit_generator.state)),
                      settings=np.array(json.dumps({**settings, "format": FORMAT})),
@@ -189,6 +190,12 @@ def save_chain(directory, chain: int, *, done: int, state, rng, trace, settings:
         failure = CheckpointWriteError(f"could not write {final}: {reason}")
         failure.errno = getattr(err, "errno", None)  # e.g. ENOSPC, for callers that ask
         raise failure from err
+
+
+def _saved(value) -> np.ndarray:
+    """A state field as the file holds it: a kernel's or move's state (a NamedTuple of
+    arrays) flattened, anything else as an array."""
+    return flatten_state(value) if isinstance(value, tuple) else np.asarray(value)
 
 
 def _unreadable(path: Path, err: BaseException) -> ValueError:

@@ -215,7 +215,7 @@ def _landscape(model, mechanism, s_dp, n) -> Landscape | None:
 
     try:
         bound = _templates.bind((clt_log_likelihood,), dict(
-            DRAW_RECORD=model.draw_record, STATISTIC=mechanism.engine_statistic,
+            DRAW_RECORD=model.draw_record, STATISTIC=mechanism.sampler_statistic,
             RECORD_SIZE=model.record_size, SIZE=mechanism.size))
         thetas = np.array([model.pack(model.draw_prior(rng), "the theta returned by "
                                       "draw_prior") for _ in range(POOL)])

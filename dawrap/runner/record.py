@@ -17,6 +17,7 @@ import numpy as np
 
 from ..samplers import record, sparse
 from .._checks import call_user, is_real
+from ..samplers.arrays import is_state, unflatten_state
 from ..samplers.output import Output
 from .chains import Chunks, deferred_interrupt, interrupted, run_parallel
 from .progress import Progress
@@ -24,7 +25,7 @@ from .checkpoint import (SAVED_STATE, CheckpointWriteError, load_chains, lock, r
                          save_chain)
 from .fingerprint import run_fingerprint
 from ..samplers.interweave import make_move
-from ..samplers.kernels import Kernel, engine_form, no_state
+from ..samplers.kernels import Kernel, as_kernel, no_state
 from ..mechanisms.base import Mechanism, as_records
 from ..model.model import Model
 from ..model.protocols import no_records
@@ -105,6 +106,13 @@ def _theta_output(out, model: Model, name: str):
     return model.pack(theta, f"the theta returned by {name}"), float(accept)
 
 
+def _describe(state) -> str:
+    """What a kernel state that is not one is, for the error."""
+    if isinstance(state, np.ndarray):
+        return f"an array of {state.dtype} with shape {state.shape}"
+    return f"{type(state).__name__} {state!r}"[:200]
+
+
 class _Setup:
     """Everything a chain needs that is shared by all chains."""
 
@@ -114,7 +122,7 @@ class _Setup:
         self.model, self.mechanism, self.s_dp, self.n = model, mechanism, s_dp, n
         self.params = mechanism.params
         self.fns = record.RecordFunctions(model.draw_record, model.propose_record,
-                                          model.model_stat, mechanism.engine_statistic,
+                                          model.model_stat, mechanism.sampler_statistic,
                                           mechanism.log_density, model.theta_support,
                                           model.record_support,
                                           **sparse.sparse_fields(model, mechanism),
@@ -231,6 +239,20 @@ class _Setup:
                              f"a zero mechanism density); delete chain{chain}.npz to restart "
                              f"that chain from its seed")
 
+    def resumed_state(self, saved: dict):
+        """A saved chain's sampler state, its kernel's and move's states unflattened into
+        the structure of fresh ones (a checkpoint holds them flat, :mod:`.checkpoint`)."""
+        fields = {k: saved[k] for k in SAVED_STATE}
+        theta = saved["theta"]
+        for key, fresh in (("kernel_state", self.kernel.init_state(theta.copy())),
+                           ("move_state", self.init_move_state(theta.copy()))):
+            try:
+                fields[key] = unflatten_state(saved[key], fresh)
+            except ValueError as err:
+                raise ValueError(f"resume: {err} ({key}); the file is from another run: "
+                                 f"delete it to restart that chain from its seed") from None
+        return record.RecordState(**fields)
+
     def probe_records(self, theta: np.ndarray) -> None:
         """Check the record-level functions once, on a throwaway generator."""
         model, mech = self.model, self.mechanism
@@ -253,7 +275,7 @@ class _Setup:
                                 f"{type(log_ratio).__name__}")
         if model.stat_size:
             _probe_writer(model.model_stat, "model_stat", model.stat_size, record_)
-        t, _ = _probe_writer(mech.engine_statistic, "the mechanism's statistic", mech.size,
+        t, _ = _probe_writer(mech.sampler_statistic, "the mechanism's statistic", mech.size,
                              record_, self.s_dp)
         if mech.integer_statistic and not np.all(t == np.round(t)):
             raise ValueError(f"{mech.name} needs an integer-valued statistic, but a record "
@@ -270,11 +292,12 @@ class _Setup:
         state = self.fresh_state(theta.copy(), x)
         if isinstance(model.draw_theta, Kernel):
             kernel = model.draw_theta
-            kernel_state = np.asarray(call_user(kernel.init_state, "draw_theta.init_state",
-                                                theta.copy()))
-            if kernel_state.dtype != np.float64 or kernel_state.ndim != 1:
-                raise TypeError(f"draw_theta.init_state must return a 1-d float64 array, got "
-                                f"{kernel_state.dtype} with shape {kernel_state.shape}")
+            kernel_state = call_user(kernel.init_state, "draw_theta.init_state", theta.copy())
+            if not isinstance(kernel_state, tuple):
+                kernel_state = np.asarray(kernel_state)
+            if not is_state(kernel_state):
+                raise TypeError(f"draw_theta.init_state must return a float64 array or a "
+                                f"NamedTuple of float64 arrays, got {_describe(kernel_state)}")
             out = call_user(kernel.step, "draw_theta.step", rng, state.theta, state.x,
                             state.stats, kernel_state, True)
             if not isinstance(out, tuple):
@@ -289,7 +312,7 @@ class _Setup:
                 raise TypeError(f"a compiled draw_theta must return a float array (or "
                                 f"(array, accept_prob)), got {type(theta_part).__name__}")
             self.kernel = model.draw_theta if isinstance(model.draw_theta, Kernel) \
-                else engine_form(model.draw_theta, isinstance(out, tuple))
+                else as_kernel(model.draw_theta, isinstance(out, tuple))
             self.compiled_kernel = True
             self.chain = self._bind()
 
@@ -342,7 +365,7 @@ class Control:
 
     def __init__(self, checkpoint=None, every: int = 1000, settings=None, progress=None):
         self.stop = threading.Event()
-        self.progress = progress  # a dawrap._progress.Progress, or None
+        self.progress = progress  # a dawrap.runner.progress.Progress, or None
         self.checkpoint, self.every, self.settings = checkpoint, every, settings or {}
         self.checkpoint_error = None  # the first checkpoint write that failed, if any
         self.threads, self.method = None, None  # threads per chain (the parallel sweep)
@@ -408,8 +431,7 @@ def _run_chain(setup: _Setup, chain: int, rng, theta, x, tune: int, draws: int,
         trace, done = _new_trace(draws, model.theta_size, mech.size, keep_stats), 0
     else:
         # The saved fields, laid out as a fresh state is (the sparse path's per-cell block).
-        state = setup.chain.arrange(record.RecordState(*(resumed[k] for k in SAVED_STATE)),
-                                    setup.s_dp, setup.params)
+        state = setup.chain.arrange(setup.resumed_state(resumed), setup.s_dp, setup.params)
         trace = record.Trace(*(resumed[f"trace_{k}"] for k in record.Trace._fields))
         done = resumed["done"]
     total_iterations = tune + draws
@@ -507,7 +529,7 @@ def run_record(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, rng
     """Run one record-level chain per generator in ``rngs``.
 
     ``method`` is a prepared :class:`dawrap.Record` (its kernel options, starting database,
-    checkpoint and resume folders); ``shared`` the :class:`dawrap.methods.Shared` options of
+    checkpoint and resume folders); ``shared`` the :class:`dawrap.methods.RunOptions` options of
     every method (draws, tune, chains' cores, ...). With ``method.checkpoint`` (a folder)
     each chain's complete state is saved every ``method.checkpoint_every`` iterations;
     ``method.resume`` continues such a run. Ctrl-C is deferred to the next chunk boundary on

@@ -137,7 +137,7 @@ def record_variances(x, s_dp, mechanism, where: str = "the records drawn from th
     if mechanism.sparse is not None:
         return sparse_moments(x, s_dp, mechanism.sparse.entries, mechanism.sparse.nnz,
                               mechanism.size, mechanism, where)
-    return statistic_moments(x, s_dp, mechanism.engine_statistic, mechanism.size, False)
+    return statistic_moments(x, s_dp, mechanism.sampler_statistic, mechanism.size, False)
 
 
 def noise_variance(mechanism, rng=None, draws: int = 1000) -> np.ndarray | None:
@@ -192,7 +192,7 @@ def simulated_contributions(model, mechanism, s_dp: np.ndarray, thetas: int = 8,
     record_, stat = x[:record_size], t[:size]
     # (through cached wrappers: a user's functions then load from the disk cache)
     draw_record = _templates.cached_caller(model.draw_record, 3)
-    statistic = _templates.cached_caller(mechanism.engine_statistic, 3)
+    statistic = _templates.cached_caller(mechanism.sampler_statistic, 3)
     try:
         for a in range(thetas):
             theta = model.pack(model.draw_prior(rng), "the theta returned by draw_prior")
@@ -218,7 +218,7 @@ def _clt_log_likelihood(model, mechanism, s_dp, n, theta, noise, seed, records) 
         np.random.default_rng(seed), theta, records)
     full = mechanism.size <= FULL_COVARIANCE_UP_TO
     if full:
-        mean, cov = statistic_moments(x, s_dp, mechanism.engine_statistic, mechanism.size, True)
+        mean, cov = statistic_moments(x, s_dp, mechanism.sampler_statistic, mechanism.size, True)
     else:
         mean, var = record_variances(
             x, s_dp, mechanism, f"the {records} records drawn from the model for a "

@@ -12,7 +12,7 @@ from ..mechanisms import Mechanism
 from ..model.family import (ExponentialFamily, no_cdf, no_log_partition, no_natural,
                             require_family)
 from ..model.model import Model
-from ..samplers import suffstat, suffstat_marginal, suffstat_multinomial
+from ..samplers import loop, suffstat, suffstat_marginal, suffstat_multinomial
 from ..samplers.output import Output
 from ..samplers.suffstat_marginal_parts import PSEUDO_LOG_N, PSEUDO_STATS
 from .._checks import call_user
@@ -68,7 +68,7 @@ def _check_release_statistic(family: ExponentialFamily, mech: Mechanism) -> None
     probe = [lower - 1.0, lower, 0.5 * (lower + upper), upper, upper + 1.0]
     for value in probe:
         got, want = np.empty(1), np.empty(1)
-        mech.engine_statistic(np.array([value]), np.zeros(1), got)
+        mech.sampler_statistic(np.array([value]), np.zeros(1), got)
         expected(np.array([value]), want)
         if got[0] != want[0]:
             raise ValueError(f"the mechanism's statistic is not the family's statistic "
@@ -163,10 +163,10 @@ def _config(family, mech, s_dp, n, variant):
         # The support's basis is set by run_suffstat for the dense kernel; the O(K) kernel
         # needs none (no K x K array).
         basis = np.zeros((0, 0)) if structured(family) else np.eye(family.stat_size)
-        return suffstat_marginal.MarginalConfig(
+        return suffstat_marginal.MarginalInputs(
             float(n), s_dp, scale, truncated, lower, upper, family.discrete, basis, MOVES,
             TARGET_ACCEPT, INDEPENDENCE_MOVES, INDEPENDENCE_WIDTH)
-    return suffstat.SuffstatConfig(float(n), s_dp, scale, truncated, lower, upper,
+    return suffstat.SuffstatInputs(float(n), s_dp, scale, truncated, lower, upper,
                                    family.discrete, variant == "printed")
 
 
@@ -191,7 +191,7 @@ def _initial_state(model, family, mech, config, rng, theta=None):
     s = config.n * mu
     scale, gaussian_var = noise_model(mech)
     noise = np.full(d, 2.0 * scale ** 2) if scale > 0 else np.full(d, gaussian_var)
-    if not isinstance(config, suffstat_marginal.MarginalConfig):
+    if not isinstance(config, suffstat_marginal.MarginalInputs):
         return suffstat.SuffstatState(theta, s.copy(), s.copy(), noise)
     # The marginal kernel's pseudo-sample: a fraction of the records' effective number
     # n (1 - f), f = V / (n Sigma + V) at the start (adapted during warm-up).
@@ -210,7 +210,7 @@ def _initial_state(model, family, mech, config, rng, theta=None):
     cached = 0 if structured(family) else d
     return suffstat_marginal.MarginalState(theta, s.copy(), s.copy(), noise, pseudo,
                                            np.zeros(cached), np.zeros((cached, cached)),
-                                           np.zeros(2))
+                                           np.zeros(2), np.zeros(1, dtype=np.int64))
 
 
 def _cell_probabilities(family: ExponentialFamily, theta: np.ndarray) -> np.ndarray:
@@ -254,24 +254,25 @@ def _support_basis(model: Model, family: ExponentialFamily, states) -> np.ndarra
     return starts if starts.shape[1] == wider.shape[1] else wider
 
 
-def _run_chain(runner, state, config, rng, draws, tune, keep_stats, theta_size, d, stop,
-               bar, chain):
-    """One chain in chunks; returns its outputs and the iterations done (short of
-    ``tune + draws`` only when ``stop`` was set by Ctrl-C)."""
+def _run_chain(runner, state, config, rng, draws, tune, keep_stats, theta_size, d, stats,
+               stop, bar, chain):
+    """One chain in chunks (``runner``: :func:`dawrap.samplers.loop.run` bound to the kernel,
+    whose info has ``stats`` sample stats); returns its outputs and the iterations done
+    (short of ``tune + draws`` only when ``stop`` was set by Ctrl-C)."""
     out_theta = np.empty((draws, theta_size))
-    out_rejections = np.empty(draws)
+    out_stats = np.empty((draws, stats))
     out_s = np.empty((draws if keep_stats else 0, d))
     done, total = 0, tune + draws
     chunks = Chunks()  # calls of about CHUNK_SECONDS: Ctrl-C is honoured promptly
     while done < total and not stop.is_set():
         start, end, began = done, chunks.stop(done, total), time.perf_counter()
         state, done, status = runner(rng, state, config, start, end, tune,
-                                     out_theta, out_rejections, out_s)
+                                     out_theta, out_stats, out_s)
         chunks.timed(done - start, time.perf_counter() - began)
         bar.done[chain] = done
         if status != suffstat.OK:
             raise ValueError(f"{suffstat.STATUS_MESSAGES[status]} (iteration {done})")
-    return out_theta, out_rejections, out_s, done
+    return out_theta, out_stats, out_s, done
 
 
 def run_suffstat(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, rngs, *,
@@ -300,6 +301,9 @@ def run_suffstat(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, r
                                          else no_log_partition,
                                          family.natural if marginal else no_natural)
         runner = (suffstat_marginal.bind_run if marginal else suffstat.bind_run)(fns)
+    # The sample stats are the fields of the kernel's info (dawrap.samplers.loop).
+    info = suffstat_marginal.MarginalInfo if marginal else suffstat.GibbsInfo
+    stat_names = loop.sample_stat_names(info)
     thetas, _ = initial_values(model, len(rngs), n, init_theta, None)
     states = [_initial_state(model, family, mechanism, config, rng, thetas and thetas[c])
               for c, rng in enumerate(rngs)]
@@ -316,15 +320,16 @@ def run_suffstat(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, r
     with deferred_interrupt(stop.set):
         # Compile here (zero iterations) before the chains start in threads.
         runner(np.random.default_rng(0), states[0], config, 0, 0, 0,
-            np.empty((0, model.theta_size)), np.empty(0), np.empty((0, d)))
+               np.empty((0, model.theta_size)), np.empty((0, len(stat_names))),
+               np.empty((0, d)))
         if stop.is_set():
             raise KeyboardInterrupt("sampling interrupted before the chains started: no "
                                     "draws to return")
         with Progress("dawrap suffstat", len(rngs), tune + draws, enabled=progress) as bar:
             results = run_parallel(
                 [functools.partial(_run_chain, runner, st, config, rng, draws, tune,
-                                   keep_stats,
-                                   model.theta_size, d, stop, bar, c)
+                                   keep_stats, model.theta_size, d, len(stat_names), stop,
+                                   bar, c)
                  for c, (st, rng) in enumerate(zip(states, rngs))], cores, on_interrupt=stop.set)
     kept = [max(0, r[3] - tune) for r in results]
     if min(kept) < draws:  # interrupted: the chains that have draws, up to a common length
@@ -338,5 +343,5 @@ def run_suffstat(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, r
     theta = np.stack([r[0][:kept] for r in results])
     per_draw = np.stack([r[1][:kept] for r in results])
     imputed = np.stack([r[2][:kept] for r in results]) if keep_stats else None
-    stats = {"accept_prob": per_draw} if marginal else {"rejections": per_draw}
+    stats = {name: np.ascontiguousarray(per_draw[:, :, k]) for k, name in enumerate(stat_names)}
     return Output(theta, stats, imputed)

@@ -48,6 +48,7 @@ while tuning, which updates the kernel's state in place):
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -55,15 +56,26 @@ import numpy as np
 from .._checks import as_count, as_positive_float, require_arity, require_njit
 from .kernels import Kernel, acceptance_probability
 
-__all__ = ["hmc", "identity"]
+__all__ = ["hmc", "identity", "HmcState"]
 
-# The per-chain state (one float64 array, carried and checkpointed by the engine):
-# [log step while tuning, dual-averaging mean log step (used after warm-up), H bar, dual-
-#  averaging iterations, dual-averaging centre mu, warm-up iterations, end of the current
-#  mass-matrix window, iterations in it], then inverse mass (d), window mean (d), window
-#  sum of squared deviations (d), window sum of squared gradients (d).
-_LOG_EPS, _LOG_EPS_BAR, _HBAR, _T, _MU, _COUNT, _WINDOW_END, _WINDOW_N = range(8)
-_HEAD = 8
+class HmcState(NamedTuple):
+    """The per-chain state of :func:`hmc`, carried by the sampler and updated in place during
+    warm-up (the scalars are arrays of one value for that); a checkpoint stores the fields
+    flattened in this order (:func:`dawrap.samplers.arrays.flatten_state`)."""
+    log_eps: np.ndarray      # (1,) log step size while tuning
+    log_eps_bar: np.ndarray  # (1,) dual averaging's mean log step (used after warm-up)
+    hbar: np.ndarray         # (1,) dual averaging's mean acceptance deficit
+    t: np.ndarray            # (1,) dual-averaging iterations
+    mu: np.ndarray           # (1,) dual averaging's centre
+    count: np.ndarray        # (1,) warm-up iterations
+    window_end: np.ndarray   # (1,) end of the current mass-matrix window
+    window_n: np.ndarray     # (1,) iterations in it
+    inv_mass: np.ndarray     # (d,) diagonal inverse mass matrix
+    mean: np.ndarray         # (d,) the window's mean of u (Welford)
+    m2: np.ndarray           # (d,) its sum of squared deviations
+    g2: np.ndarray           # (d,) its sum of squared gradients
+
+
 _FIRST_WINDOW = 50.0
 # Dual-averaging constants of Hoffman & Gelman (2014), section 3.2.1.
 _GAMMA, _T0, _KAPPA = 0.05, 10.0, 0.75
@@ -77,10 +89,10 @@ def identity(theta):
 
 @numba.njit(nogil=True, cache=True)
 def _restart_dual_averaging(state, log_eps):
-    state[_LOG_EPS] = log_eps
-    state[_MU] = math.log(10.0) + log_eps
-    state[_HBAR] = 0.0
-    state[_T] = 0.0
+    state.log_eps[0] = log_eps
+    state.mu[0] = math.log(10.0) + log_eps
+    state.hbar[0] = 0.0
+    state.t[0] = 0.0
 
 
 @numba.njit(nogil=True, cache=True)
@@ -89,28 +101,25 @@ def _adapt(state, u, grad, accept_prob, target):
     of squared gradients at u, and the inverse mass matrix replaced at the end of each
     doubling window (module doc)."""
     d = u.shape[0]
-    t = state[_T] + 1.0
+    t = state.t[0] + 1.0
     eta = 1.0 / (t + _T0)
-    state[_HBAR] = (1.0 - eta) * state[_HBAR] + eta * (target - accept_prob)
-    log_eps = state[_MU] - math.sqrt(t) / _GAMMA * state[_HBAR]
+    state.hbar[0] = (1.0 - eta) * state.hbar[0] + eta * (target - accept_prob)
+    log_eps = state.mu[0] - math.sqrt(t) / _GAMMA * state.hbar[0]
     weight = t ** -_KAPPA
-    state[_LOG_EPS_BAR] = weight * log_eps + (1.0 - weight) * state[_LOG_EPS_BAR]
-    state[_LOG_EPS], state[_T] = log_eps, t
+    state.log_eps_bar[0] = weight * log_eps + (1.0 - weight) * state.log_eps_bar[0]
+    state.log_eps[0], state.t[0] = log_eps, t
 
-    inv_mass = state[_HEAD:_HEAD + d]
-    mean = state[_HEAD + d:_HEAD + 2 * d]
-    m2 = state[_HEAD + 2 * d:_HEAD + 3 * d]
-    g2 = state[_HEAD + 3 * d:_HEAD + 4 * d]
-    n = state[_WINDOW_N] + 1.0
+    inv_mass, mean, m2, g2 = state.inv_mass, state.mean, state.m2, state.g2
+    n = state.window_n[0] + 1.0
     for j in range(d):
         delta = u[j] - mean[j]
         mean[j] += delta / n
         m2[j] += delta * (u[j] - mean[j])
         if math.isfinite(grad[j]):
             g2[j] += grad[j] * grad[j]
-    state[_WINDOW_N] = n
-    state[_COUNT] += 1.0
-    if state[_COUNT] >= state[_WINDOW_END]:
+    state.window_n[0] = n
+    state.count[0] += 1.0
+    if state.count[0] >= state.window_end[0]:
         # the conditional variance from the gradient, capped by the draws' variance, then
         # Stan's regularisation: shrunk towards 1e-3 with weight 5/(n+5)
         for j in range(d):
@@ -121,10 +130,10 @@ def _adapt(state, u, grad, accept_prob, target):
             mean[j] = 0.0
             m2[j] = 0.0
             g2[j] = 0.0
-        state[_WINDOW_N] = 0.0
-        state[_WINDOW_END] = state[_COUNT] + 2.0 * n
+        state.window_n[0] = 0.0
+        state.window_end[0] = state.count[0] + 2.0 * n
         # the metric changed: the step size learned for the old one is only a start
-        _restart_dual_averaging(state, state[_LOG_EPS])
+        _restart_dual_averaging(state, state.log_eps[0])
 
 
 def hmc(logp_and_grad, step_size: float = 0.1, path_length: float = 2.0,
@@ -199,21 +208,21 @@ def hmc(logp_and_grad, step_size: float = 0.1, path_length: float = 2.0,
     bwd = identity if to_constrained is None else require_njit(
         to_constrained, "to_constrained", "(u) -> theta")
 
-    def init_state(theta) -> np.ndarray:
+    def init_state(theta) -> HmcState:
         d = np.asarray(theta).shape[0]
-        state = np.zeros(_HEAD + 4 * d)
+        state = HmcState(*(np.zeros(1) for _ in range(8)), np.ones(d), np.zeros(d),
+                         np.zeros(d), np.zeros(d))
         _restart_dual_averaging(state, math.log(initial))
-        state[_LOG_EPS_BAR] = math.log(initial)
-        state[_WINDOW_END] = _FIRST_WINDOW
-        state[_HEAD:_HEAD + d] = 1.0
+        state.log_eps_bar[0] = math.log(initial)
+        state.window_end[0] = _FIRST_WINDOW
         return state
 
     @numba.njit(nogil=True)
     def step(rng, theta, x, stats, state, tuning):
         u0 = fwd(theta)
         d = u0.shape[0]
-        inv_mass = state[_HEAD:_HEAD + d]
-        eps = math.exp(state[_LOG_EPS] if tuning else state[_LOG_EPS_BAR])
+        inv_mass = state.inv_mass
+        eps = math.exp(state.log_eps[0] if tuning else state.log_eps_bar[0])
         eps *= 0.8 + 0.4 * rng.random()
         n_steps = min(cap, max(1, int(math.ceil(length / eps))))
         p = rng.standard_normal(d) / np.sqrt(inv_mass)

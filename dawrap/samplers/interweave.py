@@ -41,7 +41,8 @@ from .arrays import all_finite
 from .record import RecordState
 from .status import OK, BAD_RATIO, BAD_RECORD
 from ..model.protocols import NonCentred
-from .kernels import _HEAD, acceptance_probability, rw_adapt, rw_init_state, rw_propose
+from .kernels import (RandomWalkState, acceptance_probability, rw_adapt, rw_init_state,
+                      rw_propose)
 
 __all__ = ["NonCentred", "make_move", "JumpMixture", "AUTO_THRESHOLD", "DEFAULT_STEPS"]
 
@@ -55,7 +56,7 @@ ADAPT_AFTER = 100
 # The names the templates below call, bound per model by make_move (placeholders here).
 RECORD_FROM_NOISE = NOISE_FROM_RECORD = LOG_PRIOR = None  # the model's NonCentred map
 MECH_STAT = MODEL_STAT = LOG_DENSITY = THETA_SUPPORT = None  # as in dawrap.samplers.record
-NOISE_SIZE = SIZE = STEPS = 0
+NOISE_SIZE = MECH_STAT_SIZE = STEPS = 0
 JUMPS = False  # whether each step is followed by a jump (an independence proposal)
 INITIAL = (0.1,)  # the proposal sd before warm-up has learned one (one value, or one each)
 
@@ -68,17 +69,17 @@ def try_theta(rng, state, s_dp, params, proposal, log_q_ratio):
     n, d, m = x.shape[0], theta.shape[0], stats.shape[0]
     a = 0.0
     x_new = np.empty((0, x.shape[1]))
-    total, stats_new, log_g = np.zeros(SIZE), np.zeros(m), state.log_g
+    total, stats_new, log_g = np.zeros(MECH_STAT_SIZE), np.zeros(m), state.log_g
     if THETA_SUPPORT(proposal):
         # One pass: z_i | x_i, theta, then the record h(proposal, z_i) it maps to, with
         # the totals the proposal would have. z is never stored.
         x_new = np.empty_like(x)
-        z, t, s_i = np.empty(NOISE_SIZE), np.empty(SIZE), np.empty(m)
+        z, t, s_i = np.empty(NOISE_SIZE), np.empty(MECH_STAT_SIZE), np.empty(m)
         for i in range(n):
             NOISE_FROM_RECORD(rng, theta, x[i], z)
             RECORD_FROM_NOISE(proposal, z, x_new[i])
             MECH_STAT(x_new[i], s_dp, t)
-            for j in range(SIZE):
+            for j in range(MECH_STAT_SIZE):
                 total[j] += t[j]
             if m > 0:
                 MODEL_STAT(x_new[i], s_i)
@@ -109,20 +110,20 @@ def one_step(rng, state, s_dp, params, tuning):
     """Steps 2-3 above once, with the random-walk proposal: ``(state, accept_prob,
     status)``."""
     initial = np.array(INITIAL)
-    proposal = rw_propose(rng, state.theta, state.move_state, initial, ADAPT_AFTER)
+    proposal = rw_propose(rng, state.theta, state.move_state.walk, initial, ADAPT_AFTER)
     state, a, accepted, status = try_theta(rng, state, s_dp, params, proposal, 0.0)
     if tuning:  # a rejected proposal left state.theta where it was
-        rw_adapt(state.move_state, proposal if accepted else state.theta, a, -1.0,
+        rw_adapt(state.move_state.walk, proposal if accepted else state.theta, a, -1.0,
                  ADAPT_AFTER, initial)
     return state, a, status
 
 
 def jump(rng, state, s_dp, params):
-    """Steps 2-3 above once with an independence proposal from the mixture stored after
-    the random walk's state (:func:`mixture_state`): ``(state, accept_prob, status)``."""
+    """Steps 2-3 above once with an independence proposal from the mixture kept in the
+    move's state (:class:`MoveState`): ``(state, accept_prob, status)``."""
     theta = state.theta
     d = theta.shape[0]
-    mixture = state.move_state[rw_state_size(d):]
+    mixture = state.move_state.mixture
     proposal = mixture_draw(rng, mixture, d)
     log_q_ratio = mixture_log_density(mixture, theta) - mixture_log_density(mixture, proposal)
     state, a, _, status = try_theta(rng, state, s_dp, params, proposal, log_q_ratio)
@@ -159,22 +160,23 @@ def make_move(nc: NonCentred, fns, size: int, steps: int = 1, mixture=None):
         RECORD_FROM_NOISE=nc.record_from_noise, NOISE_FROM_RECORD=nc.noise_from_record,
         LOG_PRIOR=nc.log_prior, NOISE_SIZE=nc.noise_size, MECH_STAT=fns.mech_stat,
         MODEL_STAT=fns.model_stat, LOG_DENSITY=fns.log_density,
-        THETA_SUPPORT=fns.theta_support, SIZE=size, STEPS=steps, INITIAL=initial,
+        THETA_SUPPORT=fns.theta_support, MECH_STAT_SIZE=size, STEPS=steps, INITIAL=initial,
         JUMPS=mixture is not None))
     packed = np.zeros(0) if mixture is None else mixture.packed()
     return bound.move, functools.partial(init_state, initial=np.array(initial), mixture=packed)
 
 
-def init_state(theta, initial, mixture):
-    """The move's state: the random walk's (:func:`dawrap.samplers.kernels.rw_init_state`),
-    then the packed jump mixture (empty without jumps)."""
-    return np.concatenate((rw_init_state(theta, initial), mixture))
+def init_state(theta, initial, mixture) -> MoveState:
+    """The move's state: the random walk's (:func:`dawrap.samplers.kernels.rw_init_state`)
+    and the packed jump mixture (empty without jumps)."""
+    return MoveState(rw_init_state(theta, initial), mixture.copy())
 
 
-@numba.njit(nogil=True, cache=True)
-def rw_state_size(d):
-    """Length of the random walk's part of the move state for a theta of ``d`` entries."""
-    return _HEAD + d + 2 * d * d
+class MoveState(NamedTuple):
+    """The move's per-chain state: its random walk's (adapted during warm-up) and the jumps'
+    fixed mixture (:meth:`JumpMixture.packed`; empty without jumps)."""
+    walk: RandomWalkState
+    mixture: np.ndarray
 
 
 class JumpMixture(NamedTuple):

@@ -27,12 +27,15 @@ come from a fixed, exact Metropolis-within-Gibbs chain.
 
 A kernel is a :class:`Kernel`: a compiled ``step(rng, theta, x, stats, state, tuning) ->
 (theta, accept_prob)`` plus ``init_state(theta)``, the per-chain state it may update in place
-while ``tuning``. The engine keeps that state with the chain (and in checkpoints).
+while ``tuning``: a float64 array or, with named fields, a NamedTuple of float64 arrays
+(:class:`RandomWalkState`; a scalar is an array of one value, so that it can change in
+place). The sampler keeps that state with the chain, and checkpoints it flattened
+(:func:`dawrap.samplers.arrays.flatten_state`).
 """
 from __future__ import annotations
 
-import functools
 import math
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -41,11 +44,12 @@ from .. import _templates
 from .._checks import require_njit, scale_vector
 from ..model.protocols import Kernel, no_state
 
-__all__ = ["Kernel", "metropolis", "adaptive_metropolis", "engine_form",
-           "acceptance_probability", "rw_propose", "rw_adapt", "rw_init_state"]
+__all__ = ["Kernel", "metropolis", "adaptive_metropolis", "as_kernel",
+           "acceptance_probability", "rw_propose", "rw_adapt", "rw_init_state",
+           "RandomWalkState"]
 
 
-DRAW_THETA = None  # bound per model by engine_form (dawrap._templates)
+DRAW_THETA = None  # bound per model by as_kernel (dawrap._templates)
 
 
 def theta_step(rng, theta, x, stats, state, tuning):
@@ -58,7 +62,7 @@ def theta_step_no_accept(rng, theta, x, stats, state, tuning):
     return DRAW_THETA(rng, theta, x, stats), np.nan
 
 
-def engine_form(draw_theta, returns_accept: bool) -> Kernel:
+def as_kernel(draw_theta, returns_accept: bool) -> Kernel:
     """A user's ``draw_theta(rng, theta, x, stats)`` (returning ``theta`` or ``(theta,
     accept_prob)``) as a stateless :class:`Kernel` (a template bound to it, so that a
     built-in model's loads from numba's disk cache).
@@ -73,7 +77,7 @@ def engine_form(draw_theta, returns_accept: bool) -> Kernel:
     Returns
     -------
     Kernel
-        The same for the same function, so that the engine compiles one step per
+        The same for the same function, so that the sampler compiles one step per
         ``draw_theta``.
 
     Examples
@@ -84,7 +88,7 @@ def engine_form(draw_theta, returns_accept: bool) -> Kernel:
     >>> @numba.njit
     ... def draw_theta(rng, theta, x, stats):     # p | x ~ Beta(1 + k, 1 + n - k)
     ...     return np.array([rng.beta(1 + stats[0], 1 + x.shape[0] - stats[0])])
-    >>> kernel = dw.kernels.engine_form(draw_theta, returns_accept=False)
+    >>> kernel = dw.kernels.as_kernel(draw_theta, returns_accept=False)
     >>> theta, accept_prob = kernel.step(np.random.default_rng(1), np.array([0.5]),
     ...                                  np.zeros((10, 1)), np.array([3.0]), np.empty(0), False)
     >>> theta.shape, accept_prob
@@ -188,20 +192,28 @@ def metropolis(log_density, scale) -> Kernel:
     return Kernel(step, init_state, "metropolis")
 
 
-# The adaptive random-walk state, one float64 array per chain (so the engine can carry and
-# checkpoint it): [log step, warm-up iterations seen, sum of their acceptance probabilities,
-# 1.0 once the estimated covariance is in use, mean (d), sum of squared deviations (d x d,
-# row-major), Cholesky factor of the proposal covariance (d x d, lower)].
-_HEAD = 4
+class RandomWalkState(NamedTuple):
+    """The adaptive random walk's per-chain state (:func:`rw_init_state`), updated in place
+    during warm-up by :func:`rw_adapt`. The scalars are arrays of one value, so that the
+    compiled step can update them in place; a checkpoint stores the fields flattened in this
+    order (:func:`dawrap.samplers.arrays.flatten_state`).
 
-
-@numba.njit(nogil=True, cache=True)
-def _rw_parts(state, d):
-    """Views of the adaptive state's mean, scatter matrix and Cholesky factor."""
-    mean = state[_HEAD:_HEAD + d]
-    scatter = state[_HEAD + d:_HEAD + d + d * d].reshape((d, d))
-    factor = state[_HEAD + d + d * d:_HEAD + d + 2 * d * d].reshape((d, d))
-    return mean, scatter, factor
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dawrap as dw
+    >>> state = dw.kernels.rw_init_state(np.array([1.0, 2.0]), np.array([0.1]))
+    >>> dw.kernels.rw_adapt(state, np.array([1.5, 2.0]), 0.5, -1.0, 100, np.array([0.1]))
+    >>> state.iterations, state.mean          # one warm-up iteration: the running mean moved
+    (array([1.]), array([1.5, 2. ]))
+    """
+    log_step: np.ndarray    # (1,) log of the global step (Robbins-Monro)
+    iterations: np.ndarray  # (1,) warm-up iterations seen
+    accept_sum: np.ndarray  # (1,) sum of their acceptance probabilities
+    estimated: np.ndarray   # (1,) 1.0 once the estimated covariance is in use
+    mean: np.ndarray        # (d,) running mean of theta (Welford)
+    scatter: np.ndarray     # (d, d) its sum of squared deviations
+    factor: np.ndarray      # (d, d) lower Cholesky factor of the proposal covariance
 
 
 @numba.njit(nogil=True, cache=True)
@@ -220,7 +232,7 @@ def rw_propose(rng, theta, state, initial, adapt_after):
     ----------
     rng : numpy.random.Generator
     theta : ndarray of shape (d,)
-    state : ndarray
+    state : RandomWalkState
         The adaptive state (:func:`rw_init_state`, updated by :func:`rw_adapt`).
     initial : ndarray
         The initial proposal sd, one value or ``d``.
@@ -244,11 +256,11 @@ def rw_propose(rng, theta, state, initial, adapt_after):
     True
     """
     d = theta.shape[0]
-    step = math.exp(state[0])
+    step = math.exp(state.log_step[0])
     z = rng.standard_normal(d)
     proposal = theta.copy()
-    if state[3] > 0.0:
-        factor = _rw_parts(state, d)[2]
+    if state.estimated[0] > 0.0:
+        factor = state.factor
         for j in range(d):
             shift = 0.0
             for k in range(j + 1):
@@ -307,7 +319,7 @@ def rw_adapt(state, theta, accept_prob, target, adapt_after, initial):
 
     Parameters
     ----------
-    state : ndarray
+    state : RandomWalkState
         The adaptive state, updated in place.
     theta : ndarray of shape (d,)
         The chain's theta after this iteration's step.
@@ -330,15 +342,15 @@ def rw_adapt(state, theta, accept_prob, target, adapt_after, initial):
     >>> theta, initial = np.array([1.0, 2.0]), np.array([0.1])
     >>> state = dw.kernels.rw_init_state(theta, initial)
     >>> dw.kernels.rw_adapt(state, theta, 0.3, -1.0, 100, initial)
-    >>> state[:3].round(3)                  # log step, iterations seen, sum of acceptances
-    array([0.066, 1.   , 0.3  ])
+    >>> state.log_step.round(3), state.iterations, state.accept_sum
+    (array([0.066]), array([1.]), array([0.3]))
     """
     d = theta.shape[0]
     goal = target if target > 0 else (0.44 if d == 1 else 0.234)
-    count = state[1] + 1.0
-    state[0] += (accept_prob - goal) / count ** 0.6
-    state[2] += accept_prob
-    mean, scatter, factor = _rw_parts(state, d)
+    count = state.iterations[0] + 1.0
+    state.log_step[0] += (accept_prob - goal) / count ** 0.6
+    state.accept_sum[0] += accept_prob
+    mean, scatter, factor = state.mean, state.scatter, state.factor
     before = theta - mean
     for j in range(d):
         mean[j] += before[j] / count
@@ -346,15 +358,15 @@ def rw_adapt(state, theta, accept_prob, target, adapt_after, initial):
         after = theta[j] - mean[j]
         for k in range(d):
             scatter[j, k] += before[k] * after
-    state[1] = count
-    if state[3] == 0.0 and count >= adapt_after and state[2] >= 2.0 * d + 10.0:
-        state[3] = 1.0
-        state[0] = 0.0  # the estimated covariance replaces the initial scale: restart the step
-    if state[3] > 0.0:
+    state.iterations[0] = count
+    if state.estimated[0] == 0.0 and count >= adapt_after and state.accept_sum[0] >= 2.0 * d + 10.0:
+        state.estimated[0] = 1.0
+        state.log_step[0] = 0.0  # the estimated covariance replaces the initial scale: restart
+    if state.estimated[0] > 0.0:
         _proposal_factor(scatter, count, factor, initial)
 
 
-def rw_init_state(theta, initial) -> np.ndarray:
+def rw_init_state(theta, initial) -> RandomWalkState:
     """The adaptive state at the start of warm-up.
 
     Parameters
@@ -366,20 +378,23 @@ def rw_init_state(theta, initial) -> np.ndarray:
 
     Returns
     -------
-    ndarray of shape (4 + d + 2 d^2,)
-        Log step, iterations, sum of acceptances, covariance flag; the mean (started at
-        ``theta``), the scatter matrix and the Cholesky factor.
+    RandomWalkState
+        Log step, iterations, sum of acceptances and covariance flag 0; the mean started at
+        ``theta``; the scatter matrix and the Cholesky factor 0.
 
     Examples
     --------
     >>> import numpy as np
     >>> import dawrap as dw
-    >>> dw.kernels.rw_init_state(np.zeros(2), np.array([0.1])).shape
-    (14,)
+    >>> state = dw.kernels.rw_init_state(np.array([1.0, 2.0]), np.array([0.1]))
+    >>> state.mean, state.factor.shape
+    (array([1., 2.]), (2, 2))
     """
     check_scale_length(initial, theta, "initial_scale")
     d = theta.shape[0]
-    return np.concatenate((np.zeros(_HEAD), theta, np.zeros(2 * d * d)))
+    return RandomWalkState(np.zeros(1), np.zeros(1), np.zeros(1), np.zeros(1),
+                           np.array(theta, dtype=np.float64), np.zeros((d, d)),
+                           np.zeros((d, d)))
 
 
 def adaptive_metropolis(log_density, initial_scale=0.1, target: float | None = None,

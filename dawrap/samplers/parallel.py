@@ -97,12 +97,12 @@ MODEL_ENTRIES = slot("(x_i, index, value) -> count")
 MODEL_STAT = slot("(x_i, out)")
 COORDINATE_LOG_DENSITY = slot("(s_j, t_j, j, params) -> float")
 RECORD_SIZE = slot("int: floats per record")
-SIZE = slot("int: floats of the mechanism's statistic")
-STAT_SIZE = slot("int: floats of the model's statistic")
+MECH_STAT_SIZE = slot("int: floats of the mechanism's statistic")
+MODEL_STAT_SIZE = slot("int: floats of the model's statistic")
 NNZ = slot("int: most pairs of ENTRIES")
 MODEL_NNZ = slot("int: most pairs of MODEL_ENTRIES (0: dense)")
-GENERAL = slot("bool: propose with PROPOSE_RECORD")
-SHARED = slot("bool: the model's statistic is the mechanism's")
+USER_PROPOSAL = slot("bool: propose with PROPOSE_RECORD")
+SAME_STATISTIC = slot("bool: the model's statistic is the mechanism's")
 RANDOM_SCAN = slot("bool: visit as many records of the group at random")
 BATCHED = slot("bool: proposals from DRAW_RECORDS, BLOCK at a time")
 PREPARED_PROPOSALS = slot("bool: propose through the PreparedDraw's table")
@@ -319,7 +319,7 @@ def group_totals(x, s_dp, members, owner, slot_of, g, local_total):
             return BAD_ENTRIES, i, -1
         for b in range(count):
             j = index[b]
-            if j < 0 or j >= SIZE:
+            if j < 0 or j >= MECH_STAT_SIZE:
                 return BAD_ENTRIES, i, -1
             if slot_of[j] >= 0:
                 local_total[slot_of[j]] += value[b]
@@ -333,10 +333,10 @@ def _owned_stats(x_i, proposal, stats, stats_owner, g, index, value, touched, de
     cells group ``g`` owns: ``(status, cell)``, ``BAD_PARTITION`` (nothing written) with a
     cell of another group, ``BAD_ENTRIES`` for broken entries, ``BAD_STATS`` non-finite."""
     used = merge_entries(MODEL_ENTRIES(x_i, index, value), index, value, -1.0, MODEL_NNZ,
-                         STAT_SIZE, touched, delta, 0)
+                         MODEL_STAT_SIZE, touched, delta, 0)
     if used >= 0:
         used = merge_entries(MODEL_ENTRIES(proposal, index, value), index, value, 1.0,
-                             MODEL_NNZ, STAT_SIZE, touched, delta, used)
+                             MODEL_NNZ, MODEL_STAT_SIZE, touched, delta, used)
     if used < 0:
         return BAD_ENTRIES, -1
     for b in range(used):
@@ -368,7 +368,7 @@ def group_pass(rng, theta, x, s_dp, params, members, owner, slot_of, stats_owner
     index, value = np.empty(nnz, np.int64), np.empty(nnz)
     touched, delta = np.empty(2 * nnz, np.int64), np.empty(2 * nnz)
     m_touched, m_delta = np.empty(2 * nnz, np.int64), np.empty(2 * nnz)
-    s_old, s_new = np.empty(STAT_SIZE), np.empty(STAT_SIZE)
+    s_old, s_new = np.empty(MODEL_STAT_SIZE), np.empty(MODEL_STAT_SIZE)
     if BATCHED:
         block = np.empty((BLOCK, RECORD_SIZE))
         taken = BLOCK
@@ -380,7 +380,7 @@ def group_pass(rng, theta, x, s_dp, params, members, owner, slot_of, stats_owner
         i = members[rng.integers(0, m)] if RANDOM_SCAN else members[visit]
         for j in range(RECORD_SIZE):  # no view x[i]: see record.dense_pass
             current[j] = x[i, j]
-        if GENERAL:
+        if USER_PROPOSAL:
             for j in range(RECORD_SIZE):
                 proposal[j] = current[j]
             if PREPARED_PROPOSALS:
@@ -397,10 +397,10 @@ def group_pass(rng, theta, x, s_dp, params, members, owner, slot_of, stats_owner
             DRAW_RECORD(rng, theta, proposal)
             log_alpha = 0.0
         used = merge_entries(ENTRIES(current, s_dp, index, value), index, value, -1.0, NNZ,
-                             SIZE, touched, delta, 0)
+                             MECH_STAT_SIZE, touched, delta, 0)
         if used >= 0:
             used = merge_entries(ENTRIES(proposal, s_dp, index, value), index, value, 1.0,
-                                 NNZ, SIZE, touched, delta, used)
+                                 NNZ, MECH_STAT_SIZE, touched, delta, used)
         if used < 0:
             return accepted, min_log_alpha, BAD_ENTRIES, i, -1
         change = 0.0
@@ -422,7 +422,7 @@ def group_pass(rng, theta, x, s_dp, params, members, owner, slot_of, stats_owner
         if log_alpha < min_log_alpha:
             min_log_alpha = log_alpha
         if log_alpha >= 0.0 or rng.random() < math.exp(log_alpha):
-            if SHARED:  # the model's statistic is the mechanism's: shared cells after
+            if SAME_STATISTIC:  # the model's statistic is the mechanism's: shared cells after
                 for b in range(used):
                     if slot_of[touched[b]] < 0:
                         stats[touched[b]] += delta[b]
@@ -435,7 +435,7 @@ def group_pass(rng, theta, x, s_dp, params, members, owner, slot_of, stats_owner
                 if moved == BAD_ENTRIES:
                     return accepted, min_log_alpha, BAD_ENTRIES, i, -1
                 finite &= moved == OK
-            elif STAT_SIZE > 0:  # the group's own row, added after the sweep
+            elif MODEL_STAT_SIZE > 0:  # the group's own row, added after the sweep
                 move_model_stat(current, proposal, stats_row, s_old, s_new)
             for b in range(used):
                 k = slot_of[touched[b]]
@@ -492,8 +492,9 @@ def bind_groups(fns, record_size: int, size: int, stat_size: int, *, general: bo
         DRAW_PREPARED=fns.draw_prepared, PROPOSE_PREPARED=fns.propose_prepared,
         DRAW_RECORDS=fns.draw_records, ENTRIES=fns.entries, MODEL_ENTRIES=fns.model_entries,
         MODEL_STAT=fns.model_stat, COORDINATE_LOG_DENSITY=fns.coordinate_log_density,
-        PREPARE=fns.prepare, RECORD_SIZE=record_size, SIZE=size, STAT_SIZE=stat_size,
-        NNZ=fns.nnz, MODEL_NNZ=fns.model_nnz, GENERAL=general, SHARED=shared,
+        PREPARE=fns.prepare, RECORD_SIZE=record_size, MECH_STAT_SIZE=size,
+        MODEL_STAT_SIZE=stat_size,
+        NNZ=fns.nnz, MODEL_NNZ=fns.model_nnz, USER_PROPOSAL=general, SAME_STATISTIC=shared,
         RANDOM_SCAN=random_scan, BATCHED=batched and not general,
         PREPARED_PROPOSALS=prepared and (not general or fns.propose_prepared
                                          is not no_prepared_proposal),

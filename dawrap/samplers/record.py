@@ -68,12 +68,12 @@ PROPOSE_PREPARED = slot("(rng, theta, table, x_i, out) -> log Hastings ratio")
 # Compile-time constants: floats per record, per mechanism statistic, per model statistic;
 # the most (index, value) pairs of the sparse path (0: dense); the sweep's flags.
 RECORD_SIZE = slot("int: floats per record")
-SIZE = slot("int: floats of the mechanism's statistic")
-STAT_SIZE = slot("int: floats of the model's statistic")
+MECH_STAT_SIZE = slot("int: floats of the mechanism's statistic")
+MODEL_STAT_SIZE = slot("int: floats of the model's statistic")
 NNZ = slot("int: most pairs of ENTRIES (0: the dense path)")
 MODEL_NNZ = slot("int: most pairs of MODEL_ENTRIES (0: dense)")
-GENERAL = slot("bool: propose with PROPOSE_RECORD (else draw from f)")
-SHARED = slot("bool: the model's statistic is the mechanism's")
+USER_PROPOSAL = slot("bool: propose with PROPOSE_RECORD (else draw from f)")
+SAME_STATISTIC = slot("bool: the model's statistic is the mechanism's")
 RANDOM_SCAN = slot("bool: visit n records at random")
 ON_STACK = slot("bool: the per-record buffers fit on the stack")
 BATCHED = slot("bool: proposals from DRAW_RECORDS, BLOCK at a time")
@@ -252,9 +252,9 @@ def init(theta, x, inputs, kernel_state, move_state):
         return arrange(RecordState(theta, x, stats, total,
                                    LOG_DENSITY(s_dp, total, inputs.params), kernel_state,
                                    move_state, np.zeros((0, 4))), s_dp, inputs.params)
-    stats = np.zeros(STAT_SIZE)
+    stats = np.zeros(MODEL_STAT_SIZE)
     total = np.zeros(s_dp.shape[0])
-    buf_s = np.empty(STAT_SIZE)
+    buf_s = np.empty(MODEL_STAT_SIZE)
     buf_t = np.empty(s_dp.shape[0])
     for i in range(x.shape[0]):
         MODEL_STAT(x[i], buf_s)
@@ -304,10 +304,10 @@ def fill_cells(cells, s_dp, params):
 
 def move_model_stat(x_old, x_new, stats, s_old, s_new):
     """``stats += model_stat(x_new) - model_stat(x_old)``."""
-    if STAT_SIZE > 0:
+    if MODEL_STAT_SIZE > 0:
         MODEL_STAT(x_old, s_old)
         MODEL_STAT(x_new, s_new)
-        for j in range(STAT_SIZE):
+        for j in range(MODEL_STAT_SIZE):
             stats[j] += s_new[j] - s_old[j]
 
 
@@ -382,7 +382,7 @@ def dense_pass(rng, state, s_dp, params, table):
     """
     theta, x = state.theta, state.x
     n = x.shape[0]
-    m, k = SIZE, STAT_SIZE
+    m, k = MECH_STAT_SIZE, MODEL_STAT_SIZE
     # The stack memory must belong to this function's own frame (a helper returning it
     # would hand back a dangling pointer), hence the allocations written out here.
     if ON_STACK:
@@ -416,7 +416,7 @@ def dense_pass(rng, state, s_dp, params, table):
         # record, a tenth of the cost of a record update (benchmarks/record_update.py).
         for j in range(RECORD_SIZE):
             current[j] = x[i, j]
-        if GENERAL:
+        if USER_PROPOSAL:
             # out starts as a copy of the record, so a proposal may change only some fields.
             for j in range(RECORD_SIZE):
                 proposal[j] = current[j]
@@ -443,8 +443,8 @@ def dense_pass(rng, state, s_dp, params, table):
             # g is unchanged, so the mechanism ratio is 1 and (for proposals from f) the
             # record is accepted outright; discrete records land here most of the time.
             log_g_new = log_g
-            if not GENERAL:
-                if not SHARED:
+            if not USER_PROPOSAL:
+                if not SAME_STATISTIC:
                     move_model_stat(current, proposal, stats, s_old, s_new)
                 for j in range(RECORD_SIZE):
                     x[i, j] = proposal[j]
@@ -460,7 +460,7 @@ def dense_pass(rng, state, s_dp, params, table):
             min_log_alpha = log_alpha
         # A ratio >= 1 is accepted without drawing a uniform.
         if log_alpha >= 0.0 or rng.random() < math.exp(log_alpha):
-            if SHARED:
+            if SAME_STATISTIC:
                 for j in range(k):
                     stats[j] += t_new[j] - t_old[j]
             else:
@@ -497,10 +497,10 @@ def move_model_stats(x_i, proposal, stats, index, value, touched, delta, s_old, 
         move_model_stat(x_i, proposal, stats, s_old, s_new)
         return OK  # the dense statistic is checked once per sweep
     used = merge_entries(MODEL_ENTRIES(x_i, index, value), index, value, -1.0, MODEL_NNZ,
-                         STAT_SIZE, touched, delta, 0)
+                         MODEL_STAT_SIZE, touched, delta, 0)
     if used >= 0:
         used = merge_entries(MODEL_ENTRIES(proposal, index, value), index, value, 1.0,
-                             MODEL_NNZ, STAT_SIZE, touched, delta, used)
+                             MODEL_NNZ, MODEL_STAT_SIZE, touched, delta, used)
     if used < 0:
         return BAD_ENTRIES
     finite = True
@@ -517,7 +517,7 @@ def sparse_pass(rng, state, s_dp, params, table):
     theta, x, stats, total = state.theta, state.x, state.stats, state.total
     # The release and the parameters of cell j from row j of the per-cell block, beside its
     # total (one cache line); a state built without the block reads the arrays passed.
-    arranged = state.cells.shape[0] == SIZE
+    arranged = state.cells.shape[0] == MECH_STAT_SIZE
     release = state.cells[:, 0] if arranged else s_dp
     scale = state.cells[:, 1] if arranged and CELL_PARAMS else params
     n = x.shape[0]
@@ -526,7 +526,7 @@ def sparse_pass(rng, state, s_dp, params, table):
     index, value = np.empty(nnz, np.int64), np.empty(nnz)
     touched, delta = np.empty(2 * nnz, np.int64), np.empty(2 * nnz)
     m_touched, m_delta = np.empty(2 * nnz, np.int64), np.empty(2 * nnz)
-    s_old, s_new = np.empty(STAT_SIZE), np.empty(STAT_SIZE)
+    s_old, s_new = np.empty(MODEL_STAT_SIZE), np.empty(MODEL_STAT_SIZE)
     if BATCHED:  # proposals from DRAW_RECORDS, BLOCK at a time (take_proposal)
         block = np.empty((BLOCK, RECORD_SIZE))
         taken = BLOCK
@@ -540,7 +540,7 @@ def sparse_pass(rng, state, s_dp, params, table):
         i = rng.integers(0, n) if RANDOM_SCAN else visit
         for j in range(RECORD_SIZE):  # no view x[i]: see dense_pass
             current[j] = x[i, j]
-        if GENERAL:
+        if USER_PROPOSAL:
             for j in range(RECORD_SIZE):
                 proposal[j] = current[j]
             if PREPARED_PROPOSALS:
@@ -556,11 +556,11 @@ def sparse_pass(rng, state, s_dp, params, table):
         else:
             DRAW_RECORD(rng, theta, proposal)
             log_alpha = 0.0
-        used = merge_entries(ENTRIES(current, s_dp, index, value), index, value, -1.0, NNZ, SIZE,
-                             touched, delta, 0)
+        used = merge_entries(ENTRIES(current, s_dp, index, value), index, value, -1.0, NNZ,
+                             MECH_STAT_SIZE, touched, delta, 0)
         if used >= 0:
             used = merge_entries(ENTRIES(proposal, s_dp, index, value), index, value, 1.0, NNZ,
-                                 SIZE, touched, delta, used)
+                                 MECH_STAT_SIZE, touched, delta, used)
         if used < 0:
             status = BAD_ENTRIES
             break
@@ -575,7 +575,7 @@ def sparse_pass(rng, state, s_dp, params, table):
         if log_alpha < min_log_alpha:
             min_log_alpha = log_alpha
         if log_alpha >= 0.0 or rng.random() < math.exp(log_alpha):
-            if SHARED:
+            if SAME_STATISTIC:
                 for b in range(used):
                     stats[touched[b]] += delta[b]
                     stats_finite &= math.isfinite(stats[touched[b]])
@@ -598,7 +598,7 @@ def sparse_pass(rng, state, s_dp, params, table):
             status = BAD_RATIO
         elif not all_finite(x):
             status = BAD_RECORD
-        elif not stats_finite or (MODEL_NNZ == 0 and not SHARED and not all_finite(stats)):
+        elif not stats_finite or (MODEL_NNZ == 0 and not SAME_STATISTIC and not all_finite(stats)):
             status = BAD_STATS
     info = StepInfo(accepted / n, math.exp(min_log_alpha), status, math.nan)
     return RecordState(theta, x, stats, total, log_g, state.kernel_state,
@@ -769,7 +769,7 @@ def refresh(state, s_dp, params):
     stats, total, status = consistency(state, s_dp)
     copy_into(state.stats, stats)
     copy_into(state.total, total)
-    if NNZ > 0 and state.cells.shape[0] == SIZE:  # the block's copies follow the inputs
+    if NNZ > 0 and state.cells.shape[0] == MECH_STAT_SIZE:  # the block's copies follow the inputs
         fill_cells(state.cells, s_dp, params)
     # The fresh total (contiguous) holds the values of state.total, which may be a view.
     return RecordState(state.theta, state.x, state.stats, state.total,
@@ -805,15 +805,15 @@ def first_overflow(x, s_dp):
     ``out`` would silently corrupt memory. Checking every record of the starting database
     catches what a single probe misses (a record type the first probe did not draw).
     """
-    buf_s, buf_t = np.empty(STAT_SIZE + GUARD), np.empty(SIZE + GUARD)
+    buf_s, buf_t = np.empty(MODEL_STAT_SIZE + GUARD), np.empty(MECH_STAT_SIZE + GUARD)
     for i in range(x.shape[0]):
-        _arm(buf_s, STAT_SIZE)
-        _arm(buf_t, SIZE)
-        MODEL_STAT(x[i], buf_s[:STAT_SIZE])
-        if not _guard_intact(buf_s, STAT_SIZE):
+        _arm(buf_s, MODEL_STAT_SIZE)
+        _arm(buf_t, MECH_STAT_SIZE)
+        MODEL_STAT(x[i], buf_s[:MODEL_STAT_SIZE])
+        if not _guard_intact(buf_s, MODEL_STAT_SIZE):
             return i, 1
-        MECH_STAT(x[i], s_dp, buf_t[:SIZE])
-        if not _guard_intact(buf_t, SIZE):
+        MECH_STAT(x[i], s_dp, buf_t[:MECH_STAT_SIZE])
+        if not _guard_intact(buf_t, MECH_STAT_SIZE):
             return i, 2
     return -1, 0
 
@@ -924,7 +924,8 @@ def bind_chain(fns: RecordFunctions, record_size: int, size: int, stat_size: int
         raise ValueError("bind_chain: prepared=True needs fns.prepare and fns.draw_prepared "
                          "(record.prepared_fields of the model's PreparedDraw)")
     names = {name.upper(): value for name, value in fns._asdict().items()}
-    names.update(RECORD_SIZE=record_size, SIZE=size, STAT_SIZE=stat_size, PREPARED=prepared,
+    names.update(RECORD_SIZE=record_size, MECH_STAT_SIZE=size, MODEL_STAT_SIZE=stat_size,
+                 PREPARED=prepared,
                  # Densities known to read params[j] for cell j alone (and params[-1]):
                  # their parameters can live in the per-cell block.
                  CELL_PARAMS=fns.nnz > 0 and fns.coordinate_log_density in (
@@ -934,7 +935,7 @@ def bind_chain(fns: RecordFunctions, record_size: int, size: int, stat_size: int
     sweep_template, pass_template = ((sparse_sweep, sparse_pass) if fns.nnz > 0
                                      else (dense_sweep, dense_pass))
     sweeps = _templates.bind(SWEEP_TEMPLATES + (sweep_template, pass_template), dict(
-        names, GENERAL=general, SHARED=shared, RANDOM_SCAN=random_scan,
+        names, USER_PROPOSAL=general, SAME_STATISTIC=shared, RANDOM_SCAN=random_scan,
         BATCHED=batched and not general,
         PREPARED_PROPOSALS=prepared and (not general
                                          or fns.propose_prepared is not no_prepared_proposal),

@@ -10,9 +10,10 @@ touches only the union :math:`J` of the old and the new record's cells:
           \ell_j(s_{dp,j}, T_j + \delta_j) - \ell_j(s_{dp,j}, T_j),
 
 O(nnz) whatever ``size``. This module holds the pieces outside the sweep itself
-(:func:`dawrap.samplers.record.make_sweep` with ``sparse=True``): merging pairs into the
-touched set, the running sums from scratch and their consistency check in O(n nnz + size),
-and the checks of a user's entries against the dense statistic, before a run and at every
+(:func:`dawrap.samplers.record.sparse_sweep`, bound by
+:func:`dawrap.samplers.record.bind_chain`): merging pairs into the touched set, the running
+sums from scratch and their consistency check in O(n nnz + size), and the checks of a
+user's entries against the dense statistic, before a run and at every
 refresh (see the comment above :data:`DENSE_CHECK_CELLS` for why a lie cannot go unnoticed).
 
 Every index is checked before it is used: numba does not check bounds, and an index outside
@@ -37,8 +38,8 @@ MODEL_ENTRIES = slot("(x_i, index, value) -> count")
 MODEL_STAT = slot("(x_i, out)")
 MECH_STAT = slot("(x_i, s_dp, out)")
 RECORD_SUPPORT = slot("(x_i) -> bool")
-SIZE = slot("int: floats of the mechanism's statistic")
-STAT_SIZE = slot("int: floats of the model's statistic")
+MECH_STAT_SIZE = slot("int: floats of the mechanism's statistic")
+MODEL_STAT_SIZE = slot("int: floats of the model's statistic")
 NNZ = slot("int: most pairs of ENTRIES")
 MODEL_NNZ = slot("int: most pairs of MODEL_ENTRIES (0: dense)")
 
@@ -127,11 +128,11 @@ def sparse_sums(x, s_dp, check_support):
     """The running sums from scratch through the entries: ``(stats, total, stats_abs,
     total_abs, status)``, with the absolute sums (plus one) that bound rounding. A model
     statistic without a sparse declaration is summed densely (O(stat_size) per record)."""
-    stats, total = np.zeros(STAT_SIZE), np.zeros(SIZE)
-    stats_abs, total_abs = np.ones(STAT_SIZE), np.ones(SIZE)
+    stats, total = np.zeros(MODEL_STAT_SIZE), np.zeros(MECH_STAT_SIZE)
+    stats_abs, total_abs = np.ones(MODEL_STAT_SIZE), np.ones(MECH_STAT_SIZE)
     index = np.empty(max(NNZ, MODEL_NNZ, 1), np.int64)
     value = np.empty(index.shape[0])
-    buf = np.empty(STAT_SIZE)
+    buf = np.empty(MODEL_STAT_SIZE)
     status = OK
     for i in range(x.shape[0]):
         if check_support and status == OK and not RECORD_SUPPORT(x[i]):
@@ -143,9 +144,9 @@ def sparse_sums(x, s_dp, check_support):
             if not _scatter(MODEL_ENTRIES(x[i], index, value), index, value, MODEL_NNZ,
                             stats, stats_abs):
                 return stats, total, stats_abs, total_abs, BAD_ENTRIES
-        elif STAT_SIZE > 0:
+        elif MODEL_STAT_SIZE > 0:
             MODEL_STAT(x[i], buf)
-            for j in range(STAT_SIZE):
+            for j in range(MODEL_STAT_SIZE):
                 stats[j] += buf[j]
                 stats_abs[j] += abs(buf[j])
     return stats, total, stats_abs, total_abs, status
@@ -194,7 +195,7 @@ def sparse_consistency(state, s_dp, tolerance):
                              and _agrees(state.total, total, total_abs, tolerance)):
         status = BAD_DRIFT
     if status == OK:
-        cells = SIZE + (STAT_SIZE if MODEL_NNZ > 0 else 0)
+        cells = MECH_STAT_SIZE + (MODEL_STAT_SIZE if MODEL_NNZ > 0 else 0)
         compare = sampled_records(state.x.shape[0], state_seed(state.theta, state.log_g),
                                   max(1, REFRESH_CHECK_CELLS // max(cells, 1)))
         if check_entries(state.x, s_dp, compare)[0] >= 0:
@@ -258,25 +259,25 @@ def check_entries(x, s_dp, compare):
     ``compare`` is True; the others' bounds only), 4 for a dense statistic that writes past
     its ``out`` (a guard zone after it). ``(-1, 0, 0)`` if none."""
     index, value = guarded_pairs(max(NNZ, MODEL_NNZ, 1))
-    dense_t, scattered_t = np.empty(SIZE + PAIRS_GUARD), np.empty(SIZE)
-    dense_s, scattered_s = np.empty(STAT_SIZE + PAIRS_GUARD), np.empty(STAT_SIZE)
+    dense_t, scattered_t = np.empty(MECH_STAT_SIZE + PAIRS_GUARD), np.empty(MECH_STAT_SIZE)
+    dense_s, scattered_s = np.empty(MODEL_STAT_SIZE + PAIRS_GUARD), np.empty(MODEL_STAT_SIZE)
     for i in range(x.shape[0]):
         arm_pairs(index, value, NNZ)
         count = ENTRIES(x[i], s_dp, index[:NNZ], value[:NNZ])
-        why = broken_pairs(count, index, value, NNZ, SIZE)
+        why = broken_pairs(count, index, value, NNZ, MECH_STAT_SIZE)
         if why == 0 and compare[i]:
-            _arm_floats(dense_t, SIZE)
-            MECH_STAT(x[i], s_dp, dense_t[:SIZE])
+            _arm_floats(dense_t, MECH_STAT_SIZE)
+            MECH_STAT(x[i], s_dp, dense_t[:MECH_STAT_SIZE])
             why = _compared(count, index, value, dense_t, scattered_t)
         if why != 0:
             return i, 2, why
         if MODEL_NNZ > 0:
             arm_pairs(index, value, MODEL_NNZ)
             count = MODEL_ENTRIES(x[i], index[:MODEL_NNZ], value[:MODEL_NNZ])
-            why = broken_pairs(count, index, value, MODEL_NNZ, STAT_SIZE)
+            why = broken_pairs(count, index, value, MODEL_NNZ, MODEL_STAT_SIZE)
             if why == 0 and compare[i]:
-                _arm_floats(dense_s, STAT_SIZE)
-                MODEL_STAT(x[i], dense_s[:STAT_SIZE])
+                _arm_floats(dense_s, MODEL_STAT_SIZE)
+                MODEL_STAT(x[i], dense_s[:MODEL_STAT_SIZE])
                 why = _compared(count, index, value, dense_s, scattered_s)
             if why != 0:
                 return i, 1, why

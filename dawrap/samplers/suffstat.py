@@ -50,11 +50,13 @@ import numpy as np
 
 from .. import _templates
 from ..model.family import TRUNCATION_TEMPLATES, truncated_moments_of
+from . import loop
 from .arrays import copy_into
 from .status import BAD_THETA, OK, TOO_MANY_REJECTIONS, message
 
-__all__ = ["SuffstatFunctions", "SuffstatState", "SuffstatConfig", "norm_product",
-           "draw_normal", "region_moments", "inverse_gaussian", "update_noise", "step", "run",
+__all__ = ["SuffstatFunctions", "SuffstatState", "SuffstatInputs", "norm_product",
+           "GibbsInfo", "draw_normal", "region_moments", "inverse_gaussian", "update_noise",
+           "step", "bind_run",
            "MAX_REJECTIONS", "STATUS_MESSAGES", "OK", "WALD_CANCELLATION"]
 
 #: Draws of ``s`` rejected in one iteration before the sampler gives up (status != 0).
@@ -85,6 +87,12 @@ class SuffstatFunctions(NamedTuple):
     #                             vector, where the truncated moments need a float)
 
 
+class GibbsInfo(NamedTuple):
+    """What a Gibbs iteration reports: its status and its one sample stat."""
+    status: int      # dawrap.samplers.status: OK, or why the step stopped
+    rejections: int  # draws of s rejected (outside the valid region) before one was kept
+
+
 class SuffstatState(NamedTuple):
     """The Gibbs kernels' state."""
     theta: np.ndarray      # (theta_size,)
@@ -93,8 +101,8 @@ class SuffstatState(NamedTuple):
     noise_var: np.ndarray  # (d,) sigma_j^2
 
 
-class SuffstatConfig(NamedTuple):
-    """The Gibbs kernels' settings."""
+class SuffstatInputs(NamedTuple):
+    """The Gibbs kernels' inputs: the release and the settings (plain data)."""
     n: float
     y: np.ndarray          # (d,) the release
     laplace_scale: float   # b; 0 for the Gaussian mechanism (noise_var fixed)
@@ -143,7 +151,7 @@ def region_moments(theta, v, w, discrete):
     return truncated_moments_of(eta, mu[0], Sigma[0, 0], v, w, discrete)
 
 
-def _regions(theta, config):
+def _regions(theta, inputs):
     r"""Mean (3,) and covariance (3, 3) of :math:`(s_\ell, s_c, s_u)` under the CLT.
 
     Per record the vector :math:`(1_\ell t, 1_c t, 1_u t)` has mean :math:`q_r\hat\mu_r` and
@@ -151,28 +159,28 @@ def _regions(theta, config):
     so the diagonal of ``n`` times it is the random-sum CLT of Prop. 1 / Algorithm 3 (with
     ``m = n q mu_hat``) and the off-diagonal is :math:`-n q_i q_j \hat\mu_i \hat\mu_j`: a
     record lies in exactly one region, so the parts are negatively correlated. The paper's
-    Algorithm 2 draws them independently (``config.printed`` keeps that); with the correct
+    Algorithm 2 draws them independently (``inputs.printed`` keeps that); with the correct
     covariance the variance of the total is exactly ``n Var(t)``, consistent with the conjugate
     theta step, and modes of the posterior are no longer pushed away (see docs/suffstat.md).
     """
-    a, b = config.lower, config.upper
-    lo_end = a - 1.0 if config.discrete else a
-    hi_start = b + 1.0 if config.discrete else b
-    n = config.n
+    a, b = inputs.lower, inputs.upper
+    lo_end = a - 1.0 if inputs.discrete else a
+    hi_start = b + 1.0 if inputs.discrete else b
+    n = inputs.n
     bounds = ((-math.inf, lo_end), (a, b), (hi_start, math.inf))
     q = np.empty(3)
     mean_hat = np.empty(3)
     var_hat = np.empty(3)
     for r in range(3):
         q[r], mean_hat[r], var_hat[r] = region_moments(theta, bounds[r][0], bounds[r][1],
-                                                        config.discrete)
+                                                        inputs.discrete)
     m = n * q * mean_hat
     V = np.empty((3, 3))
     for i in range(3):
         for j in range(3):
             if i == j:
                 V[i, i] = n * q[i] * var_hat[i] + n * q[i] * (1.0 - q[i]) * mean_hat[i] ** 2
-            elif config.printed:
+            elif inputs.printed:
                 V[i, j] = 0.0
             else:
                 V[i, j] = -n * q[i] * q[j] * mean_hat[i] * mean_hat[j]
@@ -222,37 +230,38 @@ def inverse_gaussian(rng, mean, scale):
 
 
 @numba.njit(nogil=True, cache=True)
-def update_noise(rng, state, config):
+def update_noise(rng, state, inputs):
     """1/sigma_j^2 | s_c, y ~ InverseGaussian(1/(b |y_j - s_c,j|), 1/b^2) (Park & Casella)."""
-    b = config.laplace_scale
+    b = inputs.laplace_scale
     if b <= 0.0:
         return
     for j in range(state.noise_var.shape[0]):
-        gap = max(abs(config.y[j] - state.s_centre[j]), 1e-300)
+        gap = max(abs(inputs.y[j] - state.s_centre[j]), 1e-300)
         state.noise_var[j] = 1.0 / inverse_gaussian(rng, 1.0 / (b * gap), 1.0 / (b * b))
 
 
-def step(rng, state, config):
-    """One Gibbs iteration. Returns ``(state, rejections, status)``."""
-    n = config.n
+def step(rng, state, inputs):
+    """One Gibbs iteration (:mod:`dawrap.samplers.loop`'s protocol). Returns ``(state,
+    GibbsInfo(status, rejections))``."""
+    n = inputs.n
     rejections = 0
-    if not config.truncated:
+    if not inputs.truncated:
         # Algorithm 1: theta | s; s | theta, sigma^2, y; sigma^2 | s, y.
         theta = CONJUGATE_DRAW(rng, state.s, n)
         mu, Sigma = MEAN_COV(theta)
-        m, S = norm_product(n * mu, n * Sigma, config.y, state.noise_var)
+        m, S = norm_product(n * mu, n * Sigma, inputs.y, state.noise_var)
         s = draw_normal(rng, m, S)
         while not VALID(s, n):
             rejections += 1
             if rejections >= MAX_REJECTIONS:
-                return state, rejections, TOO_MANY_REJECTIONS
+                return state, GibbsInfo(TOO_MANY_REJECTIONS, rejections)
             s = draw_normal(rng, m, S)
         copy_into(state.s, s)
         copy_into(state.s_centre, s)
     else:
         # Algorithm 2: (s_l, s_c, s_u) | theta, sigma^2, y; theta | s; sigma^2 | s_c, y.
-        m, V = _regions(state.theta, config)
-        m, V = _condition_on_release(m, V, config.y[0], state.noise_var[0])
+        m, V = _regions(state.theta, inputs)
+        m, V = _condition_on_release(m, V, inputs.y[0], state.noise_var[0])
         while True:
             parts = draw_normal(rng, m, V)
             s = np.array([parts[0] + parts[1] + parts[2]])
@@ -260,39 +269,21 @@ def step(rng, state, config):
                 break
             rejections += 1
             if rejections >= MAX_REJECTIONS:
-                return state, rejections, TOO_MANY_REJECTIONS
+                return state, GibbsInfo(TOO_MANY_REJECTIONS, rejections)
         s_c = parts[1:2].copy()
         theta = CONJUGATE_DRAW(rng, s, n)
-        if config.printed:
+        if inputs.printed:
             # The paper's line 10: s_c redrawn at the new theta, ignoring y.
-            m, V = _regions(theta, config)
+            m, V = _regions(theta, inputs)
             s_c = draw_normal(rng, m[1:2].copy(), V[1:2, 1:2].copy())
         copy_into(state.s, s)
         copy_into(state.s_centre, s_c)
     for j in range(theta.shape[0]):
         if not np.isfinite(theta[j]):
-            return state, rejections, BAD_THETA
+            return state, GibbsInfo(BAD_THETA, rejections)
     copy_into(state.theta, theta)
-    update_noise(rng, state, config)
-    return state, rejections, OK
-
-
-def run(rng, state, config, start, stop, tune, out_theta, out_rejections, out_s):
-    """Iterations ``start..stop-1`` of the Gibbs kernels; iteration ``it >= tune`` is kept
-    in row ``it - tune``.
-
-    Returns ``(state, iterations done, status)``."""
-    for it in range(start, stop):
-        state, rejections, status = step(rng, state, config)
-        if status != OK:
-            return state, it, status
-        if it >= tune:
-            row = it - tune
-            copy_into(out_theta[row], state.theta)
-            out_rejections[row] = rejections
-            if out_s.shape[0] > 0:
-                copy_into(out_s[row], state.s_centre)
-    return state, stop, OK
+    update_noise(rng, state, inputs)
+    return state, GibbsInfo(OK, rejections)
 
 
 def function_names(fns) -> dict:
@@ -301,11 +292,11 @@ def function_names(fns) -> dict:
 
 
 #: The Gibbs kernels (with the truncation helpers they call), bound per family.
-GIBBS_TEMPLATES = TRUNCATION_TEMPLATES + (region_moments, _regions, step, run)
+GIBBS_TEMPLATES = TRUNCATION_TEMPLATES + (region_moments, _regions, step)
 
 
 def bind_run(fns: SuffstatFunctions):
-    """The compiled Gibbs loop for one family's functions, ``run(rng, state, config, start,
-    stop, tune, out_theta, out_rejections, out_s)`` (templates bound to ``fns``: a built-in
-    model's loads from numba's disk cache, :mod:`dawrap._templates`)."""
-    return _templates.bind(GIBBS_TEMPLATES, function_names(fns)).run
+    """The compiled Gibbs loop for one family's functions, :func:`dawrap.samplers.loop.run`
+    bound to :func:`step` (templates bound to ``fns``: a built-in model's loads from numba's
+    disk cache, :mod:`dawrap._templates`)."""
+    return loop.bind(_templates.bind(GIBBS_TEMPLATES, function_names(fns)).step).run

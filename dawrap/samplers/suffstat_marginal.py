@@ -76,10 +76,12 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+import numba
 import numpy as np
 
 from .. import _templates
 from ..model.family import TRUNCATION_TEMPLATES, _as_vector
+from . import loop
 from .arrays import copy_into
 from .kernels import acceptance_probability
 from .status import BAD_THETA, OK
@@ -90,7 +92,8 @@ from .suffstat_marginal_parts import (PSEUDO_ADAPTED, PSEUDO_INDEPENDENT, PSEUDO
                                       log_conjugate_likelihood, pseudo_factor,
                                       release_log_likelihood, release_moments, summarise)
 
-__all__ = ["MarginalState", "MarginalConfig", "marginal_step", "run_marginal"]
+__all__ = ["MarginalState", "MarginalInputs", "MarginalInfo", "schedule", "step",
+           "bind_run"]
 
 # The family's functions the templates below call, bound per family with the other
 # suffstat templates (dawrap.samplers.suffstat.function_names; placeholders here).
@@ -116,10 +119,18 @@ class MarginalState(NamedTuple):
     release_mean: np.ndarray  # (d,) the CLT moments of the release at theta, kept between
     release_cov: np.ndarray   # (d, d) iterations (a truncated release's cost three truncated
     cached: np.ndarray        # (2,) moments); [valid, log likelihood]
+    phase: np.ndarray         # (1,) int: 1, 2 the first, second half of warm-up, 0 after
+    #                           (set in place by :func:`schedule`)
 
 
-class MarginalConfig(NamedTuple):
-    """The marginal kernel's settings: the Gibbs ones and its own."""
+class MarginalInfo(NamedTuple):
+    """What a marginal iteration reports: its status and its one sample stat."""
+    status: int          # dawrap.samplers.status: OK, or why the step stopped
+    accept_prob: float   # mean acceptance probability of the iteration's theta steps
+
+
+class MarginalInputs(NamedTuple):
+    """The marginal kernel's inputs: the Gibbs kernels' and its own settings."""
     n: float
     y: np.ndarray
     laplace_scale: float
@@ -135,18 +146,32 @@ class MarginalConfig(NamedTuple):
     #                                   matches the posterior spread of mu(theta)
 
 
-def marginal_step(rng, state, config, phase):
-    """One iteration of the marginal kernel: ``config.moves`` local pseudo-data
-    Metropolis-Hastings steps for theta and ``config.independence_moves`` independence steps
-    (module docstring), then the statistic, then (vector Laplace release) the noise
-    variances. Returns ``(state, mean acceptance of the local steps, status)``.
+@numba.njit(nogil=True, cache=True)
+def schedule(state, it, tune):
+    """The marginal kernels' warm-up (:mod:`dawrap.samplers.loop`'s schedule): in two halves,
+    the local step adapting in both (``phase`` 1, 2), the second summarised for the
+    independence step, which :func:`~dawrap.samplers.suffstat_marginal_parts.freeze` sets up
+    at ``it == tune``; then the kept draws (``phase`` 0), every adapted quantity frozen."""
+    if it == tune:
+        freeze(state)
+    state.phase[0] = 0 if it >= tune else (1 if 2 * it < tune else 2)
 
-    The pseudo-total lives on the statistic's support ``config.basis`` (an orthonormal basis
+
+def step(rng, state, inputs):
+    """One iteration of the marginal kernel (:mod:`dawrap.samplers.loop`'s protocol):
+    ``inputs.moves`` local pseudo-data Metropolis-Hastings steps for theta and, after warm-up
+    (``state.phase`` 0), ``inputs.independence_moves`` independence steps (module
+    docstring), then the statistic, then (vector Laplace release) the noise variances.
+    Returns ``(state, MarginalInfo(status, accept_prob))``, the mean acceptance probability
+    of the iteration's steps.
+
+    The pseudo-total lives on the statistic's support ``inputs.basis`` (an orthonormal basis
     of the span of Sigma, the same for every theta: the hyperplane of counts summing to n for
     the multinomial), where its covariance is positive definite; its density there is the
     one the ratio needs."""
+    phase = state.phase[0]
     theta = state.theta.copy()
-    basis = config.basis
+    basis = inputs.basis
     pseudo_n = math.exp(state.pseudo[PSEUDO_LOG_N])
     d = state.s.shape[0]
     # theta's release moments (and, without noise variances to integrate over, its
@@ -155,11 +180,11 @@ def marginal_step(rng, state, config, phase):
     if state.cached[0] == 1.0:
         m, V = state.release_mean.copy(), state.release_cov.copy()
     else:
-        m, V = release_moments(theta, config)
+        m, V = release_moments(theta, inputs)
     if state.cached[0] == 1.0 and univariate_exact:
         log_lik = state.cached[1]
     else:
-        log_lik = release_log_likelihood(m, V, config, state.noise_var)
+        log_lik = release_log_likelihood(m, V, inputs, state.noise_var)
     mu, Sigma = MEAN_COV(theta)
     r = basis.shape[1]
     mean_accept = 0.0
@@ -177,16 +202,16 @@ def marginal_step(rng, state, config, phase):
             break
         proposal = CONJUGATE_DRAW(rng, pseudo_n * mu, pseudo_n)
         if not all_finite(proposal):
-            return state, 0.0, BAD_THETA
+            return state, MarginalInfo(BAD_THETA, 0.0)
         theta = proposal
-        m, V = release_moments(theta, config)
-        log_lik = release_log_likelihood(m, V, config, state.noise_var)
+        m, V = release_moments(theta, inputs)
+        log_lik = release_log_likelihood(m, V, inputs, state.noise_var)
         mu, Sigma = MEAN_COV(theta)
         if d == 1:
             ok = Sigma[0, 0] > 0.0
         else:
             L, ok = pseudo_factor(basis, pseudo_n, Sigma)
-    local = config.moves
+    local = inputs.moves
     for _ in range(local):
         a = 0.0
         if not ok:
@@ -206,9 +231,9 @@ def marginal_step(rng, state, config, phase):
         if VALID(u, pseudo_n):
             proposal = CONJUGATE_DRAW(rng, u, pseudo_n)
             if not all_finite(proposal):
-                return state, mean_accept, BAD_THETA
-            m_new, V_new = release_moments(proposal, config)
-            log_lik_new = release_log_likelihood(m_new, V_new, config, state.noise_var)
+                return state, MarginalInfo(BAD_THETA, mean_accept)
+            m_new, V_new = release_moments(proposal, inputs)
+            log_lik_new = release_log_likelihood(m_new, V_new, inputs, state.noise_var)
             mu_new, Sigma_new = MEAN_COV(proposal)
             if d == 1:
                 L_new, ok_new = L, Sigma_new[0, 0] > 0.0
@@ -233,21 +258,21 @@ def marginal_step(rng, state, config, phase):
                                                           V_new, mu_new, Sigma_new, L_new)
         mean_accept += a / local
     reported, steps = mean_accept * local, local
-    independent_n = state.pseudo[PSEUDO_INDEPENDENT] * config.independence_width
+    independent_n = state.pseudo[PSEUDO_INDEPENDENT] * inputs.independence_width
     if phase == 0 and independent_n > 0.0:
         # Independence Metropolis-Hastings: the conjugate update given the fixed pseudo-total
         # independent_n * mean(mu) proposes from about the posterior, widened; the prior
         # cancels and the proposal's own factor is e^{L(theta; u, n~)}.
         d = mu.shape[0]
         u = independent_n * state.pseudo[PSEUDO_STATS:PSEUDO_STATS + d]
-        for _ in range(config.independence_moves):
+        for _ in range(inputs.independence_moves):
             if not VALID(u, independent_n):
                 break
             proposal = CONJUGATE_DRAW(rng, u, independent_n)
             if not all_finite(proposal):
-                return state, mean_accept, BAD_THETA
-            m_new, V_new = release_moments(proposal, config)
-            log_lik_new = release_log_likelihood(m_new, V_new, config, state.noise_var)
+                return state, MarginalInfo(BAD_THETA, mean_accept)
+            m_new, V_new = release_moments(proposal, inputs)
+            log_lik_new = release_log_likelihood(m_new, V_new, inputs, state.noise_var)
             log_ratio = (log_lik_new - log_lik
                          + log_conjugate_likelihood(theta, u, independent_n)
                          - log_conjugate_likelihood(proposal, u, independent_n))
@@ -262,13 +287,13 @@ def marginal_step(rng, state, config, phase):
         # acceptances. Warm-up only; the kept draws use the frozen value.
         p = state.pseudo
         p[PSEUDO_ADAPTED] += 1.0
-        p[PSEUDO_LOG_N] -= (mean_accept - config.target_accept) / p[PSEUDO_ADAPTED] ** 0.6
-        p[PSEUDO_LOG_N] = min(max(p[PSEUDO_LOG_N], math.log(1e-3)), math.log(config.n))
+        p[PSEUDO_LOG_N] -= (mean_accept - inputs.target_accept) / p[PSEUDO_ADAPTED] ** 0.6
+        p[PSEUDO_LOG_N] = min(max(p[PSEUDO_LOG_N], math.log(1e-3)), math.log(inputs.n))
         if phase == 2:
             summarise(state, mu, Sigma)
     # The released statistic given theta, for output and for the vector Laplace release's
     # noise update (never constrained to its valid region: module docstring).
-    s = draw_released_statistic(rng, m, V, config, state.noise_var)
+    s = draw_released_statistic(rng, m, V, inputs, state.noise_var)
     d = m.shape[0]
     copy_into(state.theta, theta)
     copy_into(state.s, s)
@@ -279,40 +304,18 @@ def marginal_step(rng, state, config, phase):
     state.cached[0] = 1.0
     state.cached[1] = log_lik
     if d > 1:
-        update_noise(rng, state, config)
-    return state, reported / max(steps, 1), OK
-
-
-def run_marginal(rng, state, config, start, stop, tune, out_theta, out_accept, out_s):
-    """:func:`dawrap.samplers.suffstat.run` for the marginal kernel (compiled apart, so that
-    the Gibbs kernels' loop is the one it always was): ``out_accept`` gets each iteration's
-    mean acceptance probability. Warm-up is in two halves: the local step adapts in both,
-    the second is summarised for the independence step, which
-    :func:`~dawrap.samplers.suffstat_marginal_parts.freeze` sets up at ``it == tune``."""
-    for it in range(start, stop):
-        if it == tune:
-            freeze(state)
-        phase = 0 if it >= tune else (1 if 2 * it < tune else 2)
-        state, accept, status = marginal_step(rng, state, config, phase)
-        if status != OK:
-            return state, it, status
-        if it >= tune:
-            row = it - tune
-            copy_into(out_theta[row], state.theta)
-            out_accept[row] = accept
-            if out_s.shape[0] > 0:
-                copy_into(out_s[row], state.s_centre)
-    return state, stop, OK
+        update_noise(rng, state, inputs)
+    return state, MarginalInfo(OK, reported / max(steps, 1))
 
 
 #: The marginal kernel's templates (with the Gibbs kernels' moments they call).
 MARGINAL_TEMPLATES = TRUNCATION_TEMPLATES + (region_moments, release_moments,
-                                             log_conjugate_likelihood, marginal_step,
-                                             run_marginal)
+                                             log_conjugate_likelihood, step)
 
 
 def bind_run(fns):
     """The compiled marginal loop for one family's functions (a
-    :class:`dawrap.samplers.suffstat.SuffstatFunctions`), ``run_marginal(rng, state, config,
-    start, stop, tune, out_theta, out_accept, out_s)``."""
-    return _templates.bind(MARGINAL_TEMPLATES, function_names(fns)).run_marginal
+    :class:`dawrap.samplers.suffstat.SuffstatFunctions`): :func:`dawrap.samplers.loop.run`
+    bound to :func:`step` and :func:`schedule`."""
+    step_ = _templates.bind(MARGINAL_TEMPLATES, function_names(fns)).step
+    return loop.bind(step_, schedule).run

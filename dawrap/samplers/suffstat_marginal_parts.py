@@ -32,28 +32,28 @@ __all__ = ["release_moments", "release_log_likelihood", "log_conjugate_likelihoo
 MEAN_COV = LIKELIHOOD_NATURAL = LOG_PARTITION = None
 
 
-def release_moments(theta, config):
+def release_moments(theta, inputs):
     """Mean (d,) and covariance (d, d) of the released statistic under the CLT: ``n mu`` and
     ``n Sigma``, or the centre part's random-sum CLT (Prop. 1) for a truncated release."""
-    if config.truncated:
-        n = config.n
-        q, mean_hat, var_hat = region_moments(theta, config.lower, config.upper,
-                                               config.discrete)
+    if inputs.truncated:
+        n = inputs.n
+        q, mean_hat, var_hat = region_moments(theta, inputs.lower, inputs.upper,
+                                               inputs.discrete)
         return (np.array([n * q * mean_hat]),
                 np.array([[n * q * var_hat + n * q * (1.0 - q) * mean_hat ** 2]]))
     mu, Sigma = MEAN_COV(theta)
-    return config.n * mu, config.n * Sigma
+    return inputs.n * mu, inputs.n * Sigma
 
 
 @numba.njit(nogil=True, cache=True)
-def release_log_likelihood(m, V, config, noise_var):
+def release_log_likelihood(m, V, inputs, noise_var):
     """log of the release's density given the statistic ~ N(m, V), the statistic integrated
     out: in closed form for one coordinate; for a vector Laplace release given the current
     noise variances ``noise_var`` (the Gaussian mechanism's fixed ones otherwise)."""
     d = m.shape[0]
-    y = config.y
-    if d == 1 and config.laplace_scale > 0.0:
-        return log_normal_laplace(m[0] - y[0], V[0, 0], config.laplace_scale)
+    y = inputs.y
+    if d == 1 and inputs.laplace_scale > 0.0:
+        return log_normal_laplace(m[0] - y[0], V[0, 0], inputs.laplace_scale)
     C = V.copy()
     for j in range(d):
         C[j, j] += noise_var[j]
@@ -127,20 +127,20 @@ def summarise(state, mu, Sigma):
 
 
 @numba.njit(nogil=True, cache=True)
-def draw_released_statistic(rng, m, V, config, noise_var):
+def draw_released_statistic(rng, m, V, inputs, noise_var):
     """One draw of the released statistic given theta's CLT moments ``(m, V)``, the release
     and (Gaussian mechanism, or a vector Laplace release) the noise variances."""
-    basis = config.basis
+    basis = inputs.basis
     r = basis.shape[1]
     # Never constrained to the statistic's valid region (see suffstat_marginal's docstring),
     # so the pair (theta, s) is a draw of the same joint whose marginal is sampled.
     d = m.shape[0]
-    if d == 1 and config.laplace_scale > 0.0:
-        s = np.array([draw_normal_laplace(rng, m[0], V[0, 0], config.y[0],
-                                          config.laplace_scale)])
+    if d == 1 and inputs.laplace_scale > 0.0:
+        s = np.array([draw_normal_laplace(rng, m[0], V[0, 0], inputs.y[0],
+                                          inputs.laplace_scale)])
     elif d == 1:
         v, noise = V[0, 0], noise_var[0]
-        s = np.array([(m[0] * noise + config.y[0] * v) / (v + noise)
+        s = np.array([(m[0] * noise + inputs.y[0] * v) / (v + noise)
                       + math.sqrt(v * noise / (v + noise)) * rng.standard_normal()])
     else:
         # s | theta, y ~ N(m + K^T (y - m), V - V K), K = (V + D)^{-1} V (norm_product's
@@ -149,7 +149,7 @@ def draw_released_statistic(rng, m, V, config, noise_var):
         for j in range(d):
             M[j, j] += noise_var[j]
         K = spd_solve(M, V)
-        m_s = m + tmatvec(K, config.y - m)
+        m_s = m + tmatvec(K, inputs.y - m)
         S_s = V.copy()
         for i in range(d):
             for j in range(d):

@@ -74,18 +74,20 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
+from . import loop
 from .arrays import all_finite, copy_into
 from .kernels import acceptance_probability
 from .status import BAD_THETA, OK, TOO_MANY_REJECTIONS
 from .. import _templates
-from .suffstat import MAX_REJECTIONS, function_names, update_noise
+from .suffstat import MAX_REJECTIONS, GibbsInfo, function_names, update_noise
+from .suffstat_marginal import MarginalInfo, schedule
 from .suffstat_densities import LOG_SQRT_2PI
 from .suffstat_marginal_parts import (PSEUDO_ADAPTED, PSEUDO_INDEPENDENT, PSEUDO_LOG_N,
-                                      PSEUDO_STATS, PSEUDO_SUMMARISED, freeze)
+                                      PSEUDO_STATS, PSEUDO_SUMMARISED)
 
 __all__ = ["MultinomialFunctions", "solve", "cov_times", "log_release_likelihood",
-           "counts_given", "draw_counts", "gibbs_step", "run_gibbs", "marginal_step",
-           "run_marginal"]
+           "counts_given", "draw_counts", "gibbs_step", "marginal_step", "bind_gibbs",
+           "bind_marginal"]
 
 
 # The names the templates below call: MultinomialFunctions' fields in capitals, bound per
@@ -177,42 +179,27 @@ def draw_counts(rng, p, n, y, noise_var):
     return counts_given(p, n, y, noise_var, z, e)
 
 
-def gibbs_step(rng, state, config):
+def gibbs_step(rng, state, inputs):
     """One Gibbs iteration (theta | s; s | theta, sigma^2, y; sigma^2 | s, y), as
     :func:`dawrap.samplers.suffstat.step` for a bounded release. Returns ``(state,
-    rejections, status)``."""
-    n = config.n
+    GibbsInfo(status, rejections))`` (:mod:`dawrap.samplers.loop`'s protocol)."""
+    n = inputs.n
     theta = CONJUGATE_DRAW(rng, state.s, n)
     if not all_finite(theta):
-        return state, 0, BAD_THETA
+        return state, GibbsInfo(BAD_THETA, 0)
     p = PROBABILITIES(theta)
     rejections = 0
-    s = draw_counts(rng, p, n, config.y, state.noise_var)
+    s = draw_counts(rng, p, n, inputs.y, state.noise_var)
     while not VALID(s, n):
         rejections += 1
         if rejections >= MAX_REJECTIONS:
-            return state, rejections, TOO_MANY_REJECTIONS
-        s = draw_counts(rng, p, n, config.y, state.noise_var)
+            return state, GibbsInfo(TOO_MANY_REJECTIONS, rejections)
+        s = draw_counts(rng, p, n, inputs.y, state.noise_var)
     copy_into(state.s, s)
     copy_into(state.s_centre, s)
     copy_into(state.theta, theta)
-    update_noise(rng, state, config)
-    return state, rejections, OK
-
-
-def run_gibbs(rng, state, config, start, stop, tune, out_theta, out_rejections, out_s):
-    """:func:`dawrap.samplers.suffstat.run` with :func:`gibbs_step`."""
-    for it in range(start, stop):
-        state, rejections, status = gibbs_step(rng, state, config)
-        if status != OK:
-            return state, it, status
-        if it >= tune:
-            row = it - tune
-            copy_into(out_theta[row], state.theta)
-            out_rejections[row] = rejections
-            if out_s.shape[0] > 0:
-                copy_into(out_s[row], state.s_centre)
-    return state, stop, OK
+    update_noise(rng, state, inputs)
+    return state, GibbsInfo(OK, rejections)
 
 
 @numba.njit(nogil=True, cache=True)
@@ -240,19 +227,21 @@ def _summarise(state, p):
         q[PSEUDO_STATS + 2 * k + j] += (p[j] * (1.0 - p[j]) - q[PSEUDO_STATS + 2 * k + j]) / count
 
 
-def marginal_step(rng, state, config, phase):
-    """One iteration of the marginal kernel (module docstring): ``config.moves`` local
-    steps from Poisson pseudo-data, after warm-up ``config.independence_moves`` independence
-    steps, then the counts and (Laplace noise) the noise variances. Returns ``(state, mean
-    acceptance probability, status)``; ``phase`` as in
-    :func:`dawrap.samplers.suffstat_marginal.marginal_step`."""
-    n, y, noise_var = config.n, config.y, state.noise_var
+def marginal_step(rng, state, inputs):
+    """One iteration of the marginal kernel (module docstring): ``inputs.moves`` local
+    steps from Poisson pseudo-data, after warm-up ``inputs.independence_moves`` independence
+    steps, then the counts and (Laplace noise) the noise variances. Returns ``(state,
+    MarginalInfo(status, accept_prob))``; the warm-up ``state.phase`` as in
+    :func:`dawrap.samplers.suffstat_marginal.step`, set by its
+    :func:`~dawrap.samplers.suffstat_marginal.schedule`."""
+    phase = state.phase[0]
+    n, y, noise_var = inputs.n, inputs.y, state.noise_var
     theta = state.theta.copy()
     p = PROBABILITIES(theta)
     k = p.shape[0]
     log_lik = log_release_likelihood(p, n, y, noise_var)
     pseudo_n = math.exp(state.pseudo[PSEUDO_LOG_N])
-    local = config.moves
+    local = inputs.moves
     mean_accept = 0.0
     u = np.empty(k)
     for _ in range(local):
@@ -262,7 +251,7 @@ def marginal_step(rng, state, config, phase):
             records += u[j]
         proposal = CONJUGATE_DRAW(rng, u, records)
         if not all_finite(proposal):
-            return state, mean_accept, BAD_THETA
+            return state, MarginalInfo(BAD_THETA, mean_accept)
         p_new = PROBABILITIES(proposal)
         log_lik_new = log_release_likelihood(p_new, n, y, noise_var)
         a = acceptance_probability(log_lik_new - log_lik)
@@ -270,7 +259,7 @@ def marginal_step(rng, state, config, phase):
             theta, p, log_lik = proposal, p_new, log_lik_new
         mean_accept += a / local
     reported, steps = mean_accept * local, local
-    independent_n = state.pseudo[PSEUDO_INDEPENDENT] * config.independence_width
+    independent_n = state.pseudo[PSEUDO_INDEPENDENT] * inputs.independence_width
     if phase == 0 and independent_n > 0.0:
         # The conjugate update given the fixed pseudo-counts independent_n * mean(p) proposes
         # from about the posterior, widened; its factor is prod_j p_j^{u_j}.
@@ -278,10 +267,10 @@ def marginal_step(rng, state, config, phase):
         records = 0.0
         for j in range(k):
             records += u_bar[j]
-        for _ in range(config.independence_moves):
+        for _ in range(inputs.independence_moves):
             proposal = CONJUGATE_DRAW(rng, u_bar, records)
             if not all_finite(proposal):
-                return state, mean_accept, BAD_THETA
+                return state, MarginalInfo(BAD_THETA, mean_accept)
             p_new = PROBABILITIES(proposal)
             log_lik_new = log_release_likelihood(p_new, n, y, noise_var)
             log_ratio = (log_lik_new - log_lik + _log_cell_likelihood(p, u_bar)
@@ -297,7 +286,7 @@ def marginal_step(rng, state, config, phase):
         # times the pseudo-sample of one cell's.
         q = state.pseudo
         q[PSEUDO_ADAPTED] += 1.0
-        q[PSEUDO_LOG_N] -= (mean_accept - config.target_accept) / q[PSEUDO_ADAPTED] ** 0.6
+        q[PSEUDO_LOG_N] -= (mean_accept - inputs.target_accept) / q[PSEUDO_ADAPTED] ** 0.6
         q[PSEUDO_LOG_N] = min(max(q[PSEUDO_LOG_N], math.log(1e-3)), math.log(n * k))
         if phase == 2:
             _summarise(state, p)
@@ -305,34 +294,19 @@ def marginal_step(rng, state, config, phase):
     copy_into(state.theta, theta)
     copy_into(state.s, s)
     copy_into(state.s_centre, s)
-    update_noise(rng, state, config)
-    return state, reported / max(steps, 1), OK
-
-
-def run_marginal(rng, state, config, start, stop, tune, out_theta, out_accept, out_s):
-    """:func:`dawrap.samplers.suffstat_marginal.run_marginal` with :func:`marginal_step`."""
-    for it in range(start, stop):
-        if it == tune:
-            freeze(state)
-        phase = 0 if it >= tune else (1 if 2 * it < tune else 2)
-        state, accept, status = marginal_step(rng, state, config, phase)
-        if status != OK:
-            return state, it, status
-        if it >= tune:
-            row = it - tune
-            copy_into(out_theta[row], state.theta)
-            out_accept[row] = accept
-            if out_s.shape[0] > 0:
-                copy_into(out_s[row], state.s_centre)
-    return state, stop, OK
+    update_noise(rng, state, inputs)
+    return state, MarginalInfo(OK, reported / max(steps, 1))
 
 
 def bind_gibbs(fns: MultinomialFunctions):
-    """The compiled O(K) Gibbs loop ``run_gibbs(rng, state, config, start, stop, tune,
-    out_theta, out_rejections, out_s)`` for one family's functions."""
-    return _templates.bind((gibbs_step, run_gibbs), function_names(fns)).run_gibbs
+    """The compiled O(K) Gibbs loop for one family's functions:
+    :func:`dawrap.samplers.loop.run` bound to :func:`gibbs_step`."""
+    return loop.bind(_templates.bind((gibbs_step,), function_names(fns)).gibbs_step).run
 
 
 def bind_marginal(fns: MultinomialFunctions):
-    """The compiled O(K) marginal loop ``run_marginal(...)`` for one family's functions."""
-    return _templates.bind((marginal_step, run_marginal), function_names(fns)).run_marginal
+    """The compiled O(K) marginal loop for one family's functions:
+    :func:`dawrap.samplers.loop.run` bound to :func:`marginal_step` and the dense marginal
+    kernel's warm-up :func:`~dawrap.samplers.suffstat_marginal.schedule`."""
+    step = _templates.bind((marginal_step,), function_names(fns)).marginal_step
+    return loop.bind(step, schedule).run

@@ -53,7 +53,7 @@ BUILDERS = {
 #: Everything a guarantee, the noise or the sampler reads, whether or not a class holds it
 #: (setting a missing one must not slip through either), and the freeze flag itself.
 READ = ("sensitivity", "epsilon", "sigma", "scale", "alpha", "contribution", "size",
-        "statistic", "engine_statistic", "log_density", "params", "truncation",
+        "statistic", "sampler_statistic", "log_density", "params", "truncation",
         "integer_statistic", "sparse", "coordinate_log_density", "depends_on_release", "name",
         "_draw_release", "_guarantee", "_density_params", "_noise_variance", "_secure_noise",
         "noise_variance", "privacy", "rho", "sigmas", "sizes", "half_width", "_frozen")

@@ -243,3 +243,45 @@ def test_a_sparse_chain_resumes_bit_identically(tmp_path, monkeypatch):
     resumed = dw.sample(model, mech, s_dp, 12, resume=tmp_path, **kw)
     assert np.array_equal(diagnostics.group(resumed, "posterior")["p"].values,
                           diagnostics.group(whole, "posterior")["p"].values)
+
+
+@pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
+def test_typed_kernel_and_move_states_resume_bit_identically(tmp_path, monkeypatch):
+    """An HMC kernel's state and the interweaving move's (NamedTuples of arrays, the move's
+    nesting the random walk's) are flattened into the file and rebuilt on resume: interrupted
+    during warm-up, while both adapt, the resumed draws are those of an unbroken run."""
+    import numba
+
+    from dawrap.models import normal_mean
+    from dawrap.runner import record as run_record
+
+    @numba.njit
+    def logp_and_grad(theta, x):  # N(0.5, 2^2) prior, N(mu, 1) records
+        mu, total, n = theta[0], np.sum(x[:, 0]), x.shape[0]
+        return (-0.125 * (mu - 0.5) ** 2 + mu * total - 0.5 * n * mu * mu,
+                np.array([-0.25 * (mu - 0.5) + total - n * mu]))
+
+    base = normal_mean.model(0.5, 2.0, 1.0)
+    model = dw.Model(params={"mu": ()}, record_size=1, draw_record=base.draw_record,
+                     draw_theta=dw.kernels.hmc(logp_and_grad, step_size=1.0),
+                     draw_prior=base.draw_prior, noncentred=base.noncentred)
+    mech = normal_mean.gaussian(3.0)
+    kw = dict(draws=20, tune=60, chains=1, cores=1, seed=5, interweave=True)
+    whole = dw.sample(model, mech, 40.0, 50, **kw)
+    real = run_record._advance
+
+    def ctrl_c_at_30(setup, rng, state, start, *args):  # by iteration, during warm-up
+        if start >= 30:
+            raise KeyboardInterrupt
+        return real(setup, rng, state, start, *args)
+
+    with monkeypatch.context() as patch, pytest.raises(KeyboardInterrupt, match="warm-up"):
+        patch.setattr(run_record, "_advance", ctrl_c_at_30)
+        dw.sample(model, mech, 40.0, 50, checkpoint=tmp_path, checkpoint_every=10, **kw)
+    with np.load(tmp_path / "chain0.npz") as saved:
+        assert 10 <= int(saved["done"]) < 60  # saved while the kernel and the move adapt
+        assert saved["kernel_state"].shape == (8 + 4,)  # HmcState of a 1-d theta, flat
+        assert saved["move_state"].shape == (4 + 1 + 2,)  # the move's random walk, flat
+    resumed = dw.sample(model, mech, 40.0, 50, resume=tmp_path, **kw)
+    assert np.array_equal(diagnostics.group(resumed, "posterior")["mu"].values,
+                          diagnostics.group(whole, "posterior")["mu"].values)

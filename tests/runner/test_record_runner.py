@@ -126,7 +126,7 @@ def test_consistency_tolerates_rounding_only():
     theta = np.array([0.3])
     x = model.simulate(theta, 200, seed=0)
     fns = record.RecordFunctions(model.draw_record, model.propose_record, model.model_stat,
-                                 mech.engine_statistic, mech.log_density)
+                                 mech.sampler_statistic, mech.log_density)
     s_dp = np.array([60.0])
     chain = record.bind_chain(fns, model.record_size, mech.size, model.stat_size)
     state = chain.init(theta, x, record.Inputs(s_dp, mech.params, 1), np.empty(0), np.empty(0))

@@ -19,11 +19,11 @@ def test_statistic_moments_are_the_records_mean_and_covariance():
     model = linear_regression.model(p=2, sigma2=1.0)
     x = model.simulate({"beta": np.array([0.5, -1.0, 2.0])}, 500, seed=1)
     t = np.array([mech.total(x[i:i + 1]) for i in range(len(x))])
-    mean, cov = starts.statistic_moments(x, np.zeros(mech.size), mech.engine_statistic,
+    mean, cov = starts.statistic_moments(x, np.zeros(mech.size), mech.sampler_statistic,
                                         mech.size, True)
     assert np.allclose(mean, t.mean(axis=0))
     assert np.allclose(cov, np.cov(t.T, bias=True))
-    mean, cov = starts.statistic_moments(x, np.zeros(mech.size), mech.engine_statistic,
+    mean, cov = starts.statistic_moments(x, np.zeros(mech.size), mech.sampler_statistic,
                                         mech.size, False)
     assert np.allclose(cov, np.var(t, axis=0))
 
@@ -175,7 +175,7 @@ def test_sparse_moments_match_the_dense_ones():
     model = dirichlet_multinomial.model(alpha=[0.5] * k)
     mech = dirichlet_multinomial.laplace(epsilon=1.0, categories=k)
     x = model.simulate({"p": np.random.default_rng(0).dirichlet(np.ones(k))}, 3000, seed=1)
-    dense = starts.statistic_moments(x, np.zeros(k), mech.engine_statistic, k, False)
+    dense = starts.statistic_moments(x, np.zeros(k), mech.sampler_statistic, k, False)
     sparse = starts.sparse_moments(x, np.zeros(k), mech.sparse.entries, 1, k)
     assert np.allclose(dense[0], sparse[0]) and np.allclose(dense[1], sparse[1])
 

@@ -45,7 +45,7 @@ def reference_sweep(rng, theta, x, stats, total, log_g, s_dp, model, mech, rando
     """One sweep of Ju et al. Algorithm 1, plain NumPy, its proposals drawn ahead: the next
     min(BLOCK, records left) of them whenever a block is used up."""
     x, stats, total = x.copy(), stats.copy(), total.copy()
-    stat, n = mech.engine_statistic.py_func, x.shape[0]
+    stat, n = mech.sampler_statistic.py_func, x.shape[0]
     block, taken, accepted = None, record.BLOCK, 0
     for visit in range(n):
         i = rng.integers(0, n) if random_scan else visit
@@ -87,7 +87,7 @@ def test_batched_sweep_is_algorithm_1_with_proposals_drawn_ahead(model, mech, dr
     x = model.simulate(theta, n, seed=1)
     s_dp = mech.release(model.simulate(theta, n, seed=2), seed=3)
     fns = record.RecordFunctions(model.draw_record, model.propose_record, model.model_stat,
-                                 mech.engine_statistic, mech.log_density,
+                                 mech.sampler_statistic, mech.log_density,
                                  draw_records=draw_records)
     chain = record.bind_chain(fns, model.record_size, mech.size, model.stat_size,
                               batched=True, random_scan=random_scan)

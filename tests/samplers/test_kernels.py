@@ -7,6 +7,7 @@ import pytest
 import dawrap as dw
 from dawrap import diagnostics
 from dawrap.samplers import kernels
+from dawrap.samplers.arrays import flatten_state
 from dawrap.models import normal_mean
 
 MU0, SD0, SIGMA, NOISE, N = 0.5, 2.0, 1.0, 3.0, 50
@@ -96,11 +97,11 @@ def test_adaptation_happens_only_while_tuning():
     rng = np.random.default_rng(0)
     for _ in range(20):
         theta, _ = kernel.step(rng, theta, x, stats, state, True)
-    frozen = state.copy()
-    assert frozen[1] == 20 and frozen[0] != 0.0
+    frozen = flatten_state(state)  # every field, copied
+    assert state.iterations[0] == 20 and state.log_step[0] != 0.0
     for _ in range(20):
         theta, _ = kernel.step(rng, theta, x, stats, state, False)
-    assert np.array_equal(state, frozen)
+    assert np.array_equal(flatten_state(state), frozen)
 
 
 def test_the_adapted_proposal_has_the_chains_full_covariance():
@@ -114,7 +115,7 @@ def test_the_adapted_proposal_has_the_chains_full_covariance():
     state = kernels.rw_init_state(draws[0], initial)
     for theta in draws:
         kernels.rw_adapt(state, theta, 0.234, -1.0, adapt_after, initial)
-    factor = kernels._rw_parts(state, d)[2]
+    factor = state.factor
     assert np.allclose(np.triu(factor, 1), 0.0)
     assert np.allclose(factor @ factor.T, 2.38 ** 2 / d * np.cov(draws.T), rtol=1e-8)
     # Proposals follow it: their correlation is the draws' (0.95 for the first pair).
@@ -129,7 +130,7 @@ def test_a_coordinate_that_never_moved_keeps_its_initial_scale():
     rng = np.random.default_rng(2)
     for _ in range(200):
         kernels.rw_adapt(state, np.array([rng.standard_normal(), 0.0]), 0.3, -1.0, 5, initial)
-    factor = kernels._rw_parts(state, d)[2]
+    factor = state.factor
     assert np.isclose(factor[1, 1], 2.38 / np.sqrt(d) * 3.0) and factor[1, 0] == 0.0
     assert np.isclose(factor[0, 0], 2.38 / np.sqrt(d) * 1.0, rtol=0.2)  # sd 1 learned
 

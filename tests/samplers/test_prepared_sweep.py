@@ -56,7 +56,7 @@ def one_sweep(mech, general, propose_prepared):
     x = np.ones((n, 1))
     s_dp = np.full(k, n / k)
     fns = record.RecordFunctions(plain_draw, plain_proposal, dm.one_hot,
-                                 mech.engine_statistic, mech.log_density,
+                                 mech.sampler_statistic, mech.log_density,
                                  **sparse.sparse_fields(dm.model(np.ones(k)), mech),
                                  prepare=largest_cell, draw_prepared=draw_from_table,
                                  **({"propose_prepared": propose_from_table}
@@ -287,7 +287,7 @@ def test_binding_a_prepared_sweep_without_the_table_functions_is_refused():
     # Placeholders would leave every proposal unwritten: refused before compiling.
     mech = dm.laplace(1.0, 8)
     fns = record.RecordFunctions(plain_draw, plain_proposal, dm.one_hot,
-                                 mech.engine_statistic, mech.log_density)
+                                 mech.sampler_statistic, mech.log_density)
     with pytest.raises(ValueError, match="prepared=True needs fns.prepare"):
         record.bind_chain(fns, 1, 8, 8, prepared=True)
 
@@ -320,7 +320,7 @@ def test_the_table_is_built_once_per_iteration_whatever_the_sweeps(path):
     else:
         mech, fields = dw.Laplace(dense_one_hot, epsilon=1.0, sensitivity=2.0, size=k), {}
     fns = record.RecordFunctions(plain_draw, plain_proposal, dm.one_hot,
-                                 mech.engine_statistic, mech.log_density, **fields,
+                                 mech.sampler_statistic, mech.log_density, **fields,
                                  prepare=counting_prepare, draw_prepared=draw_from_table)
     chain = record.bind_chain(fns, 1, k, k, prepared=True, kernel_step=keep_theta)
     s_dp = np.full(k, n / k)

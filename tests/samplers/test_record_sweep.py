@@ -14,7 +14,7 @@ from dawrap.models import beta_binomial, normal_mean, poisson_gamma
 def reference_sweep(rng, theta, x, stats, total, log_g, s_dp, model, mech):
     """One sweep of Ju et al. Algorithm 1, written plainly with NumPy (no numba)."""
     x, stats, total = x.copy(), stats.copy(), total.copy()
-    stat = mech.engine_statistic.py_func
+    stat = mech.sampler_statistic.py_func
     accepted = 0
     for i in range(x.shape[0]):
         proposal = np.empty(x.shape[1])
@@ -49,7 +49,7 @@ def test_compiled_sweep_matches_numpy_reference(model, mech, theta, n):
     x = model.simulate(theta, n, seed=1)
     s_dp = mech.release(model.simulate(theta, n, seed=2), seed=3)
     fns = record.RecordFunctions(model.draw_record, model.propose_record, model.model_stat,
-                                 mech.engine_statistic, mech.log_density)
+                                 mech.sampler_statistic, mech.log_density)
     chain = record.bind_chain(fns, model.record_size, mech.size, model.stat_size)
     inputs = record.Inputs(s_dp, mech.params, 1)
     state = chain.init(theta, x.copy(), inputs, np.empty(0), np.empty(0))
@@ -127,7 +127,7 @@ def test_refresh_recomputes_running_sums():
     model, mech = normal_mean.model(0, 2, 1), normal_mean.laplace(1.0, -2, 2)
     theta = model.pack({"mu": 0.1})
     fns = record.RecordFunctions(model.draw_record, model.propose_record, model.model_stat,
-                                 mech.engine_statistic, mech.log_density)
+                                 mech.sampler_statistic, mech.log_density)
     x = model.simulate(theta, 50, seed=0)
     chain = record.bind_chain(fns, 1, 1, 1)
     state = chain.init(theta, x, record.Inputs(np.array([1.0]), mech.params, 1), np.empty(0),
@@ -149,7 +149,7 @@ theta = model.pack({"lam": 2.0})
 x = model.simulate(theta, 300, seed=1)
 s_dp = mech.release(x, seed=3)
 fns = record.RecordFunctions(model.draw_record, model.propose_record, model.model_stat,
-                             mech.engine_statistic, mech.log_density)
+                             mech.sampler_statistic, mech.log_density)
 chain = record.bind_chain(fns, 1, 1, 1)
 inputs = record.Inputs(s_dp, mech.params, 1)
 state = chain.init(theta, x, inputs, np.empty(0), np.empty(0))

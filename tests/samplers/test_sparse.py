@@ -104,7 +104,7 @@ def test_the_sweep_stops_on_entries_outside_the_statistic():
                         coordinate_log_density=dw.mechanisms.separable.laplace_coordinate)
     model = dm.model([1.0, 1.0, 1.0])
     fns = record.RecordFunctions(model.draw_record, model.propose_record, model.model_stat,
-                                 mech.engine_statistic, mech.log_density,
+                                 mech.sampler_statistic, mech.log_density,
                                  entries=mech.sparse.entries, nnz=1,
                                  coordinate_log_density=mech.coordinate_log_density)
     sweep = record.bind_chain(fns, 1, 3, 3).sweep
@@ -133,7 +133,7 @@ def test_the_sparse_sweep_reports_a_non_finite_model_statistic(model_nnz):
     model = dm.model([1.0, 1.0, 1.0])
     sparse_model = {"model_entries": nan_model_entries, "model_nnz": 1} if model_nnz else {}
     fns = record.RecordFunctions(model.draw_record, model.propose_record, nan_for_two,
-                                 mech.engine_statistic, mech.log_density,
+                                 mech.sampler_statistic, mech.log_density,
                                  entries=mech.sparse.entries, nnz=1,
                                  coordinate_log_density=mech.coordinate_log_density,
                                  **sparse_model)
@@ -164,7 +164,7 @@ def test_naive_bayes_entries_agree_with_its_counts_on_every_record():
     assert mech.sparse is not None and mech.sparse.nnz == len(J)
     recs = np.array(list(itertools.product(range(I), *(range(j) for j in J))), float)
     fns = record.RecordFunctions(model.draw_record, model.propose_record, model.model_stat,
-                                 mech.engine_statistic, mech.log_density,
+                                 mech.sampler_statistic, mech.log_density,
                                  **sparse.sparse_fields(model, mech))
     assert fns.model_nnz == len(J)
     chain = record.bind_chain(fns, model.record_size, mech.size, model.stat_size)
@@ -298,7 +298,7 @@ def _sparse_chain(k=5, stat=None):
     """A dirichlet_multinomial chain on the sparse path (uniform proposals)."""
     model, mech = dm.model(np.ones(k), proposal="uniform"), dm.laplace(1.0, k)
     fns = record.RecordFunctions(model.draw_record, model.propose_record,
-                                 stat or model.model_stat, mech.engine_statistic,
+                                 stat or model.model_stat, mech.sampler_statistic,
                                  mech.log_density, **sparse.sparse_fields(model, mech))
     chain = record.bind_chain(fns, 1, k, k, general=True, shared=stat is None)
     return chain, mech
