@@ -37,6 +37,7 @@ underflowed to 0 cannot make a density infinite.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -46,12 +47,29 @@ import dawrap as dw
 from ._census_math import (compress_counts, dirichlet_into, dm_log_likelihood,
                            dm_log_likelihood_grad, table_count)
 
-__all__ = ["theta_kernel", "KAPPA_STATE", "FLOOR"]
+__all__ = ["theta_kernel", "CensusKernelState", "kappa_state", "FLOOR"]
 
 #: The smallest probability used as a Dirichlet parameter (a share that underflowed to 0).
 FLOOR = 1e-300
-#: Floats of one concentration's adaptive random-walk state (dw.kernels.rw_init_state, d = 1).
-KAPPA_STATE = 7
+RandomWalkState = dw.kernels.RandomWalkState
+
+
+class CensusKernelState(NamedTuple):
+    r"""The hierarchy kernel's per-chain state: ``alpha``, the state of the kernel of
+    :math:`\log\alpha` (HMC's or the adaptive random walk's; a placeholder when alpha is
+    fixed), and ``kappas``, the adaptive random walks of the levels' concentrations, one per
+    level below the top, each field stacked along a first axis (:func:`kappa_state`)."""
+    alpha: tuple
+    kappas: RandomWalkState
+
+
+@numba.njit(nogil=True, cache=True)
+def kappa_state(kappas, l):
+    """Level ``l + 1``'s random-walk state as views into the stacked ``kappas`` (updated in
+    place by the warm-up, as the kernel's state must be)."""
+    return RandomWalkState(kappas.log_step[l], kappas.iterations[l], kappas.accept_sum[l],
+                           kappas.estimated[l], kappas.mean[l], kappas.scatter[l],
+                           kappas.factor[l])
 #: Warm-up steps before a random walk may use its learned covariance.
 ADAPT_AFTER = 50
 
@@ -163,19 +181,24 @@ def theta_kernel(units, parents, cells: int, a0: float, b0: float, kappa_shape: 
     hmc_step = hmc_kernel.step
     acceptance = dw.kernels.acceptance_probability
     rw_propose, rw_adapt = dw.kernels.rw_propose, dw.kernels.rw_adapt
-    alpha_state = (len(hmc_kernel.init_state(np.zeros(cells))) if hmc
-                   else 4 + cells + 2 * cells * cells) if learn_alpha else 0
-
-    def init_state(theta) -> np.ndarray:
-        parts = []
+    def init_state(theta) -> CensusKernelState:
         if learn_alpha:
             u = np.asarray(theta[alpha_off:alpha_off + cells], float)
-            parts.append(hmc_kernel.init_state(u) if hmc else
-                         dw.kernels.rw_init_state(u, alpha_initial))
-        for l in range(1, levels):
-            parts.append(dw.kernels.rw_init_state(
-                np.asarray(theta[kappa_off + l - 1:kappa_off + l], float), kappa_initial))
-        return np.concatenate(parts) if parts else np.zeros(0)
+            alpha = hmc_kernel.init_state(u) if hmc else dw.kernels.rw_init_state(u,
+                                                                                alpha_initial)
+        else:  # not used: a placeholder of the right type
+            alpha = dw.kernels.rw_init_state(np.zeros(1), alpha_initial)
+        kappas = [dw.kernels.rw_init_state(
+            np.asarray(theta[kappa_off + l - 1:kappa_off + l], float), kappa_initial)
+            for l in range(1, levels)]
+        # one random-walk state per level below the top, each field stacked along a first
+        # axis of levels - 1 (kappa_state gives level l's as views, updated in place)
+        stacked = RandomWalkState(*(
+            np.stack([getattr(k, f) for k in kappas]) if kappas
+            else np.zeros((0,) + getattr(dw.kernels.rw_init_state(np.zeros(1), kappa_initial),
+                                         f).shape)
+            for f in RandomWalkState._fields))
+        return CensusKernelState(alpha, stacked)
 
     @numba.njit(nogil=True)
     def kappa_update(rng, log_kappa, counts, l, probs, state, tuning):
@@ -225,9 +248,8 @@ def theta_kernel(units, parents, cells: int, a0: float, b0: float, kappa_shape: 
         counts = np.zeros(alpha_off)  # each level's (pseudo-)counts, laid out as its p
         counts[toff[levels - 1]:toff[levels - 1] + fine] = stats[:fine]
         accept, accepts = 0.0, 0
-        kst = alpha_state
         for l in range(levels - 1, 0, -1):  # 1. up: kappa_l, then table counts to level l-1
-            st = state[kst + (l - 1) * KAPPA_STATE:kst + l * KAPPA_STATE]
+            st = kappa_state(state.kappas, l - 1)
             lk, a = kappa_update(rng, theta[kappa_off + l - 1], counts, l, theta, st, tuning)
             out[kappa_off + l - 1] = lk
             if not learn_alpha:
@@ -244,7 +266,7 @@ def theta_kernel(units, parents, cells: int, a0: float, b0: float, kappa_shape: 
         if learn_alpha:  # 2. alpha, every probability integrated out
             rows = compress_counts(counts[toff[0]:toff[0] + U[0] * cells], U[0], cells)
             u, a = alpha_update(rng, theta[alpha_off:alpha_off + cells].copy(), rows,
-                                state[:alpha_state], tuning)
+                                state.alpha, tuning)
             out[alpha_off:alpha_off + cells] = u
             alpha = np.exp(u)
             accept, accepts = a, 1
