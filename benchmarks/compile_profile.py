@@ -31,32 +31,16 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _quickstart import MODEL  # noqa: E402
+
 RESULTS = Path(__file__).resolve().parent / "results" / "compile_profile.md"
 
-#: The README's Quickstart as a user's module file (verbatim but for the smaller run: compile
+#: The README's Quickstart as a user's module file (its model, and a smaller run: compile
 #: time is the same). Each run imports it under a module name of its own choosing: another
 #: name is another model to the cache (every function's key holds its module's name).
-QUICKSTART = """
-import numba, numpy as np
-import dawrap as dw
-
-@numba.njit
-def draw_record(rng, theta, out):
-    out[0] = 1.0 if rng.random() < theta[0] else 0.0
-
-@numba.njit
-def count(x_i, out):
-    out[0] = x_i[0]
-
-@numba.njit
-def draw_theta(rng, theta, x, stats):
-    return np.array([rng.beta(1 + stats[0], 1 + x.shape[0] - stats[0])])
-
+QUICKSTART = MODEL + """
 def quickstart():
-    model = dw.Model(params={"p": ()}, record_size=1, draw_record=draw_record,
-                     draw_theta=draw_theta, model_stat=count, stat_size=1,
-                     draw_prior=lambda rng: np.array([rng.beta(1, 1)]))
-    mech = dw.Laplace(count, epsilon=0.5, sensitivity=1.0)
     return dw.sample(model, mech, s_dp=312.4, n=1000, draws=200, tune=100, chains=4, seed=0,
                      progress=False)
 """

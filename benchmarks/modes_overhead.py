@@ -29,6 +29,9 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _quickstart import MODEL  # noqa: E402
+
 BUILTIN = r"""
 import time, numpy as np, dawrap as dw
 from dawrap.runner import modes
@@ -53,25 +56,9 @@ modes.landscape = real
 print(first, np.median(alone), np.median(on), np.median(off))
 """
 
-OWN = r"""
-import time, numba, numpy as np, dawrap as dw
+OWN = MODEL + r"""
+import time
 from dawrap.runner import modes
-
-@numba.njit
-def draw_record(rng, theta, out):
-    out[0] = 1.0 if rng.random() < theta[0] else 0.0
-
-@numba.njit
-def count(x_i, out):
-    out[0] = x_i[0]
-
-@numba.njit
-def draw_theta(rng, theta, x, stats):
-    return np.array([rng.beta(1 + stats[0], 1 + x.shape[0] - stats[0])])
-
-model = dw.Model(params={"p": ()}, record_size=1, draw_record=draw_record, draw_theta=draw_theta,
-                 model_stat=count, stat_size=1, draw_prior=lambda rng: np.array([rng.beta(1, 1)]))
-mech = dw.Laplace(count, epsilon=0.5, sensitivity=1.0)
 real, spent = modes.landscape, []
 def timed(*args):
     t = time.perf_counter(); out = real(*args); spent.append(time.perf_counter() - t)
