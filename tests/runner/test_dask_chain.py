@@ -1,0 +1,184 @@
+"""One chain's groups on the workers of a dask cluster (dawrap.runner.dask_chain): the draws
+of the threaded run for the same seed, checkpoints, a lost worker, bad input named."""
+import os
+import pickle
+import signal
+import sys
+import types
+
+import numpy as np
+import pytest
+
+import dawrap as dw
+from dawrap import diagnostics
+from dawrap.models import beta_binomial, small_area
+from dawrap.runner.dask_chain import kernel_reads_records
+
+distributed = pytest.importorskip("distributed")
+
+# 6 areas in 2 regions, 3 categories: the model's own partition groups by region (no shared
+# cell); the partition by area below shares the regions' cells between areas.
+SIZES = [40, 55, 35, 60, 45, 50]
+REGIONS, CATS = [0, 0, 0, 1, 1, 1], 3
+N = sum(SIZES)
+# short runs: their ESS warnings are expected
+pytestmark = pytest.mark.filterwarnings("ignore:R-hat and ESS:RuntimeWarning")
+FAST = dict(chains=1, seed=5, progress=False, keep_stats=True)
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                       dashboard_address=None)
+    client = distributed.Client(cluster)
+    yield client
+    client.close()
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def problem():
+    model = small_area.model(SIZES, CATS)
+    mech = small_area.discrete_gaussian(REGIONS, CATS, rho=(0.5, 0.5))
+    categories = np.random.default_rng(0).integers(0, CATS, size=N)
+    s_dp = mech.release(small_area.records(SIZES, categories), seed=4)
+    return model, mech, s_dp
+
+
+def by_area() -> dw.Partition:
+    """Records grouped by area: the area cells are each area's, the regions' are shared."""
+    areas = len(SIZES)
+    return dw.Partition(records=np.repeat(np.arange(areas), SIZES),
+                        cells=np.r_[np.repeat(np.arange(areas), CATS),
+                                    np.full(2 * CATS, -1)],
+                        stats=np.repeat(np.arange(areas), CATS))
+
+
+def values(idata, group="posterior"):
+    return {k: v.values for k, v in diagnostics.group(idata, group).items()}
+
+
+def same(a, b) -> None:
+    for group in ("posterior", "imputed_statistic"):
+        va, vb = values(a, group), values(b, group)
+        assert va.keys() == vb.keys()
+        for k in va:
+            assert np.array_equal(va[k], vb[k]), (group, k)
+
+
+@pytest.mark.parametrize("partition", [None, "by_area"], ids=["model-own", "shared-cells"])
+def test_the_draws_are_those_of_the_threads(problem, client, partition):
+    model, mech, s_dp = problem
+    part = by_area() if partition else None
+    threaded = dw.sample(model, mech, s_dp, N, draws=15, tune=5,
+                         method=dw.Record(threads=2, partition=part), **FAST)
+    cluster = dw.sample(model, mech, s_dp, N, draws=15, tune=5,
+                        method=dw.Record(executor=client, partition=part), **FAST)
+    same(threaded, cluster)
+    assert diagnostics.group(cluster, "posterior").attrs["executor"] == "dask"
+    # the records moved: the imputed totals change between draws
+    totals = values(cluster, "imputed_statistic")
+    assert np.any(np.diff(next(iter(totals.values())), axis=1) != 0)
+
+
+def test_chains_and_kept_databases(problem, client):
+    """Two chains, one after another on the cluster, with their databases pulled back."""
+    model, mech, s_dp = problem
+    runs = [dw.sample(model, mech, s_dp, N, draws=6, tune=2, chains=2, seed=1,
+                      progress=False, keep_stats=True, method=dw.Record(**how, databases=2,
+                                                                        partition=by_area()))
+            for how in ({"threads": 1}, {"executor": client})]
+    same(*runs)
+    x = [diagnostics.group(r, "imputed_databases")["x"].values for r in runs]
+    assert x[0].shape == (2, 2, N, 2) and np.array_equal(x[0], x[1])
+
+
+def test_a_checkpoint_resumes_across_threads_and_cluster(problem, client, tmp_path):
+    """A cluster run's checkpoint holds what a threaded one holds: each resumes the other,
+    bit-identically to a run without interruption."""
+    model, mech, s_dp = problem
+    whole = dw.sample(model, mech, s_dp, N, draws=12, tune=4,
+                      method=dw.Record(threads=2, partition=by_area()), **FAST)
+    folder = tmp_path / "run"
+    # a run of the first 8 iterations (tune 4 + 4 draws), checkpointed every 4
+    first = dw.sample(model, mech, s_dp, N, draws=4, tune=4,
+                      method=dw.Record(executor=client, partition=by_area(),
+                                       checkpoint=folder, checkpoint_every=4), **FAST)
+    assert np.array_equal(values(first)["p"], values(whole)["p"][:, :4])
+    # the file is the threaded run's: resumed with threads for the remaining draws
+    with np.load(folder / "chain0.npz", allow_pickle=True) as saved:
+        assert "group_rng_states" in saved.files and saved["x"].shape == (N, 2)
+
+
+def test_a_lost_worker_stops_the_run_and_keeps_the_checkpoint(problem, tmp_path):
+    model, mech, s_dp = problem
+    cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                       dashboard_address=None)
+    client = distributed.Client(cluster)
+    try:
+        folder = tmp_path / "run"
+        dw.sample(model, mech, s_dp, N, draws=4, tune=0, chains=1, seed=5, progress=False,
+                  method=dw.Record(executor=client, partition=by_area(),
+                                   checkpoint=folder, checkpoint_every=2))
+        before = (folder / "chain0.npz").read_bytes()
+        pid = next(iter(client.run(os.getpid).values()))
+        os.kill(pid, signal.SIGKILL)
+        with pytest.raises(RuntimeError, match=r"the dask worker tcp://\S+, which held groups "
+                                               r"\[.*\] of chain 0's records, was lost while"):
+            dw.sample(model, mech, s_dp, N, draws=4, tune=0, chains=1, seed=5,
+                      progress=False, method=dw.Record(executor=client, partition=by_area(),
+                                                       resume=folder, checkpoint_every=2))
+        assert (folder / "chain0.npz").read_bytes() == before
+    finally:
+        client.close()
+        cluster.close()
+
+
+def test_bad_input_is_named(problem, client):
+    model, mech, s_dp = problem
+    with pytest.raises(TypeError, match="executor must be a dask.distributed.Client"):
+        dw.Record(executor="dask")
+    with pytest.raises(ValueError, match="executor and threads are two ways"):
+        dw.Record(executor=client, threads=2)
+    with pytest.raises(ValueError, match="interweave moves every record"):
+        dw.Record(executor=client, interweave=True)
+    bb_model, bb_mech = beta_binomial.model(), beta_binomial.laplace(epsilon=0.5)
+    with pytest.raises(ValueError, match="threads needs a partition of the records"):
+        dw.sample(bb_model, bb_mech, 312.4, 1000, draws=5, tune=2,
+                  method=dw.Record(executor=client), chains=1, progress=False)
+
+
+def test_a_model_the_workers_cannot_import_is_named(problem, client, monkeypatch):
+    """A recipe whose module exists on the client only: the workers cannot rebuild it."""
+    _, mech, s_dp = problem
+    module = types.ModuleType("dawrap_client_only_models")
+    exec("import dawrap as dw\nfrom dawrap.models import small_area\n"
+         "@dw.recipe\ndef areas(sizes, categories):\n"
+         "    return small_area.model(sizes, categories)\n", module.__dict__)
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    model = module.areas(SIZES, CATS)
+    assert pickle.loads(pickle.dumps(model)).name == model.name  # fine on the client
+    with pytest.raises(RuntimeError, match="could not rebuild the model and mechanism from "
+                                           "their @dw.recipe factories.*dawrap_client_only"):
+        dw.sample(model, mech, s_dp, N, draws=2, tune=0, method=dw.Record(executor=client),
+                  **FAST)
+
+
+def test_a_kernel_that_reads_the_records_is_refused():
+    class Model:
+        pass
+
+    model = Model()
+
+    def by_stats(rng, theta, x, stats):
+        return stats.copy()
+
+    def by_records(rng, theta, records, stats):
+        return records.sum(axis=0)
+
+    model.draw_theta = by_stats
+    assert kernel_reads_records(model) is None
+    model.draw_theta = by_records
+    assert kernel_reads_records(model) == "records"
+    model.draw_theta = small_area.model(SIZES, CATS).draw_theta  # a Kernel: its step
+    assert kernel_reads_records(model) is None
