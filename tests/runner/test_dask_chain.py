@@ -29,7 +29,7 @@ FAST = dict(chains=1, seed=5, progress=False, keep_stats=True)
 @pytest.fixture(scope="module")
 def client():
     cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                                       dashboard_address=None)
+                                       dashboard_address=":0")
     client = distributed.Client(cluster)
     yield client
     client.close()
@@ -93,45 +93,87 @@ def test_chains_and_kept_databases(problem, client):
     assert x[0].shape == (2, 2, N, 2) and np.array_equal(x[0], x[1])
 
 
-def test_a_checkpoint_resumes_across_threads_and_cluster(problem, client, tmp_path):
-    """A cluster run's checkpoint holds what a threaded one holds: each resumes the other,
-    bit-identically to a run without interruption."""
+def interrupted_at(monkeypatch, iteration: int, action=None):
+    """Patch the runner so that the chunk starting at ``iteration`` first runs ``action``
+    (default: Ctrl-C); the chunks end at checkpoints."""
+    from dawrap.runner import record as run_record
+
+    real = run_record._advance
+
+    def advance(setup, rng, state, start, *args):
+        if start >= iteration:
+            if action is None:
+                raise KeyboardInterrupt
+            action()
+        return real(setup, rng, state, start, *args)
+
+    monkeypatch.setattr(run_record, "_advance", advance)
+
+
+KW = dict(draws=14, tune=6, chains=1, cores=1, seed=7, progress=False)
+
+
+@pytest.fixture(scope="module")
+def whole(problem):
+    """An unbroken threaded run, checkpointed every 5 iterations."""
     model, mech, s_dp = problem
-    whole = dw.sample(model, mech, s_dp, N, draws=12, tune=4,
-                      method=dw.Record(threads=2, partition=by_area()), **FAST)
-    folder = tmp_path / "run"
-    # a run of the first 8 iterations (tune 4 + 4 draws), checkpointed every 4
-    first = dw.sample(model, mech, s_dp, N, draws=4, tune=4,
-                      method=dw.Record(executor=client, partition=by_area(),
-                                       checkpoint=folder, checkpoint_every=4), **FAST)
-    assert np.array_equal(values(first)["p"], values(whole)["p"][:, :4])
-    # the file is the threaded run's: resumed with threads for the remaining draws
-    with np.load(folder / "chain0.npz", allow_pickle=True) as saved:
-        assert "group_rng_states" in saved.files and saved["x"].shape == (N, 2)
+    return dw.sample(model, mech, s_dp, N, method=dw.Record(
+        threads=1, partition=by_area(), checkpoint_every=5), **KW)
 
 
-def test_a_lost_worker_stops_the_run_and_keeps_the_checkpoint(problem, tmp_path):
+@pytest.mark.parametrize("first,then", [("executor", "threads"), ("threads", "executor")])
+def test_a_checkpoint_resumes_across_threads_and_cluster(problem, client, whole, tmp_path,
+                                                         monkeypatch, first, then):
+    """A cluster run's checkpoint is a threaded run's: each resumes the other, and the
+    draws are those of the unbroken run."""
+    model, mech, s_dp = problem
+    how = {"executor": dict(executor=client), "threads": dict(threads=2)}
+    method = dict(partition=by_area(), checkpoint_every=5)
+    with monkeypatch.context() as patch, pytest.warns(UserWarning, match="can be resumed"):
+        interrupted_at(patch, 10)
+        dw.sample(model, mech, s_dp, N, method=dw.Record(**how[first], checkpoint=tmp_path,
+                                                         **method), **KW)
+    with np.load(tmp_path / "chain0.npz") as saved:
+        assert int(saved["done"]) == 10 and "group_rng_states" in saved.files
+        assert saved["x"].shape == (N, 2)
+    resumed = dw.sample(model, mech, s_dp, N, method=dw.Record(**how[then], resume=tmp_path,
+                                                               **method), **KW)
+    assert np.array_equal(values(resumed)["p"], values(whole)["p"])
+    assert np.array_equal(values(resumed)["log_alpha"], values(whole)["log_alpha"])
+
+
+def test_a_lost_worker_stops_the_run_and_keeps_the_checkpoint(problem, whole, tmp_path,
+                                                              monkeypatch):
+    """A worker killed at iteration 10 (after the checkpoint of iteration 10): the run
+    stops with an error naming it; the checkpoint resumes to the unbroken run's draws."""
     model, mech, s_dp = problem
     cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                                       dashboard_address=None)
-    client = distributed.Client(cluster)
+                                       dashboard_address=":0")
+    own = distributed.Client(cluster)
+    method = dict(partition=by_area(), checkpoint_every=5)
+
+    def kill_a_worker():
+        if not killed:
+            killed.append(own.run(os.getpid))
+            os.kill(next(iter(killed[0].values())), signal.SIGKILL)
+
+    killed = []
     try:
-        folder = tmp_path / "run"
-        dw.sample(model, mech, s_dp, N, draws=4, tune=0, chains=1, seed=5, progress=False,
-                  method=dw.Record(executor=client, partition=by_area(),
-                                   checkpoint=folder, checkpoint_every=2))
-        before = (folder / "chain0.npz").read_bytes()
-        pid = next(iter(client.run(os.getpid).values()))
-        os.kill(pid, signal.SIGKILL)
-        with pytest.raises(RuntimeError, match=r"the dask worker tcp://\S+, which held groups "
-                                               r"\[.*\] of chain 0's records, was lost while"):
-            dw.sample(model, mech, s_dp, N, draws=4, tune=0, chains=1, seed=5,
-                      progress=False, method=dw.Record(executor=client, partition=by_area(),
-                                                       resume=folder, checkpoint_every=2))
-        assert (folder / "chain0.npz").read_bytes() == before
+        with monkeypatch.context() as patch:
+            interrupted_at(patch, 10, kill_a_worker)
+            with pytest.raises(RuntimeError, match=r"the dask worker tcp://\S+, which held "
+                                                   r"groups \[.*\] of chain 0's records, was "
+                                                   r"lost while sweeping"):
+                dw.sample(model, mech, s_dp, N, method=dw.Record(
+                    executor=own, checkpoint=tmp_path, **method), **KW)
     finally:
-        client.close()
+        own.close()
         cluster.close()
+    with np.load(tmp_path / "chain0.npz") as saved:
+        assert int(saved["done"]) == 10
+    resumed = dw.sample(model, mech, s_dp, N, method=dw.Record(threads=1, resume=tmp_path,
+                                                               **method), **KW)
+    assert np.array_equal(values(resumed)["p"], values(whole)["p"])
 
 
 def test_bad_input_is_named(problem, client):
