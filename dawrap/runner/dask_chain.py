@@ -52,8 +52,8 @@ import numpy as np
 from ..samplers import parallel, record
 from ..samplers.status import OK, BAD_SUPPORT
 
-__all__ = ["DistributedChain", "GroupActor", "check_client", "kernel_reads_records",
-           "logger"]
+__all__ = ["DistributedChain", "GroupActor", "check_client", "cluster_partition",
+           "kernel_reads_records", "logger"]
 
 #: Where a finished chain reports its sweeps' timings (``extra={"timings": {...}}``).
 logger = logging.getLogger("dawrap.dask")
@@ -114,6 +114,19 @@ def kernel_reads_records(model) -> str | None:
     used = any(isinstance(node, ast.Name) and node.id == name
                for part in body for node in ast.walk(part))
     return name if used else None
+
+
+def cluster_partition(method, model, mechanism, x) -> parallel.Partition:
+    """The partition of a chain on a cluster: ``method.partition``, else the model's
+    (:func:`dawrap.runner.parallel.partition_for`), else an error saying what to pass."""
+    from .parallel import partition_for
+
+    if method.partition is None and model.partition is None:
+        raise ValueError("executor needs a partition of the records into groups for the "
+                         "workers: pass dw.Record(executor=..., partition=dw.Partition("
+                         "records=..., cells=...)), or use a model that derives one "
+                         "(Model(partition=...), as the census and small_area models do)")
+    return partition_for(method, model, mechanism, x)
 
 
 def _rebuild(blob: bytes):
@@ -329,6 +342,7 @@ class DistributedChain:
             self.actors.append(self._result(future, address, "starting the chain"))
         for future in scattered:  # the actors hold the records now
             future.release()
+        self._futures = pending  # the actors live as long as their futures
         self.state = state._replace(x=np.empty((0, model.record_size)))
         self.sweeps, self.communication, self.computation = 0, 0.0, 0.0
 
@@ -379,6 +393,9 @@ class DistributedChain:
                                            "computation": self.computation}})
             self.sweeps = 0
         self.actors = []
+        for future in getattr(self, "_futures", []):  # the workers drop the records
+            future.release()
+        self._futures = []
 
     def generator_states(self) -> list:
         """The groups' generators' states, in group order (for a checkpoint)."""

@@ -30,7 +30,7 @@ from ..mechanisms.base import Mechanism, as_records
 from ..model.model import Model
 from ..model.protocols import no_records
 from .modes import jump_mixture, landscape
-from .dask_chain import DistributedChain
+from .dask_chain import DistributedChain, cluster_partition
 from .parallel import GroupedChain, partition_for
 from .starts import initial_values, noise_variance, release_informed_theta
 
@@ -442,7 +442,8 @@ def _run_chain(setup: _Setup, chain: int, rng, theta, x, tune: int, draws: int,
     total_iterations = tune + draws
     groups = None
     if control.executor is not None:  # the groups on the workers of a dask cluster
-        groups = DistributedChain(setup, partition_for(control.method, model, mech, state.x),
+        groups = DistributedChain(setup, cluster_partition(control.method, model, mech,
+                                                           state.x),
                                   control.executor, rng, state, chain)
         state = groups.state  # the records are on the workers now
     elif control.threads is not None:  # the within-chain parallel sweep

@@ -185,7 +185,7 @@ def test_bad_input_is_named(problem, client):
     with pytest.raises(ValueError, match="interweave moves every record"):
         dw.Record(executor=client, interweave=True)
     bb_model, bb_mech = beta_binomial.model(), beta_binomial.laplace(epsilon=0.5)
-    with pytest.raises(ValueError, match="threads needs a partition of the records"):
+    with pytest.raises(ValueError, match="executor needs a partition of the records"):
         dw.sample(bb_model, bb_mech, 312.4, 1000, draws=5, tune=2,
                   method=dw.Record(executor=client), chains=1, progress=False)
 
