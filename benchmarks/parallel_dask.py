@@ -65,12 +65,15 @@ def problem(records: int, areas: int, regions: int, categories: int, seed: int =
 
 
 def by_area(sizes: np.ndarray, categories: int, regions: int, groups: int) -> dw.Partition:
-    """Areas merged into ``groups`` groups; the regions' cells shared."""
+    """Areas merged into ``groups`` groups; the regions' cells shared; each area's cells of
+    the model's statistic (its counts) its group's (without ``stats`` every group would
+    carry a row of the whole statistic, O(areas x categories) per accepted record)."""
     areas = sizes.shape[0]
     group_of_area = np.minimum(np.arange(areas) * groups // areas, groups - 1)
     return dw.Partition(records=np.repeat(group_of_area, sizes),
                         cells=np.r_[np.repeat(group_of_area, categories),
-                                    np.full(regions * categories, -1)])
+                                    np.full(regions * categories, -1)],
+                        stats=np.repeat(group_of_area, categories))
 
 
 def seconds(model, mech, s_dp, n, method, iterations: int) -> float:
