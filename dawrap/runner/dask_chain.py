@@ -154,6 +154,12 @@ class GroupActor:
                  own_stats, total, stats, global_ids):
         from .record import _Setup
 
+        # Arrays that arrive from another process may be read-only, which numba types apart
+        # (another compilation, and the sweep writes x): writable copies, O(cells + n/W).
+        x, s_dp, cells, stats_owner, slot_of, piece_scale, global_ids = (
+            np.array(a) for a in (x, s_dp, cells, stats_owner, slot_of, piece_scale,
+                                  global_ids))
+        members = [np.array(m) for m in members]
         model, mechanism = _rebuild(blob)
         setup = _Setup(model, mechanism, s_dp, n, 0, sweeps, random_scan, None)
         self.setup = setup
@@ -162,15 +168,12 @@ class GroupActor:
             general=model.general_proposal, shared=setup.shared, random_scan=random_scan,
             batched=model.draw_records is not None, prepared=model.prepared is not None,
             stats_owned=stats_owner.shape[0] > 0)
-        # (an array that arrived from another process may be read-only: the sweep writes it)
-        x = x if x.flags.writeable and x.flags.c_contiguous else np.array(x)
         self.x, self.members, self.groups, self.rngs = x, members, groups, rngs
         self.cells, self.stats_owner, self.slot_of = cells, stats_owner, slot_of
         self.piece_scale = piece_scale
         self.own_cells, self.own_stats, self.global_ids = own_cells, own_stats, global_ids
         self.total, self.stats = total.copy(), stats.copy()
-        K = slot_of.max() + 1 if slot_of.shape[0] else 0
-        self.local_total = np.zeros((len(groups), max(int(K), 0)))
+        self.local_total = np.zeros((len(groups), int(np.count_nonzero(slot_of >= 0))))
         self.stats_rows = np.zeros((len(groups), rows_width))
         self.theta = self.table = None
 
@@ -197,6 +200,7 @@ class GroupActor:
         groups' rows): ``(results, local_total, stats_rows, owned totals, owned stats,
         seconds)``, a result ``(accepted, min_log_alpha, status, record, cell)`` per group."""
         began = time.perf_counter()
+        theta, local_release = np.array(theta), np.array(local_release)  # writable (above)
         if self.theta is None or not np.array_equal(theta, self.theta):
             self.theta, self.table = theta, self.fns.table(theta)
         setup = self.setup
@@ -214,6 +218,7 @@ class GroupActor:
         """The running sums of this worker's records, recomputed, and the check of its
         records (support, entries): ``(stats, total, status)``."""
         setup = self.setup
+        theta = np.array(theta)
         fresh = setup.chain.init(theta.copy(), self.x, setup.inputs,
                                  setup.kernel.init_state(theta.copy()),
                                  setup.init_move_state(theta.copy()))
