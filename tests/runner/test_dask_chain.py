@@ -83,6 +83,19 @@ def test_the_draws_are_those_of_the_threads(problem, client, partition):
     assert np.any(np.diff(next(iter(totals.values())), axis=1) != 0)
 
 
+def test_the_refresh_of_the_running_sums_keeps_the_draws(problem, client, monkeypatch):
+    """The refresh (every REFRESH_EVERY iterations, here 4) recomputes the sums from the
+    workers' partial sums: for counts the threaded run's numbers, so the same draws."""
+    from dawrap.samplers import record
+
+    model, mech, s_dp = problem
+    monkeypatch.setattr(record, "REFRESH_EVERY", 4)
+    runs = [dw.sample(model, mech, s_dp, N, draws=10, tune=3,
+                      method=dw.Record(**how, partition=by_area()), **FAST)
+            for how in ({"threads": 2}, {"executor": client})]
+    same(*runs)
+
+
 def test_chains_and_kept_databases(problem, client):
     """Two chains, one after another on the cluster, with their databases pulled back."""
     model, mech, s_dp = problem
