@@ -142,7 +142,18 @@ class Record(Method):
         Default None: the serial sweep (other draws for the same seed, same posterior).
         Needs a mechanism whose statistic is declared sparse (:func:`dawrap.declare_sparse`).
     partition : dawrap.Partition, optional
-        The groups (with ``threads``); default: the model's (``Model(partition=...)``).
+        The groups (with ``threads`` or ``executor``); default: the model's
+        (``Model(partition=...)``).
+    executor : dask.distributed.Client, optional
+        Sweep each chain's groups on the workers of this dask cluster
+        (:mod:`dawrap.runner.dask_chain`): every worker holds the records of its groups for
+        the whole run, and per sweep only theta, the shared cells' pieces and the groups'
+        cell totals move; the draws are bit-identical to ``threads`` with the same
+        partition. The chains run one after another. The model and mechanism reach the
+        workers by their :func:`dawrap.recipe`, so their factories must be importable
+        there; theta's kernel must read the records only through ``stats``. Not with
+        ``threads`` (each worker sweeps its groups on one thread), nor with the extra move
+        (``interweave``, the model's ``records_move``).
 
     Examples
     --------
@@ -172,6 +183,7 @@ class Record(Method):
     databases: int = 0
     threads: int | None = None
     partition: object = None
+    executor: object = None
 
     def __post_init__(self):
         object.__setattr__(self, "sweeps",
@@ -195,9 +207,22 @@ class Record(Method):
             if not isinstance(self.partition, Partition):
                 raise TypeError(f"partition must be a dawrap.Partition, got "
                                 f"{type(self.partition).__name__}")
-            if self.threads is None:
+            if self.threads is None and self.executor is None:
                 raise ValueError("partition is for the parallel sweep: pass threads too "
-                                 "(threads=1 runs its groups on one thread)")
+                                 "(threads=1 runs its groups on one thread), or executor")
+        if self.executor is not None:
+            from .runner.dask_chain import check_client
+
+            check_client(self.executor)
+            if self.threads is not None:
+                raise ValueError("executor and threads are two ways to sweep a chain's groups "
+                                 "(a dask cluster's workers, or threads of this process): pass "
+                                 "one of them (on a cluster each worker sweeps its groups on "
+                                 "one thread; run more workers to use more cores)")
+            if self.interweave:
+                raise ValueError("interweave moves every record with theta, which a chain on "
+                                 "a dask cluster keeps on its workers: pass interweave=False "
+                                 "with executor")
         iw = self.interweave
         if iw is not None and not isinstance(iw, (bool, np.bool_)) and not (
                 isinstance(iw, numbers.Integral) and iw >= 0):
@@ -221,6 +246,8 @@ class Record(Method):
             return landscape(model, mechanism, s_dp, n)
 
         iw = self.interweave
+        if iw is None and self.executor is not None:
+            iw = 0  # the move needs every record on the client (the records are on a cluster)
         if iw is None:
             # Where the release is explained by separate modes, the move (with its jumps) is
             # the only kernel that crosses between them, whatever the missing information.
@@ -265,6 +292,8 @@ class Record(Method):
                "sweeps": self.sweeps, "scan": self.scan}
         if self.threads is not None:
             out["threads"] = self.threads
+        if self.executor is not None:
+            out["executor"] = "dask"
         return out
 
     #: The four of :data:`dawrap.samplers.record.SAMPLE_STATS`, and one to spare.

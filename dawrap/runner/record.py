@@ -30,6 +30,7 @@ from ..mechanisms.base import Mechanism, as_records
 from ..model.model import Model
 from ..model.protocols import no_records
 from .modes import jump_mixture, landscape
+from .dask_chain import DistributedChain, cluster_partition
 from .parallel import GroupedChain, partition_for
 from .starts import initial_values, noise_variance, release_informed_theta
 
@@ -369,6 +370,7 @@ class Control:
         self.checkpoint, self.every, self.settings = checkpoint, every, settings or {}
         self.checkpoint_error = None  # the first checkpoint write that failed, if any
         self.threads, self.method = None, None  # threads per chain (the parallel sweep)
+        self.executor = None  # a dask client holding each chain's groups on its workers
 
 
 def _new_trace(draws: int, theta_size: int, size: int, keep_stats: bool) -> record.Trace:
@@ -407,7 +409,10 @@ def _advance(setup: _Setup, rng, state, start: int, stop: int, tune: int, trace,
     if status == record.OK and stop == tune + trace.theta.shape[0]:
         # The chain's last iteration: the same check as every refresh, so that a run shorter
         # than REFRESH_EVERY iterations is checked too (one pass over x, once).
-        done, status = stop, chain.consistency(state, setup.s_dp)[2]
+        if isinstance(groups, DistributedChain):  # x is on the workers
+            done, status = stop, groups.consistency(state)
+        else:
+            done, status = stop, chain.consistency(state, setup.s_dp)[2]
     if status != record.OK:
         raise ValueError(f"{record.STATUS_MESSAGES[status]} at iteration {done}")
     return state
@@ -436,21 +441,29 @@ def _run_chain(setup: _Setup, chain: int, rng, theta, x, tune: int, draws: int,
         done = resumed["done"]
     total_iterations = tune + draws
     groups = None
-    if control.threads is not None:  # the within-chain parallel sweep
+    if control.executor is not None:  # the groups on the workers of a dask cluster
+        groups = DistributedChain(setup, cluster_partition(control.method, model, mech,
+                                                           state.x),
+                                  control.executor, rng, state, chain)
+        state = groups.state  # the records are on the workers now
+    elif control.threads is not None:  # the within-chain parallel sweep
         groups = GroupedChain(setup, partition_for(control.method, model, mech, state.x),
                               control.threads, rng, state.x)
+    if groups is not None:
         groups.recount(state)
         if resumed is not None:
             if "group_rng_states" not in resumed:
                 raise ValueError(f"resume: chain {chain}'s checkpoint was written without "
-                                 f"threads (the serial sweep): resume it without threads")
+                                 f"threads (the serial sweep): resume it without threads "
+                                 f"or executor")
             groups.restore(resumed["group_rng_states"])
     elif resumed is not None and "group_rng_states" in resumed:
         raise ValueError(f"resume: chain {chain}'s checkpoint was written with threads (the "
                          f"parallel sweep, whose groups' generators it holds): resume it with "
-                         f"dw.Record(threads=...), any number of threads")
+                         f"dw.Record(threads=...), any number of threads, or executor=")
     # Calls of about CHUNK_SECONDS (chains.Chunks), each ending at a checkpoint when one is
     # due: Ctrl-C waits for one call, not for thousands of costly iterations.
+    distributed = isinstance(groups, DistributedChain)
     chunks, every = Chunks(), control.every if control.checkpoint is not None else None
     try:
         while done < total_iterations and not control.stop.is_set():
@@ -461,8 +474,9 @@ def _run_chain(setup: _Setup, chain: int, rng, theta, x, tune: int, draws: int,
             began = time.perf_counter()
             state = _advance(setup, rng, state, done, stop, tune, trace, groups)
             chunks.timed(stop - done, time.perf_counter() - began)
-            if due and stop == due[0] + 1:
-                databases[keep_at.index(due[0])] = state.x.copy()  # the sweeps write x in place
+            if due and stop == due[0] + 1:  # the sweeps write x in place: a copy
+                databases[keep_at.index(due[0])] = (groups.records() if distributed
+                                                    else state.x.copy())
             saved_before = done // control.every
             done = stop
             if control.progress is not None:
@@ -470,7 +484,9 @@ def _run_chain(setup: _Setup, chain: int, rng, theta, x, tune: int, draws: int,
             if control.checkpoint is not None and (done // control.every > saved_before
                                                    or done == total_iterations):
                 try:
-                    save_chain(control.checkpoint, chain, done=done, state=state, rng=rng,
+                    save_chain(control.checkpoint, chain, done=done,
+                               state=state._replace(x=groups.records()) if distributed
+                               else state, rng=rng,
                                trace=trace, settings=control.settings,
                                group_states=None if groups is None
                                else groups.generator_states())
@@ -559,12 +575,15 @@ def _run_record(model, mechanism, s_dp, n, rngs, method, shared, stop) -> Output
                 "code": None if checkpoint is None and resume is None
                 else run_fingerprint(model, mechanism),
                 **({"jumps": 1} if method.jumps else {}),
-                **({"parallel": 1} if method.threads is not None else {})}
+                # threads and a cluster make the same draws: either resumes the other
+                **({"parallel": 1} if method.threads is not None
+                   or method.executor is not None else {})}
     bar = Progress("dawrap record", chains, tune + draws, enabled=shared.progress)
     control = Control(checkpoint if checkpoint is not None else resume,
                       method.checkpoint_every, settings, bar)
     control.stop = stop  # set by Ctrl-C (deferred_interrupt), polled between chunks
     control.threads, control.method = method.threads, method
+    control.executor = method.executor
     # The jumps' proposal: a Gaussian per mode of the release (dawrap.runner.modes).
     proposal = jump_mixture(landscape(model, mechanism, s_dp, n)) if method.jumps else None
     setup = _Setup(model, mechanism, s_dp, n, interweave, sweeps, random_scan, proposal)
@@ -608,7 +627,9 @@ def _run_record(model, mechanism, s_dp, n, rngs, method, shared, stop) -> Output
         results = run_parallel(
             [functools.partial(_run_chain, setup, c, rng, th, x, tune, draws, keep_stats,
                                control, saved, databases[c], tuple(tune + d for d in keep_draws))
-             for c, (rng, (th, x), saved) in enumerate(zip(rngs, starts, resumed))], shared.cores,
+             for c, (rng, (th, x), saved) in enumerate(zip(rngs, starts, resumed))],
+            # on a cluster the chains run one after another, each on every worker
+            1 if method.executor is not None else shared.cores,
             on_interrupt=control.stop.set)
     traces, kept = _finished(results, tune, draws, control)
     stack = lambda field: np.stack([getattr(t, field)[:kept] for t in traces])  # noqa: E731

@@ -1,0 +1,581 @@
+r"""One chain whose groups of records are swept on the workers of a dask cluster.
+
+The within-chain parallel sweep (:mod:`dawrap.samplers.parallel`, driven on threads by
+:mod:`dawrap.runner.parallel`) splits the records into groups that, given theta and the
+shared cells' pieces, are conditionally independent. Here the groups live on the workers of
+a ``dask.distributed`` cluster instead of on threads: each worker holds one
+:class:`GroupActor` (a dask *actor*, state that stays on its worker) with the records of its
+groups, their generators and their partial sums; the client holds theta, the running sums
+and the chain's own generator. One iteration is
+
+1. theta's kernel, on the client, from the running statistic ``stats`` (the records stay on
+   the workers, so the kernel must read them only through ``stats``:
+   :func:`kernel_reads_records`);
+2. per sweep, the shared cells' pieces :math:`r_{gk}` drawn on the client with the chain's
+   generator (:func:`dawrap.samplers.parallel.draw_pieces`, O(groups x shared cells)), sent
+   with theta to every worker; every worker sweeps its groups
+   (:func:`dawrap.samplers.parallel.group_pass`, each group with its own generator) and
+   returns its groups' partial totals of the shared cells, the totals of the cells its
+   groups own, and its groups' model-statistic rows: O(cells + theta) floats move per sweep,
+   never a record;
+3. the client folds those into the running sums in group order, as the threaded run does.
+
+Every group reads and writes the same numbers with the same generator as on threads, and the
+client folds them in the same order, so the draws for a seed are bit-identical to
+``dw.Record(threads=k)`` with the same partition (for any ``k``), and a checkpoint of one is
+resumed by the other. The one difference: the refresh every
+:data:`~dawrap.samplers.record.REFRESH_EVERY` iterations recomputes the running sums as a sum
+of the workers' partial sums, not in record order; for an integer statistic (counts, as the
+census and small-area releases) that is the same number, for a float statistic it may differ
+in the last bits from the threaded run's after the first refresh.
+
+The records are scattered to the workers once, when the chain starts, and pulled back only
+for a checkpoint or a kept database (``Record(databases=...)``). The models are sent by
+their :func:`dawrap.recipe` (the rule of the studies' executors): a worker rebuilds the
+model and mechanism by importing their factories, so these must be in modules the workers
+can import. A worker lost during the run stops it with a ``RuntimeError`` naming the worker,
+its groups and the iteration; the checkpoint folder keeps the last checkpoint written.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import logging
+import math
+import pickle
+import textwrap
+import time
+import warnings
+
+import numpy as np
+
+from ..samplers import parallel, record
+from ..samplers.status import OK, BAD_SUPPORT
+
+__all__ = ["DistributedChain", "GroupActor", "check_client", "cluster_partition",
+           "kernel_reads_records", "logger"]
+
+#: Where a finished chain reports its sweeps' timings (``extra={"timings": {...}}``).
+logger = logging.getLogger("dawrap.dask")
+
+
+def check_client(executor) -> None:
+    """Check that ``executor`` is a ``dask.distributed.Client`` (a TypeError otherwise)."""
+    try:
+        from distributed import Client
+    except ImportError:  # pragma: no cover - distributed is in the test extra
+        raise ImportError("executor: running a chain on a dask cluster needs the distributed "
+                          "package: pip install 'dawrap[distributed]'") from None
+    if not isinstance(executor, Client):
+        raise TypeError(f"executor must be a dask.distributed.Client (a chain's groups are "
+                        f"held by the cluster's workers), got {type(executor).__name__}")
+
+
+def kernel_reads_records(model) -> str | None:
+    """The name of the records' argument when theta's kernel may read it, else None.
+
+    A cluster run keeps the records on the workers, so theta's kernel is called with an
+    empty database: it must use the records only through ``stats``. The check reads the
+    kernel's source (that of ``draw_theta``, or of a :class:`dawrap.kernels.Kernel`'s
+    ``step``): the records' argument, the third, must not appear in its body. Without source
+    (a built-in, a lambda in an interactive session) it is assumed to be read.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dawrap.runner.dask_chain import kernel_reads_records
+    >>> class Model:
+    ...     pass
+    >>> model = Model()
+    >>> def draw_theta(rng, theta, x, stats):
+    ...     return stats / 2
+    >>> model.draw_theta = draw_theta
+    >>> kernel_reads_records(model) is None
+    True
+    >>> def by_records(rng, theta, x, stats):
+    ...     return np.array([x[:, 0].mean()])
+    >>> model.draw_theta = by_records
+    >>> kernel_reads_records(model)
+    'x'
+    """
+    from ..samplers.kernels import Kernel
+
+    func = model.draw_theta.step if isinstance(model.draw_theta, Kernel) else model.draw_theta
+    func = getattr(func, "py_func", func)
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+    except (OSError, TypeError, SyntaxError):
+        return "x"
+    defs = [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.Lambda))]
+    if not defs or len(defs[0].args.args) < 3:
+        return "x"
+    name = defs[0].args.args[2].arg
+    body = defs[0].body if isinstance(defs[0].body, list) else [defs[0].body]
+    used = any(isinstance(node, ast.Name) and node.id == name
+               for part in body for node in ast.walk(part))
+    return name if used else None
+
+
+def cluster_partition(method, model, mechanism, x) -> parallel.Partition:
+    """The partition of a chain on a cluster: ``method.partition``, else the model's
+    (:func:`dawrap.runner.parallel.partition_for`), else an error saying what to pass."""
+    from .parallel import partition_for
+
+    if method.partition is None and model.partition is None:
+        raise ValueError("executor needs a partition of the records into groups for the "
+                         "workers: pass dw.Record(executor=..., partition=dw.Partition("
+                         "records=..., cells=...)), or use a model that derives one "
+                         "(Model(partition=...), as the census and small_area models do)")
+    return partition_for(method, model, mechanism, x)
+
+
+def _rebuild(blob: bytes):
+    """The model and mechanism from their recipes, on a worker, with a clear error."""
+    try:
+        return pickle.loads(blob)
+    except Exception as err:  # ImportError, AttributeError: the factory is not there
+        raise RuntimeError(
+            f"executor: a dask worker could not rebuild the model and mechanism from their "
+            f"@dw.recipe factories ({type(err).__name__}: {err}): a cluster's workers import "
+            f"the factories, so they must live in a module the workers can import (installed "
+            f"or on their path, not a script's __main__)") from None
+
+
+class GroupActor:
+    """The worker-side state of one chain's groups on one worker (a dask actor).
+
+    Holds the records of its groups (``x``, rows in group order), the groups' generators,
+    the worker's copies of the running sums (valid on the cells its groups own) and the
+    groups' partial totals of the shared cells. Built by :class:`DistributedChain`.
+    """
+
+    def __init__(self, blob, s_dp, n, sweeps, random_scan, x, members, groups, rngs,
+                 cells, stats_owner, slot_of, piece_scale, rows_width, own_cells,
+                 own_stats, total, stats, global_ids):
+        from .record import _Setup
+
+        # Arrays that arrive from another process may be read-only, which numba types apart
+        # (another compilation, and the sweep writes x): writable copies, O(cells + n/W).
+        x, s_dp, cells, stats_owner, slot_of, piece_scale, global_ids = (
+            np.array(a) for a in (x, s_dp, cells, stats_owner, slot_of, piece_scale,
+                                  global_ids))
+        members = [np.array(m) for m in members]
+        model, mechanism = _rebuild(blob)
+        setup = _Setup(model, mechanism, s_dp, n, 0, sweeps, random_scan, None)
+        self.setup = setup
+        self.fns = parallel.bind_groups(
+            setup.fns, model.record_size, mechanism.size, model.stat_size,
+            general=model.general_proposal, shared=setup.shared, random_scan=random_scan,
+            batched=model.draw_records is not None, prepared=model.prepared is not None,
+            stats_owned=stats_owner.shape[0] > 0)
+        self.x, self.members, self.groups, self.rngs = x, members, groups, rngs
+        self.cells, self.stats_owner, self.slot_of = cells, stats_owner, slot_of
+        self.piece_scale = piece_scale
+        self.own_cells, self.own_stats, self.global_ids = own_cells, own_stats, global_ids
+        self.total, self.stats = total.copy(), stats.copy()
+        self.local_total = np.zeros((len(groups), int(np.count_nonzero(slot_of >= 0))))
+        self.stats_rows = np.zeros((len(groups), rows_width))
+        self.theta = self.table = None
+
+    def _global(self, result):
+        """A group's result with its record as an index of the whole database."""
+        *head, i, j = result
+        return (*head, int(self.global_ids[i]) if i >= 0 else -1, int(j))
+
+    def totals(self):
+        """The groups' partial totals of the shared cells, recounted from the records:
+        ``(local_total, results)``, a result ``(status, record, cell)`` per group."""
+        results = [self._global(self.fns.totals(self.x, self.setup.s_dp, self.members[a],
+                                                self.cells, self.slot_of, g,
+                                                self.local_total[a]))
+                   for a, g in enumerate(self.groups)]
+        return self.local_total.copy(), results
+
+    def set_sums(self, total, stats) -> None:
+        """The running sums from the client (at the start and after a refresh)."""
+        self.total[:], self.stats[:] = total, stats
+
+    def sweep(self, theta, local_release):
+        """One sweep of every group of this worker with the pieces ``local_release`` (its
+        groups' rows): ``(results, local_total, stats_rows, owned totals, owned stats,
+        seconds)``, a result ``(accepted, min_log_alpha, status, record, cell)`` per group."""
+        began = time.perf_counter()
+        theta, local_release = np.array(theta), np.array(local_release)  # writable (above)
+        if self.theta is None or not np.array_equal(theta, self.theta):
+            self.theta, self.table = theta, self.fns.table(theta)
+        setup = self.setup
+        results = [self._global(self.fns.sweep(
+            self.rngs[a], self.theta, self.x, setup.s_dp, setup.params, self.members[a],
+            self.cells, self.slot_of, self.stats_owner, g, self.total, self.stats,
+            self.stats_rows[a], self.local_total[a], local_release[a], self.piece_scale,
+            self.table)) for a, g in enumerate(self.groups)]
+        rows = self.stats_rows.copy()
+        self.stats_rows[:] = 0.0
+        return (results, self.local_total.copy(), rows, self.total[self.own_cells],
+                self.stats[self.own_stats], time.perf_counter() - began)
+
+    def sums(self, theta, log_g):
+        """The running sums of this worker's records, recomputed, and the check of its
+        records (support, entries): ``(stats, total, status)``."""
+        setup = self.setup
+        theta = np.array(theta)
+        fresh = setup.chain.init(theta.copy(), self.x, setup.inputs,
+                                 setup.kernel.init_state(theta.copy()),
+                                 setup.init_move_state(theta.copy()))
+        _, _, status = setup.chain.consistency(fresh._replace(log_g=log_g), setup.s_dp)
+        return np.array(fresh.stats), np.array(fresh.total), int(status)
+
+    def records(self):
+        """The records of this worker (rows in group order) and their global indices."""
+        return self.x, self.global_ids
+
+    def generator_states(self) -> list:
+        """The states of its groups' generators."""
+        return [r.bit_generator.state for r in self.rngs]
+
+    def restore(self, states) -> None:
+        """Set its groups' generators to ``states``."""
+        for r, s in zip(self.rngs, states):
+            r.bit_generator.state = s
+
+
+def _assign(sizes: np.ndarray, workers: int) -> list:
+    """Groups split among ``workers`` workers: largest group first to the least loaded
+    (balances records; the draws do not depend on it); each worker's groups in order."""
+    load, out = np.zeros(workers), [[] for _ in range(workers)]
+    for g in np.argsort(-sizes, kind="stable"):
+        w = int(np.argmin(load))
+        out[w].append(int(g))
+        load[w] += sizes[g]
+    return [sorted(b) for b in out if b]
+
+
+class DistributedChain:
+    """One chain's groups held by the workers of a dask cluster (module docstring).
+
+    The interface of :class:`dawrap.runner.parallel.GroupedChain` (``recount``, ``sweep``,
+    ``advance``, ``generator_states``, ``restore``, ``close``), plus :meth:`records` (the
+    database, pulled from the workers) and :meth:`consistency`. Built from the chain's
+    starting ``state`` (whose database it scatters); :attr:`state` is that state without
+    its records (an empty database in their place) for the client to carry on with.
+    """
+
+    def __init__(self, setup, partition: parallel.Partition, client, rng, state, chain: int):
+        from ..mechanisms.separable import gaussian_coordinate
+
+        model, mech, fns = setup.model, setup.mechanism, setup.fns
+        if fns.nnz == 0:
+            raise ValueError("executor: a chain on a dask cluster needs the sparse path (a "
+                             "mechanism with a separable density whose statistic is declared "
+                             "with dw.declare_sparse): records must touch a few cells each")
+        if setup.move is not record.no_move:
+            raise ValueError("executor: the extra theta move (interweave, or the model's "
+                             "records_move) moves every record with theta, on the client: "
+                             "run on a cluster with interweave=False and without "
+                             "records_move, or without executor")
+        reads = kernel_reads_records(model)
+        if reads is not None:
+            name = getattr(model.draw_theta, "name", None) or getattr(
+                model.draw_theta, "__name__", "draw_theta")
+            raise ValueError(f"executor: theta's kernel ({name}) reads the records (its "
+                             f"argument {reads!r}), which a cluster run keeps on the "
+                             f"workers: it needs a kernel that uses the records only "
+                             f"through stats (model_stat's sum), as the census and "
+                             f"small_area models' kernels do; or run without executor")
+        x = state.x
+        parallel.check_partition(partition, x.shape[0], mech.size, model.stat_size,
+                                 gaussian=fns.coordinate_log_density is gaussian_coordinate,
+                                 shared_statistic=setup.shared, model_nnz=fns.model_nnz)
+        try:
+            blob = pickle.dumps((model, mech))
+        except (TypeError, AttributeError, pickle.PicklingError) as err:
+            raise TypeError(f"executor sends the model and mechanism to the dask workers, "
+                            f"but they cannot be pickled: {err}") from err
+        self.setup, self.partition, self.client, self.chain = setup, partition, client, chain
+        G = partition.groups
+        self.shared = np.ascontiguousarray(partition.shared_cells)
+        K = self.shared.shape[0]
+        slot_of = np.full(mech.size, -1, np.int64)
+        slot_of[self.shared] = np.arange(K)
+        params = np.asarray(setup.params, np.float64)
+        piece_scale = math.sqrt(G) * params[self.shared] if K else np.zeros(0)
+        self.local_total = np.zeros((G, K))
+        self.local_release = np.zeros((G, K))
+        accumulate = model.stat_size > 0 and not setup.shared and partition.stats is None
+        width = model.stat_size if accumulate else 0
+        self.stats_rows = np.zeros((G, width))
+        stats_owner = (partition.stats if partition.stats is not None
+                       else np.zeros(0, np.int64))
+        addresses = sorted(client.scheduler_info()["workers"])
+        if not addresses:
+            raise RuntimeError("executor: the dask cluster has no workers")
+        if len(addresses) > G:
+            warnings.warn(f"the dask cluster has {len(addresses)} workers but the partition "
+                          f"has {G} group(s): {G} worker(s) will sweep them (the draws are "
+                          f"the same)", UserWarning, stacklevel=4)
+        self.assigned = _assign(partition.sizes, len(addresses))
+        self.addresses = addresses[:len(self.assigned)]
+        order = np.argsort(partition.records, kind="stable")
+        bounds = np.concatenate([[0], np.cumsum(partition.sizes)])
+        rngs = parallel.group_generators(rng, G)
+        self.actors, self.own = [], []
+        pending, scattered = [], []
+        for address, groups in zip(self.addresses, self.assigned):
+            ids = np.concatenate([order[bounds[g]:bounds[g + 1]] for g in groups])
+            starts = np.cumsum([0] + [int(partition.sizes[g]) for g in groups])
+            members = [np.arange(starts[a], starts[a + 1], dtype=np.int64)
+                       for a in range(len(groups))]
+            own_cells = np.flatnonzero(np.isin(partition.cells, groups))
+            if setup.shared:
+                own_stats = own_cells
+            elif partition.stats is not None:
+                own_stats = np.flatnonzero(np.isin(partition.stats, groups))
+            else:
+                own_stats = np.zeros(0, np.int64)
+            self.own.append((own_cells, own_stats))
+            # the records, scattered once to the worker that keeps them
+            records = client.scatter(np.ascontiguousarray(x[ids]), workers=[address],
+                                     direct=True)
+            scattered.append(records)
+            pending.append(client.submit(
+                GroupActor, blob, setup.s_dp, setup.n, setup.inputs.sweeps, setup.random_scan,
+                records, members, groups, [rngs[g] for g in groups], partition.cells,
+                stats_owner, slot_of, piece_scale, width, own_cells, own_stats,
+                np.array(state.total), np.array(state.stats), ids, workers=[address],
+                actor=True, pure=False, allow_other_workers=False))
+        for address, future in zip(self.addresses, pending):
+            self.actors.append(self._result(future, address, "starting the chain"))
+        for future in scattered:  # the actors hold the records now
+            future.release()
+        self._futures = pending  # the actors live as long as their futures
+        self.state = state._replace(x=np.empty((0, model.record_size)))
+        self.sweeps, self.communication, self.computation = 0, 0.0, 0.0
+
+    # -- calls to the workers -------------------------------------------------------------
+
+    def _result(self, future, address: str, doing: str):
+        """``future.result()``, a lost worker named in a RuntimeError."""
+        try:
+            return future.result()
+        except RuntimeError as err:
+            if "lost" not in str(err).lower():
+                raise
+            self._lost(address, doing, err)
+        except OSError as err:  # a closed connection (distributed's CommClosedError)
+            self._lost(address, doing, err)
+
+    def _lost(self, address: str, doing: str, err) -> None:
+        groups = self.assigned[self.addresses.index(address)] if address in self.addresses \
+            else []
+        raise RuntimeError(f"executor: the dask worker {address}, which held groups {groups} "
+                           f"of chain {self.chain}'s records, was lost while {doing} ({err}); "
+                           f"the run stops (its records are gone). A checkpoint folder keeps "
+                           f"the last checkpoint written: resume it on a cluster or with "
+                           f"threads") from None
+
+    def _call(self, method: str, doing: str, *per_worker) -> list:
+        """``actor.method(*args)`` on every worker at once (``per_worker[k]`` a list of one
+        argument per worker, or one value for all); the results in worker order."""
+        futures = []
+        for w, actor in enumerate(self.actors):
+            args = [a[w] if isinstance(a, list) else a for a in per_worker]
+            try:
+                futures.append(getattr(actor, method)(*args))
+            except (RuntimeError, OSError) as err:
+                self._lost(self.addresses[w], doing, err)
+        return [self._result(f, a, doing) for f, a in zip(futures, self.addresses)]
+
+    # -- the GroupedChain interface -------------------------------------------------------
+
+    def close(self) -> None:
+        """Release the workers' actors (their records go with them)."""
+        if self.sweeps:
+            logger.info("chain %d: %d sweeps on %d workers, %.3f s communication, %.3f s "
+                        "computation", self.chain, self.sweeps, len(self.actors),
+                        self.communication, self.computation,
+                        extra={"timings": {"sweeps": self.sweeps, "workers": len(self.actors),
+                                           "communication": self.communication,
+                                           "computation": self.computation}})
+            self.sweeps = 0
+        self.actors = []
+        for future in getattr(self, "_futures", []):  # the workers drop the records
+            future.release()
+        self._futures = []
+
+    def generator_states(self) -> list:
+        """The groups' generators' states, in group order (for a checkpoint)."""
+        states = [None] * self.partition.groups
+        for groups, got in zip(self.assigned, self._call("generator_states", "checkpointing")):
+            for g, s in zip(groups, got):
+                states[g] = s
+        return states
+
+    def restore(self, states) -> None:
+        """Set the groups' generators to the saved ``states``."""
+        if len(states) != self.partition.groups:
+            raise ValueError(f"resume: the checkpoint holds {len(states)} group generators, "
+                             f"the partition has {self.partition.groups} groups")
+        self._call("restore", "resuming", [[states[g] for g in groups]
+                                           for groups in self.assigned])
+
+    def records(self) -> np.ndarray:
+        """The chain's database, pulled from the workers (a checkpoint, a kept database)."""
+        model = self.setup.model
+        x = np.empty((self.partition.records.shape[0], model.record_size))
+        for part, ids in self._call("records", "collecting the records"):
+            x[ids] = part
+        return x
+
+    def _raise(self, results, statistic: str, owners) -> None:
+        for g, result in enumerate(results):
+            status, i, j = result[-3:]
+            if status == parallel.BAD_PARTITION:
+                raise ValueError(parallel.partition_error(int(i), int(j), g, int(owners[j]),
+                                                          statistic))
+            if status != OK:
+                raise ValueError(f"{record.STATUS_MESSAGES[status]} (record {i}, in group {g})")
+
+    def _by_group(self, per_worker) -> list:
+        out = [None] * self.partition.groups
+        for groups, items in zip(self.assigned, per_worker):
+            for g, item in zip(groups, items):
+                out[g] = item
+        return out
+
+    def recount(self, state) -> None:
+        """The groups' partial totals of the shared cells, recounted on the workers from
+        their records (at the start and after a refresh), checking the partition."""
+        got = self._call("totals", "recounting the shared cells")
+        for groups, (rows, _) in zip(self.assigned, got):
+            self.local_total[groups] = rows
+        self._raise(self._by_group([r for _, r in got]), "mechanism's statistic",
+                    self.partition.cells)
+
+    def sweep(self, rng, state, table=None) -> tuple:
+        """One sweep of every group, on the workers: ``(accepted, min_log_alpha, status)``
+        (as :meth:`dawrap.runner.parallel.GroupedChain.sweep`, the same floats)."""
+        s_dp, params = self.setup.s_dp, self.setup.params
+        total, stats = state.total, state.stats
+        if self.shared.shape[0]:
+            parallel.draw_pieces(rng, s_dp, total, params, self.shared, self.local_total,
+                                 self.local_release)
+        began = time.perf_counter()
+        got = self._call("sweep", "sweeping", np.array(state.theta),
+                         [self.local_release[groups] for groups in self.assigned])
+        elapsed = time.perf_counter() - began
+        slowest = max(r[5] for r in got)
+        self.sweeps += 1
+        self.computation += slowest
+        self.communication += max(0.0, elapsed - slowest)
+        for groups, (own_cells, own_stats), (_, rows, srows, t, s, _) in zip(
+                self.assigned, self.own, got):
+            self.local_total[groups] = rows
+            self.stats_rows[groups] = srows
+            total[own_cells] = t
+            stats[own_stats] = s
+        results = self._by_group([r[0] for r in got])
+        for g, (_, _, status, i, j) in enumerate(results):
+            if status in (parallel.BAD_PARTITION, parallel.BAD_STAT_PARTITION):
+                stat = status == parallel.BAD_STAT_PARTITION
+                owners = self.partition.stats if stat else self.partition.cells
+                raise ValueError(parallel.partition_error(
+                    int(i), int(j), g, int(owners[j]),
+                    "model's statistic" if stat else "mechanism's statistic"))
+            if status != OK:
+                return 0, 0.0, status
+        if self.shared.shape[0]:  # the shared cells' totals, summed in group order
+            new = self.local_total.sum(axis=0)
+            if self.setup.shared:
+                stats[self.shared] += new - total[self.shared]
+            total[self.shared] = new
+        if self.stats_rows.shape[1]:
+            stats += self.stats_rows.sum(axis=0)
+            self.stats_rows[:] = 0.0
+            if not np.all(np.isfinite(stats)):
+                return 0, 0.0, record.BAD_STATS
+        return (sum(r[0] for r in results), min(r[1] for r in results), OK)
+
+    def _fresh(self, state):
+        """The running sums recomputed on the workers (partial sums added in worker order)
+        and whether they agree with ``state``'s: ``(stats, total, status)``."""
+        got = self._call("sums", "recomputing the running sums", np.array(state.theta),
+                         float(state.log_g))
+        stats, total = np.zeros(state.stats.shape[0]), np.zeros(state.total.shape[0])
+        stats_abs, total_abs = np.ones_like(stats), np.ones_like(total)
+        status = OK
+        for s, t, st in got:
+            stats += s
+            total += t
+            stats_abs += np.abs(s)
+            total_abs += np.abs(t)
+            if status == OK and st not in (OK, record.BAD_DRIFT):  # drift: checked below
+                status = st
+        tolerance = record.DRIFT_TOLERANCE
+        if status == OK and not (np.all(np.abs(state.stats - stats) <= tolerance * stats_abs)
+                                 and np.all(np.abs(state.total - total)
+                                            <= tolerance * total_abs)):
+            status = record.BAD_DRIFT
+        return stats, total, status
+
+    def consistency(self, state) -> int:
+        """The check of the chain's last iteration (``record.consistency``), on the
+        workers' records: a status."""
+        return self._fresh(state)[2]
+
+    def refresh(self, state):
+        """The periodic refresh of the running sums (``record.refresh``), then the workers'
+        copies and partial totals: ``(state, status)``."""
+        stats, total, status = self._fresh(state)
+        state.stats[:] = stats
+        state.total[:] = total
+        state = state._replace(log_g=float(self.setup.fns.log_density(
+            self.setup.s_dp, np.ascontiguousarray(total), self.setup.params)))
+        if status == OK:
+            self._call("set_sums", "refreshing the running sums", np.array(state.total),
+                       np.array(state.stats))
+        return state, status
+
+    def advance(self, rng, state, start: int, stop: int, tune: int, trace):
+        """Iterations ``start..stop-1`` (as :meth:`GroupedChain.advance
+        <dawrap.runner.parallel.GroupedChain.advance>`, the sweeps on the workers):
+        ``(state, done, status)``."""
+        from .record import _theta_output  # (that module imports this one)
+
+        setup = self.setup
+        model, inputs = setup.model, setup.inputs
+        n = self.partition.records.shape[0]
+        for it in range(start, stop):
+            tuning = it < tune
+            if setup.compiled_kernel:
+                theta_new, theta_accept = setup.kernel.step(
+                    rng, state.theta, state.x, state.stats.copy(), state.kernel_state, tuning)
+            else:
+                x_view = state.x.view()
+                x_view.flags.writeable = False
+                theta_new, theta_accept = _theta_output(
+                    model.draw_theta(rng, state.theta, x_view, state.stats.copy()), model,
+                    "draw_theta")
+            status = record.set_theta(state, theta_new)
+            if status == OK and not setup.fns.theta_support(state.theta):
+                status = BAD_SUPPORT
+            if status != OK:
+                return state, it, status
+            accepted, min_log_alpha = 0, 0.0
+            for _ in range(inputs.sweeps):
+                got, low, status = self.sweep(rng, state)
+                if status != OK:
+                    return state, it, status
+                accepted += got
+                min_log_alpha = min(min_log_alpha, low)
+            state = state._replace(log_g=float(setup.fns.log_density(
+                inputs.s_dp, np.ascontiguousarray(state.total), inputs.params)))
+            if (it + 1) % record.REFRESH_EVERY == 0:
+                state, status = self.refresh(state)
+                if status != OK:
+                    return state, it, status
+                self.recount(state)
+            if it >= tune:
+                info = parallel.info_of(accepted, n * inputs.sweeps, min_log_alpha, OK,
+                                        math.nan)
+                record.store_draw(trace, it - tune, state, info, theta_accept)
+        return state, stop, OK

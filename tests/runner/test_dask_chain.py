@@ -1,0 +1,241 @@
+"""One chain's groups on the workers of a dask cluster (dawrap.runner.dask_chain): the draws
+of the threaded run for the same seed, checkpoints, a lost worker, bad input named."""
+import os
+import pickle
+import signal
+import sys
+import types
+
+import numpy as np
+import pytest
+
+import dawrap as dw
+from dawrap import diagnostics
+from dawrap.models import beta_binomial, small_area
+from dawrap.runner.dask_chain import kernel_reads_records
+
+distributed = pytest.importorskip("distributed")
+
+# 6 areas in 2 regions, 3 categories: the model's own partition groups by region (no shared
+# cell); the partition by area below shares the regions' cells between areas.
+SIZES = [40, 55, 35, 60, 45, 50]
+REGIONS, CATS = [0, 0, 0, 1, 1, 1], 3
+N = sum(SIZES)
+# short runs: their ESS warnings are expected
+pytestmark = pytest.mark.filterwarnings("ignore:R-hat and ESS:RuntimeWarning")
+FAST = dict(chains=1, seed=5, progress=False, keep_stats=True)
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                       dashboard_address=":0")
+    client = distributed.Client(cluster)
+    yield client
+    client.close()
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def problem():
+    model = small_area.model(SIZES, CATS)
+    mech = small_area.discrete_gaussian(REGIONS, CATS, rho=(0.5, 0.5))
+    categories = np.random.default_rng(0).integers(0, CATS, size=N)
+    s_dp = mech.release(small_area.records(SIZES, categories), seed=4)
+    return model, mech, s_dp
+
+
+def by_area() -> dw.Partition:
+    """Records grouped by area: the area cells are each area's, the regions' are shared."""
+    areas = len(SIZES)
+    return dw.Partition(records=np.repeat(np.arange(areas), SIZES),
+                        cells=np.r_[np.repeat(np.arange(areas), CATS),
+                                    np.full(2 * CATS, -1)],
+                        stats=np.repeat(np.arange(areas), CATS))
+
+
+def values(idata, group="posterior"):
+    return {k: v.values for k, v in diagnostics.group(idata, group).items()}
+
+
+def same(a, b) -> None:
+    for group in ("posterior", "imputed_statistic"):
+        va, vb = values(a, group), values(b, group)
+        assert va.keys() == vb.keys()
+        for k in va:
+            assert np.array_equal(va[k], vb[k]), (group, k)
+
+
+@pytest.mark.parametrize("partition", [None, "by_area"], ids=["model-own", "shared-cells"])
+def test_the_draws_are_those_of_the_threads(problem, client, partition):
+    model, mech, s_dp = problem
+    part = by_area() if partition else None
+    threaded = dw.sample(model, mech, s_dp, N, draws=15, tune=5,
+                         method=dw.Record(threads=2, partition=part), **FAST)
+    # the option by name (dw.sample's record options), or on the method object
+    how = (dict(executor=client) if part is None
+           else dict(method=dw.Record(executor=client, partition=part)))
+    cluster = dw.sample(model, mech, s_dp, N, draws=15, tune=5, **how, **FAST)
+    same(threaded, cluster)
+    assert diagnostics.group(cluster, "posterior").attrs["executor"] == "dask"
+    # the records moved: the imputed totals change between draws
+    totals = values(cluster, "imputed_statistic")
+    assert np.any(np.diff(next(iter(totals.values())), axis=1) != 0)
+
+
+def test_the_refresh_of_the_running_sums_keeps_the_draws(problem, client, monkeypatch):
+    """The refresh (every REFRESH_EVERY iterations, here 4) recomputes the sums from the
+    workers' partial sums: for counts the threaded run's numbers, so the same draws."""
+    from dawrap.samplers import record
+
+    model, mech, s_dp = problem
+    monkeypatch.setattr(record, "REFRESH_EVERY", 4)
+    runs = [dw.sample(model, mech, s_dp, N, draws=10, tune=3,
+                      method=dw.Record(**how, partition=by_area()), **FAST)
+            for how in ({"threads": 2}, {"executor": client})]
+    same(*runs)
+
+
+def test_chains_and_kept_databases(problem, client):
+    """Two chains, one after another on the cluster, with their databases pulled back."""
+    model, mech, s_dp = problem
+    runs = [dw.sample(model, mech, s_dp, N, draws=6, tune=2, chains=2, seed=1,
+                      progress=False, keep_stats=True, method=dw.Record(**how, databases=2,
+                                                                        partition=by_area()))
+            for how in ({"threads": 1}, {"executor": client})]
+    same(*runs)
+    x = [diagnostics.group(r, "imputed_databases")["x"].values for r in runs]
+    assert x[0].shape == (2, 2, N, 2) and np.array_equal(x[0], x[1])
+
+
+def interrupted_at(monkeypatch, iteration: int, action=None):
+    """Patch the runner so that the chunk starting at ``iteration`` first runs ``action``
+    (default: Ctrl-C); the chunks end at checkpoints."""
+    from dawrap.runner import record as run_record
+
+    real = run_record._advance
+
+    def advance(setup, rng, state, start, *args):
+        if start >= iteration:
+            if action is None:
+                raise KeyboardInterrupt
+            action()
+        return real(setup, rng, state, start, *args)
+
+    monkeypatch.setattr(run_record, "_advance", advance)
+
+
+KW = dict(draws=14, tune=6, chains=1, cores=1, seed=7, progress=False)
+
+
+@pytest.fixture(scope="module")
+def whole(problem):
+    """An unbroken threaded run, checkpointed every 5 iterations."""
+    model, mech, s_dp = problem
+    return dw.sample(model, mech, s_dp, N, method=dw.Record(
+        threads=1, partition=by_area(), checkpoint_every=5), **KW)
+
+
+@pytest.mark.parametrize("first,then", [("executor", "threads"), ("threads", "executor")])
+def test_a_checkpoint_resumes_across_threads_and_cluster(problem, client, whole, tmp_path,
+                                                         monkeypatch, first, then):
+    """A cluster run's checkpoint is a threaded run's: each resumes the other, and the
+    draws are those of the unbroken run."""
+    model, mech, s_dp = problem
+    how = {"executor": dict(executor=client), "threads": dict(threads=2)}
+    method = dict(partition=by_area(), checkpoint_every=5)
+    with monkeypatch.context() as patch, pytest.warns(UserWarning, match="can be resumed"):
+        interrupted_at(patch, 10)
+        dw.sample(model, mech, s_dp, N, method=dw.Record(**how[first], checkpoint=tmp_path,
+                                                         **method), **KW)
+    with np.load(tmp_path / "chain0.npz") as saved:
+        assert int(saved["done"]) == 10 and "group_rng_states" in saved.files
+        assert saved["x"].shape == (N, 2)
+    resumed = dw.sample(model, mech, s_dp, N, method=dw.Record(**how[then], resume=tmp_path,
+                                                               **method), **KW)
+    assert np.array_equal(values(resumed)["p"], values(whole)["p"])
+    assert np.array_equal(values(resumed)["log_alpha"], values(whole)["log_alpha"])
+
+
+def test_a_lost_worker_stops_the_run_and_keeps_the_checkpoint(problem, whole, tmp_path,
+                                                              monkeypatch):
+    """A worker killed at iteration 10 (after the checkpoint of iteration 10): the run
+    stops with an error naming it; the checkpoint resumes to the unbroken run's draws."""
+    model, mech, s_dp = problem
+    cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                       dashboard_address=":0")
+    own = distributed.Client(cluster)
+    method = dict(partition=by_area(), checkpoint_every=5)
+
+    def kill_a_worker():
+        if not killed:
+            killed.append(own.run(os.getpid))
+            os.kill(next(iter(killed[0].values())), signal.SIGKILL)
+
+    killed = []
+    try:
+        with monkeypatch.context() as patch:
+            interrupted_at(patch, 10, kill_a_worker)
+            with pytest.raises(RuntimeError, match=r"the dask worker tcp://\S+, which held "
+                                                   r"groups \[.*\] of chain 0's records, was "
+                                                   r"lost while sweeping"):
+                dw.sample(model, mech, s_dp, N, method=dw.Record(
+                    executor=own, checkpoint=tmp_path, **method), **KW)
+    finally:
+        own.close()
+        cluster.close()
+    with np.load(tmp_path / "chain0.npz") as saved:
+        assert int(saved["done"]) == 10
+    resumed = dw.sample(model, mech, s_dp, N, method=dw.Record(threads=1, resume=tmp_path,
+                                                               **method), **KW)
+    assert np.array_equal(values(resumed)["p"], values(whole)["p"])
+
+
+def test_bad_input_is_named(problem, client):
+    model, mech, s_dp = problem
+    with pytest.raises(TypeError, match="executor must be a dask.distributed.Client"):
+        dw.Record(executor="dask")
+    with pytest.raises(ValueError, match="executor and threads are two ways"):
+        dw.Record(executor=client, threads=2)
+    with pytest.raises(ValueError, match="interweave moves every record"):
+        dw.Record(executor=client, interweave=True)
+    bb_model, bb_mech = beta_binomial.model(), beta_binomial.laplace(epsilon=0.5)
+    with pytest.raises(ValueError, match="executor needs a partition of the records"):
+        dw.sample(bb_model, bb_mech, 312.4, 1000, draws=5, tune=2,
+                  method=dw.Record(executor=client), chains=1, progress=False)
+
+
+def test_a_model_the_workers_cannot_import_is_named(problem, client, monkeypatch):
+    """A recipe whose module exists on the client only: the workers cannot rebuild it."""
+    _, mech, s_dp = problem
+    module = types.ModuleType("dawrap_client_only_models")
+    exec("import dawrap as dw\nfrom dawrap.models import small_area\n"
+         "@dw.recipe\ndef areas(sizes, categories):\n"
+         "    return small_area.model(sizes, categories)\n", module.__dict__)
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    model = module.areas(SIZES, CATS)
+    assert pickle.loads(pickle.dumps(model)).name == model.name  # fine on the client
+    with pytest.raises(RuntimeError, match="could not rebuild the model and mechanism from "
+                                           "their @dw.recipe factories.*dawrap_client_only"):
+        dw.sample(model, mech, s_dp, N, draws=2, tune=0, method=dw.Record(executor=client),
+                  **FAST)
+
+
+def test_a_kernel_that_reads_the_records_is_refused():
+    class Model:
+        pass
+
+    model = Model()
+
+    def by_stats(rng, theta, x, stats):
+        return stats.copy()
+
+    def by_records(rng, theta, records, stats):
+        return records.sum(axis=0)
+
+    model.draw_theta = by_stats
+    assert kernel_reads_records(model) is None
+    model.draw_theta = by_records
+    assert kernel_reads_records(model) == "records"
+    model.draw_theta = small_area.model(SIZES, CATS).draw_theta  # a Kernel: its step
+    assert kernel_reads_records(model) is None
