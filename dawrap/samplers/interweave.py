@@ -112,7 +112,7 @@ def try_theta(rng, state, s_dp, params, proposal, log_q_ratio):
     stats[:] = stats_new
     state.total[:] = total
     return RecordState(theta, x, stats, state.total, log_g, state.kernel_state,
-                       state.move_state, state.cells), a, True, OK
+                       state.move_state, state.clock, state.cells), a, True, OK
 
 
 def one_step(rng, state, s_dp, params, tuning):
