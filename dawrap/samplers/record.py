@@ -430,6 +430,9 @@ def dense_pass(rng, state, s_dp, params, table):
         # record, a tenth of the cost of a record update (benchmarks/record_update.py).
         for j in range(RECORD_SIZE):
             current[j] = x[i, j]
+        # The proposal step: the same in sparse_pass and parallel.group_pass. Three copies
+        # on purpose: a template shared by the sweeps costs reference counts on its array
+        # arguments per record (benchmarks/results/proposal_block_ab.md).
         if USER_PROPOSAL:
             # out starts as a copy of the record, so a proposal may change only some fields.
             for j in range(RECORD_SIZE):
@@ -554,6 +557,8 @@ def sparse_pass(rng, state, s_dp, params, table):
         i = rng.integers(0, n) if RANDOM_SCAN else visit
         for j in range(RECORD_SIZE):  # no view x[i]: see dense_pass
             current[j] = x[i, j]
+        # The proposal step and the entries' merge: as in dense_pass and
+        # parallel.group_pass, copied on purpose (see dense_pass).
         if USER_PROPOSAL:
             for j in range(RECORD_SIZE):
                 proposal[j] = current[j]
@@ -866,12 +871,14 @@ RECORD_TEMPLATES = (init, arrange, fill_cells, consistency, refresh, first_overf
                     sparse.check_entries)
 SWEEP_TEMPLATES = (move_model_stat, move_model_stats, take_proposal, sweep_table)
 CHAIN_TEMPLATES = (update_records, step)
-#: The chain's layers compiled into their callers rather than on their own: ``step`` holds
-#: ``update_records``, so it is optimised once, not once more in every caller
-#: (``benchmarks/compile_profile.py``: the chain's compile time 19.7 s -> 9.1 s at load 12
-#: when the layers were inlined). Inlining the sweep's pass too costs numba's typing more
-#: than it saves LLVM.
-CHAIN_INLINED = ("update_records",)
+#: The chain's layers compiled into their callers rather than on their own: the run loop
+#: (:func:`dawrap.samplers.loop.run`, bound to ``step``) holds ``step``, which holds
+#: ``update_records`` (numba's ``inline="always"`` is the callee's option, so it applies
+#: across the two bindings), so each is optimised once, not once more in every caller
+#: (``benchmarks/compile_profile.py``: the chain's compile time 19.7 s -> 9.1 s at load 12).
+#: ``step`` called from Python compiles on its own. Inlining the sweep's pass too costs
+#: numba's typing more than it saves LLVM.
+CHAIN_INLINED = ("update_records", "step")
 
 
 def bind_chain(fns: RecordFunctions, record_size: int, size: int, stat_size: int, *,
