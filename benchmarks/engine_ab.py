@@ -57,12 +57,15 @@ def engine(module, model, mech, theta, x, s_dp):
     inputs = module.Inputs(s_dp, mech.params, 1)
 
     def go(sweeps):
-        trace = module.Trace(np.empty((sweeps, 1)), *(np.empty(sweeps) for _ in range(4)),
-                             np.empty((0, 1)))
+        looped = "stats" in module.Trace._fields  # issue 28: chain.run is the one run loop
+        trace = (module.Trace(np.empty((sweeps, 1)), np.empty((sweeps, 4)), np.empty((0, 1)))
+                 if looped else module.Trace(np.empty((sweeps, 1)),
+                                             *(np.empty(sweeps) for _ in range(4)),
+                                             np.empty((0, 1))))
         state = chain.init(model.pack(theta), x.copy(), inputs, np.empty(0), np.empty(0))
         rng = np.random.default_rng(1)
         started = time.perf_counter()
-        chain.run(rng, state, inputs, 0, sweeps, 0, trace)
+        chain.run(rng, state, inputs, 0, sweeps, 0, *(trace if looped else (trace,)))
         return time.perf_counter() - started, trace.theta.copy()
     return go
 

@@ -151,15 +151,15 @@ def time_engine(model, mech, theta, n, sweeps, seed):
     x = model.simulate(theta, n, seed=seed)
     s_dp = mech.release(x, seed=seed + 1)
     chain = engine_chain(model, mech)
-    trace = record.Trace(np.empty((sweeps, 1)), np.empty(sweeps), np.empty(sweeps),
-                         np.empty(sweeps), np.empty(sweeps), np.empty((0, 1)))
+    trace = record.Trace(np.empty((sweeps, 1)), np.empty((sweeps, len(record.SAMPLE_STATS))),
+                         np.empty((0, 1)))
     inputs = record.Inputs(s_dp, mech.params, 1)
 
     def go(k):
         state = chain.init(model.pack(theta), x.copy(), inputs, np.empty(0), np.empty(0))
         rng = np.random.default_rng(seed)
         t = time.perf_counter()
-        chain.run(rng, state, inputs, 0, k, 0, trace)
+        chain.run(rng, state, inputs, 0, k, 0, *trace)
         return time.perf_counter() - t
 
     go(1)  # compile

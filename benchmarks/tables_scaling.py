@@ -78,11 +78,11 @@ class Case:
     def iteration_ms(self, sweeps):
         """ms per full iteration: the conjugate theta draw (O(K)) and one sweep."""
         k = self.k
-        trace = record.Trace(np.empty((sweeps, k)), *(np.empty(sweeps) for _ in range(4)),
-                             np.empty((0, k)))
-        self.chain.run(self.rng, self.state, self.inputs, 0, 1, 0, trace)  # compile
+        trace = record.Trace(np.empty((sweeps, k)),
+                             np.empty((sweeps, len(record.SAMPLE_STATS))), np.empty((0, k)))
+        self.chain.run(self.rng, self.state, self.inputs, 0, 1, 0, *trace)  # compile
         t = time.perf_counter()
-        self.chain.run(self.rng, self.state, self.inputs, 0, sweeps, 0, trace)
+        self.chain.run(self.rng, self.state, self.inputs, 0, sweeps, 0, *trace)
         return (time.perf_counter() - t) / sweeps * 1e3
 
 

@@ -277,8 +277,9 @@ def test_two_writers_of_one_checkpoint_do_not_collide(tmp_path, monkeypatch):
     from dawrap.samplers import record
 
     state = record.RecordState(np.array([0.5]), np.zeros((3, 1)), np.zeros(1), np.zeros(1),
-                               0.0, np.zeros(0), np.zeros(0))
-    trace = record.Trace(np.zeros((2, 1)), *(np.zeros(2) for _ in range(4)), np.zeros((0, 1)))
+                               0.0, np.zeros(0), np.zeros(0), np.zeros(2, np.int64))
+    trace = record.Trace(np.zeros((2, 1)), np.zeros((2, len(record.SAMPLE_STATS))),
+                         np.zeros((0, 1)))
     rng = np.random.default_rng(0)
     real, nested = np.savez, []
 

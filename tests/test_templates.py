@@ -203,3 +203,31 @@ def test_the_record_chain_declares_every_slot_it_binds():
     slots = {k: v for k, v in vars(record).items() if isinstance(v, _templates.Slot)}
     assert {"DRAW_RECORD", "RECORD_SIZE", "SWEEP_PASS", "CELL_COUNTS"} <= set(slots)
     assert all(v.what for v in slots.values())
+
+
+def test_a_misspelt_suffstat_slot_is_named():
+    """Item 1 of issue 28 for the sufficient-statistic templates: their family functions,
+    the loop's STEP and the truncation templates' CDF/SF are declared slots, so a misspelt
+    name is refused (naming it and the slot meant) and a missing one named, where a ``None``
+    placeholder once compiled in."""
+    from dawrap.samplers import loop, suffstat, suffstat_marginal, suffstat_multinomial
+    fns = suffstat.SuffstatFunctions(*(beta_binomial.count,) * 8)
+    names = suffstat.function_names(fns)
+    misspelt = dict(names, MEAN_CV=names.pop("MEAN_COV"))
+    for templates in (suffstat.GIBBS_TEMPLATES, suffstat_marginal.MARGINAL_TEMPLATES):
+        with pytest.raises(_templates.SlotError,
+                           match="'MEAN_CV' is not a slot .*did you mean 'MEAN_COV'"):
+            _templates.bind(templates, misspelt)
+        with pytest.raises(_templates.SlotError, match="reads the slot 'MEAN_COV'"):
+            _templates.bind(templates, names)
+    with pytest.raises(_templates.SlotError, match="'PROBABILITY' .*did you mean "
+                                                   "'PROBABILITIES'"):
+        _templates.bind((suffstat_multinomial.gibbs_step,),
+                        {"PROBABILITY": beta_binomial.count, "CONJUGATE_DRAW": None,
+                         "VALID": None})
+    with pytest.raises(_templates.SlotError, match="'STPE' .*did you mean 'STEP'"):
+        _templates.bind(loop.TEMPLATES, {"STPE": None, "SCHEDULE": loop.unchanged})
+    # Every slot of these modules says what it holds, and the real bindings pass the check.
+    for module in (loop, suffstat, suffstat_marginal, suffstat_multinomial):
+        slots = [v for v in vars(module).values() if isinstance(v, _templates.Slot)]
+        assert slots and all(v.what for v in slots)

@@ -35,8 +35,9 @@ __all__ = ["ExponentialFamily", "require_family", "truncated_moments", "interval
            "moments_from_log_partition"]
 
 
-# The names the templates below call, bound per family (dawrap._templates).
-CDF = SF = None
+# The slots the templates below read, bound per family (dawrap._templates checks them).
+CDF = _templates.slot("(x, eta) -> P(X <= x)")
+SF = _templates.slot("(x, eta) -> P(X >= x)")
 
 
 def interval_mass(eta, v, w, discrete):

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ..samplers.arrays import flatten_state
-from ..samplers.record import RecordState, Trace
+from ..samplers.record import SAMPLE_STATS, RecordState, Trace
 from .fingerprint import FORCE_VARIABLE, UNVERIFIABLE
 from .._files import Lock, as_path, atomic_write, ensure_folder, is_held, kind_of, refuse_special
 
@@ -35,7 +35,9 @@ __all__ = ["save_chain", "load_chain", "load_chains", "saved_seed", "check_folde
            "SAVED_STATE"]
 
 #: 5: the settings hold the run's fingerprint (dawrap.runner.fingerprint).
-FORMAT = 5
+#: 6: the trace's sample stats in one array, ``trace_stats`` (record.Trace, the run loop's
+#: outputs), and a plain Python draw_theta's kernel state holds its theta (record.given_theta).
+FORMAT = 6
 
 #: The lock file inside a checkpoint folder (see :class:`dawrap._files.Lock`).
 LOCK_NAME = ".lock"
@@ -43,8 +45,9 @@ _BUSY = ("wait for it to finish, or give this run another checkpoint folder (a r
          "died releases the folder by itself)")
 #: The sampler state's fields a checkpoint holds: all but the sparse path's per-cell block,
 #: which copies the release and the running sums (the runner rebuilds it with
-#: ``chain.arrange``), so files written before the block existed resume as they are.
-SAVED_STATE = tuple(k for k in RecordState._fields if k != "cells")
+#: ``chain.arrange``), so files written before the block existed resume as they are, and the
+#: clock, which the run loop sets before every iteration (``record.schedule``).
+SAVED_STATE = tuple(k for k in RecordState._fields if k not in ("cells", "clock"))
 #: What a chain's file must hold: the sampler state's fields (written from and read back into
 #: the NamedTuple, so its field list lives in one place), the run's bookkeeping, and the
 #: ``trace_*`` arrays.
@@ -247,7 +250,7 @@ def _check_shapes(path: Path, data: dict, settings: dict) -> None:
     kept = draws if settings.get("keep_stats") else 0
     expected = {"theta": (theta_size,), "x": (n, record_size), "total": (size,),
                 "trace_theta": (draws, theta_size), "trace_total": (kept, size),
-                **{f"trace_{k}": (draws,) for k in _TRACE[1:5]}}
+                "trace_stats": (draws, len(SAMPLE_STATS))}
     for key in ("stats", "kernel_state", "move_state"):
         expected[key] = (data[key].shape[0],) if data[key].ndim == 1 else ("a vector",)
     for key, shape in expected.items():

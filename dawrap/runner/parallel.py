@@ -1,6 +1,6 @@
 """Driver of one chain whose record sweep runs on several threads (:mod:`dawrap.samplers.parallel`).
 
-An iteration is the serial chain's (:func:`dawrap.samplers.record.after_theta`) with the
+An iteration is the serial chain's (:func:`dawrap.samplers.record.step`) with the
 record sweeps replaced: theta by the model's kernel and the extra move with the chain's
 generator, then per sweep the shared cells' pieces (chain's generator) and every group's
 pass (its own generator) on a thread pool, the groups' partial sums folded back in group
@@ -174,8 +174,9 @@ class GroupedChain:
         return (sum(r[0] for r in results), min(r[1] for r in results), OK)
 
     def advance(self, rng, state, start: int, stop: int, tune: int, trace):
-        """Iterations ``start..stop-1`` (as :func:`dawrap.samplers.record.after_theta`
-        with the grouped sweep): ``(state, done, status)``."""
+        """Iterations ``start..stop-1`` (as :func:`dawrap.samplers.record.step` with the
+        grouped sweep), each kept draw stored by the chain's ``keep`` (the run loop's):
+        ``(state, done, status)``."""
         from .record import _theta_output  # (that module imports this one)
 
         setup = self.setup
@@ -219,9 +220,11 @@ class GroupedChain:
                     return state, it, status
                 self.recount(state)
             if it >= tune:
-                info = parallel.info_of(accepted, n * inputs.sweeps, min_log_alpha, OK,
-                                        move_accept)
-                record.store_draw(trace, it - tune, state, info, theta_accept)
+                swept = parallel.info_of(accepted, n * inputs.sweeps, min_log_alpha, OK,
+                                         move_accept)
+                info = record.RecordInfo(OK, swept.accept_rate, swept.min_accept_prob,
+                                         float(theta_accept), swept.move_accept)
+                setup.chain.keep(it - tune, state, info, *trace)
         return state, stop, OK
 
 

@@ -152,7 +152,7 @@ class _Setup:
         self.random_scan = random_scan
         self.inputs = record.Inputs(s_dp, self.params, sweeps)
         # A plain Python kernel until probe_theta finds draw_theta compiled.
-        self.kernel = Kernel(record.no_kernel, no_state, "draw_theta")
+        self.kernel = Kernel(record.given_theta, record.given_theta_state, "draw_theta")
         self.compiled_kernel = False
         self.chain = self._bind()
 
@@ -232,7 +232,8 @@ class _Setup:
         except (TypeError, ValueError) as err:
             raise ValueError(f"{where}: {err}; delete chain{chain}.npz to restart that chain "
                              f"from its seed") from None
-        state = record.RecordState(*(saved[k] for k in SAVED_STATE))
+        state = record.RecordState(**{k: saved[k] for k in SAVED_STATE},
+                                   clock=np.zeros(2, np.int64))
         _, _, status = self.chain.consistency(state, self.s_dp)
         if status != record.OK or not np.isfinite(saved["log_g"]):
             raise ValueError(f"{where}: the saved state is inconsistent (a record outside "
@@ -252,7 +253,7 @@ class _Setup:
             except ValueError as err:
                 raise ValueError(f"resume: {err} ({key}); the file is from another run: "
                                  f"delete it to restart that chain from its seed") from None
-        return record.RecordState(**fields)
+        return record.RecordState(**fields, clock=np.zeros(2, np.int64))
 
     def probe_records(self, theta: np.ndarray) -> None:
         """Check the record-level functions once, on a throwaway generator."""
@@ -374,8 +375,7 @@ class Control:
 
 
 def _new_trace(draws: int, theta_size: int, size: int, keep_stats: bool) -> record.Trace:
-    return record.Trace(np.empty((draws, theta_size)), np.empty(draws), np.empty(draws),
-                        np.empty(draws), np.empty(draws),
+    return record.Trace(np.empty((draws, theta_size)), np.empty((draws, len(record.SAMPLE_STATS))),
                         np.empty((draws if keep_stats else 0, size)))
 
 
@@ -383,16 +383,17 @@ def _advance(setup: _Setup, rng, state, start: int, stop: int, tune: int, trace,
              groups: GroupedChain | None = None):
     """Iterations ``start..stop-1``; returns the state (raises on a bad user function).
 
-    A compiled theta kernel runs inside the compiled loop (:func:`record.run`); a plain
-    Python ``draw_theta`` is called here, once per iteration, and the rest of the iteration
-    is the same compiled :func:`record.after_theta`. With ``groups`` (``threads``), the
-    iterations of :meth:`GroupedChain.advance`.
+    A compiled theta kernel runs inside the compiled loop (:func:`dawrap.samplers.loop.run`
+    bound to :func:`record.step`); a plain Python ``draw_theta`` is called here, once per
+    iteration, its theta written into the kernel state that :func:`record.given_theta`
+    reads, and the iteration is then the same compiled loop, run for one iteration. With
+    ``groups`` (``threads``), the iterations of :meth:`GroupedChain.advance`.
     """
     model, chain, inputs = setup.model, setup.chain, setup.inputs
     if groups is not None:
         state, done, status = groups.advance(rng, state, start, stop, tune, trace)
     elif setup.compiled_kernel:
-        state, done, status = chain.run(rng, state, inputs, start, stop, tune, trace)
+        state, done, status = chain.run(rng, state, inputs, start, stop, tune, *trace)
     else:
         done, status = stop, record.OK
         # A read-only view: a Python kernel that writes to x fails at once, by name.
@@ -400,11 +401,10 @@ def _advance(setup: _Setup, rng, state, start: int, stop: int, tune: int, trace,
         x_view.flags.writeable = False
         for it in range(start, stop):
             out = model.draw_theta(rng, state.theta, x_view, state.stats.copy())
-            theta_new, theta_accept = _theta_output(out, model, "draw_theta")
-            state, status = chain.after_theta(rng, state, inputs, theta_new, theta_accept,
-                                              it, tune, trace)
+            given = state.kernel_state  # record.given_theta_state: theta, then accept_prob
+            given[:-1], given[-1] = _theta_output(out, model, "draw_theta")
+            state, done, status = chain.run(rng, state, inputs, it, it + 1, tune, *trace)
             if status != record.OK:
-                done = it
                 break
     if status == record.OK and stop == tune + trace.theta.shape[0]:
         # The chain's last iteration: the same check as every refresh, so that a run shorter
@@ -534,10 +534,7 @@ def _compile(setup: _Setup, theta, x, keep_stats: bool) -> None:
     state = setup.fresh_state(theta.copy(), x[:8].copy())
     rng = np.random.default_rng(0)
     trace = _new_trace(1, theta.shape[0], setup.s_dp.shape[0], keep_stats)
-    if setup.compiled_kernel:
-        setup.chain.run(rng, state, setup.inputs, 0, 1, 0, trace)
-    else:
-        setup.chain.after_theta(rng, state, setup.inputs, theta.copy(), np.nan, 0, 0, trace)
+    setup.chain.run(rng, state, setup.inputs, 0, 1, 0, *trace)  # (a Python kernel: theta)
 
 
 def run_record(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, rngs,
@@ -634,8 +631,8 @@ def _run_record(model, mechanism, s_dp, n, rngs, method, shared, stop) -> Output
     traces, kept = _finished(results, tune, draws, control)
     stack = lambda field: np.stack([getattr(t, field)[:kept] for t in traces])  # noqa: E731
     sample_stats = {}
-    for name in record.SAMPLE_STATS:  # those a run reports (not NaN throughout)
-        values = stack(name)
+    for column, name in enumerate(record.SAMPLE_STATS):  # those a run reports (not NaN
+        values = stack("stats")[:, :, column]            # throughout)
         if not np.all(np.isnan(values)):
             sample_stats[name] = values
     if count:  # after an interruption, the databases of the draws every chain reached

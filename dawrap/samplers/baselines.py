@@ -27,7 +27,8 @@ from ..model.family import require_family
 __all__ = ["run_nonprivate", "run_naive", "run_ops", "confidential_statistic"]
 
 
-DRAW = None  # the family's draw, bound per model (dawrap._templates)
+#: The slot the templates below read: the family's draw, bound per model.
+DRAW = _templates.slot("(rng, s, n[, epsilon]) -> theta")
 
 
 def iid(rng, draws, theta_size, s, n):

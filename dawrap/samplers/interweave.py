@@ -53,12 +53,21 @@ __all__ = ["NonCentred", "make_move", "JumpMixture", "AUTO_THRESHOLD", "DEFAULT_
 ADAPT_AFTER = 100
 
 
-# The names the templates below call, bound per model by make_move (placeholders here).
-RECORD_FROM_NOISE = NOISE_FROM_RECORD = LOG_PRIOR = None  # the model's NonCentred map
-MECH_STAT = MODEL_STAT = LOG_DENSITY = THETA_SUPPORT = None  # as in dawrap.samplers.record
-NOISE_SIZE = MECH_STAT_SIZE = STEPS = 0
-JUMPS = False  # whether each step is followed by a jump (an independence proposal)
-INITIAL = (0.1,)  # the proposal sd before warm-up has learned one (one value, or one each)
+# The slots the templates below read, bound per model by make_move (dawrap._templates
+# checks the names against them).
+RECORD_FROM_NOISE = _templates.slot("(theta, z_i, out): the model's NonCentred map")
+NOISE_FROM_RECORD = _templates.slot("(rng, theta, x_i, z_out): a noise that maps to x_i")
+LOG_PRIOR = _templates.slot("(theta) -> log p(theta)")
+MECH_STAT = _templates.slot("(x_i, s_dp, out): the mechanism's statistic of a record")
+MODEL_STAT = _templates.slot("(x_i, out): the model's statistic of a record")
+LOG_DENSITY = _templates.slot("(s_dp, t, params) -> log g(s_dp | t)")
+THETA_SUPPORT = _templates.slot("(theta) -> bool")
+NOISE_SIZE = _templates.slot("int: floats of noise per record")
+MECH_STAT_SIZE = _templates.slot("int: floats of the mechanism's statistic")
+STEPS = _templates.slot("int: non-centred steps per move")
+JUMPS = _templates.slot("bool: each step is followed by a jump (an independence proposal)")
+INITIAL = _templates.slot("tuple: the proposal sd before warm-up has learned one (one "
+                          "value, or one each)")
 
 
 def try_theta(rng, state, s_dp, params, proposal, log_q_ratio):
@@ -103,7 +112,7 @@ def try_theta(rng, state, s_dp, params, proposal, log_q_ratio):
     stats[:] = stats_new
     state.total[:] = total
     return RecordState(theta, x, stats, state.total, log_g, state.kernel_state,
-                       state.move_state, state.cells), a, True, OK
+                       state.move_state, state.clock, state.cells), a, True, OK
 
 
 def one_step(rng, state, s_dp, params, tuning):

@@ -49,7 +49,8 @@ __all__ = ["Kernel", "metropolis", "adaptive_metropolis", "as_kernel",
            "RandomWalkState"]
 
 
-DRAW_THETA = None  # bound per model by as_kernel (dawrap._templates)
+#: The slot the templates below read, bound per model by :func:`as_kernel`.
+DRAW_THETA = _templates.slot("(rng, theta, x, stats) -> theta, or (theta, accept_prob)")
 
 
 def theta_step(rng, theta, x, stats, state, tuning):

@@ -1,32 +1,35 @@
-r"""The one run loop of the sufficient-statistic samplers, and the step protocol it drives.
+r"""The one run loop of every compiled sampler, and the step protocol it drives.
 
-Every compiled sufficient-statistic kernel (:mod:`dawrap.samplers.suffstat`,
-:mod:`~dawrap.samplers.suffstat_marginal`, :mod:`~dawrap.samplers.suffstat_multinomial`) is
+Every compiled sampler, the record-level chain (:mod:`dawrap.samplers.record`) and the
+sufficient-statistic kernels (:mod:`dawrap.samplers.suffstat`,
+:mod:`~dawrap.samplers.suffstat_marginal`, :mod:`~dawrap.samplers.suffstat_multinomial`), is
 one function in BlackJAX's shape,
 
 .. code-block:: text
 
     step(rng, state, inputs) -> (state, info)
 
-``state`` a NamedTuple of arrays the step updates in place (``theta``, ``s_centre`` the
-released part of the statistic, and the kernel's own fields), ``inputs`` a NamedTuple of
-plain data (the release, ``n``, the noise, the kernel's settings) and ``info`` a NamedTuple
+``state`` a NamedTuple of arrays the step updates in place (``theta``, the statistic kept
+with each draw, ``KEPT_STATISTIC(state)``, and the sampler's own fields), ``inputs`` a
+NamedTuple of plain data (the release, ``n``, the noise, the sampler's settings) and ``info`` a
+NamedTuple
 whose first field is ``status`` (:mod:`dawrap.samplers.status`: ``OK``, or why the step
 stopped) and whose other fields are the *sample stats* of the iteration, numbers, declared
 by the field names themselves (the runner names ``sample_stats`` after them).
 
 What depends on the iteration number (a warm-up schedule: adaptation phases, a proposal
-frozen when warm-up ends) is not the step's business: a kernel that has one gives
-``schedule(state, it, tune)``, called before each step, which changes the state in place
-(:func:`unchanged` for the others). In place, not by returning a state: a function that returns
+frozen when warm-up ends, the record chain's tuning flag and periodic refresh) is not the
+step's business: a sampler that has one gives ``schedule(state, it, tune)``, called before
+each step, which changes the state in place (:func:`unchanged` for the others). In place, not by returning a state: a function that returns
 a NamedTuple of arrays hands back a new reference to each array, a cost per iteration that a
 cheap kernel notices (5-10% of a marginal iteration, ``benchmarks/results/suffstat_loop_ab.md``).
 
 :func:`run` is a template (:mod:`dawrap._templates`) bound per kernel to its ``STEP`` and
 ``SCHEDULE`` (their bound copies: a built-in model's loop loads from numba's disk cache like
 its step). It runs iterations ``start..stop-1`` and keeps iteration ``it >= tune`` in row
-``it - tune`` of the outputs: theta, the info's sample stats (one column each), and, when
-``out_s`` has rows, the released statistic.
+``it - tune`` of the outputs (:func:`keep`): theta, the info's sample stats (one column
+each), and, when ``out_s`` has rows, the kept statistic (``KEPT_STATISTIC``: the released part
+``s_centre`` for the sufficient-statistic kernels, the running total for the record chain).
 
 Examples
 --------
@@ -62,17 +65,27 @@ from .. import _templates
 from .arrays import copy_into
 from .status import OK
 
-__all__ = ["run", "unchanged", "bind", "sample_stat_names", "STEP", "SCHEDULE"]
+__all__ = ["run", "keep", "unchanged", "released_statistic", "bind", "sample_stat_names",
+           "STEP", "SCHEDULE", "KEPT_STATISTIC"]
 
 STEP = _templates.slot("(rng, state, inputs) -> (state, info): one iteration; info's first "
                        "field is the status, the others the sample stats")
 SCHEDULE = _templates.slot("(state, it, tune): what the iteration number changes, in place, "
                            "before the step (unchanged: nothing)")
+KEPT_STATISTIC = _templates.slot("(state) -> the statistic kept with a draw (when out_s has "
+                                 "rows)")
 
 
 @numba.njit(nogil=True, cache=True)
 def unchanged(state, it, tune):
     """The schedule of a kernel without warm-up: nothing changes."""
+
+
+@numba.njit(nogil=True, cache=True)
+def released_statistic(state):
+    """What the sufficient-statistic kernels keep with a draw: the released part of the
+    statistic, ``state.s_centre``."""
+    return state.s_centre
 
 
 def _store_stats(out_stats, row, info):
@@ -85,10 +98,20 @@ def _store_stats(out_stats, row, info):
         k += 1
 
 
+def keep(row, state, info, out_theta, out_stats, out_s):
+    """A kept draw into row ``row`` of the outputs: ``state.theta``, the info's sample stats
+    and, if ``out_s`` has rows, ``KEPT_STATISTIC(state)`` (the one place a draw is stored;
+    a runner that loops in Python, as the record chain's parallel sweep, calls it too)."""
+    copy_into(out_theta[row], state.theta)
+    _store_stats(out_stats, row, info)
+    if out_s.shape[0] > 0:
+        copy_into(out_s[row], KEPT_STATISTIC(state))
+
+
 def run(rng, state, inputs, start, stop, tune, out_theta, out_stats, out_s):
     """Iterations ``start..stop-1`` of ``STEP``; iteration ``it >= tune`` is kept in row
     ``it - tune`` of ``out_theta`` (theta), ``out_stats`` (the info's sample stats) and, if
-    it has rows, ``out_s`` (``state.s_centre``). Returns ``(state, iterations done,
+    it has rows, ``out_s`` (``KEPT_STATISTIC(state)``). Returns ``(state, iterations done,
     status)``: done is ``stop`` unless a step's status was not ``OK``."""
     for it in range(start, stop):
         SCHEDULE(state, it, tune)
@@ -96,22 +119,20 @@ def run(rng, state, inputs, start, stop, tune, out_theta, out_stats, out_s):
         if info.status != OK:
             return state, it, info.status
         if it >= tune:
-            row = it - tune
-            copy_into(out_theta[row], state.theta)
-            _store_stats(out_stats, row, info)
-            if out_s.shape[0] > 0:
-                copy_into(out_s[row], state.s_centre)
+            keep(it - tune, state, info, out_theta, out_stats, out_s)
     return state, stop, OK
 
 
 #: The loop's templates.
-TEMPLATES = (_store_stats, run)
+TEMPLATES = (_store_stats, keep, run)
 
 
-def bind(step, schedule=unchanged):
-    """The loop's templates bound to one compiled ``step`` (and its warm-up ``schedule``):
-    a namespace whose ``run`` is the compiled loop (cached on disk when the step is)."""
-    return _templates.bind(TEMPLATES, {"STEP": step, "SCHEDULE": schedule})
+def bind(step, schedule=unchanged, kept_statistic=released_statistic):
+    """The loop's templates bound to one compiled ``step`` (its warm-up ``schedule``, and
+    what it keeps with a draw): a namespace whose ``run`` is the compiled loop and ``keep``
+    its storing of one draw (cached on disk when the step is)."""
+    return _templates.bind(TEMPLATES, {"STEP": step, "SCHEDULE": schedule,
+                                       "KEPT_STATISTIC": kept_statistic}, inline=("keep",))
 
 
 def sample_stat_names(info_type) -> tuple:

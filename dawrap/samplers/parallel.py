@@ -380,6 +380,9 @@ def group_pass(rng, theta, x, s_dp, params, members, owner, slot_of, stats_owner
         i = members[rng.integers(0, m)] if RANDOM_SCAN else members[visit]
         for j in range(RECORD_SIZE):  # no view x[i]: see record.dense_pass
             current[j] = x[i, j]
+        # The proposal step and the entries' merge of record.sparse_pass, copied on purpose:
+        # a shared template costs reference counts per record
+        # (benchmarks/results/proposal_block_ab.md).
         if USER_PROPOSAL:
             for j in range(RECORD_SIZE):
                 proposal[j] = current[j]

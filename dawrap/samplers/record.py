@@ -39,14 +39,15 @@ from .._templates import slot
 from ..model.protocols import (anywhere, draw_database, no_prepare, no_prepared_draw,
                                no_prepared_proposal, no_records)
 from .arrays import add_into, all_finite, copy_into
-from . import sparse
+from . import loop, sparse
 from .sparse import merge_entries, sparse_sums, sparse_consistency
 from ..mechanisms.separable import (gaussian_coordinate, laplace_coordinate, no_coordinate,
                                     no_entries, no_model_entries)
 
-__all__ = ["RecordFunctions", "RecordState", "StepInfo", "Trace", "Inputs", "Chain",
-           "SAMPLE_STATS", "bind_chain", "prepared_fields", "no_move", "no_kernel", "store_draw",
-           "STATUS_MESSAGES", "REFRESH_EVERY", "BLOCK", "anywhere"]
+__all__ = ["RecordFunctions", "RecordState", "StepInfo", "RecordInfo", "Trace", "Inputs",
+           "Chain", "SAMPLE_STATS", "bind_chain", "prepared_fields", "no_move", "given_theta",
+           "given_theta_state", "schedule", "running_total", "STATUS_MESSAGES",
+           "REFRESH_EVERY", "BLOCK", "anywhere"]
 
 # The slots of the templates below, bound per model by bind_chain (dawrap._templates checks
 # every binding against them). The model's and the mechanism's functions (RecordFunctions'
@@ -171,25 +172,35 @@ class RecordState(NamedTuple):
     log_g: float        # log g(s_dp, T), cached so no record update recomputes it
     kernel_state: np.ndarray  # the theta kernel's own state (e.g. an adapted step size)
     move_state: np.ndarray    # the extra theta move's state (see dawrap.interweave)
+    clock: np.ndarray   # (2,) int64: the iteration and the warm-up's length, set in place
+    #                     by schedule before each step (not saved: the loop sets it again)
     cells: np.ndarray = NO_CELLS  # (size, 4) on the sparse path (above), else (0, 4)
 
 
 class StepInfo(NamedTuple):
-    """What one sweep saw."""
+    """What one sweep (or an iteration's sweeps and move, :func:`update_records`) saw."""
     accept_rate: float      # fraction of record proposals accepted
     min_accept_prob: float  # smallest acceptance probability met in the sweep
     status: int             # OK, or the code of what went wrong (see STATUS_MESSAGES)
     move_accept: float      # acceptance probability of the extra theta move, if any
 
 
+class RecordInfo(NamedTuple):
+    """What one iteration reports (:func:`step`): its status, then the sample stats, in the
+    order of :data:`SAMPLE_STATS` (the loop stores them, :func:`dawrap.samplers.loop.keep`)."""
+    status: int             # OK, or the code of what went wrong (see STATUS_MESSAGES)
+    accept_rate: float      # fraction of record proposals accepted in the iteration's sweeps
+    min_accept_prob: float  # smallest record acceptance probability met in the iteration
+    theta_accept: float     # the theta kernel's acceptance probability (NaN: none reported)
+    move_accept: float      # the extra theta move's (NaN: no move)
+
+
 class Trace(NamedTuple):
-    """Preallocated per-chain output, one row per kept draw."""
-    theta: np.ndarray            # (draws, theta_size)
-    accept_rate: np.ndarray      # (draws,)
-    min_accept_prob: np.ndarray  # (draws,)
-    theta_accept: np.ndarray     # (draws,) NaN when the kernel reports none
-    move_accept: np.ndarray      # (draws,) NaN without an extra theta move
-    total: np.ndarray            # (draws, size), or (0, size) when not kept
+    """Preallocated per-chain output, one row per kept draw: the run loop's outputs
+    (:func:`dawrap.samplers.loop.run`, called as ``chain.run(..., *trace)``)."""
+    theta: np.ndarray  # (draws, theta_size)
+    stats: np.ndarray  # (draws, len(SAMPLE_STATS)): RecordInfo's sample stats, in order
+    total: np.ndarray  # (draws, size), or (0, size) when not kept
 
 
 class Inputs(NamedTuple):
@@ -205,11 +216,12 @@ class Chain(NamedTuple):
     """One model's compiled chain (from :func:`bind_chain`); each field is a dispatcher.
 
     ``init(theta, x, inputs, kernel_state, move_state) -> RecordState`` and
-    ``step(rng, state, inputs, it, tune, trace) -> (state, status)`` are the sampler;
-    ``run(rng, state, inputs, start, stop, tune, trace) -> (state, done, status)`` loops
-    ``step``; ``after_theta(rng, state, inputs, theta, accept_prob, it, tune, trace)`` is the
-    end of an iteration once theta is drawn (the runner's loop around a Python
-    ``draw_theta`` calls it); ``sweep(rng, state, s_dp, params)`` is one record sweep. The
+    ``step(rng, state, inputs) -> (state, RecordInfo)`` are the sampler (the protocol of
+    :mod:`dawrap.samplers.loop`); ``run(rng, state, inputs, start, stop, tune, *trace) ->
+    (state, done, status)`` is the one run loop bound to ``step`` and :func:`schedule`, and
+    ``keep(row, state, info, *trace)`` its storing of one draw (the runner's parallel sweep,
+    which loops in Python, stores through it); ``sweep(rng, state, s_dp, params)`` is one
+    record sweep. The
     rest check a database: ``consistency(state, s_dp)``, ``refresh(state, s_dp, params)``,
     ``first_overflow(x, s_dp)``, ``draw_guarded(rng, theta, count)``,
     ``draw_database(rng, theta, n)``, ``check_entries(x, s_dp, compared)``,
@@ -219,7 +231,7 @@ class Chain(NamedTuple):
     init: object
     step: object
     run: object
-    after_theta: object
+    keep: object
     sweep: object
     update_records: object
     consistency: object
@@ -232,8 +244,9 @@ class Chain(NamedTuple):
     arrange: object
 
 
-#: The per-iteration statistics the record sampler emits (each a column of :class:`Trace`
-#: and a variable of the result's ``sample_stats``), with what they mean. Those that are NaN
+#: The per-iteration statistics the record sampler emits (the fields of :class:`RecordInfo`
+#: after its status, in order: each a column of ``Trace.stats`` and a variable of the
+#: result's ``sample_stats``), with what they mean. Those that are NaN
 #: throughout a run (no Metropolis theta kernel, no extra move) are left out of the result.
 SAMPLE_STATS = {
     "accept_rate": "fraction of record proposals accepted in the iteration's sweeps",
@@ -251,7 +264,8 @@ def init(theta, x, inputs, kernel_state, move_state):
         stats, total, _, _, _ = sparse_sums(x, s_dp, False)
         return arrange(RecordState(theta, x, stats, total,
                                    LOG_DENSITY(s_dp, total, inputs.params), kernel_state,
-                                   move_state, np.zeros((0, 4))), s_dp, inputs.params)
+                                   move_state, np.zeros(2, np.int64), np.zeros((0, 4))),
+                       s_dp, inputs.params)
     stats = np.zeros(MODEL_STAT_SIZE)
     total = np.zeros(s_dp.shape[0])
     buf_s = np.empty(MODEL_STAT_SIZE)
@@ -262,7 +276,7 @@ def init(theta, x, inputs, kernel_state, move_state):
         add_into(stats, buf_s)
         add_into(total, buf_t)
     return RecordState(theta, x, stats, total, LOG_DENSITY(s_dp, total, inputs.params),
-                       kernel_state, move_state, np.zeros((0, 4)))
+                       kernel_state, move_state, np.zeros(2, np.int64), np.zeros((0, 4)))
 
 
 def arrange(state, s_dp, params):
@@ -286,7 +300,7 @@ def arrange(state, s_dp, params):
     else:
         stats = state.stats
     return RecordState(state.theta, state.x, stats, cells[:, 2], state.log_g,
-                       state.kernel_state, state.move_state, cells)
+                       state.kernel_state, state.move_state, state.clock, cells)
 
 
 @numba.njit(nogil=True, cache=True)
@@ -416,6 +430,9 @@ def dense_pass(rng, state, s_dp, params, table):
         # record, a tenth of the cost of a record update (benchmarks/record_update.py).
         for j in range(RECORD_SIZE):
             current[j] = x[i, j]
+        # The proposal step: the same in sparse_pass and parallel.group_pass. Three copies
+        # on purpose: a template shared by the sweeps costs reference counts on its array
+        # arguments per record (benchmarks/results/proposal_block_ab.md).
         if USER_PROPOSAL:
             # out starts as a copy of the record, so a proposal may change only some fields.
             for j in range(RECORD_SIZE):
@@ -485,7 +502,7 @@ def dense_pass(rng, state, s_dp, params, table):
         status = BAD_STATS
     info = StepInfo(accepted / n, math.exp(min_log_alpha), status, math.nan)
     return RecordState(theta, x, state.stats, state.total, log_g, state.kernel_state,
-                       state.move_state, state.cells), info
+                       state.move_state, state.clock, state.cells), info
 
 
 def move_model_stats(x_i, proposal, stats, index, value, touched, delta, s_old, s_new):
@@ -540,6 +557,8 @@ def sparse_pass(rng, state, s_dp, params, table):
         i = rng.integers(0, n) if RANDOM_SCAN else visit
         for j in range(RECORD_SIZE):  # no view x[i]: see dense_pass
             current[j] = x[i, j]
+        # The proposal step and the entries' merge: as in dense_pass and
+        # parallel.group_pass, copied on purpose (see dense_pass).
         if USER_PROPOSAL:
             for j in range(RECORD_SIZE):
                 proposal[j] = current[j]
@@ -602,7 +621,7 @@ def sparse_pass(rng, state, s_dp, params, table):
             status = BAD_STATS
     info = StepInfo(accepted / n, math.exp(min_log_alpha), status, math.nan)
     return RecordState(theta, x, stats, total, log_g, state.kernel_state,
-                       state.move_state, state.cells), info
+                       state.move_state, state.clock, state.cells), info
 
 
 @numba.njit(nogil=True, cache=True)
@@ -625,13 +644,6 @@ def no_move(rng, state, s_dp, params, tuning):
     return state, math.nan, OK
 
 
-@numba.njit(nogil=True, cache=True)
-def no_kernel(rng, theta, x, stats, kernel_state, tuning):
-    """The kernel bound when ``draw_theta`` is plain Python (never called: the runner calls
-    ``draw_theta`` itself, then ``after_theta``)."""
-    return theta.copy(), math.nan
-
-
 def update_records(rng, state, inputs, tuning):
     """After theta's kernel: the extra theta move (e.g. the non-centred move of
     :mod:`dawrap.samplers.interweave`), then ``inputs.sweeps`` record sweeps. Returns the
@@ -651,69 +663,60 @@ def update_records(rng, state, inputs, tuning):
     return state, StepInfo(accepted / inputs.sweeps, min_accept, OK, move_accept)
 
 
-def after_theta(rng, state, inputs, theta_new, theta_accept, it, tune, trace):
-    """Everything iteration ``it`` does once theta is drawn: check and store theta, the
-    extra move and the record sweeps, the periodic refresh of the running sums, and the kept
-    draw (row ``it - tune`` of ``trace`` once ``it >= tune``). Returns ``(state, status)``.
+@numba.njit(nogil=True, cache=True)
+def schedule(state, it, tune):
+    """What the iteration number changes (the loop's ``SCHEDULE``): the state's clock, from
+    which :func:`step` reads whether it is warm-up and whether the refresh is due."""
+    state.clock[0] = it
+    state.clock[1] = tune
 
-    The one end of an iteration for both loops: ``run`` (compiled theta kernel) and the
-    runner's loop around a plain Python ``draw_theta``.
+
+@numba.njit(nogil=True, cache=True)
+def running_total(state):
+    """What the record chain keeps with a draw (the loop's ``KEPT_STATISTIC``): ``T``."""
+    return state.total
+
+
+@numba.njit(nogil=True, cache=True)
+def given_theta(rng, theta, x, stats, kernel_state, tuning):
+    """The kernel step of a plain Python ``draw_theta``, which cannot run in compiled code:
+    the runner draws theta in Python and writes it, and its acceptance probability last,
+    into the kernel state (:func:`given_theta_state`) before running the iteration."""
+    return kernel_state[:-1], kernel_state[-1]
+
+
+def given_theta_state(theta):
+    """The kernel state :func:`given_theta` reads: theta, then the acceptance probability."""
+    return np.append(np.asarray(theta, dtype=np.float64), np.nan)
+
+
+def step(rng, state, inputs):
+    """One iteration (BlackJAX's ``step``, the protocol of :mod:`dawrap.samplers.loop`):
+    theta from ``KERNEL_STEP``, checked and stored in the state, the extra move and the
+    record sweeps (:func:`update_records`), and every :data:`REFRESH_EVERY` iterations the
+    refresh of the running sums. Returns ``(state, RecordInfo)``; the loop keeps the draw.
+
+    ``KERNEL_STEP(rng, theta, x, stats, kernel_state, tuning) -> (theta, accept_prob)`` is
+    the step of a :class:`dawrap.samplers.kernels.Kernel` (:func:`given_theta` for a plain
+    Python ``draw_theta``); it may update ``kernel_state`` in place while tuning. Whether
+    this is warm-up, and the iteration number, are on the state's clock (:func:`schedule`).
     """
+    it = state.clock[0]
+    tuning = it < state.clock[1]
+    # A copy of the running statistic: a kernel that modifies its input cannot corrupt it.
+    theta_new, theta_accept = KERNEL_STEP(rng, state.theta, state.x, state.stats.copy(),
+                                          state.kernel_state, tuning)
     status = set_theta(state, theta_new)
     if status == OK and not THETA_SUPPORT(state.theta):
         status = BAD_SUPPORT
     if status != OK:
-        return state, status
-    state, info = update_records(rng, state, inputs, it < tune)
-    if info.status != OK:
-        return state, info.status
-    if (it + 1) % REFRESH_EVERY == 0:
+        return state, RecordInfo(status, math.nan, math.nan, theta_accept, math.nan)
+    state, info = update_records(rng, state, inputs, tuning)
+    if info.status == OK and (it + 1) % REFRESH_EVERY == 0:
         state, status = REFRESH(state, inputs.s_dp, inputs.params)
-        if status != OK:
-            return state, status
-    if it >= tune:
-        store_draw(trace, it - tune, state, info, theta_accept)
-    return state, OK
-
-
-def step(rng, state, inputs, it, tune, trace):
-    """Iteration ``it`` with a compiled theta kernel: theta from ``KERNEL_STEP``, then
-    ``after_theta``. Returns ``(state, status)``.
-
-    ``KERNEL_STEP(rng, theta, x, stats, kernel_state, tuning) -> (theta, accept_prob)`` is
-    the step of a :class:`dawrap.samplers.kernels.Kernel`; it may update ``kernel_state`` in
-    place while tuning (``it < tune``).
-    """
-    # A copy of the running statistic: a kernel that modifies its input cannot corrupt it.
-    theta_new, theta_accept = KERNEL_STEP(rng, state.theta, state.x, state.stats.copy(),
-                                          state.kernel_state, it < tune)
-    return after_theta(rng, state, inputs, theta_new, theta_accept, it, tune, trace)
-
-
-def run(rng, state, inputs, start, stop, tune, trace):
-    """Iterations ``start..stop-1`` of a chain whose theta kernel is compiled.
-
-    Iterations before ``tune`` are warm-up (the kernel and the move may adapt); iteration
-    ``it`` is kept in row ``it - tune`` of ``trace`` when ``it >= tune``. Returns the final
-    state, the number of iterations done and a status code (:mod:`.status`).
-    """
-    for it in range(start, stop):
-        state, status = step(rng, state, inputs, it, tune, trace)
-        if status != OK:
-            return state, it, status
-    return state, stop, OK
-
-
-@numba.njit(nogil=True, cache=True)
-def store_draw(trace, row, state, info, theta_accept):
-    """Write one kept draw (the state after the iteration's updates) into ``trace``."""
-    copy_into(trace.theta[row], state.theta)
-    trace.accept_rate[row] = info.accept_rate
-    trace.min_accept_prob[row] = info.min_accept_prob
-    trace.theta_accept[row] = theta_accept
-    trace.move_accept[row] = info.move_accept
-    if trace.total.shape[0] > 0:
-        copy_into(trace.total[row], state.total)
+        info = StepInfo(info.accept_rate, info.min_accept_prob, status, info.move_accept)
+    return state, RecordInfo(info.status, info.accept_rate, info.min_accept_prob,
+                             theta_accept, info.move_accept)
 
 
 #: Running sums may differ from a recomputation by rounding only: at most this fraction of
@@ -774,7 +777,7 @@ def refresh(state, s_dp, params):
     # The fresh total (contiguous) holds the values of state.total, which may be a view.
     return RecordState(state.theta, state.x, state.stats, state.total,
                        LOG_DENSITY(s_dp, total, params), state.kernel_state,
-                       state.move_state, state.cells), status
+                       state.move_state, state.clock, state.cells), status
 
 
 #: Floats after the end of each ``out`` buffer that ``first_overflow`` watches.
@@ -867,19 +870,21 @@ RECORD_TEMPLATES = (init, arrange, fill_cells, consistency, refresh, first_overf
                     draw_batches_guarded, sparse.sparse_sums, sparse.sparse_consistency,
                     sparse.check_entries)
 SWEEP_TEMPLATES = (move_model_stat, move_model_stats, take_proposal, sweep_table)
-CHAIN_TEMPLATES = (update_records, after_theta, step, run)
-#: The chain's layers compiled into their callers rather than on their own: ``run`` holds
-#: them all (``after_theta``, which the runner calls around a Python ``draw_theta``,
-#: compiles on its own when so called), so each is optimised once, not once more in every
-#: caller (``benchmarks/compile_profile.py``: the chain's compile time 19.7 s -> 9.1 s at
-#: load 12). Inlining the sweep's pass too costs numba's typing more than it saves LLVM.
-CHAIN_INLINED = ("update_records", "after_theta", "step")
+CHAIN_TEMPLATES = (update_records, step)
+#: The chain's layers compiled into their callers rather than on their own: the run loop
+#: (:func:`dawrap.samplers.loop.run`, bound to ``step``) holds ``step``, which holds
+#: ``update_records`` (numba's ``inline="always"`` is the callee's option, so it applies
+#: across the two bindings), so each is optimised once, not once more in every caller
+#: (``benchmarks/compile_profile.py``: the chain's compile time 19.7 s -> 9.1 s at load 12).
+#: ``step`` called from Python compiles on its own. Inlining the sweep's pass too costs
+#: numba's typing more than it saves LLVM.
+CHAIN_INLINED = ("update_records", "step")
 
 
 def bind_chain(fns: RecordFunctions, record_size: int, size: int, stat_size: int, *,
                general: bool = False, shared: bool = False, random_scan: bool = False,
                batched: bool = False, prepared: bool = False, move=no_move,
-               kernel_step=no_kernel) -> Chain:
+               kernel_step=given_theta) -> Chain:
     """Compile the record sampler for one model, mechanism, theta kernel and move.
 
     Parameters
@@ -911,7 +916,7 @@ def bind_chain(fns: RecordFunctions, record_size: int, size: int, stat_size: int
         status)`` (:func:`dawrap.samplers.interweave.make_move`), or :func:`no_move`.
     kernel_step : dispatcher
         The compiled theta kernel's step (:class:`dawrap.samplers.kernels.Kernel`), or
-        :func:`no_kernel` when ``draw_theta`` is plain Python.
+        :func:`given_theta` when ``draw_theta`` is plain Python.
 
     Returns
     -------
@@ -946,7 +951,8 @@ def bind_chain(fns: RecordFunctions, record_size: int, size: int, stat_size: int
         SWEEP_TABLE=sweeps.sweep_table, MOVE=move, KERNEL_STEP=kernel_step,
         REFRESH=records.refresh,
         THETA_SUPPORT=fns.theta_support), inline=CHAIN_INLINED)
-    return Chain(records.init, chain.step, chain.run, chain.after_theta, sweep,
+    looped = loop.bind(chain.step, schedule, running_total)  # the one run loop
+    return Chain(records.init, chain.step, looped.run, looped.keep, sweep,
                  chain.update_records, records.consistency, records.refresh,
                  records.first_overflow, records.draw_guarded, records.draw_database,
                  records.check_entries, records.draw_batches_guarded, records.arrange)

@@ -67,10 +67,17 @@ STATUS_MESSAGES = {
 }
 
 
-# The names the templates below call: SuffstatFunctions' fields in capitals, bound per
-# family (function_names, dawrap._templates; placeholders here).
-MEAN_COV = CONJUGATE_DRAW = VALID = NATURAL = CDF = SF = LOG_PARTITION = None
-LIKELIHOOD_NATURAL = None
+# The slots the templates below read: SuffstatFunctions' fields in capitals, bound per
+# family (function_names; dawrap._templates checks the names against these). CDF and SF are
+# the truncation templates' (dawrap.model.family), bound with them.
+MEAN_COV = _templates.slot("(theta) -> (mu, Sigma): the moments of t(x) under theta")
+CONJUGATE_DRAW = _templates.slot("(rng, s, n) -> theta: a draw from p(theta | s, n)")
+VALID = _templates.slot("(s, n) -> bool: s is a statistic n records can have")
+NATURAL = _templates.slot("(theta) -> eta: the natural parameter (a float for truncation)")
+LOG_PARTITION = _templates.slot("(eta) -> A(eta): the log-partition function")
+LIKELIHOOD_NATURAL = _templates.slot("(theta) -> eta of the conjugate likelihood")
+CDF = _templates.slot("(x, eta) -> P(X <= x): unbounded univariate families")
+SF = _templates.slot("(x, eta) -> P(X >= x): unbounded univariate families")
 
 
 class SuffstatFunctions(NamedTuple):

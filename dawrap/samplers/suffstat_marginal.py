@@ -85,6 +85,7 @@ from . import loop
 from .arrays import copy_into
 from .kernels import acceptance_probability
 from .status import BAD_THETA, OK
+from . import suffstat
 from .suffstat import function_names, region_moments, update_noise
 from .suffstat_densities import LOG_SQRT_2PI, dot, log_normal_cholesky, matvec, on_support
 from .suffstat_marginal_parts import (PSEUDO_ADAPTED, PSEUDO_INDEPENDENT, PSEUDO_LOG_N,
@@ -95,9 +96,12 @@ from .suffstat_marginal_parts import (PSEUDO_ADAPTED, PSEUDO_INDEPENDENT, PSEUDO
 __all__ = ["MarginalState", "MarginalInputs", "MarginalInfo", "schedule", "step",
            "bind_run"]
 
-# The family's functions the templates below call, bound per family with the other
-# suffstat templates (dawrap.samplers.suffstat.function_names; placeholders here).
-MEAN_COV = CONJUGATE_DRAW = VALID = LIKELIHOOD_NATURAL = None
+# The slots the templates below read: the family's functions, bound per family with the
+# other suffstat templates (dawrap.samplers.suffstat.function_names).
+MEAN_COV = suffstat.MEAN_COV
+CONJUGATE_DRAW = suffstat.CONJUGATE_DRAW
+VALID = suffstat.VALID
+LIKELIHOOD_NATURAL = suffstat.LIKELIHOOD_NATURAL
 
 
 # The marginal kernel has its own state and settings (the Gibbs kernels' types, and so their

@@ -17,6 +17,7 @@ import numba
 import numpy as np
 
 from ..model.family import _as_vector
+from . import suffstat
 from .suffstat import region_moments
 from .suffstat_densities import (cholesky, cov_on_support, dot, draw_normal_laplace,
                                  log_normal_density, log_normal_laplace, matvec, spd_solve,
@@ -27,9 +28,11 @@ __all__ = ["release_moments", "release_log_likelihood", "log_conjugate_likelihoo
            "PSEUDO_LOG_N", "PSEUDO_ADAPTED", "PSEUDO_SUMMARISED", "PSEUDO_INDEPENDENT",
            "PSEUDO_STATS"]
 
-# The family's functions the templates below call, bound per family with the other
-# suffstat templates (dawrap.samplers.suffstat.function_names; placeholders here).
-MEAN_COV = LIKELIHOOD_NATURAL = LOG_PARTITION = None
+# The slots the templates below read: the family's functions, bound per family with the
+# other suffstat templates (dawrap.samplers.suffstat.function_names).
+MEAN_COV = suffstat.MEAN_COV
+LIKELIHOOD_NATURAL = suffstat.LIKELIHOOD_NATURAL
+LOG_PARTITION = suffstat.LOG_PARTITION
 
 
 def release_moments(theta, inputs):

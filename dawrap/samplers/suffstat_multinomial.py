@@ -90,9 +90,11 @@ __all__ = ["MultinomialFunctions", "solve", "cov_times", "log_release_likelihood
            "bind_marginal"]
 
 
-# The names the templates below call: MultinomialFunctions' fields in capitals, bound per
-# family (dawrap._templates; placeholders here).
-PROBABILITIES = CONJUGATE_DRAW = VALID = None
+# The slots the templates below read: MultinomialFunctions' fields in capitals, bound per
+# family (dawrap.samplers.suffstat.function_names; dawrap._templates checks them).
+PROBABILITIES = _templates.slot("(theta) -> p: the cell probabilities")
+CONJUGATE_DRAW = _templates.slot("(rng, counts, records) -> theta")
+VALID = _templates.slot("(s, n) -> bool: the Gibbs kernel's rejection step")
 
 
 class MultinomialFunctions(NamedTuple):

@@ -328,9 +328,9 @@ def test_the_table_is_built_once_per_iteration_whatever_the_sweeps(path):
     theta = np.array([0.25, 0.25, 0.25, 0.25, 0.0])  # the last cell: the tables built
     state = chain.init(theta, np.ones((n, 1)), inputs, np.empty(0), np.empty(0))
     trace = record.Trace(np.empty((iterations, k + 1)),
-                         *(np.empty(iterations) for _ in range(4)), np.empty((0, k)))
+                         np.empty((iterations, len(record.SAMPLE_STATS))), np.empty((0, k)))
     state, done, status = chain.run(np.random.default_rng(0), state, inputs, 0, iterations,
-                                    0, trace)
+                                    0, *trace)
     assert status == record.OK and done == iterations
     assert np.array_equal(trace.theta[:, -1], np.arange(1, iterations + 1))
     state, info = chain.sweep(np.random.default_rng(1), state, s_dp, mech.params)

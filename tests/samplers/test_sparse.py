@@ -111,7 +111,7 @@ def test_the_sweep_stops_on_entries_outside_the_statistic():
     s_dp = np.zeros(3)
     x = np.zeros((4, 1))
     state = record.RecordState(np.full(3, 1 / 3), x, np.zeros(3), np.zeros(3), 0.0,
-                               np.empty(0), np.empty(0))
+                               np.empty(0), np.empty(0), np.zeros(2, np.int64))
     _, info = sweep(np.random.default_rng(0), state, s_dp, mech.params)
     assert info.status == BAD_ENTRIES
     assert "entries" in record.STATUS_MESSAGES[BAD_ENTRIES]
@@ -140,7 +140,7 @@ def test_the_sparse_sweep_reports_a_non_finite_model_statistic(model_nnz):
     sweep = record.bind_chain(fns, 1, 3, 3).sweep   # not shared: the model's own statistic
     x = np.zeros((50, 1))
     state = record.RecordState(np.full(3, 1 / 3), x, np.zeros(3), np.zeros(3), 0.0,
-                               np.empty(0), np.empty(0))
+                               np.empty(0), np.empty(0), np.zeros(2, np.int64))
     _, info = sweep(np.random.default_rng(0), state, np.full(3, 50 / 3), mech.params)
     assert info.status == BAD_STATS
     assert info.accept_rate > 0
@@ -336,7 +336,7 @@ def test_a_sweep_with_the_block_is_the_sweep_without_it():
     fresh = chain.init(theta.copy(), x.copy(), record.Inputs(s_dp, mech.params, 1),
                        np.empty(0), np.empty(0))
     plain = record.RecordState(theta.copy(), x.copy(), fresh.stats.copy(), fresh.total.copy(),
-                               fresh.log_g, np.empty(0), np.empty(0))
+                               fresh.log_g, np.empty(0), np.empty(0), fresh.clock.copy())
     assert plain.cells.shape == (0, 4)
     restored = chain.arrange(plain._replace(x=x.copy()), s_dp, mech.params)
     assert np.array_equal(restored.cells, fresh.cells)
