@@ -575,7 +575,9 @@ class DistributedChain:
                     return state, it, status
                 self.recount(state)
             if it >= tune:
-                info = parallel.info_of(accepted, n * inputs.sweeps, min_log_alpha, OK,
-                                        math.nan)
-                record.store_draw(trace, it - tune, state, info, theta_accept)
+                swept = parallel.info_of(accepted, n * inputs.sweeps, min_log_alpha, OK,
+                                         math.nan)
+                info = record.RecordInfo(OK, swept.accept_rate, swept.min_accept_prob,
+                                         float(theta_accept), swept.move_accept)
+                setup.chain.keep(it - tune, state, info, *trace)
         return state, stop, OK
