@@ -118,7 +118,9 @@ def clamped_count(c: float):
 
 
 def _check_clamp(c) -> float:
-    if not isinstance(c, (int, float, np.integer, np.floating)) or not c > 0 or c != int(c):
+    # math.isfinite first: int(inf) raises OverflowError, not the error naming c.
+    if (not isinstance(c, (int, float, np.integer, np.floating)) or not math.isfinite(c)
+            or not c > 0 or c != int(c)):
         raise ValueError(f"c must be a positive whole number, got {c!r}")
     return float(c)
 

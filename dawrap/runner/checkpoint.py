@@ -297,7 +297,9 @@ def load_chain(directory, chain: int, settings: dict) -> dict | None:
     saved = out.pop("settings")
     if saved.get("format") != FORMAT:
         raise ValueError(f"resume: {path} has checkpoint format {saved.get('format')}, "
-                         f"this dawrap writes {FORMAT}")
+                         f"this dawrap reads and writes format {FORMAT} only (the layout of "
+                         f"what a chain saves changed): resume it with the dawrap version "
+                         f"that wrote it, or start the run again without resume")
     for key, value in settings.items():
         if key != "code" and saved.get(key) != value:
             raise ValueError(f"resume: the checkpoint at {path} was made with {key} = "

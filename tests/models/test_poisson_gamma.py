@@ -193,3 +193,12 @@ def test_the_default_sampler_crosses_the_modes_of_a_truncated_release(truncated_
         mcse = math.hypot(diagnostics.mcse(draws, "mean"), ref.mcse(values))
         assert abs(draws.mean() - ref.expect(values)) < Z * mcse, \
             f"{what}: {draws.mean():.4g} against {ref.expect(values):.4g} (4 mcse {Z * mcse:.2g})"
+
+
+@pytest.mark.parametrize("c", [float("inf"), float("nan"), -1.0, 0.0, 2.5, "3"])
+def test_a_clamp_that_is_not_a_positive_whole_number_is_refused_naming_c(c):
+    """Hypothesis found c=inf raising OverflowError inside the check (int(inf))."""
+    with pytest.raises(ValueError, match="c must be a positive whole number"):
+        poisson_gamma.laplace(1.0, c=c)
+    with pytest.raises(ValueError, match="c must be a positive whole number"):
+        poisson_gamma.clamped_count(c)

@@ -1,5 +1,6 @@
 """Long runs lose nothing: atomic checkpoints, resume after SIGKILL, Ctrl-C returns draws."""
 import errno
+import json
 import os
 import signal
 import subprocess
@@ -12,6 +13,7 @@ import pytest
 
 import dawrap as dw
 from dawrap import diagnostics
+from dawrap.runner import checkpoint
 from dawrap.models import beta_binomial
 
 RUN = """
@@ -85,6 +87,17 @@ def test_resume_checks_the_settings(tmp_path):
         dw.sample(model, mech, 30.0, 100, draws=20, resume=tmp_path / "nowhere")
     with pytest.raises(ValueError, match="to method='record' only"):
         dw.sample(model, mech, 30.0, 100, method="suffstat", checkpoint=tmp_path)
+    # A checkpoint of another format (an older dawrap's) says why it cannot be resumed.
+    old = tmp_path / "older"
+    old.mkdir()
+    with np.load(tmp_path / "chain0.npz") as data:
+        saved = dict(data)
+    settings = json.loads(str(saved["settings"]))
+    saved["settings"] = np.array(json.dumps({**settings, "format": checkpoint.FORMAT - 1}))
+    np.savez(old / "chain0.npz", **saved)
+    with pytest.raises(ValueError, match=f"format {checkpoint.FORMAT - 1}, this dawrap reads "
+                                         f"and writes format {checkpoint.FORMAT} only"):
+        dw.sample(model, mech, 30.0, 100, draws=20, tune=5, chains=1, seed=1, resume=old)
     # A finished run resumes to the same draws without sampling again.
     a = dw.sample(model, mech, 30.0, 100, draws=20, tune=5, chains=1, seed=1, resume=tmp_path)
     b = dw.sample(model, mech, 30.0, 100, draws=20, tune=5, chains=1, seed=1)
