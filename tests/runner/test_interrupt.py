@@ -35,7 +35,9 @@ def _run_and_interrupt(method: str, cores: int, chains: int, when: str, cache=No
     """Start the child; send SIGINT after the import (``when="compiling"``) or once the
     progress line shows iterations done (``when="sampling"``). ``cache``: the child's numba
     cache folder (an empty one makes it compile the chain instead of loading it)."""
-    env = dict(os.environ, **({"NUMBA_CACHE_DIR": str(cache)} if cache else {}))
+    # Both variables: DAWRAP_CACHE_DIR, when set in the environment, overrides numba's.
+    env = dict(os.environ, **({"NUMBA_CACHE_DIR": str(cache), "DAWRAP_CACHE_DIR": str(cache)}
+                              if cache else {}))
     proc = subprocess.Popen([sys.executable, "-c", CHILD, method, str(cores), str(chains)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
