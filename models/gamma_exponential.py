@@ -266,13 +266,15 @@ def laplace(epsilon: float, lower: float, upper: float) -> dw.Laplace:
                       truncation=(lower, upper))
 
 
-def _release_density(lam, s_dp, n, lower, upper, noise_cf, spread, atom):
+def _release_density(lam, s_dp, n, lower, upper, noise_cf, spread, atom, prior=None):
     r"""``p(s_dp | lam)`` without the all-outside atom, for each rate in ``lam``, by Fourier
     inversion (see :func:`exact_posterior`); ``spread`` bounds the width of the release's
     distribution (the step in omega is chosen so that aliasing at period ``2 pi / h`` cannot
     reach it); ``atom`` is the atom's part of the density, which the caller adds (it sets
     the accuracy needed: where nearly every record falls outside, the atom is nearly all of
-    the likelihood and the rest need not be resolved to 1e-7 of itself)."""
+    the likelihood and the rest need not be resolved to 1e-7 of itself). ``prior``, the
+    prior density at ``lam`` (any scale), sets where a rate's likelihood matters: one the
+    prior makes negligible next to the largest posterior density needs no precision."""
     lam = np.asarray(lam, dtype=float)[:, None]
     q = np.exp(-lam * lower) - np.exp(-lam * upper)
     outside = np.maximum(1.0 - q, 0.0)  # P(a record contributes 0)
@@ -284,7 +286,12 @@ def _release_density(lam, s_dp, n, lower, upper, noise_cf, spread, atom):
     # inside (one contribution's density jumps at a and b), so with Laplace noise the
     # integrand can fall as slowly as omega^-3, whose tail beyond Omega is Omega / 2 times the
     # integrand there. A rate is done when that bound is below 1e-7 of its likelihood, atom
-    # included (or of 1e-8 of the largest likelihood: rates so unlikely do not matter).
+    # included, or of 1e-8 of the largest posterior density over the prior's density there
+    # (a rate whose posterior density is below 1e-15 of the largest does not matter: before,
+    # rates of prior density e^-175, where a record falls inside once in a thousand and the
+    # integrand decays like omega^-3, took minutes).
+    weight = np.ones(lam.shape[0]) if prior is None else np.asarray(prior, dtype=float)
+    weight = weight / np.max(weight)
     active = np.arange(lam.shape[0])
     start, size = 1, 4096
     while active.size and start < 4_000_000:
@@ -301,7 +308,9 @@ def _release_density(lam, s_dp, n, lower, upper, noise_cf, spread, atom):
         density = h / math.pi * (0.5 * zero + total)
         tail = np.max(np.abs(body[:, -size // 8:]), axis=1) * w[0, -1] / (2.0 * math.pi)
         likelihood = np.abs(density + atom)
-        floor = np.maximum(likelihood[active], 1e-8 * np.max(likelihood))
+        with np.errstate(divide="ignore"):
+            floor = np.maximum(likelihood[active],
+                               1e-8 * np.max(weight * likelihood) / weight[active])
         active = active[tail > 1e-7 * floor]
     if active.size:
         warnings.warn(f"exact_posterior: the Fourier inversion did not converge for "
@@ -398,10 +407,12 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, alpha: float = 1.0,
         q = np.exp(-lam * lower) - np.exp(-lam * upper)
         with np.errstate(divide="ignore"):
             atom = np.exp(n * np.log1p(-q) + noise_log_pdf(s_dp))
-        dens = _release_density(lam, s_dp, n, lower, upper, noise_cf, spread, atom) + atom
+        log_prior = stats.gamma.logpdf(lam, alpha, scale=1.0 / beta)
+        dens = _release_density(lam, s_dp, n, lower, upper, noise_cf, spread, atom,
+                                prior=np.exp(log_prior - np.max(log_prior))) + atom
         with np.errstate(divide="ignore", invalid="ignore"):
             log_lik = np.where(dens > 0, np.log(np.maximum(dens, 1e-300)), -np.inf)
-        return stats.gamma.logpdf(lam, alpha, scale=1.0 / beta) + log_lik
+        return log_prior + log_lik
 
     # The mass may sit in two places of very different widths (a release near zero: a mode
     # at lam ~ 0.003 where every record falls beyond the bound, one at lam ~ 3.5 where they
