@@ -47,7 +47,7 @@ import dawrap as dw
 from ._census_math import (compress_counts, dirichlet_into, dm_log_likelihood,
                            dm_log_likelihood_grad, table_count)
 
-__all__ = ["theta_kernel", "CensusKernelState", "kappa_state", "record_counts", "FLOOR"]
+__all__ = ["theta_kernel", "CensusKernelState", "kappa_state", "FLOOR"]
 
 #: The smallest probability used as a Dirichlet parameter (a share that underflowed to 0).
 FLOOR = 1e-300
@@ -72,24 +72,6 @@ def kappa_state(kappas, l):
                            kappas.factor[l])
 #: Warm-up steps before a random walk may use its learned covariance.
 ADAPT_AFTER = 50
-
-
-@numba.njit(nogil=True, cache=True)
-def record_counts(x, prior_unit, cells, counts, fine_units):
-    """Add each record ``[u, c]`` of ``x`` to ``counts[prior_unit[u] * cells + c]`` (the
-    counts of the finest prior level, flat); returns the number of records in each of the
-    ``fine_units`` finest units (an empty array for ``fine_units = 0``). A record outside
-    the units or cells, or not whole, counts nowhere (as no record of a chain is: the
-    sampler checks them)."""
-    totals = np.zeros(fine_units)
-    units = prior_unit.shape[0]
-    for i in range(x.shape[0]):
-        u, c = x[i, 0], x[i, 1]
-        if 0 <= u < units and 0 <= c < cells and u == math.floor(u) and c == math.floor(c):
-            counts[prior_unit[int(u)] * cells + int(c)] += 1.0
-            if fine_units > 0:
-                totals[int(u)] += 1.0
-    return totals
 
 
 @numba.njit(nogil=True, cache=True)
@@ -128,20 +110,13 @@ def kappa_log_target(log_kappa, counts, start, positions, totals, probs, parent_
     return out
 
 
-def theta_kernel(units, parents, prior_unit, cells: int, a0: float, b0: float,
-                 kappa_shape: float, kappa_rate: float, fixed_alpha, groups,
-                 share_prior: float, alpha_kernel: str, hyper_steps: int,
-                 step: float | None) -> dw.kernels.Kernel:
+def theta_kernel(units, parents, cells: int, a0: float, b0: float, kappa_shape: float,
+                 kappa_rate: float, fixed_alpha, groups, share_prior: float,
+                 alpha_kernel: str, hyper_steps: int, step: float | None) -> dw.kernels.Kernel:
     """The compiled theta step for prior levels of ``units`` (coarsest first) with
-    ``parents[l]`` the parent of each unit of level ``l >= 1`` and ``prior_unit[u]`` the
-    finest prior level's unit of finest unit ``u``; ``fixed_alpha`` (or None: α learned);
-    ``groups`` (CSR ``(starts, units)``: the finest units of each unit with a public total,
-    or None when every finest unit's total is public).
-
-    The counts are taken from the records themselves, one pass over ``x`` per iteration
-    (:func:`record_counts`), not from a model statistic the record sweep would keep up to
-    date: that bookkeeping cost the sweep about a quarter of its time per record
-    (``benchmarks/census_profile.py``), the pass a few nanoseconds per record."""
+    ``parents[l]`` the parent of each unit of level ``l >= 1``; ``fixed_alpha`` (or None: α
+    learned); ``groups`` (CSR ``(starts, units)``: the finest units of each unit with a
+    public total, or None when every finest unit's total is public)."""
     levels = len(units)
     U = np.array(units, np.int64)
     toff = np.zeros(levels, np.int64)  # theta order: the finest level's p first
@@ -161,8 +136,6 @@ def theta_kernel(units, parents, prior_unit, cells: int, a0: float, b0: float,
     latent = groups is not None
     g_start, g_units = (groups if latent else (np.zeros(1, np.int64), np.zeros(1, np.int64)))
     fine = int(U[levels - 1] * cells)
-    prior_unit = np.asarray(prior_unit, np.int64)
-    fine_units = prior_unit.shape[0]
     hmc = alpha_kernel == "hmc"
     adapt = step is None
     alpha_initial = np.array([0.1 if step is None else step])
@@ -273,9 +246,7 @@ def theta_kernel(units, parents, prior_unit, cells: int, a0: float, b0: float,
     def step(rng, theta, x, stats, state, tuning):
         out = theta.copy()
         counts = np.zeros(alpha_off)  # each level's (pseudo-)counts, laid out as its p
-        unit_totals = record_counts(x, prior_unit, cells, counts[toff[levels - 1]:
-                                                                 toff[levels - 1] + fine],
-                                    fine_units if latent else 0)
+        counts[toff[levels - 1]:toff[levels - 1] + fine] = stats[:fine]
         accept, accepts = 0.0, 0
         for l in range(levels - 1, 0, -1):  # 1. up: kappa_l, then table counts to level l-1
             st = kappa_state(state.kappas, l - 1)
@@ -319,7 +290,7 @@ def theta_kernel(units, parents, prior_unit, cells: int, a0: float, b0: float,
                 a, b = g_start[g], g_start[g + 1]
                 conc_g, share = np.empty(b - a), np.empty(b - a)
                 for j in range(a, b):
-                    conc_g[j - a] = share_prior + unit_totals[g_units[j]]
+                    conc_g[j - a] = share_prior + stats[fine + g_units[j]]
                 dirichlet_into(rng, conc_g, share)
                 for j in range(a, b):
                     out[share_off + g_units[j]] = share[j - a]

@@ -1,14 +1,8 @@
 """The census model's record-level functions: a record ``[unit, cell]`` drawn from the
 model, the proposal that keeps what is public (both also through a per-sweep table of the
-cells' probabilities, :class:`dawrap.PreparedDraw`) and the supports (see
-:mod:`dawrap.models.census`). The model has no statistic for the sweep to keep: its theta step
-counts the records itself (:func:`dawrap.models._census_kernel.record_counts`).
-
-Every function is compiled with ``inline="always"``: numba then types it into the compiled
-sweep that calls it, so a record update makes no call across a function boundary, each of
-which builds and reference-counts the arrays it passes (``benchmarks/census_profile.py``: with
-the direct cell draw of :func:`record_functions`' proposal and no model statistic, the sweep's
-time per record at 10^6 records fell from 362 to 85 ns)."""
+cells' probabilities, :class:`dawrap.PreparedDraw`), the model statistic (counts of the finest
+prior level, and each finest unit's total when those are not public), and the supports (see
+:mod:`dawrap.models.census`)."""
 from __future__ import annotations
 
 import math
@@ -28,6 +22,7 @@ _COMPILED: dict = {}
 class RecordFunctions(NamedTuple):
     draw_record: object
     propose_record: object
+    model_stat: object
     theta_support: object
     record_support: object
     prepared: object
@@ -63,8 +58,10 @@ def _compile(prior_unit, public_unit, cumulative, group_start, group_units, cell
     publics = cumulative.shape[0]
     latent = share_off >= 0
     prior_rows = int(prior_unit.max() + 1)  # rows of the finest prior level's p
+    fine = prior_rows * cells
+    nnz = 2 if latent else 1
     cache = all(a.nbytes <= 10 ** 6 for a in (prior_unit, public_unit, cumulative, group_units))
-    jit = numba.njit(nogil=True, cache=cache, inline="always")
+    jit = numba.njit(nogil=True, cache=cache)
 
     @jit
     def cell_of(rng, theta, u):
@@ -104,15 +101,9 @@ def _compile(prior_unit, public_unit, cumulative, group_start, group_units, cell
 
     @jit
     def cell_from_table(rng, table, u):
-        # the scan's cell for the same uniform, bit for bit: dw.random.categorical's lookup
-        # written out on the 2-d table (no row views built per record)
+        # the scan's cell for the same uniform, bit for bit (dw.random.categorical)
         row = prior_unit[u]
-        cumulative, guide = table
-        draw = rng.random()
-        c = guide[row, int(draw * guide_size)]
-        while c < cells - 1 and not draw < cumulative[row, c]:
-            c += 1
-        return c
+        return dw.random.categorical(rng, table[0][row], table[1][row])
 
     @jit
     def draw_record(rng, theta, out):
@@ -158,13 +149,6 @@ def _compile(prior_unit, public_unit, cumulative, group_start, group_units, cell
 
     @jit
     def propose_from_table(rng, theta, table, x_i, out):
-        # Every unit's total public (the usual case): the unit stays and only the cell is
-        # drawn, with no call returning a (unit, ratio) tuple: that call and a row view per
-        # record cost the sweep more than half its time per record at 10^6 records
-        # (benchmarks/census_profile.py); the same draws.
-        if not latent:
-            out[1] = cell_from_table(rng, table, int(x_i[0]))
-            return 0.0
         u, log_ratio = propose_unit(rng, theta, x_i, out)
         if u >= 0:
             out[1] = cell_from_table(rng, table, u)
@@ -174,6 +158,27 @@ def _compile(prior_unit, public_unit, cumulative, group_start, group_units, cell
     def valid(x_i):
         return (0 <= x_i[0] < units and x_i[0] == np.floor(x_i[0])
                 and 0 <= x_i[1] < cells and x_i[1] == np.floor(x_i[1]))
+
+    @jit
+    def entries(x_i, index, value):
+        if not valid(x_i):
+            return 0
+        u = int(x_i[0])
+        index[0] = prior_unit[u] * cells + int(x_i[1])
+        value[0] = 1.0
+        if latent:
+            index[1] = fine + u
+            value[1] = 1.0
+        return nnz
+
+    @jit
+    def census_counts(x_i, out):
+        out[:] = 0.0
+        if valid(x_i):
+            u = int(x_i[0])
+            out[prior_unit[u] * cells + int(x_i[1])] = 1.0
+            if latent:
+                out[fine + u] = 1.0
 
     @jit
     def on_simplex(theta):
@@ -198,6 +203,7 @@ def _compile(prior_unit, public_unit, cumulative, group_start, group_units, cell
                     return False
         return True
 
+    dw.declare_sparse(census_counts, entries, nnz=nnz)
     prepared = dw.PreparedDraw(prepare, draw_from_table, propose_from_table)
-    return RecordFunctions(draw_record, propose_record, on_simplex, valid,
+    return RecordFunctions(draw_record, propose_record, census_counts, on_simplex, valid,
                            prepared)

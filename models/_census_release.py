@@ -111,7 +111,7 @@ def _compile(where, marginal, offsets, cells):
     count, units, n_cells = where.shape[0], where.shape[1], marginal.shape[1]
     cache = max(where.nbytes, marginal.nbytes) <= 10 ** 6
 
-    @numba.njit(nogil=True, cache=cache, inline="always")
+    @numba.njit(nogil=True, cache=cache)
     def entries(x_i, index, value):
         u, c = x_i[0], x_i[1]
         if not (0 <= u < units and 0 <= c < n_cells):  # NaN fails too
@@ -191,11 +191,6 @@ def discrete_gaussian(geography: Geography, queries) -> LevelledDiscreteGaussian
     layout = stat.census_layout
     return LevelledDiscreteGaussian(stat, layout.sizes, [q.rho for q in layout.queries],
                                     math.sqrt(2.0))
-
-
-#: Where the budgets are given, for ``dawrap models`` (the factory has no budget argument).
-discrete_gaussian.budgets = ("rho per query (census.query(level, marginal, rho=...) in "
-                             "queries; the release is sum(rho)-zCDP)")
 
 
 def expected_counts(layout: Layout, s_dp: np.ndarray, level: int, totals: np.ndarray,

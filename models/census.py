@@ -256,9 +256,8 @@ def model(geography: Geography, totals, *, invariant: str | None = None,
     units = [geography.units[l] for l in idx]
     parents = [None] + [_parents(geography, idx[k - 1], idx[k]) for k in range(1, len(idx))]
     groups = _groups(geography, inv)
-    kernel = theta_kernel(units, parents, geography.ancestors[idx[-1]], cells, a0, b0,
-                          kappa[0], kappa[1], alpha, groups, share_prior, hyper_kernel,
-                          int(steps), step)
+    kernel = theta_kernel(units, parents, cells, a0, b0, kappa[0], kappa[1], alpha, groups,
+                          share_prior, hyper_kernel, int(steps), step)
     params, dims, coords = _parameters(geography, prior, units, alpha is None,
                                        groups is not None)
     fine_units = geography.units[-1]
@@ -269,6 +268,7 @@ def model(geography: Geography, totals, *, invariant: str | None = None,
     fns = record_functions(geography.ancestors[idx[-1]], public, cumulative,
                            *(groups if groups is not None else (np.zeros(1), np.zeros(1))),
                            cells, rows, share_off if groups is not None else -1)
+    stat_size = units[-1] * cells + (fine_units if groups is not None else 0)
 
     def draw_prior(rng):
         return _draw_prior(rng, units, parents, cells, alpha, a0, b0, kappa, groups,
@@ -284,7 +284,8 @@ def model(geography: Geography, totals, *, invariant: str | None = None,
     level_text = ", ".join(f"{names[l]}={geography.units[l]}" for l in idx)
     return dw.Model(params=params, record_size=2, draw_record=fns.draw_record,
                     propose_record=fns.propose_record, prepared=fns.prepared,
-                    draw_theta=kernel, draw_prior=draw_prior,
+                    draw_theta=kernel,
+                    model_stat=fns.model_stat, stat_size=stat_size, draw_prior=draw_prior,
                     theta_support=fns.theta_support, record_support=fns.record_support,
                     dims=dims, coords=coords, start_database=start, partition=partition,
                     name=f"census({level_text}; {cells} cells; public totals of "
