@@ -59,9 +59,11 @@ def privacy_gap(mechanism) -> str:
 
 def _factory_gap(factory) -> str:
     """:func:`privacy_gap` of the mechanism a built-in factory makes. A factory taking a
-    budget argument states one; any other is built with unit arguments and asked."""
+    budget argument states one, as does one whose ``budgets`` attribute says where its
+    budgets are given (e.g. one per query, inside another argument); any other is built
+    with unit arguments and asked."""
     params = inspect.signature(factory).parameters
-    if any(name in params for name in BUDGETS):
+    if any(name in params for name in BUDGETS) or getattr(factory, "budgets", None):
         return ""
     try:
         mechanism = factory(**{p.name: 1.0 for p in params.values() if p.default is p.empty})
@@ -77,8 +79,10 @@ def _catalogue_text() -> str:
         lines.append(f"  {name}{_arguments(entry.model)}")
         for mech, factory in entry.mechanisms.items():
             gap = _factory_gap(factory)
+            note = gap or (f"budgets: {factory.budgets}" if getattr(factory, "budgets", None)
+                           else "")
             lines.append(f"      --mechanism {mech}{_arguments(factory)}"
-                         + (f"  [{gap}]" if gap else ""))
+                         + (f"  [{note}]" if note else ""))
     return "\n".join(lines)
 
 

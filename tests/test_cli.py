@@ -123,6 +123,15 @@ def test_models_marks_the_mechanisms_that_are_not_dp_on_their_own(capsys):
     assert len(marked) == 1 and "--mechanism gaussian(sigma)" in marked[0]
 
 
+def test_models_prints_where_the_census_budgets_are_given(capsys):
+    # census.discrete_gaussian takes one rho per query, inside its queries argument: the
+    # catalogue says so instead of "states no privacy budget among its arguments"
+    assert main(["models"]) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines()
+                if "--mechanism discrete_gaussian(geography, queries)" in line)
+    assert "no privacy budget" not in line and "budgets: rho per query" in line
+
+
 def test_privacy_gap_is_read_from_the_mechanism():
     import dawrap as dw
     from dawrap.cli import privacy_gap
