@@ -193,6 +193,11 @@ def discrete_gaussian(geography: Geography, queries) -> LevelledDiscreteGaussian
                                     math.sqrt(2.0))
 
 
+#: Where the budgets are given, for ``dawrap models`` (the factory has no budget argument).
+discrete_gaussian.budgets = ("rho per query (census.query(level, marginal, rho=...) in "
+                             "queries; the release is sum(rho)-zCDP)")
+
+
 def expected_counts(layout: Layout, s_dp: np.ndarray, level: int, totals: np.ndarray,
                     rounds: int = 10) -> np.ndarray:
     r"""A rough estimate, from the release, of the counts per unit of ``level`` and cell:
