@@ -51,7 +51,6 @@ import numpy as np
 
 from ..samplers import parallel, record
 from ..samplers.status import OK, BAD_SUPPORT
-from .parallel import fold_groups
 
 __all__ = ["DistributedChain", "GroupActor", "check_client", "cluster_partition",
            "kernel_reads_records", "logger"]
@@ -475,7 +474,26 @@ class DistributedChain:
             total[own_cells] = t
             stats[own_stats] = s
         results = self._by_group([r[0] for r in got])
-        return fold_groups(self, results, total, stats)
+        for g, (_, _, status, i, j) in enumerate(results):
+            if status in (parallel.BAD_PARTITION, parallel.BAD_STAT_PARTITION):
+                stat = status == parallel.BAD_STAT_PARTITION
+                owners = self.partition.stats if stat else self.partition.cells
+                raise ValueError(parallel.partition_error(
+                    int(i), int(j), g, int(owners[j]),
+                    "model's statistic" if stat else "mechanism's statistic"))
+            if status != OK:
+                return 0, 0.0, status
+        if self.shared.shape[0]:  # the shared cells' totals, summed in group order
+            new = self.local_total.sum(axis=0)
+            if self.setup.shared:
+                stats[self.shared] += new - total[self.shared]
+            total[self.shared] = new
+        if self.stats_rows.shape[1]:
+            stats += self.stats_rows.sum(axis=0)
+            self.stats_rows[:] = 0.0
+            if not np.all(np.isfinite(stats)):
+                return 0, 0.0, record.BAD_STATS
+        return (sum(r[0] for r in results), min(r[1] for r in results), OK)
 
     def _fresh(self, state):
         """The running sums recomputed on the workers (partial sums added in worker order)

@@ -23,7 +23,7 @@ import numpy as np
 from ..samplers import parallel, record
 from ..samplers.status import OK, BAD_SUPPORT
 
-__all__ = ["GroupedChain", "fold_groups", "partition_for"]
+__all__ = ["GroupedChain", "partition_for"]
 
 
 def partition_for(method, model, mechanism, x) -> parallel.Partition:
@@ -152,7 +152,26 @@ class GroupedChain:
             self.partition.cells, self.slot_of, self.stats_owner, g, total, stats,
             self.stats_rows[g], self.local_total[g], self.local_release[g], self.piece_scale,
             table))
-        return fold_groups(self, results, total, stats)
+        for g, (_, _, status, i, j) in enumerate(results):
+            if status in (parallel.BAD_PARTITION, parallel.BAD_STAT_PARTITION):
+                stat = status == parallel.BAD_STAT_PARTITION
+                owners = self.partition.stats if stat else self.partition.cells
+                raise ValueError(parallel.partition_error(
+                    int(i), int(j), g, int(owners[j]),
+                    "model's statistic" if stat else "mechanism's statistic"))
+            if status != OK:
+                return 0, 0.0, status
+        if self.shared.shape[0]:  # the shared cells' totals, summed in group order
+            new = self.local_total.sum(axis=0)
+            if self.setup.shared:
+                stats[self.shared] += new - total[self.shared]
+            total[self.shared] = new
+        if self.stats_rows.shape[1]:
+            stats += self.stats_rows.sum(axis=0)
+            self.stats_rows[:] = 0.0
+            if not np.all(np.isfinite(stats)):
+                return 0, 0.0, record.BAD_STATS
+        return (sum(r[0] for r in results), min(r[1] for r in results), OK)
 
     def advance(self, rng, state, start: int, stop: int, tune: int, trace):
         """Iterations ``start..stop-1`` (as :func:`dawrap.samplers.record.step` with the
@@ -207,35 +226,6 @@ class GroupedChain:
                                          float(theta_accept), swept.move_accept)
                 setup.chain.keep(it - tune, state, info, *trace)
         return state, stop, OK
-
-
-def fold_groups(chain, results, total, stats) -> tuple:
-    """Fold one sweep's per-group ``results`` (accepted, lowest log acceptance, status,
-    record, cell) into the running ``total`` and ``stats``, in group order, as the threaded
-    (:class:`GroupedChain`) and the cluster chain (:mod:`dawrap.runner.dask_chain`) both do:
-    a wrong partition raises naming the record, the cell and both groups; returns
-    ``(accepted, lowest log acceptance, status)``. ``chain`` holds the groups' partial
-    totals of the shared cells (``local_total``) and statistic rows (``stats_rows``)."""
-    for g, (_, _, status, i, j) in enumerate(results):
-        if status in (parallel.BAD_PARTITION, parallel.BAD_STAT_PARTITION):
-            stat = status == parallel.BAD_STAT_PARTITION
-            owners = chain.partition.stats if stat else chain.partition.cells
-            raise ValueError(parallel.partition_error(
-                int(i), int(j), g, int(owners[j]),
-                "model's statistic" if stat else "mechanism's statistic"))
-        if status != OK:
-            return 0, 0.0, status
-    if chain.shared.shape[0]:  # the shared cells' totals, summed in group order
-        new = chain.local_total.sum(axis=0)
-        if chain.setup.shared:
-            stats[chain.shared] += new - total[chain.shared]
-        total[chain.shared] = new
-    if chain.stats_rows.shape[1]:
-        stats += chain.stats_rows.sum(axis=0)
-        chain.stats_rows[:] = 0.0
-        if not np.all(np.isfinite(stats)):
-            return 0, 0.0, record.BAD_STATS
-    return (sum(r[0] for r in results), min(r[1] for r in results), OK)
 
 
 def _batches(sizes: np.ndarray, threads: int) -> list:
