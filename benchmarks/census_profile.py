@@ -7,7 +7,8 @@ depends on the other jobs, a thread's CPU time far less):
 
 * one record sweep (``Chain.sweep``), per sweep and per record;
 * one step of the hierarchy kernel (``model.draw_theta``) on the same counts;
-* one whole iteration (``Chain.run``: kernel, sweep, the draw written to the trace);
+* one whole iteration (``Chain.run``: kernel, sweep, the model statistic's recount, the draw
+  written to the trace);
 * the GIL: a pure-Python loop in the main thread while a chain runs in another; the longest
   pause between two of its iterations says whether the chain's compiled call holds the GIL
   (then the pause is as long as the call, ``CHUNK_SECONDS`` or more) or not;
@@ -96,7 +97,8 @@ def main():
     print("| part | CPU s per iteration | share of the iteration | ns per record |")
     print("|---|---|---|---|")
     for name, s in (("record sweep", sweep), ("hierarchy kernel", step),
-                    ("rest (checks, draw stored)", max(0.0, whole - sweep - step)),
+                    ("rest (statistic recount, checks, draw stored)",
+                     max(0.0, whole - sweep - step)),
                     ("whole iteration", whole)):
         print(f"| {name} | {s:.4f} | {s / whole:.0%} | {s / n * 1e9:.0f} |")
 
