@@ -211,6 +211,16 @@ def test_bad_input_is_named(problem, client):
         dw.sample(bb_model, bb_mech, 312.4, 1000, draws=5, tune=2,
                   method=dw.Record(executor=client), chains=1, progress=False)
 
+    # the model's statistic recounted on the workers checks the partition's stats too
+    part = by_area()
+    wrong = dw.Partition(records=part.records, cells=part.cells,
+                         stats=np.zeros_like(part.stats))  # every area's counts to area 0
+    with pytest.raises(ValueError, match=r"record 40 \(group 1 of the partition\) touched "
+                                         r"cell [345] of the model's statistic, which the "
+                                         r"partition gives to group 0"):
+        dw.sample(model, mech, s_dp, N, draws=5, tune=2,
+                  method=dw.Record(executor=client, partition=wrong), **FAST)
+
 
 def test_a_model_the_workers_cannot_import_is_named(problem, client, monkeypatch):
     """A recipe whose module exists on the client only: the workers cannot rebuild it."""
