@@ -59,7 +59,8 @@ class Model:
         ``(rng) -> theta``: a draw from the prior :math:`p(\theta)`.
     model_stat : numba.njit function, optional
         ``(x_i, out) -> None``: the per-record sufficient statistic; ``stats`` passed to
-        ``draw_theta`` is its sum over records, kept current in O(1) per accepted record.
+        ``draw_theta`` is its sum over records, kept current in O(1) per accepted record
+        (or recounted once per iteration: ``stat_every``).
     stat_size : int
         Length of ``model_stat``'s output (required with ``model_stat``).
     stat_every : {"record", "iteration"}
@@ -71,8 +72,9 @@ class Model:
         cheaper when most proposals are accepted and the recount is a fast pass (the census
         model's counts), and the same ``stats`` for ``draw_theta``, which reads it only at
         the start of the next iteration. On threads and on a dask cluster each group
-        recounts its own records (:mod:`dawrap.samplers.parallel`). The statistic must be
-        the model's own (not the mechanism's statistic function).
+        recounts its own records (:mod:`dawrap.samplers.parallel`). A ``model_stat`` that
+        is the mechanism's statistic function is recounted too, not carried along with the
+        mechanism's running total.
     propose_record : numba.njit function, optional
         The general record proposal of Ju et al., supplement Algorithm 2:
         ``(rng, theta, x_i, out) -> log_ratio`` writes a proposal :math:`x_i^\star \sim
