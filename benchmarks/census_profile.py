@@ -77,7 +77,7 @@ def main():
     trace = _new_trace(reps + 1, theta.shape[0], mech.size, False)
     began = time.perf_counter()
     chain.sweep(rng, state, setup.s_dp, setup.params)
-    chain.run(rng, state, setup.inputs, 0, 1, 0, trace)
+    chain.run(rng, state, setup.inputs, 0, 1, 0, *trace)
     kernel_state = kernel.init_state(theta)
     kernel.step(rng, theta, state.x, state.stats.copy(), kernel_state, False)
     compile_s = time.perf_counter() - began
@@ -90,7 +90,7 @@ def main():
     done = [1]
 
     def iterate():
-        chain.run(rng, state, setup.inputs, done[0], done[0] + 1, 0, trace)
+        chain.run(rng, state, setup.inputs, done[0], done[0] + 1, 0, *trace)
         done[0] += 1
 
     whole = cpu(iterate, reps)
@@ -108,7 +108,7 @@ def main():
         own_rng, own_trace = np.random.default_rng(len(out)), _new_trace(
             iterations, theta.shape[0], mech.size, False)
         began = time.thread_time()
-        chain.run(own_rng, own, setup.inputs, 0, iterations, 0, own_trace)
+        chain.run(own_rng, own, setup.inputs, 0, iterations, 0, *own_trace)
         out.append(time.thread_time() - began)
 
     alone = longest_pause(1.0)
