@@ -53,6 +53,7 @@ import numpy as np
 
 from ..samplers import parallel, record
 from ..samplers.status import OK, BAD_SUPPORT
+from .parallel import fold_recount, fold_sweep
 
 __all__ = ["DistributedChain", "GroupActor", "check_client", "cluster_partition",
            "kernel_reads_records", "logger"]
@@ -490,36 +491,11 @@ class DistributedChain:
             total[own_cells] = t
             stats[own_stats] = s
         results = self._by_group([r[0] for r in got])
-        for g, (_, _, status, i, j) in enumerate(results):
-            if status in (parallel.BAD_PARTITION, parallel.BAD_STAT_PARTITION):
-                stat = status == parallel.BAD_STAT_PARTITION
-                owners = self.partition.stats if stat else self.partition.cells
-                raise ValueError(parallel.partition_error(
-                    int(i), int(j), g, int(owners[j]),
-                    "model's statistic" if stat else "mechanism's statistic"))
-            if status != OK:
-                return 0, 0.0, status
-        if self.shared.shape[0]:  # the shared cells' totals, summed in group order
-            new = self.local_total.sum(axis=0)
-            if self.setup.shared:
-                stats[self.shared] += new - total[self.shared]
-            total[self.shared] = new
-        lazy = self.setup.lazy_stats
-        if lazy and recount:  # the groups' recounts: checked, the rows in group order
-            for g, (status, i, j) in enumerate(self._by_group([r[6] for r in got])):
-                if status == parallel.BAD_STAT_PARTITION:
-                    raise ValueError(parallel.partition_error(
-                        int(i), int(j), g, int(self.partition.stats[j]), "model's statistic"))
-                if status != OK:
-                    return 0, 0.0, status
-            if self.stats_rows.shape[1]:
-                stats[:] = self.stats_rows.sum(axis=0)
-                self.stats_rows[:] = 0.0
-        elif self.stats_rows.shape[1] and not lazy:
-            stats += self.stats_rows.sum(axis=0)
-            self.stats_rows[:] = 0.0
-            if not np.all(np.isfinite(stats)):
-                return 0, 0.0, record.BAD_STATS
+        status = fold_sweep(self, results, total, stats)
+        if status == OK and self.setup.lazy_stats and recount:
+            status = fold_recount(self, self._by_group([r[6] for r in got]), stats)
+        if status != OK:
+            return 0, 0.0, status
         return (sum(r[0] for r in results), min(r[1] for r in results), OK)
 
     def _fresh(self, state):

@@ -23,7 +23,7 @@ import numpy as np
 from ..samplers import parallel, record
 from ..samplers.status import OK, BAD_SUPPORT
 
-__all__ = ["GroupedChain", "partition_for"]
+__all__ = ["GroupedChain", "fold_recount", "fold_sweep", "partition_for"]
 
 
 def partition_for(method, model, mechanism, x) -> parallel.Partition:
@@ -154,25 +154,9 @@ class GroupedChain:
             self.partition.cells, self.slot_of, self.stats_owner, g, total, stats,
             self.stats_rows[g], self.local_total[g], self.local_release[g], self.piece_scale,
             table))
-        for g, (_, _, status, i, j) in enumerate(results):
-            if status in (parallel.BAD_PARTITION, parallel.BAD_STAT_PARTITION):
-                stat = status == parallel.BAD_STAT_PARTITION
-                owners = self.partition.stats if stat else self.partition.cells
-                raise ValueError(parallel.partition_error(
-                    int(i), int(j), g, int(owners[j]),
-                    "model's statistic" if stat else "mechanism's statistic"))
-            if status != OK:
-                return 0, 0.0, status
-        if self.shared.shape[0]:  # the shared cells' totals, summed in group order
-            new = self.local_total.sum(axis=0)
-            if self.setup.shared:
-                stats[self.shared] += new - total[self.shared]
-            total[self.shared] = new
-        if self.stats_rows.shape[1] and not self.setup.lazy_stats:
-            stats += self.stats_rows.sum(axis=0)
-            self.stats_rows[:] = 0.0
-            if not np.all(np.isfinite(stats)):
-                return 0, 0.0, record.BAD_STATS
+        status = fold_sweep(self, results, total, stats)
+        if status != OK:
+            return 0, 0.0, status
         return (sum(r[0] for r in results), min(r[1] for r in results), OK)
 
     def recount_stats(self, state) -> int:
@@ -183,16 +167,7 @@ class GroupedChain:
         results = self._map(lambda g: self.fns.stats(
             state.x, self.members[g], self.stats_owner, self.own_stats[g], g, stats,
             self.stats_rows[g]))
-        for g, (status, i, j) in enumerate(results):
-            if status == parallel.BAD_STAT_PARTITION:
-                raise ValueError(parallel.partition_error(
-                    int(i), int(j), g, int(self.stats_owner[j]), "model's statistic"))
-            if status != OK:
-                return status
-        if self.stats_rows.shape[1]:
-            stats[:] = self.stats_rows.sum(axis=0)
-            self.stats_rows[:] = 0.0
-        return OK
+        return fold_recount(self, results, stats)
 
     def advance(self, rng, state, start: int, stop: int, tune: int, trace):
         """Iterations ``start..stop-1`` (as :func:`dawrap.samplers.record.step` with the
@@ -251,6 +226,53 @@ class GroupedChain:
                                          float(theta_accept), swept.move_accept)
                 setup.chain.keep(it - tune, state, info, *trace)
         return state, stop, OK
+
+
+def fold_sweep(chain, results, total, stats) -> int:
+    """Fold one sweep's per-group ``results`` (accepted, lowest log acceptance, status,
+    record, cell) into the running ``total`` and ``stats``, in group order, as the threaded
+    (:class:`GroupedChain`) and the cluster chain (:mod:`dawrap.runner.dask_chain`) both do:
+    a wrong partition raises naming the record, the cell and both groups; the shared cells'
+    totals and the groups' rows of the model's statistic (not with ``stat_every=
+    "iteration"``: recounted, :func:`fold_recount`) are summed in group order. ``chain``
+    holds the groups' partial totals (``local_total``, ``stats_rows``). Returns a status."""
+    for g, (_, _, status, i, j) in enumerate(results):
+        if status in (parallel.BAD_PARTITION, parallel.BAD_STAT_PARTITION):
+            stat = status == parallel.BAD_STAT_PARTITION
+            owners = chain.partition.stats if stat else chain.partition.cells
+            raise ValueError(parallel.partition_error(
+                int(i), int(j), g, int(owners[j]),
+                "model's statistic" if stat else "mechanism's statistic"))
+        if status != OK:
+            return status
+    if chain.shared.shape[0]:  # the shared cells' totals, summed in group order
+        new = chain.local_total.sum(axis=0)
+        if chain.setup.shared:
+            stats[chain.shared] += new - total[chain.shared]
+        total[chain.shared] = new
+    if chain.stats_rows.shape[1] and not chain.setup.lazy_stats:
+        stats += chain.stats_rows.sum(axis=0)
+        chain.stats_rows[:] = 0.0
+        if not np.all(np.isfinite(stats)):
+            return record.BAD_STATS
+    return OK
+
+
+def fold_recount(chain, results, stats) -> int:
+    """Fold the groups' recounts of the model's statistic (``stat_every="iteration"``;
+    per group: status, record, cell) into ``stats``: a wrong partition raises naming the
+    record, the cell and both groups; each group wrote its own cells, and the rows
+    (``chain.stats_rows``) are added in group order. Returns a status."""
+    for g, (status, i, j) in enumerate(results):
+        if status == parallel.BAD_STAT_PARTITION:
+            raise ValueError(parallel.partition_error(
+                int(i), int(j), g, int(chain.partition.stats[j]), "model's statistic"))
+        if status != OK:
+            return status
+    if chain.stats_rows.shape[1]:
+        stats[:] = chain.stats_rows.sum(axis=0)
+        chain.stats_rows[:] = 0.0
+    return OK
 
 
 def _batches(sizes: np.ndarray, threads: int) -> list:
