@@ -231,3 +231,31 @@ def test_a_misspelt_suffstat_slot_is_named():
     for module in (loop, suffstat, suffstat_marginal, suffstat_multinomial):
         slots = [v for v in vars(module).values() if isinstance(v, _templates.Slot)]
         assert slots and all(v.what for v in slots)
+
+
+def test_a_misspelt_caller_slot_is_named():
+    """Issue 28, item 1: the callers of a user's function (``call_0`` .. ``call_6``) read the
+    declared slot FUNC (undeclared once); a misspelt name is refused naming it, a missing one
+    named with what it holds, and the names spelt right call the function."""
+    with pytest.raises(_templates.SlotError, match="'FUN' is not a slot .*did you mean 'FUNC'"):
+        _templates.bind((_templates.call_1,), {"FUN": user_twice})
+    with pytest.raises(_templates.SlotError, match="call_1 reads the slot 'FUNC' \\(\\(a, b"):
+        _templates.bind((_templates.call_1,), {})
+    bound = _templates.bind((_templates.call_1,), {"FUNC": user_twice})
+    assert bound.call_1(np.array([2.5])) == 5.0
+
+
+def test_every_template_module_declares_what_its_slots_hold():
+    """Every module whose templates are bound declares its slots, each saying what it holds
+    (no ``NAME = None`` placeholder left: issue 28, item 1)."""
+    import importlib
+    for name in ("dawrap._templates", "dawrap.mechanisms.base", "dawrap.mechanisms.separable",
+                 "dawrap.runner.starts", "dawrap.runner.modes", "dawrap.model.protocols",
+                 "dawrap.model.family", "dawrap.samplers.record", "dawrap.samplers.loop",
+                 "dawrap.samplers.interweave", "dawrap.samplers.kernels",
+                 "dawrap.samplers.baselines", "dawrap.samplers.parallel"):
+        module = importlib.import_module(name)
+        slots = [v for v in vars(module).values() if isinstance(v, _templates.Slot)]
+        assert slots and all(v.what for v in slots), name
+        placeholders = [k for k, v in vars(module).items() if k.isupper() and v is None]
+        assert not placeholders, (name, placeholders)

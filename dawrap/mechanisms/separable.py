@@ -124,9 +124,13 @@ def sparse_form(statistic) -> SparseForm | None:
     return getattr(statistic, _ATTRIBUTE, None)
 
 
-# The names the templates below call, bound per statistic (dawrap._templates).
-ENTRIES = None
-NNZ = SIZE = 0
+# The slots of the templates below, bound per statistic (dawrap._templates checks every
+# binding against them).
+ENTRIES = _templates.slot("(x_i, index, value) -> count in entries_with_release, "
+                          "(x_i, s_dp, index, value) -> count in total_of_entries: the "
+                          "statistic's nonzero coordinates as (index, value) pairs")
+NNZ = _templates.slot("int: most pairs ENTRIES writes")
+SIZE = _templates.slot("int: floats of the statistic")
 
 
 def entries_with_release(x_i, s_dp, index, value):

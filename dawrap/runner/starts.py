@@ -52,10 +52,13 @@ CANDIDATES, RECORDS = 64, 1000
 FULL_COVARIANCE_UP_TO = 32
 
 
-# The names the templates below call (dawrap._templates): the mechanism's statistic, or its
-# sparse entries, and the statistic's size.
-STATISTIC = ENTRIES = None
-SIZE = NNZ = 0
+# The slots of the templates below (dawrap._templates checks every binding against them):
+# the mechanism's statistic (moments), or its entries (entry_moments), and their sizes.
+STATISTIC = _templates.slot("(x_i, s_dp, out): the mechanism's statistic of a record")
+ENTRIES = _templates.slot("(x_i, s_dp, index, value) -> count: the mechanism's statistic "
+                          "as (index, value) pairs")
+SIZE = _templates.slot("int: floats of the mechanism's statistic")
+NNZ = _templates.slot("int: most pairs ENTRIES writes")
 
 
 def moments(x, s_dp, full):
