@@ -37,7 +37,9 @@ __all__ = ["save_chain", "load_chain", "load_chains", "saved_seed", "check_folde
 #: 5: the settings hold the run's fingerprint (dawrap.runner.fingerprint).
 #: 6: the trace's sample stats in one array, ``trace_stats`` (record.Trace, the run loop's
 #: outputs), and a plain Python draw_theta's kernel state holds its theta (record.given_theta).
-FORMAT = 6
+#: 7: the interweaving move's jump mixture is a typed state (interweave.MixtureState: log
+#: weights, means, factors in turn), no longer one packed array led by its count.
+FORMAT = 7
 
 #: The lock file inside a checkpoint folder (see :class:`dawrap._files.Lock`).
 LOCK_NAME = ".lock"

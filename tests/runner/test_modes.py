@@ -70,7 +70,10 @@ def test_starts_cover_the_modes_and_the_jump_mixture_is_proper():
     mixture = modes.jump_mixture(found)
     assert mixture.weights.min() >= 0.1 and mixture.means.shape == (2, 1)
     assert np.all(mixture.factors[:, 0, 0] > 0)
-    assert np.all(np.isfinite(mixture.packed()))
+    jumps = mixture.state()
+    assert all(np.all(np.isfinite(a)) for a in jumps)
+    assert np.exp(jumps.log_weights).sum() == pytest.approx(1.0)
+    assert np.all(np.triu(jumps.factors, 1) == 0.0) and jumps.means.shape == (2, 1)
 
 
 def _draws(*chains):
