@@ -485,7 +485,7 @@ class Mechanism(Immutable):
         else:
             s = np.zeros(self.size)
         if self.sparse is not None:  # O(n nnz + size) rather than O(n size)
-            total, ok = separable.sparse_total(x, s, self.sparse.entries, self.sparse.nnz,
+            total, ok = separable.total_from_entries(x, s, self.sparse.entries, self.sparse.nnz,
                                                self.size)
             if ok:
                 return total

@@ -45,7 +45,7 @@ FORMAT = 7
 LOCK_NAME = ".lock"
 _BUSY = ("wait for it to finish, or give this run another checkpoint folder (a run that "
          "died releases the folder by itself)")
-#: The sampler state's fields a checkpoint holds: all but the sparse path's per-cell block,
+#: The sampler state's fields a checkpoint holds: all but the entries path's per-cell block,
 #: which copies the release and the running sums (the runner rebuilds it with
 #: ``chain.arrange``), so files written before the block existed resume as they are, and the
 #: clock, which the run loop sets before every iteration (``record.schedule``).

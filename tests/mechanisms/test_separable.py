@@ -100,7 +100,7 @@ def test_the_total_through_the_entries_is_the_dense_total():
     x = np.array([[0.0], [3.0], [3.0], [4.0], [1.0], [3.0]])
     entries = separable.entries_given_release(one_hot_entries)
     assert separable.entries_given_release(one_hot_entries) is entries  # compiled once
-    total, ok = separable.sparse_total(x, np.zeros(SIZE), entries, 1, SIZE)
+    total, ok = separable.total_from_entries(x, np.zeros(SIZE), entries, 1, SIZE)
     dense = np.zeros(SIZE)
     for row in x:
         out = np.empty(SIZE)
@@ -114,8 +114,8 @@ def test_the_total_through_the_entries_is_the_dense_total():
                          ids=["count above nnz", "index outside"])
 def test_entries_that_break_the_declaration_are_reported(bad):
     x = np.array([[0.0], [2.0]])
-    _, ok = separable.sparse_total(x, np.zeros(SIZE), separable.entries_given_release(bad), 1,
-                                   SIZE)
+    _, ok = separable.total_from_entries(x, np.zeros(SIZE),
+                                         separable.entries_given_release(bad), 1, SIZE)
     assert not ok
 
 

@@ -231,7 +231,7 @@ def test_temporaries_of_a_killed_run_are_removed_when_the_folder_is_next_locked(
 
 @pytest.mark.slow
 def test_a_sparse_chain_resumes_bit_identically(tmp_path, monkeypatch):
-    """The sparse path's per-cell block is not saved (it copies the release and the running
+    """The entries path's per-cell block is not saved (it copies the release and the running
     sums) and is rebuilt on resume: the resumed draws are those of an unbroken run, and the
     file holds the state's fields as before the block existed (format 5 files resume)."""
     from dawrap.models import dirichlet_multinomial as dm

@@ -176,7 +176,7 @@ def test_sparse_moments_match_the_dense_ones():
     mech = dirichlet_multinomial.laplace(epsilon=1.0, categories=k)
     x = model.simulate({"p": np.random.default_rng(0).dirichlet(np.ones(k))}, 3000, seed=1)
     dense = starts.statistic_moments(x, np.zeros(k), mech.sampler_statistic, k, False)
-    sparse = starts.sparse_moments(x, np.zeros(k), mech.sparse.entries, 1, k)
+    sparse = starts.moments_from_entries(x, np.zeros(k), mech.sparse.entries, 1, k)
     assert np.allclose(dense[0], sparse[0]) and np.allclose(dense[1], sparse[1])
 
 
@@ -240,7 +240,7 @@ def test_one_mode_starts_as_before():
 LYING_ENTRIES = """
 import numba, numpy as np, dawrap as dw
 from dawrap.runner import starts
-from dawrap.samplers.sparse import EntriesError
+from dawrap.samplers.entries_path import EntriesError
 from dawrap.models import dirichlet_multinomial as dm
 
 K = 40  # above FULL_COVARIANCE_UP_TO: weighed through the sparse entries
