@@ -13,9 +13,10 @@ package's own source files only (its models included) and puts their entries in 
 3. else the per-user cache folder: ``$XDG_CACHE_HOME/dawrap`` (default ``~/.cache/dawrap``) on
    Linux, ``~/Library/Caches/dawrap`` on macOS, ``%LOCALAPPDATA%\\dawrap\\Cache`` on Windows.
 
-Inside it, numba's layout: one subfolder per source folder (named by a hash of its path, so
-an installed copy and a checkout never share entries), an index file (``.nbi``) per function
-and a data file (``.nbc``) per compiled signature. A user's own ``cache=True`` functions are
+Inside it, a folder per entry format (:data:`FORMAT_FOLDER`) and, in it, numba's layout: one
+subfolder per source folder (named by a hash of its path, so an installed copy and a
+checkout never share entries), an index file (``.nbi``) per function and a data file
+(``.nbc``) per compiled signature. A user's own ``cache=True`` functions are
 untouched: the locator declines every file outside the package, and numba's own locators
 take them as before.
 
@@ -28,6 +29,17 @@ The same hook makes dawrap's entries safe to load:
   rewritten, with one warning naming the file. numba alone would raise a bare
   ``UnpicklingError``/``EOFError``/``RuntimeError`` at every later run, or, for bytes
   altered inside the machine code, run them.
+* **Code compiled in different processes** (numba issue #10486, open in numba 0.68). numba
+  names a compiled function in the machine code by its qualified name and a counter of the
+  process (``f$57``), and LLVM keeps one body per name when it links code together. Two
+  processes that run the same steps give the same counter to the same closure made with
+  different values (a census geography's statistic, a user's function made by a factory, two
+  xdist or dask workers); a third process that loads both from the cache then runs the first
+  body for both: the second chain computes with the first one's values, silently.
+  :func:`_register` therefore makes numba draw these ids at random (96 bits) for every
+  function compiled after dawrap is imported, so no two bodies share a name, and the entries
+  live in a folder of their own format: entries written before, with counter ids, are never
+  read (delete the older folders beside it to reclaim the space).
 * **No writable folder** (item 12: a read-only home and install, as for a service account):
   every function compiles in memory for the process, with one warning, where numba would
   raise ``RuntimeError: cannot cache function ...: no locator available`` at import.
@@ -47,12 +59,15 @@ import sys
 import warnings
 from pathlib import Path
 
-__all__ = ["CacheWarning", "ENV", "cache_folder", "install", "package_folders"]
+__all__ = ["CacheWarning", "ENV", "FORMAT_FOLDER", "cache_folder", "install", "package_folders"]
 
 #: The environment variable that sets the cache folder.
 ENV = "DAWRAP_CACHE_DIR"
 #: The first field of a sealed data file (format version).
 _SEAL = "dawrap-sealed-1"
+#: The folder of the cache folder that holds the entries of this format: those whose compiled
+#: functions have random ids (:class:`_RandomFunctionIds`).
+FORMAT_FOLDER = "entries-2"
 
 
 class CacheWarning(UserWarning):
@@ -176,7 +191,7 @@ def _register(caching) -> None:
         def __init__(self, py_func, py_file):
             self._py_file = py_file
             self._lineno = py_func.__code__.co_firstlineno
-            self._cache_path = os.path.join(str(cache_folder()),
+            self._cache_path = os.path.join(str(cache_folder()), FORMAT_FOLDER,
                                             self.get_suitable_cache_subpath(py_file))
             if self._cache_path not in writable:
                 try:
@@ -227,6 +242,8 @@ def _register(caching) -> None:
 
     global Locator
     Locator = DawrapCacheLocator
+    from numba.core import bytecode
+    bytecode.FunctionIdentity._unique_ids = _RandomFunctionIds()
     caching.Cache.load_overload, caching.Cache.save_overload = load_overload, save_overload
     impl._locator_classes.insert(0, DawrapCacheLocator)
     from . import _user_keys  # a user's function is keyed when it first compiles
@@ -235,6 +252,23 @@ def _register(caching) -> None:
 
 #: dawrap's locator class, once registered (:func:`install`); None before.
 Locator = None
+
+
+class _RandomFunctionIds:
+    """The ids numba puts in a compiled function's machine-code name, drawn at random.
+
+    numba draws them from a counter per process (``FunctionIdentity._unique_ids``), so two
+    processes give the same name to the same closure made with different values; cached
+    together in one process, LLVM links one body for both (numba issue #10486, the module
+    docstring). 96 random bits make a shared name between two of a cache's functions
+    improbable (about 1e-17 for a million functions).
+    """
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> int:
+        return int.from_bytes(os.urandom(12), "little")
 
 
 def _load(cache, key, target_context):

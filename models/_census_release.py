@@ -111,7 +111,7 @@ def _compile(where, marginal, offsets, cells):
     count, units, n_cells = where.shape[0], where.shape[1], marginal.shape[1]
     cache = max(where.nbytes, marginal.nbytes) <= 10 ** 6
 
-    @numba.njit(nogil=True, cache=cache)
+    @numba.njit(nogil=True, cache=cache, inline="always")
     def entries(x_i, index, value):
         u, c = x_i[0], x_i[1]
         if not (0 <= u < units and 0 <= c < n_cells):  # NaN fails too

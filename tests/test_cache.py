@@ -233,3 +233,52 @@ def test_the_readme_install_then_editable_install_sequence(tmp_path):
     assert "sampled" in run(python, "-c", SAMPLE, str(checkout / "dawrap"))
     assert not in_package, "the cache was written into the installed package"
     assert list((tmp_path / "home" / ".cache" / "dawrap").rglob("*.nbi")), "nothing cached"
+
+
+#: A user's factory of compiled closures, and a process that runs the cached chain piece of
+#: each closure asked for: its value, and whether it came from the disk cache.
+FACTORY = """
+import numba
+import numpy as np
+
+def make(k):
+    @numba.njit
+    def f(x):  # loops: LLVM keeps it a function of its own, called by name
+        s = 0.0
+        for i in range(x.shape[0]):
+            for j in range(i):
+                s += np.sin(x[i] * k + j) * np.cos(x[j] - k)
+        return s + k
+    return f
+"""
+CLOSURES = """
+import json, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from dawrap import _templates
+import factory
+out = []
+for k in sys.argv[2:]:
+    caller = _templates.cached_caller(factory.make(float(k)), 1)
+    value = caller(np.zeros(1))
+    out.append([value, sum(caller.stats.cache_hits.values())])
+print(json.dumps(out))
+"""
+
+
+def test_closures_compiled_in_two_processes_keep_their_own_values(tmp_path):
+    # numba names a compiled function by its qualname and a per-process counter: two
+    # processes that take the same steps give the same name to f(k=1) and f(k=2), and a
+    # third that loads both from the cache ran f(k=1)'s body for k=2 (numba issue #10486).
+    (tmp_path / "factory.py").write_text(FACTORY)
+    env = _env(DAWRAP_CACHE_DIR=tmp_path / "cache")
+
+    def run(*ks):
+        done = subprocess.run([sys.executable, "-c", CLOSURES, str(tmp_path), *ks], env=env,
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    assert run("1") == [[1.0, 0]] and run("2") == [[2.0, 0]]  # compiled, one process each
+    assert run("1", "2") == [[1.0, 1], [2.0, 1]]              # both from the cache
+    assert run("2", "1") == [[2.0, 1], [1.0, 1]]

@@ -59,9 +59,22 @@ class Model:
         ``(rng) -> theta``: a draw from the prior :math:`p(\theta)`.
     model_stat : numba.njit function, optional
         ``(x_i, out) -> None``: the per-record sufficient statistic; ``stats`` passed to
-        ``draw_theta`` is its sum over records, kept current in O(1) per accepted record.
+        ``draw_theta`` is its sum over records, kept current in O(1) per accepted record
+        (or recounted once per iteration: ``stat_every``).
     stat_size : int
         Length of ``model_stat``'s output (required with ``model_stat``).
+    stat_every : {"record", "iteration"}
+        When ``stats`` is brought up to date. ``"record"`` (default): the sweep moves it by
+        :math:`t(x_i^\star) - t(x_i)` at every accepted record, O(1) each. ``"iteration"``:
+        the sweep does no work for it, and it is recounted from the records once per
+        iteration, after the record sweeps, as :math:`\sum_i t(x_i)` (through the
+        statistic's sparse entries when it is declared with :func:`dawrap.declare_sparse`):
+        cheaper when most proposals are accepted and the recount is a fast pass (the census
+        model's counts), and the same ``stats`` for ``draw_theta``, which reads it only at
+        the start of the next iteration. On threads and on a dask cluster each group
+        recounts its own records (:mod:`dawrap.samplers.parallel`). A ``model_stat`` that
+        is the mechanism's statistic function is recounted too, not carried along with the
+        mechanism's running total.
     propose_record : numba.njit function, optional
         The general record proposal of Ju et al., supplement Algorithm 2:
         ``(rng, theta, x_i, out) -> log_ratio`` writes a proposal :math:`x_i^\star \sim
@@ -181,7 +194,7 @@ class Model:
                  name: str | None = None, dims: Mapping | None = None,
                  coords: Mapping | None = None, deterministics: Callable | None = None,
                  start_database: Callable | None = None, partition: Callable | None = None,
-                 records_move=None):
+                 records_move=None, stat_every: str = "record"):
         if not isinstance(params, Mapping) or not params:
             raise TypeError(f"params must be a non-empty dict of name -> shape, got {params!r}")
         self.params = {}
@@ -229,6 +242,14 @@ class Model:
             require_arity(model_stat, "model_stat", "(x_i, out)", 2)
             self.stat_size = as_count(stat_size, "stat_size")
         self.user_model_stat = model_stat
+        if stat_every not in ("record", "iteration"):
+            raise ValueError(f"stat_every must be 'record' (stats moved at every accepted "
+                             f"record) or 'iteration' (recounted once per iteration), got "
+                             f"{stat_every!r}")
+        if stat_every == "iteration" and model_stat is None:
+            raise ValueError("stat_every='iteration' recounts the model's statistic: give "
+                             "model_stat (and stat_size)")
+        self.stat_every = stat_every
 
         if propose_record is None:
             self.propose_record = no_proposal

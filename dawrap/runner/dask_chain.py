@@ -17,7 +17,9 @@ and the chain's own generator. One iteration is
    (:func:`dawrap.samplers.parallel.group_pass`, each group with its own generator) and
    returns its groups' partial totals of the shared cells, the totals of the cells its
    groups own, and its groups' model-statistic rows: O(cells + theta) floats move per sweep,
-   never a record;
+   never a record (a model with ``stat_every="iteration"`` recounts its statistic on the
+   workers, each group from its own records, in the iteration's last sweep call:
+   :func:`dawrap.samplers.parallel.group_stats`);
 3. the client folds those into the running sums in group order, as the threaded run does.
 
 Every group reads and writes the same numbers with the same generator as on threads, and the
@@ -167,7 +169,9 @@ class GroupActor:
             setup.fns, model.record_size, mechanism.size, model.stat_size,
             general=model.general_proposal, shared=setup.shared, random_scan=random_scan,
             batched=model.draw_records is not None, prepared=model.prepared is not None,
-            stats_owned=stats_owner.shape[0] > 0)
+            stats_owned=stats_owner.shape[0] > 0, lazy_stats=setup.lazy_stats)
+        # each of its groups' cells of the model's statistic (stat_every="iteration")
+        self.own_stats_of = [np.flatnonzero(stats_owner == g) for g in groups]
         self.x, self.members, self.groups, self.rngs = x, members, groups, rngs
         self.cells, self.stats_owner, self.slot_of = cells, stats_owner, slot_of
         self.piece_scale = piece_scale
@@ -195,10 +199,14 @@ class GroupActor:
         """The running sums from the client (at the start and after a refresh)."""
         self.total[:], self.stats[:] = total, stats
 
-    def sweep(self, theta, local_release):
+    def sweep(self, theta, local_release, recount=False):
         """One sweep of every group of this worker with the pieces ``local_release`` (its
-        groups' rows): ``(results, local_total, stats_rows, owned totals, owned stats,
-        seconds)``, a result ``(accepted, min_log_alpha, status, record, cell)`` per group."""
+        groups' rows), then with ``recount`` (the iteration's last sweep of a model with
+        ``stat_every="iteration"``) each group's part of the model's statistic recounted
+        from its records: ``(results, local_total, stats_rows, owned totals, owned stats,
+        seconds, recounts)``, a result ``(accepted, min_log_alpha, status, record, cell)``
+        per group, a recount ``(status, record, cell)`` per group (none without
+        ``recount``)."""
         began = time.perf_counter()
         theta, local_release = np.array(theta), np.array(local_release)  # writable (above)
         if self.theta is None or not np.array_equal(theta, self.theta):
@@ -209,10 +217,15 @@ class GroupActor:
             self.cells, self.slot_of, self.stats_owner, g, self.total, self.stats,
             self.stats_rows[a], self.local_total[a], local_release[a], self.piece_scale,
             self.table)) for a, g in enumerate(self.groups)]
+        recounts = []
+        if recount and setup.lazy_stats and all(r[2] == OK for r in results):
+            recounts = [self._global(self.fns.stats(
+                self.x, self.members[a], self.stats_owner, self.own_stats_of[a], g,
+                self.stats, self.stats_rows[a])) for a, g in enumerate(self.groups)]
         rows = self.stats_rows.copy()
         self.stats_rows[:] = 0.0
         return (results, self.local_total.copy(), rows, self.total[self.own_cells],
-                self.stats[self.own_stats], time.perf_counter() - began)
+                self.stats[self.own_stats], time.perf_counter() - began, recounts)
 
     def sums(self, theta, log_g):
         """The running sums of this worker's records, recomputed, and the check of its
@@ -451,9 +464,12 @@ class DistributedChain:
         self._raise(self._by_group([r for _, r in got]), "mechanism's statistic",
                     self.partition.cells)
 
-    def sweep(self, rng, state, table=None) -> tuple:
+    def sweep(self, rng, state, table=None, recount: bool = False) -> tuple:
         """One sweep of every group, on the workers: ``(accepted, min_log_alpha, status)``
-        (as :meth:`dawrap.runner.parallel.GroupedChain.sweep`, the same floats)."""
+        (as :meth:`dawrap.runner.parallel.GroupedChain.sweep`, the same floats); with
+        ``recount`` (the iteration's last sweep, ``stat_every="iteration"``) the model's
+        statistic recounted there too, as
+        :meth:`dawrap.runner.parallel.GroupedChain.recount_stats` does."""
         s_dp, params = self.setup.s_dp, self.setup.params
         total, stats = state.total, state.stats
         if self.shared.shape[0]:
@@ -461,13 +477,13 @@ class DistributedChain:
                                  self.local_release)
         began = time.perf_counter()
         got = self._call("sweep", "sweeping", np.array(state.theta),
-                         [self.local_release[groups] for groups in self.assigned])
+                         [self.local_release[groups] for groups in self.assigned], recount)
         elapsed = time.perf_counter() - began
         slowest = max(r[5] for r in got)
         self.sweeps += 1
         self.computation += slowest
         self.communication += max(0.0, elapsed - slowest)
-        for groups, (own_cells, own_stats), (_, rows, srows, t, s, _) in zip(
+        for groups, (own_cells, own_stats), (_, rows, srows, t, s, _, _) in zip(
                 self.assigned, self.own, got):
             self.local_total[groups] = rows
             self.stats_rows[groups] = srows
@@ -488,7 +504,18 @@ class DistributedChain:
             if self.setup.shared:
                 stats[self.shared] += new - total[self.shared]
             total[self.shared] = new
-        if self.stats_rows.shape[1]:
+        lazy = self.setup.lazy_stats
+        if lazy and recount:  # the groups' recounts: checked, the rows in group order
+            for g, (status, i, j) in enumerate(self._by_group([r[6] for r in got])):
+                if status == parallel.BAD_STAT_PARTITION:
+                    raise ValueError(parallel.partition_error(
+                        int(i), int(j), g, int(self.partition.stats[j]), "model's statistic"))
+                if status != OK:
+                    return 0, 0.0, status
+            if self.stats_rows.shape[1]:
+                stats[:] = self.stats_rows.sum(axis=0)
+                self.stats_rows[:] = 0.0
+        elif self.stats_rows.shape[1] and not lazy:
             stats += self.stats_rows.sum(axis=0)
             self.stats_rows[:] = 0.0
             if not np.all(np.isfinite(stats)):
@@ -561,8 +588,9 @@ class DistributedChain:
             if status != OK:
                 return state, it, status
             accepted, min_log_alpha = 0, 0.0
-            for _ in range(inputs.sweeps):
-                got, low, status = self.sweep(rng, state)
+            for s in range(inputs.sweeps):
+                got, low, status = self.sweep(rng, state,
+                                              recount=s == inputs.sweeps - 1)
                 if status != OK:
                     return state, it, status
                 accepted += got

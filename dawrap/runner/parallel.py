@@ -64,7 +64,7 @@ class GroupedChain:
             fns, model.record_size, mech.size, model.stat_size, general=model.general_proposal,
             shared=setup.shared, random_scan=setup.random_scan,
             batched=model.draw_records is not None, prepared=model.prepared is not None,
-            stats_owned=partition.stats is not None)
+            stats_owned=partition.stats is not None, lazy_stats=setup.lazy_stats)
         G = partition.groups
         order = np.argsort(partition.records, kind="stable")
         bounds = np.concatenate([[0], np.cumsum(partition.sizes)])
@@ -82,6 +82,8 @@ class GroupedChain:
         self.stats_rows = np.zeros((G, model.stat_size if accumulate else 0))
         self.stats_owner = (partition.stats if partition.stats is not None
                             else np.zeros(0, np.int64))
+        # each group's cells of the model's statistic (recounted there, stat_every="iteration")
+        self.own_stats = [np.flatnonzero(self.stats_owner == g) for g in range(G)]
         self.rngs = parallel.group_generators(rng, G)
         self.threads = parallel.warn_threads(threads, G)
         self.batches = _batches(partition.sizes, self.threads)
@@ -166,12 +168,31 @@ class GroupedChain:
             if self.setup.shared:
                 stats[self.shared] += new - total[self.shared]
             total[self.shared] = new
-        if self.stats_rows.shape[1]:
+        if self.stats_rows.shape[1] and not self.setup.lazy_stats:
             stats += self.stats_rows.sum(axis=0)
             self.stats_rows[:] = 0.0
             if not np.all(np.isfinite(stats)):
                 return 0, 0.0, record.BAD_STATS
         return (sum(r[0] for r in results), min(r[1] for r in results), OK)
+
+    def recount_stats(self, state) -> int:
+        """The model's statistic recounted from the records once per iteration (a model with
+        ``stat_every="iteration"``): each group its part (its cells, or its row, the rows
+        added in group order), :func:`dawrap.samplers.parallel.group_stats`; a status."""
+        stats = state.stats
+        results = self._map(lambda g: self.fns.stats(
+            state.x, self.members[g], self.stats_owner, self.own_stats[g], g, stats,
+            self.stats_rows[g]))
+        for g, (status, i, j) in enumerate(results):
+            if status == parallel.BAD_STAT_PARTITION:
+                raise ValueError(parallel.partition_error(
+                    int(i), int(j), g, int(self.stats_owner[j]), "model's statistic"))
+            if status != OK:
+                return status
+        if self.stats_rows.shape[1]:
+            stats[:] = self.stats_rows.sum(axis=0)
+            self.stats_rows[:] = 0.0
+        return OK
 
     def advance(self, rng, state, start: int, stop: int, tune: int, trace):
         """Iterations ``start..stop-1`` (as :func:`dawrap.samplers.record.step` with the
@@ -212,6 +233,10 @@ class GroupedChain:
                     return state, it, status
                 accepted += got
                 min_log_alpha = min(min_log_alpha, low)
+            if setup.lazy_stats:
+                status = self.recount_stats(state)
+                if status != OK:
+                    return state, it, status
             state = state._replace(log_g=float(setup.fns.log_density(
                 inputs.s_dp, np.ascontiguousarray(state.total), inputs.params)))
             if (it + 1) % record.REFRESH_EVERY == 0:

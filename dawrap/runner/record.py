@@ -138,9 +138,12 @@ class _Setup:
                 f"({name}), but the model declares stat_size = {model.stat_size} and the "
                 f"mechanism size = {mechanism.size}: they were built for different record "
                 f"layouts (e.g. a different number of categories); build both for the same")
+        # A statistic recounted once per iteration (stat_every="iteration") is the model's
+        # own: the sweep then keeps only the mechanism's.
+        self.lazy_stats = model.stat_every == "iteration"
         self.shared = (model.user_model_stat is mechanism.statistic
                        and not mechanism.depends_on_release
-                       and model.stat_size == mechanism.size)
+                       and model.stat_size == mechanism.size and not self.lazy_stats)
         if interweave:  # the number of non-centred steps per iteration
             self.move, self.init_move_state = make_move(model.noncentred, self.fns,
                                                         mechanism.size, interweave,
@@ -164,7 +167,8 @@ class _Setup:
                                  general=model.general_proposal, shared=self.shared,
                                  random_scan=self.random_scan,
                                  batched=model.draw_records is not None,
-                                 prepared=model.prepared is not None, move=self.move,
+                                 prepared=model.prepared is not None,
+                                 lazy_stats=self.lazy_stats, move=self.move,
                                  kernel_step=self.kernel.step)
 
     @functools.cached_property

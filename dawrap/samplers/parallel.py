@@ -55,7 +55,11 @@ they touch (coarser groups) needs no pieces, whatever the noise.
 Model statistics: when the model's statistic is the mechanism's it follows the cells; when
 :attr:`Partition.stats` says which group owns each of its cells, groups write their own;
 otherwise each group sums its changes in a row of its own, added to the running statistic
-in group order after the sweep (the same floats for any number of threads).
+in group order after the sweep (the same floats for any number of threads). A model whose
+statistic is recounted once per iteration (``Model(stat_every="iteration")``) has no
+per-record work in the groups' passes: after the iteration's sweeps each group recounts
+its part from its own records (:func:`group_stats`), into the cells it owns or its row,
+the rows added in group order.
 
 Examples
 --------
@@ -82,7 +86,7 @@ from .entries_path import merge_entries
 from .status import OK, BAD_ENTRIES, BAD_RATIO, BAD_RECORD, BAD_STATS
 
 __all__ = ["Partition", "check_partition", "group_generators", "merge_units", "draw_pieces",
-           "group_totals", "group_pass", "bind_groups", "GroupFunctions", "BAD_PARTITION",
+           "group_totals", "group_pass", "group_stats", "bind_groups", "GroupFunctions", "BAD_PARTITION",
            "BAD_STAT_PARTITION", "MAX_GROUPS", "GROUP_STREAM", "partition_error",
            "warn_threads", "info_of"]
 
@@ -106,6 +110,8 @@ SAME_STATISTIC = slot("bool: the model's statistic is the mechanism's")
 RANDOM_SCAN = slot("bool: visit as many records of the group at random")
 BATCHED = slot("bool: proposals from DRAW_RECORDS, BLOCK at a time")
 PREPARED_PROPOSALS = slot("bool: propose through the PreparedDraw's table")
+LAZY_STATS = slot("bool: the model's statistic is recounted once per iteration "
+                  "(group_stats), not moved per record")
 STATS_OWNED = slot("bool: the partition says which group owns each model-statistic cell "
                    "(else each group sums its changes in a row of its own)")
 
@@ -425,7 +431,9 @@ def group_pass(rng, theta, x, s_dp, params, members, owner, slot_of, stats_owner
         if log_alpha < min_log_alpha:
             min_log_alpha = log_alpha
         if log_alpha >= 0.0 or rng.random() < math.exp(log_alpha):
-            if SAME_STATISTIC:  # the model's statistic is the mechanism's: shared cells after
+            if LAZY_STATS:  # recounted after the iteration's sweeps (group_stats)
+                pass
+            elif SAME_STATISTIC:  # the model's statistic is the mechanism's: shared cells after
                 for b in range(used):
                     if slot_of[touched[b]] < 0:
                         stats[touched[b]] += delta[b]
@@ -462,27 +470,81 @@ def group_pass(rng, theta, x, s_dp, params, members, owner, slot_of, stats_owner
     return accepted, min_log_alpha, status, -1, -1
 
 
+def group_stats(x, members, stats_owner, own_stats, g, stats, stats_row):
+    r"""Group ``g``'s part of the model's statistic recounted from its records ``members``
+    (in order), for a model with ``stat_every="iteration"`` after the iteration's sweeps:
+    with ``STATS_OWNED`` into the cells of ``stats`` it owns (``own_stats``, zeroed first;
+    the groups write disjoint cells, so they may run at once), else into ``stats_row``
+    (zeroed first), which the caller adds to the others in group order.
+
+    Returns ``(status, record, cell)``: ``BAD_STAT_PARTITION`` with a record that counts in
+    a cell another group owns (the check the per-record update made), ``BAD_ENTRIES`` for a
+    broken entries function, ``BAD_STATS`` for a cell that is not finite."""
+    current = np.empty(RECORD_SIZE)
+    index, value = np.empty(max(MODEL_NNZ, 1), np.int64), np.empty(max(MODEL_NNZ, 1))
+    buf = np.empty(MODEL_STAT_SIZE)
+    if STATS_OWNED:
+        for a in range(own_stats.shape[0]):
+            stats[own_stats[a]] = 0.0
+    else:
+        for j in range(stats_row.shape[0]):
+            stats_row[j] = 0.0
+    for a in range(members.shape[0]):
+        i = members[a]
+        for j in range(RECORD_SIZE):  # no view x[i]: see record.dense_pass
+            current[j] = x[i, j]
+        if MODEL_NNZ > 0:
+            count = MODEL_ENTRIES(current, index, value)
+            if count < 0 or count > MODEL_NNZ:
+                return BAD_ENTRIES, i, -1
+            for b in range(count):
+                j = index[b]
+                if j < 0 or j >= MODEL_STAT_SIZE:
+                    return BAD_ENTRIES, i, -1
+                if STATS_OWNED:
+                    if value[b] != 0.0 and stats_owner[j] != g:
+                        return BAD_STAT_PARTITION, i, j
+                    stats[j] += value[b]
+                else:
+                    stats_row[j] += value[b]
+        else:
+            MODEL_STAT(current, buf)
+            for j in range(MODEL_STAT_SIZE):
+                stats_row[j] += buf[j]
+    finite = True
+    if STATS_OWNED:
+        for a in range(own_stats.shape[0]):
+            finite &= math.isfinite(stats[own_stats[a]])
+    else:
+        for j in range(stats_row.shape[0]):
+            finite &= math.isfinite(stats_row[j])
+    return (OK if finite else BAD_STATS), -1, -1
+
+
 #: The templates of a group's pass (bound with the model's functions, as the chain's are).
 GROUP_TEMPLATES = (group_totals, _owned_stats, group_pass, take_proposal, move_model_stat,
-                   sweep_table)
+                   sweep_table, group_stats)
 
 
 @dataclass(frozen=True)
 class GroupFunctions:
     """One model's compiled group pieces (:func:`bind_groups`): ``totals`` is
     :func:`group_totals`, ``sweep`` :func:`group_pass`, ``table`` the sweep's table of
-    theta (:func:`dawrap.samplers.record.sweep_table`)."""
+    theta (:func:`dawrap.samplers.record.sweep_table`), ``stats`` :func:`group_stats`
+    (used when ``lazy_stats``)."""
     totals: object
     sweep: object
     table: object
+    stats: object
 
 
 def bind_groups(fns, record_size: int, size: int, stat_size: int, *, general: bool,
                 shared: bool, random_scan: bool, batched: bool, prepared: bool,
-                stats_owned: bool) -> GroupFunctions:
+                stats_owned: bool, lazy_stats: bool = False) -> GroupFunctions:
     """Compile the group pass for one model and mechanism (the options of
     :func:`dawrap.samplers.record.bind_chain`; ``stats_owned`` when the partition says who
-    owns the model statistic's cells). Needs the entries path (``fns.nnz > 0``)."""
+    owns the model statistic's cells; ``lazy_stats`` when the model's statistic is recounted
+    once per iteration, :func:`group_stats`). Needs the entries path (``fns.nnz > 0``)."""
     from .. import _templates
     from ..model.protocols import no_prepared_proposal
 
@@ -501,9 +563,10 @@ def bind_groups(fns, record_size: int, size: int, stat_size: int, *, general: bo
         RANDOM_SCAN=random_scan, BATCHED=batched and not general,
         PREPARED_PROPOSALS=prepared and (not general or fns.propose_prepared
                                          is not no_prepared_proposal),
-        STATS_OWNED=stats_owned)
+        STATS_OWNED=stats_owned, LAZY_STATS=lazy_stats)
     bound = _templates.bind(GROUP_TEMPLATES, names)
-    return GroupFunctions(bound.group_totals, bound.group_pass, bound.sweep_table)
+    return GroupFunctions(bound.group_totals, bound.group_pass, bound.sweep_table,
+                          bound.group_stats)
 
 
 def partition_error(record: int, cell: int, group: int, owner: int, statistic: str) -> str:

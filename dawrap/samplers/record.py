@@ -75,6 +75,8 @@ NNZ = slot("int: most pairs of ENTRIES (0: the dense path)")
 MODEL_NNZ = slot("int: most pairs of MODEL_ENTRIES (0: dense)")
 USER_PROPOSAL = slot("bool: propose with PROPOSE_RECORD (else draw from f)")
 SAME_STATISTIC = slot("bool: the model's statistic is the mechanism's")
+LAZY_STATS = slot("bool: the model's statistic is recounted from the records once per "
+                  "iteration (Model(stat_every='iteration')), not moved per record")
 RANDOM_SCAN = slot("bool: visit n records at random")
 ON_STACK = slot("bool: the per-record buffers fit on the stack")
 BATCHED = slot("bool: proposals from DRAW_RECORDS, BLOCK at a time")
@@ -90,6 +92,7 @@ CELL_COUNTS = slot("bool: the block holds the model's counts")
 SWEEP_PASS = slot("(rng, state, s_dp, params, table) -> (state, StepInfo)")
 SWEEP_TABLE = slot("(theta) -> table, or a placeholder without PREPARED_PROPOSALS")
 MOVE = slot("(rng, state, s_dp, params, tuning) -> (state, accept_prob, status)")
+RECOUNT_STATS = slot("(x, stats) -> status: the model's statistic recounted from x")
 KERNEL_STEP = slot("(rng, theta, x, stats, kernel_state, tuning) -> (theta, accept_prob)")
 REFRESH = slot("(state, s_dp, params) -> (state, status)")
 
@@ -317,8 +320,9 @@ def fill_cells(cells, s_dp, params):
 
 
 def move_model_stat(x_old, x_new, stats, s_old, s_new):
-    """``stats += model_stat(x_new) - model_stat(x_old)``."""
-    if MODEL_STAT_SIZE > 0:
+    """``stats += model_stat(x_new) - model_stat(x_old)`` (nothing with ``LAZY_STATS``: the
+    statistic is recounted after the iteration's sweeps, :func:`recount_stats`)."""
+    if MODEL_STAT_SIZE > 0 and not LAZY_STATS:
         MODEL_STAT(x_old, s_old)
         MODEL_STAT(x_new, s_new)
         for j in range(MODEL_STAT_SIZE):
@@ -361,6 +365,43 @@ def take_proposal(rng, theta, block, taken, left, proposal):
     for j in range(RECORD_SIZE):
         proposal[j] = block[taken, j]
     return taken + 1
+
+
+def recount_stats(x, stats):
+    r"""``stats`` :math:`= \sum_i t(x_i)` from scratch, in record order, through the
+    model's entries when it declares them (O(n model_nnz)), else densely: what a model with
+    ``stat_every="iteration"`` (``LAZY_STATS``) has instead of the sweep's O(1) update per
+    accepted record. Returns ``OK``, ``BAD_ENTRIES`` (a broken entries function) or
+    ``BAD_STATS`` (a cell not finite).
+
+    Why it is the same chain: the theta kernel is the only reader of ``stats``, and it runs
+    at the start of the next iteration, after this recount; the extra move reads the records,
+    not ``stats``. The kernel therefore sees :math:`\sum_i t(x_i)` of the current records
+    either way; for an integer statistic (counts) the recount and the running sum are the
+    same floats, so the draws are bit-identical.
+    """
+    for j in range(MODEL_STAT_SIZE):
+        stats[j] = 0.0
+    current = np.empty(RECORD_SIZE)
+    index, value = np.empty(max(MODEL_NNZ, 1), np.int64), np.empty(max(MODEL_NNZ, 1))
+    buf = np.empty(MODEL_STAT_SIZE)
+    for i in range(x.shape[0]):
+        for j in range(RECORD_SIZE):  # no view x[i]: see dense_pass
+            current[j] = x[i, j]
+        if MODEL_NNZ > 0:
+            count = MODEL_ENTRIES(current, index, value)
+            if count < 0 or count > MODEL_NNZ:
+                return BAD_ENTRIES
+            for a in range(count):
+                j = index[a]
+                if j < 0 or j >= MODEL_STAT_SIZE:
+                    return BAD_ENTRIES
+                stats[j] += value[a]
+        else:
+            MODEL_STAT(current, buf)
+            for j in range(MODEL_STAT_SIZE):
+                stats[j] += buf[j]
+    return OK if all_finite(stats) else BAD_STATS
 
 
 def sweep_table(theta):
@@ -509,7 +550,10 @@ def move_model_stats(x_i, proposal, stats, index, value, touched, delta, s_old, 
     """``stats += model_stat(proposal) - model_stat(x_i)`` through the model's entries when
     it has them (O(model_nnz)), else densely. Returns ``OK``, ``BAD_ENTRIES``, or
     ``BAD_STATS`` when a cell it moved is no longer finite (checked here, so that the sweep
-    need not scan all ``stat_size`` cells: O(K) per sweep at a million cells)."""
+    need not scan all ``stat_size`` cells: O(K) per sweep at a million cells). Nothing with
+    ``LAZY_STATS`` (:func:`recount_stats`)."""
+    if LAZY_STATS:
+        return OK
     if MODEL_NNZ == 0:
         move_model_stat(x_i, proposal, stats, s_old, s_new)
         return OK  # the dense statistic is checked once per sweep
@@ -660,6 +704,10 @@ def update_records(rng, state, inputs, tuning):
             return state, info
         accepted += info.accept_rate
         min_accept = min(min_accept, info.min_accept_prob)
+    if LAZY_STATS:  # the model's statistic, once per iteration (recount_stats)
+        status = RECOUNT_STATS(state.x, state.stats)
+        if status != OK:
+            return state, StepInfo(accepted / inputs.sweeps, min_accept, status, move_accept)
     return state, StepInfo(accepted / inputs.sweeps, min_accept, OK, move_accept)
 
 
@@ -869,7 +917,8 @@ RECORD_TEMPLATES = (init, arrange, fill_cells, consistency, refresh, first_overf
                     draw_guarded, draw_database,
                     draw_batches_guarded, entries_path.entries_sums,
                     entries_path.entries_consistency, entries_path.check_entries)
-SWEEP_TEMPLATES = (move_model_stat, move_model_stats, take_proposal, sweep_table)
+SWEEP_TEMPLATES = (move_model_stat, move_model_stats, take_proposal, sweep_table,
+                   recount_stats)
 CHAIN_TEMPLATES = (update_records, step)
 #: The chain's layers compiled into their callers rather than on their own: the run loop
 #: (:func:`dawrap.samplers.loop.run`, bound to ``step``) holds ``step``, which holds
@@ -883,8 +932,8 @@ CHAIN_INLINED = ("update_records", "step")
 
 def bind_chain(fns: RecordFunctions, record_size: int, size: int, stat_size: int, *,
                general: bool = False, shared: bool = False, random_scan: bool = False,
-               batched: bool = False, prepared: bool = False, move=no_move,
-               kernel_step=given_theta) -> Chain:
+               batched: bool = False, prepared: bool = False, lazy_stats: bool = False,
+               move=no_move, kernel_step=given_theta) -> Chain:
     """Compile the record sampler for one model, mechanism, theta kernel and move.
 
     Parameters
@@ -911,6 +960,10 @@ def bind_chain(fns: RecordFunctions, record_size: int, size: int, stat_size: int
         proposes through it (with ``general``, only when the model gives
         ``propose_prepared``), and databases are drawn through it. Pruned like ``batched``
         without it.
+    lazy_stats : bool
+        The model's statistic is recounted from the records once per iteration, after the
+        sweeps (:func:`recount_stats`; ``Model(stat_every="iteration")``), instead of moved
+        by every accepted record; not with ``shared``.
     move : dispatcher
         The extra theta move, ``(rng, state, s_dp, params, tuning) -> (state, accept_prob,
         status)`` (:func:`dawrap.samplers.interweave.make_move`), or :func:`no_move`.
@@ -925,12 +978,15 @@ def bind_chain(fns: RecordFunctions, record_size: int, size: int, stat_size: int
         later processes (:mod:`dawrap._templates`). The entries path
         (:mod:`dawrap.samplers.entries_path`) is taken when ``fns.nnz > 0``.
     """
+    if lazy_stats and shared:
+        raise ValueError("bind_chain: lazy_stats needs a model statistic of its own (not "
+                         "shared with the mechanism's, which the sweep keeps anyway)")
     if prepared and (fns.prepare is no_prepare or fns.draw_prepared is no_prepared_draw):
         raise ValueError("bind_chain: prepared=True needs fns.prepare and fns.draw_prepared "
                          "(record.prepared_fields of the model's PreparedDraw)")
     names = {name.upper(): value for name, value in fns._asdict().items()}
     names.update(RECORD_SIZE=record_size, MECH_STAT_SIZE=size, MODEL_STAT_SIZE=stat_size,
-                 PREPARED=prepared,
+                 PREPARED=prepared, LAZY_STATS=lazy_stats,
                  # Densities known to read params[j] for cell j alone (and params[-1]):
                  # their parameters can live in the per-cell block.
                  CELL_PARAMS=fns.nnz > 0 and fns.coordinate_log_density in (
@@ -949,6 +1005,7 @@ def bind_chain(fns: RecordFunctions, record_size: int, size: int, stat_size: int
     chain = _templates.bind(CHAIN_TEMPLATES, dict(
         SWEEP_PASS=getattr(sweeps, pass_template.__name__),
         SWEEP_TABLE=sweeps.sweep_table, MOVE=move, KERNEL_STEP=kernel_step,
+        RECOUNT_STATS=sweeps.recount_stats, LAZY_STATS=lazy_stats,
         REFRESH=records.refresh,
         THETA_SUPPORT=fns.theta_support), inline=CHAIN_INLINED)
     looped = loop.bind(chain.step, schedule, running_total)  # the one run loop

@@ -96,6 +96,10 @@ def test_simulate_draws_from_the_record_model():
     (dict(draw_prior=3), TypeError, "draw_prior must be callable"),
     (dict(model_stat=draw_record), ValueError, "stat_size is required"),
     (dict(stat_size=2), ValueError, "stat_size was given without model_stat"),
+    (dict(stat_every="sweep"), ValueError,
+     r"stat_every must be 'record' .* or 'iteration' .*, got 'sweep'"),
+    (dict(stat_every="iteration"), ValueError, "stat_every='iteration' recounts the model's "
+                                               "statistic: give model_stat"),
     (dict(propose_record=lambda *a: 0.0), TypeError, "propose_record must be a numba"),
     (dict(draw_records=lambda rng, theta, out: None), TypeError, "draw_records must be a numba"),
     (dict(prepared=(three_args, three_args)), TypeError,

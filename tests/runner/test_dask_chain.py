@@ -66,15 +66,22 @@ def same(a, b) -> None:
             assert np.array_equal(va[k], vb[k]), (group, k)
 
 
-@pytest.mark.parametrize("partition", [None, "by_area"], ids=["model-own", "shared-cells"])
+@pytest.mark.parametrize("partition", [None, "by_area", "rows"],
+                         ids=["model-own", "shared-cells", "statistic-rows-two-sweeps"])
 def test_the_draws_are_those_of_the_threads(problem, client, partition):
+    # The census model recounts its statistic once per iteration, each group on the worker
+    # that holds it (into its cells, or with "rows" into its row, added on the client in
+    # group order), in the iteration's last sweep call.
     model, mech, s_dp = problem
     part = by_area() if partition else None
+    sweeps = 1
+    if partition == "rows":
+        part, sweeps = dw.Partition(records=part.records, cells=part.cells), 2
     threaded = dw.sample(model, mech, s_dp, N, draws=15, tune=5,
-                         method=dw.Record(threads=2, partition=part), **FAST)
+                         method=dw.Record(threads=2, partition=part, sweeps=sweeps), **FAST)
     # the option by name (dw.sample's record options), or on the method object
     how = (dict(executor=client) if part is None
-           else dict(method=dw.Record(executor=client, partition=part)))
+           else dict(method=dw.Record(executor=client, partition=part, sweeps=sweeps)))
     cluster = dw.sample(model, mech, s_dp, N, draws=15, tune=5, **how, **FAST)
     same(threaded, cluster)
     assert diagnostics.group(cluster, "posterior").attrs["executor"] == "dask"
@@ -203,6 +210,16 @@ def test_bad_input_is_named(problem, client):
     with pytest.raises(ValueError, match="executor needs a partition of the records"):
         dw.sample(bb_model, bb_mech, 312.4, 1000, draws=5, tune=2,
                   method=dw.Record(executor=client), chains=1, progress=False)
+
+    # the model's statistic recounted on the workers checks the partition's stats too
+    part = by_area()
+    wrong = dw.Partition(records=part.records, cells=part.cells,
+                         stats=np.zeros_like(part.stats))  # every area's counts to area 0
+    with pytest.raises(ValueError, match=r"record 40 \(group 1 of the partition\) touched "
+                                         r"cell [345] of the model's statistic, which the "
+                                         r"partition gives to group 0"):
+        dw.sample(model, mech, s_dp, N, draws=5, tune=2,
+                  method=dw.Record(executor=client, partition=wrong), **FAST)
 
 
 def test_a_model_the_workers_cannot_import_is_named(problem, client, monkeypatch):

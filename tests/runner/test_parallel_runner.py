@@ -1,5 +1,7 @@
 """One chain on several threads (dawrap.runner.parallel): the same draws for 1, 2 or 3
 threads, the exact posterior with and without shared cells, bad input named."""
+import copy
+
 import numpy as np
 import pytest
 
@@ -85,6 +87,43 @@ def test_census_groups_by_state_and_shares_the_nation():
     runs = [dw.sample(model, mech, s_dp, int(sizes.sum()), draws=20, tune=5,
                       method=dw.Record(threads=t), **FAST) for t in (1, 2)]
     assert np.array_equal(draws(runs[0]), draws(runs[1]))
+
+
+def per_record(model):
+    """``model`` (whose statistic is recounted once per iteration, stat_every="iteration")
+    with the statistic moved at every accepted record instead."""
+    twin = copy.copy(model)
+    twin.stat_every = "record"
+    return twin
+
+
+@pytest.mark.parametrize("owned", [True, False], ids=["cells-owned", "rows-per-group"])
+def test_groups_recounting_the_statistic_give_the_running_sums_draws(problem, owned):
+    # The census model recounts its counts once per iteration: each group its own records,
+    # into the cells it owns (Partition.stats) or its row (added in group order). The kernel
+    # reads them at the next iteration only, so the draws are bit for bit those of the
+    # groups moving the counts at every accepted record; a stale or partial recount parts.
+    model, mech, s_dp = problem
+    part = by_area(mech)
+    if not owned:
+        part = dw.Partition(records=part.records, cells=part.cells)
+    runs = [dw.sample(m, mech, s_dp, sum(SIZES), draws=30, tune=10,
+                      method=dw.Record(threads=2, partition=part, sweeps=2), **FAST)
+            for m in (per_record(model), model)]
+    for name in ("p", "log_alpha"):
+        assert np.array_equal(draws(runs[1], name), draws(runs[0], name)), name
+
+
+def test_a_wrong_statistic_partition_stops_with_its_cell(problem):
+    model, mech, s_dp = problem
+    part = by_area(mech)
+    wrong = dw.Partition(records=part.records, cells=part.cells,
+                         stats=np.zeros_like(part.stats))  # area 1's counts given to area 0
+    with pytest.raises(ValueError, match=r"record 2 \(group 1 of the partition\) touched cell "
+                                         r"[23] of the model's statistic, which the "
+                                         r"partition gives to group 0"):
+        dw.sample(model, mech, s_dp, sum(SIZES), draws=5, tune=2,
+                  method=dw.Record(threads=2, partition=wrong), **FAST)
 
 
 def test_a_wrong_partition_stops_with_its_cell(problem):
