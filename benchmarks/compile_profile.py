@@ -54,8 +54,8 @@ def layer(name: str) -> str:
         return "user / numba's overloads / fixed helpers"
     if base in {t.__name__ for t in record.RECORD_TEMPLATES}:
         return "records' helpers"
-    if base in {t.__name__ for t in record.SWEEP_TEMPLATES} | {"dense_sweep", "sparse_sweep",
-                                                                "dense_pass", "sparse_pass"}:
+    if base in {t.__name__ for t in record.SWEEP_TEMPLATES} | {"dense_sweep", "entries_sweep",
+                                                                "dense_pass", "entries_pass"}:
         return "sweep"
     if base in {t.__name__ for t in record.CHAIN_TEMPLATES}:
         return "chain"

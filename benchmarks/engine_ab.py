@@ -9,7 +9,7 @@ on a shared machine. Two measurements:
 * ``update``: ns per record update of the beta-binomial chain (``chain.run``, n records,
   conjugate theta step) against the minimal hand-written loop of
   ``benchmarks/record_update.py`` (the issue's yardstick: within 1.2x);
-* ``cells``: ns per record update of the sparse sweep (``dirichlet_multinomial``, uniform
+* ``cells``: ns per record update of the entries sweep (``dirichlet_multinomial``, uniform
   proposal, Laplace on all K counts) at K = 10 and 10^6, as ``benchmarks/tables_scaling.py``
   (the issue's goal: within 2x).
 

@@ -1,4 +1,4 @@
-"""Why the sparse record update slows down at 10^5-10^6 cells: a controlled experiment.
+"""Why the entries-path record update slows down at 10^5-10^6 cells: a controlled experiment.
 
 The update's operation count does not depend on K (``benchmarks/tables_scaling.py``), yet its
 cost grows above 10^4 cells. Hypothesis: the arrays it reads and writes at the record's
@@ -36,7 +36,7 @@ import numba
 import numpy as np
 
 from dawrap.models import dirichlet_multinomial as dm
-from dawrap.samplers import record, sparse
+from dawrap.samplers import record, entries_path
 from dawrap.samplers.kernels import as_kernel
 
 
@@ -54,7 +54,7 @@ def restricted_proposal(m: int):
 
 
 class Case:
-    """The sparse sweep over K cells with records confined to the first ``m``."""
+    """The entries sweep over K cells with records confined to the first ``m``."""
 
     def __init__(self, k, m, n, seed):
         self.k, self.m, self.n = k, m, n
@@ -71,7 +71,7 @@ class Case:
                                           model.model_stat, mech.sampler_statistic,
                                           mech.log_density, model.theta_support,
                                           model.record_support,
-                                          **sparse.sparse_fields(model, mech))
+                                          **entries_path.entries_fields(model, mech))
         shared = model.user_model_stat is mech.statistic
         chain = record.bind_chain(self.fns, 1, k, k, general=True, shared=shared,
                                   kernel_step=as_kernel(model.draw_theta, False).step)

@@ -24,7 +24,7 @@ import numpy as np
 
 import dawrap as dw
 from dawrap.models import dirichlet_multinomial as dm
-from dawrap.samplers import record, sparse
+from dawrap.samplers import record, entries_path
 from dawrap.samplers.kernels import as_kernel
 
 
@@ -43,7 +43,7 @@ def setup(model, mech, k, n, seed):
     s_dp = mech.release_given_total(rng, counts)
     fns = record.RecordFunctions(model.draw_record, model.propose_record, model.model_stat,
                                  mech.sampler_statistic, mech.log_density, model.theta_support,
-                                 model.record_support, **sparse.sparse_fields(model, mech))
+                                 model.record_support, **entries_path.entries_fields(model, mech))
     shared = model.user_model_stat is mech.statistic
     kernel = as_kernel(model.draw_theta, False).step
     chain = record.bind_chain(fns, 1, k, k, general=model.general_proposal, shared=shared,

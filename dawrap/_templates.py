@@ -310,32 +310,36 @@ def _digest(*parts: str) -> str:
 # runner's probes, the starts' plausibility evidence) runs through one of them, bound to it,
 # so that its code loads from the disk cache with the chain's instead of compiling in every
 # process (benchmarks/compile_profile.py).
+FUNC = slot("(a, b, ...) -> result: the user's compiled function, called with call_N's "
+            "N arguments")
+
+
 def call_0():
-    return FUNC()  # noqa: F821 - bound by cached_caller
+    return FUNC()
 
 
 def call_1(a):
-    return FUNC(a)  # noqa: F821
+    return FUNC(a)
 
 
 def call_2(a, b):
-    return FUNC(a, b)  # noqa: F821
+    return FUNC(a, b)
 
 
 def call_3(a, b, c):
-    return FUNC(a, b, c)  # noqa: F821
+    return FUNC(a, b, c)
 
 
 def call_4(a, b, c, d):
-    return FUNC(a, b, c, d)  # noqa: F821
+    return FUNC(a, b, c, d)
 
 
 def call_5(a, b, c, d, e):
-    return FUNC(a, b, c, d, e)  # noqa: F821
+    return FUNC(a, b, c, d, e)
 
 
 def call_6(a, b, c, d, e, f):
-    return FUNC(a, b, c, d, e, f)  # noqa: F821
+    return FUNC(a, b, c, d, e, f)
 
 
 CALLERS = (call_0, call_1, call_2, call_3, call_4, call_5, call_6)

@@ -231,3 +231,48 @@ def test_a_misspelt_suffstat_slot_is_named():
     for module in (loop, suffstat, suffstat_marginal, suffstat_multinomial):
         slots = [v for v in vars(module).values() if isinstance(v, _templates.Slot)]
         assert slots and all(v.what for v in slots)
+
+
+def test_a_misspelt_caller_slot_is_named():
+    """Issue 28, item 1: the callers of a user's function (``call_0`` .. ``call_6``) read the
+    declared slot FUNC (undeclared once); a misspelt name is refused naming it, a missing one
+    named with what it holds, and the names spelt right call the function."""
+    with pytest.raises(_templates.SlotError, match="'FUN' is not a slot .*did you mean 'FUNC'"):
+        _templates.bind((_templates.call_1,), {"FUN": user_twice})
+    with pytest.raises(_templates.SlotError, match="call_1 reads the slot 'FUNC' \\(\\(a, b"):
+        _templates.bind((_templates.call_1,), {})
+    bound = _templates.bind((_templates.call_1,), {"FUNC": user_twice})
+    assert bound.call_1(np.array([2.5])) == 5.0
+
+
+def test_no_template_reads_an_undeclared_placeholder():
+    """No function of the package reads a capitalised global that is ``None`` in its module
+    (the undeclared placeholders of issue 28, item 1, which bind compiled in unchecked), and
+    every module that declares slots says what each holds."""
+    import importlib
+    import pkgutil
+    import types
+
+    import dawrap
+    found, declaring = [], []
+    for info in pkgutil.walk_packages(dawrap.__path__, "dawrap."):
+        if info.name.endswith("__main__"):  # runs the command line
+            continue
+        try:
+            module = importlib.import_module(info.name)
+        except ImportError:  # an optional dependency (pymc, dask) not installed
+            continue
+        names = vars(module)
+        slots = [v for v in names.values() if isinstance(v, _templates.Slot)]
+        if slots:
+            declaring.append(info.name)
+            assert all(v.what for v in slots), info.name
+        for func in names.values():
+            if isinstance(func, types.FunctionType) and func.__module__ == info.name:
+                found += [f"{info.name}.{func.__name__} reads {used}"
+                          for used in sorted(_templates._global_names(func.__code__))
+                          if used.isupper() and used in names and names[used] is None]
+    assert not found
+    assert {"dawrap._templates", "dawrap.mechanisms.base", "dawrap.mechanisms.separable",
+            "dawrap.runner.starts", "dawrap.runner.modes", "dawrap.samplers.record",
+            "dawrap.samplers.entries_path"} <= set(declaring)

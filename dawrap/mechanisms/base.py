@@ -40,9 +40,11 @@ from .noise import NoiseLaw
 __all__ = ["Mechanism", "as_records", "sum_statistic", "with_release_argument"]
 
 
-# The names the templates below call, bound per statistic (dawrap._templates).
-STATISTIC = None
-SIZE = 0
+# The slots of the templates below, bound per statistic (dawrap._templates checks every
+# binding against them).
+STATISTIC = _templates.slot("(x_i, s_dp, out) in total_of, (x_i, out) in "
+                            "statistic_given_release: one record's contribution t(x_i)")
+SIZE = _templates.slot("int: floats of the statistic")
 
 
 def sum_statistic(x, s_dp, statistic, size: int) -> np.ndarray:
@@ -483,7 +485,7 @@ class Mechanism(Immutable):
         else:
             s = np.zeros(self.size)
         if self.sparse is not None:  # O(n nnz + size) rather than O(n size)
-            total, ok = separable.sparse_total(x, s, self.sparse.entries, self.sparse.nnz,
+            total, ok = separable.total_from_entries(x, s, self.sparse.entries, self.sparse.nnz,
                                                self.size)
             if ok:
                 return total

@@ -17,7 +17,7 @@ an O(nnz) computation whatever the number of cells ``m``.
 A statistic is declared sparse once, with :func:`declare_sparse`: its ``entries`` function
 ``(x_i, index, value) -> count`` writes the record's non-zero coordinates as ``count`` pairs
 ``(index[a], value[a])``, ``count <= nnz`` (an index may repeat: its values add up). Every
-mechanism and model that uses that statistic then takes the sparse path. The built-in
+mechanism and model that uses that statistic then takes the entries path. The built-in
 Laplace, Geometric, Gaussian and DiscreteGaussian mechanisms are separable; a custom
 :class:`dawrap.Mechanism` declares itself separable by giving ``coordinate_log_density``
 ``(s_j, t_j, j, params) -> float``, the term :math:`\ell_j` (constants may be left out: only
@@ -54,7 +54,8 @@ from .. import _templates
 from .._checks import as_count, require_arity, require_njit
 
 __all__ = ["declare_sparse", "sparse_form", "laplace_coordinate", "gaussian_coordinate",
-           "no_entries", "no_coordinate", "entries_given_release", "SparseForm", "sparse_total"]
+           "no_entries", "no_coordinate", "entries_given_release", "SparseForm",
+           "total_from_entries"]
 
 _ATTRIBUTE = "_dawrap_sparse"
 
@@ -85,7 +86,7 @@ def declare_sparse(statistic, entries, nnz: int):
         returns how many it wrote. It must agree with ``statistic``: the record sampler checks
         this before a run, on every distinct record it starts from, and at every refresh of
         its running sums, on records of the database it has imputed
-        (:mod:`dawrap.samplers.sparse`).
+        (:mod:`dawrap.samplers.entries_path`).
     nnz : int
         The most pairs one record has.
 
@@ -109,7 +110,7 @@ def declare_sparse(statistic, entries, nnz: int):
     ...     return 1
     >>> dw.declare_sparse(one_hot, one_hot_entries, nnz=1) is one_hot
     True
-    >>> dw.Laplace(one_hot, epsilon=1.0, sensitivity=2.0, size=4).sparse.nnz   # the sparse path
+    >>> dw.Laplace(one_hot, epsilon=1.0, sensitivity=2.0, size=4).sparse.nnz   # the entries path
     1
     """
     require_njit(statistic, "statistic", "(x_i, out)")
@@ -124,9 +125,13 @@ def sparse_form(statistic) -> SparseForm | None:
     return getattr(statistic, _ATTRIBUTE, None)
 
 
-# The names the templates below call, bound per statistic (dawrap._templates).
-ENTRIES = None
-NNZ = SIZE = 0
+# The slots of the templates below, bound per statistic (dawrap._templates checks every
+# binding against them).
+ENTRIES = _templates.slot("(x_i, index, value) -> count in entries_with_release, "
+                          "(x_i, s_dp, index, value) -> count in total_of_entries: the "
+                          "statistic's nonzero coordinates as (index, value) pairs")
+NNZ = _templates.slot("int: most pairs ENTRIES writes")
+SIZE = _templates.slot("int: floats of the statistic")
 
 
 def entries_with_release(x_i, s_dp, index, value):
@@ -173,7 +178,7 @@ def gaussian_coordinate(s_j, t_j, j, params):
     return -0.5 * z * z
 
 
-def sparse_total(x, s_dp, entries, nnz: int, size: int):
+def total_from_entries(x, s_dp, entries, nnz: int, size: int):
     """``(sum_i t(x_i), ok)`` through the entries, O(n nnz + size); ``ok`` is False (and the
     sum incomplete) at the first count outside ``0..nnz`` or index outside the statistic."""
     bound = _templates.bind((total_of_entries,), {"ENTRIES": entries, "NNZ": nnz, "SIZE": size})
@@ -181,7 +186,7 @@ def sparse_total(x, s_dp, entries, nnz: int, size: int):
 
 
 def total_of_entries(x, s_dp):
-    """The template of :func:`sparse_total`."""
+    """The template of :func:`total_from_entries`."""
     total = np.zeros(SIZE)
     nnz, size = NNZ, SIZE
     index, value = np.empty(nnz, np.int64), np.empty(nnz)

@@ -37,13 +37,15 @@ __all__ = ["save_chain", "load_chain", "load_chains", "saved_seed", "check_folde
 #: 5: the settings hold the run's fingerprint (dawrap.runner.fingerprint).
 #: 6: the trace's sample stats in one array, ``trace_stats`` (record.Trace, the run loop's
 #: outputs), and a plain Python draw_theta's kernel state holds its theta (record.given_theta).
-FORMAT = 6
+#: 7: the interweaving move's jump mixture is a typed state (interweave.MixtureState: log
+#: weights, means, factors in turn), no longer one packed array led by its count.
+FORMAT = 7
 
 #: The lock file inside a checkpoint folder (see :class:`dawrap._files.Lock`).
 LOCK_NAME = ".lock"
 _BUSY = ("wait for it to finish, or give this run another checkpoint folder (a run that "
          "died releases the folder by itself)")
-#: The sampler state's fields a checkpoint holds: all but the sparse path's per-cell block,
+#: The sampler state's fields a checkpoint holds: all but the entries path's per-cell block,
 #: which copies the release and the running sums (the runner rebuilds it with
 #: ``chain.arrange``), so files written before the block existed resume as they are, and the
 #: clock, which the run loop sets before every iteration (``record.schedule``).

@@ -121,10 +121,12 @@ class Landscape(NamedTuple):
         return len(self.modes) >= 2
 
 
-# The names the template below calls (dawrap._templates): the model's record draw, the
-# mechanism's statistic and their sizes.
-DRAW_RECORD = STATISTIC = None
-RECORD_SIZE = SIZE = 0
+# The slots of the template below (dawrap._templates checks every binding against them):
+# the model's record draw, the mechanism's statistic and their sizes.
+DRAW_RECORD = _templates.slot("(rng, theta, out): one record from f(. | theta)")
+STATISTIC = _templates.slot("(x_i, s_dp, out): the mechanism's statistic of a record")
+RECORD_SIZE = _templates.slot("int: floats per record")
+SIZE = _templates.slot("int: floats of the mechanism's statistic")
 
 
 def clt_log_likelihood(rng, theta, s_dp, n, noise, records):

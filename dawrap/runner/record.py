@@ -15,7 +15,7 @@ import warnings
 
 import numpy as np
 
-from ..samplers import record, sparse
+from ..samplers import record, entries_path
 from .._checks import call_user, is_real
 from ..samplers.arrays import is_state, unflatten_state
 from ..samplers.output import Output
@@ -126,7 +126,7 @@ class _Setup:
                                           model.model_stat, mechanism.sampler_statistic,
                                           mechanism.log_density, model.theta_support,
                                           model.record_support,
-                                          **sparse.sparse_fields(model, mechanism),
+                                          **entries_path.entries_fields(model, mechanism),
                                           **record.prepared_fields(model.prepared),
                                           draw_records=model.draw_records or no_records)
         # The model statistic rides on the mechanism's when they are the same function.
@@ -205,10 +205,10 @@ class _Setup:
         if self.fns.nnz > 0:  # O(n nnz): the dense check below costs O(n size)
             for records, where in [*((r, w) for r, _, w in drawn), (x, name)]:
                 i, which, why = self.chain.check_entries(
-                    records, self.s_dp, sparse.compared_before_a_run(
+                    records, self.s_dp, entries_path.compared_before_a_run(
                         records, mech.size + model.stat_size * (self.fns.model_nnz > 0)))
                 if i >= 0:
-                    raise ValueError(sparse.entries_error(i, which, why, where, mech))
+                    raise ValueError(entries_path.entries_error(i, which, why, where, mech))
             x = x[:0]  # the dense check on the fresh draws only
         for records, label in [*((r, w) for r, w, _ in drawn), (x, None)]:
             i, which = self.chain.first_overflow(records, self.s_dp)
@@ -439,7 +439,7 @@ def _run_chain(setup: _Setup, chain: int, rng, theta, x, tune: int, draws: int,
                 f"init_x with a confidential total the mechanism could have released s_dp from")
         trace, done = _new_trace(draws, model.theta_size, mech.size, keep_stats), 0
     else:
-        # The saved fields, laid out as a fresh state is (the sparse path's per-cell block).
+        # The saved fields, laid out as a fresh state is (the entries path's per-cell block).
         state = setup.chain.arrange(setup.resumed_state(resumed), setup.s_dp, setup.params)
         trace = record.Trace(*(resumed[f"trace_{k}"] for k in record.Trace._fields))
         done = resumed["done"]

@@ -36,10 +36,10 @@ import numpy as np
 from ..mechanisms.base import as_records
 from .. import _templates
 from ..model.protocols import database_drawer
-from ..samplers import sparse
+from ..samplers import entries_path
 
 __all__ = ["initial_values", "release_informed_theta", "noise_variance", "statistic_moments",
-           "sparse_moments", "record_variances",
+           "moments_from_entries", "record_variances",
            "simulated_contributions", "SUMMARISED_ABOVE", "CANDIDATES", "RECORDS",
            "FULL_COVARIANCE_UP_TO"]
 
@@ -52,10 +52,13 @@ CANDIDATES, RECORDS = 64, 1000
 FULL_COVARIANCE_UP_TO = 32
 
 
-# The names the templates below call (dawrap._templates): the mechanism's statistic, or its
-# sparse entries, and the statistic's size.
-STATISTIC = ENTRIES = None
-SIZE = NNZ = 0
+# The slots of the templates below (dawrap._templates checks every binding against them):
+# the mechanism's statistic (moments), or its entries (entry_moments), and their sizes.
+STATISTIC = _templates.slot("(x_i, s_dp, out): the mechanism's statistic of a record")
+ENTRIES = _templates.slot("(x_i, s_dp, index, value) -> count: the mechanism's statistic "
+                          "as (index, value) pairs")
+SIZE = _templates.slot("int: floats of the mechanism's statistic")
+NNZ = _templates.slot("int: most pairs ENTRIES writes")
 
 
 def moments(x, s_dp, full):
@@ -86,7 +89,7 @@ def statistic_moments(x, s_dp, statistic, size: int, full: bool):
     return mean, (cov if full else var)
 
 
-def sparse_moments(x, s_dp, entries, nnz: int, size: int, mechanism=None,
+def moments_from_entries(x, s_dp, entries, nnz: int, size: int, mechanism=None,
                    where: str = "the records"):
     """Mean and variance of each coordinate of a sparse statistic (its ``entries``), O(records
     nnz + size): the statistic's values are small counts, so the one-pass sums of values and
@@ -94,28 +97,29 @@ def sparse_moments(x, s_dp, entries, nnz: int, size: int, mechanism=None,
 
     Every call of ``entries`` is checked before its pairs are used (the count, the pairs
     written, each index): one that breaks its contract on record ``i`` of ``x`` raises
-    :class:`~dawrap.samplers.sparse.EntriesError`, with the message the record sampler's own
+    :class:`~dawrap.samplers.entries_path.EntriesError`, with the message the record sampler's own
     check gives (naming ``mechanism`` and ``where`` the records came from)."""
     bound = _templates.bind((entry_moments,), {"ENTRIES": entries, "NNZ": nnz, "SIZE": size})
     mean, var, bad, why = bound.entry_moments(x, s_dp)
     if bad >= 0:
-        raise sparse.EntriesError(sparse.entries_error(bad, 2, why, where, mechanism))
+        raise entries_path.EntriesError(entries_path.entries_error(bad, 2, why, where, mechanism))
     return mean, var
 
 
 def entry_moments(x, s_dp):
-    """The template of :func:`sparse_moments`: ``(mean, var, -1, 0)``, or the first record
-    whose entries break their contract and why (:func:`~dawrap.samplers.sparse.broken_pairs`),
+    """The template of :func:`moments_from_entries`: ``(mean, var, -1, 0)``, or the first record
+    whose entries break their contract and why
+    (:func:`~dawrap.samplers.entries_path.broken_pairs`),
     checked before any of its pairs is used: numba checks no index, and an index outside the
     statistic (or a count above ``nnz``) would otherwise read and write unrelated memory."""
     size, nnz = SIZE, NNZ
     first, second = np.zeros(size), np.zeros(size)
-    index_buf, value_buf = sparse.guarded_pairs(nnz)
+    index_buf, value_buf = entries_path.guarded_pairs(nnz)
     index, value, cell = index_buf[:nnz], value_buf[:nnz], np.zeros(size)
     for i in range(x.shape[0]):
-        sparse.arm_pairs(index_buf, value_buf, nnz)
+        entries_path.arm_pairs(index_buf, value_buf, nnz)
         count = ENTRIES(x[i], s_dp, index, value)
-        why = sparse.broken_pairs(count, index_buf, value_buf, nnz, size)
+        why = entries_path.broken_pairs(count, index_buf, value_buf, nnz, size)
         if why != 0:
             return first, second, i, why
         for a in range(count):  # a repeated index adds up before squaring
@@ -133,9 +137,9 @@ def entry_moments(x, s_dp):
 def record_variances(x, s_dp, mechanism, where: str = "the records drawn from the model"):
     """Mean and variance of each coordinate of the mechanism's statistic over the records
     ``x``: through the sparse entries when declared (O(records nnz + size), every call of
-    them checked: :func:`sparse_moments`), else densely."""
+    them checked: :func:`moments_from_entries`), else densely."""
     if mechanism.sparse is not None:
-        return sparse_moments(x, s_dp, mechanism.sparse.entries, mechanism.sparse.nnz,
+        return moments_from_entries(x, s_dp, mechanism.sparse.entries, mechanism.sparse.nnz,
                               mechanism.size, mechanism, where)
     return statistic_moments(x, s_dp, mechanism.sampler_statistic, mechanism.size, False)
 
@@ -262,7 +266,7 @@ def release_informed_theta(rng, model, mechanism, s_dp, n: int, noise: np.ndarra
     try:
         log_w = np.array([_clt_log_likelihood(model, mechanism, s_dp, n, theta, noise, seed,
                                               records) for theta in thetas], dtype=np.float64)
-    except sparse.EntriesError:
+    except entries_path.EntriesError:
         raise  # the user's entries are wrong: no run can use them
     except (ArithmeticError, ValueError, np.linalg.LinAlgError) as err:
         # Only where the chain begins is at stake: say so and begin at a prior draw.

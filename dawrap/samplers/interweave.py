@@ -44,7 +44,8 @@ from ..model.protocols import NonCentred
 from .kernels import (RandomWalkState, acceptance_probability, rw_adapt, rw_init_state,
                       rw_propose)
 
-__all__ = ["NonCentred", "make_move", "JumpMixture", "AUTO_THRESHOLD", "DEFAULT_STEPS"]
+__all__ = ["NonCentred", "make_move", "JumpMixture", "MixtureState", "MoveState",
+           "AUTO_THRESHOLD", "DEFAULT_STEPS"]
 
 
 #: Warm-up steps of the move (iterations times steps per iteration) before it may use the
@@ -171,21 +172,43 @@ def make_move(nc: NonCentred, fns, size: int, steps: int = 1, mixture=None):
         MODEL_STAT=fns.model_stat, LOG_DENSITY=fns.log_density,
         THETA_SUPPORT=fns.theta_support, MECH_STAT_SIZE=size, STEPS=steps, INITIAL=initial,
         JUMPS=mixture is not None))
-    packed = np.zeros(0) if mixture is None else mixture.packed()
-    return bound.move, functools.partial(init_state, initial=np.array(initial), mixture=packed)
+    return bound.move, functools.partial(init_state, initial=np.array(initial),
+                                         mixture=mixture)
 
 
 def init_state(theta, initial, mixture) -> MoveState:
     """The move's state: the random walk's (:func:`dawrap.samplers.kernels.rw_init_state`)
-    and the packed jump mixture (empty without jumps)."""
-    return MoveState(rw_init_state(theta, initial), mixture.copy())
+    and the jumps' mixture (:meth:`JumpMixture.state`; no components without jumps)."""
+    d = theta.shape[0]
+    jumps = (MixtureState(np.zeros(0), np.zeros((0, d)), np.zeros((0, d, d)))
+             if mixture is None else mixture.state())
+    return MoveState(rw_init_state(theta, initial), jumps)
+
+
+class MixtureState(NamedTuple):
+    r"""The jumps' mixture as the compiled move reads it (:meth:`JumpMixture.state`): ``K``
+    components in ``d`` dimensions, :math:`q(\theta) = \sum_k e^{l_k} N(\theta; m_k,
+    L_k L_k^T)`. Fixed during the run; a checkpoint stores it flattened
+    (:func:`dawrap.samplers.arrays.flatten_state`). ``K`` is 0 without jumps.
+
+    Attributes
+    ----------
+    log_weights : ndarray of shape (K,)
+        :math:`l_k`, the log of the normalised weights.
+    means : ndarray of shape (K, d)
+    factors : ndarray of shape (K, d, d)
+        Lower-triangular Cholesky factors :math:`L_k` (the upper triangle is zero).
+    """
+    log_weights: np.ndarray
+    means: np.ndarray
+    factors: np.ndarray
 
 
 class MoveState(NamedTuple):
     """The move's per-chain state: its random walk's (adapted during warm-up) and the jumps'
-    fixed mixture (:meth:`JumpMixture.packed`; empty without jumps)."""
+    fixed mixture (:class:`MixtureState`; no components without jumps)."""
     walk: RandomWalkState
-    mixture: np.ndarray
+    mixture: MixtureState
 
 
 class JumpMixture(NamedTuple):
@@ -205,28 +228,36 @@ class JumpMixture(NamedTuple):
     means: np.ndarray
     factors: np.ndarray
 
-    def packed(self) -> np.ndarray:
-        """``[K, then per component: log weight, mean, factor]`` as one float array, the
-        layout :func:`mixture_draw` and :func:`mixture_log_density` read."""
+    def state(self) -> MixtureState:
+        """The mixture as :func:`mixture_draw` and :func:`mixture_log_density` read it:
+        normalised log weights, float64 means and lower-triangular factors, each array the
+        chain's own (a fresh copy per call).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dawrap.samplers.interweave import JumpMixture
+        >>> mixture = JumpMixture(np.array([1.0, 3.0]), np.array([[0.0], [2.0]]),
+        ...                       np.array([[[1.0]], [[0.5]]]))
+        >>> np.exp(mixture.state().log_weights)
+        array([0.25, 0.75])
+        """
         w = np.asarray(self.weights, dtype=np.float64)
-        k, d = self.means.shape
-        blocks = [np.concatenate(([math.log(w[c] / w.sum())], self.means[c],
-                                  np.tril(self.factors[c]).ravel())) for c in range(k)]
-        return np.concatenate(([float(k)], *blocks))
+        k = w.shape[0]
+        return MixtureState(np.array([math.log(w[c] / w.sum()) for c in range(k)]),
+                            np.array(self.means, dtype=np.float64),
+                            np.tril(np.asarray(self.factors, dtype=np.float64)))
 
 
 @numba.njit(nogil=True, cache=True)
 def mixture_draw(rng, mixture, d):
-    """A draw from the packed mixture (:meth:`JumpMixture.packed`)."""
-    k, block = int(mixture[0]), 1 + d + d * d
+    """A draw from the mixture (a :class:`MixtureState`)."""
     u, c, cumulative = rng.random(), 0, 0.0
-    for c in range(k):
-        cumulative += math.exp(mixture[1 + c * block])
+    for c in range(mixture.log_weights.shape[0]):
+        cumulative += math.exp(mixture.log_weights[c])
         if u < cumulative:
             break
-    start = 1 + c * block
-    mean = mixture[start + 1:start + 1 + d]
-    factor = mixture[start + 1 + d:start + block].reshape((d, d))
+    mean, factor = mixture.means[c], mixture.factors[c]
     z = rng.standard_normal(d)
     out = mean.copy()
     for j in range(d):
@@ -237,15 +268,14 @@ def mixture_draw(rng, mixture, d):
 
 @numba.njit(nogil=True, cache=True)
 def mixture_log_density(mixture, theta):
-    """The packed mixture's log density at ``theta``, up to the constant -d log(2 pi) / 2."""
+    """The mixture's (a :class:`MixtureState`) log density at ``theta``, up to the constant
+    -d log(2 pi) / 2."""
     d = theta.shape[0]
-    k, block = int(mixture[0]), 1 + d + d * d
+    k = mixture.log_weights.shape[0]
     terms = np.empty(k)
     r = np.empty(d)
     for c in range(k):
-        start = 1 + c * block
-        mean = mixture[start + 1:start + 1 + d]
-        factor = mixture[start + 1 + d:start + block].reshape((d, d))
+        mean, factor = mixture.means[c], mixture.factors[c]
         quad, log_det = 0.0, 0.0
         for j in range(d):  # forward substitution: r = L^-1 (theta - mean)
             v = theta[j] - mean[j]
@@ -254,7 +284,7 @@ def mixture_log_density(mixture, theta):
             r[j] = v / factor[j, j]
             quad += r[j] * r[j]
             log_det += math.log(factor[j, j])
-        terms[c] = mixture[start] - log_det - 0.5 * quad
+        terms[c] = mixture.log_weights[c] - log_det - 0.5 * quad
     top = np.max(terms)
     return top + math.log(np.sum(np.exp(terms - top)))
 

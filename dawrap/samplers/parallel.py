@@ -82,7 +82,7 @@ import numpy as np
 
 from .._templates import slot
 from .record import BLOCK, StepInfo, move_model_stat, sweep_table, take_proposal
-from .sparse import merge_entries
+from .entries_path import merge_entries
 from .status import OK, BAD_ENTRIES, BAD_RATIO, BAD_RECORD, BAD_STATS
 
 __all__ = ["Partition", "check_partition", "group_generators", "merge_units", "draw_pieces",
@@ -359,7 +359,7 @@ def group_pass(rng, theta, x, s_dp, params, members, owner, slot_of, stats_owner
                stats, stats_row, local_total, local_release, piece_scale, table):
     """Step (b) of the module docstring for group ``g``: one sweep of its records
     ``members`` (in order, or as many at random with ``RANDOM_SCAN``), as
-    :func:`dawrap.samplers.record.sparse_pass` does, with the shared cells' pieces
+    :func:`dawrap.samplers.record.entries_pass` does, with the shared cells' pieces
     ``local_release`` (noise ``1/piece_scale``) against the group's partial totals
     ``local_total`` in place of their releases. Writes only the group's own cells of
     ``total`` (and ``stats``), its rows of the shared cells and of ``stats_row``.
@@ -386,7 +386,7 @@ def group_pass(rng, theta, x, s_dp, params, members, owner, slot_of, stats_owner
         i = members[rng.integers(0, m)] if RANDOM_SCAN else members[visit]
         for j in range(RECORD_SIZE):  # no view x[i]: see record.dense_pass
             current[j] = x[i, j]
-        # The proposal step and the entries' merge of record.sparse_pass, copied on purpose:
+        # The proposal step and the entries' merge of record.entries_pass, copied on purpose:
         # a shared template costs reference counts per record
         # (benchmarks/results/proposal_block_ab.md).
         if USER_PROPOSAL:
@@ -544,7 +544,7 @@ def bind_groups(fns, record_size: int, size: int, stat_size: int, *, general: bo
     """Compile the group pass for one model and mechanism (the options of
     :func:`dawrap.samplers.record.bind_chain`; ``stats_owned`` when the partition says who
     owns the model statistic's cells; ``lazy_stats`` when the model's statistic is recounted
-    once per iteration, :func:`group_stats`). Needs the sparse path (``fns.nnz > 0``)."""
+    once per iteration, :func:`group_stats`). Needs the entries path (``fns.nnz > 0``)."""
     from .. import _templates
     from ..model.protocols import no_prepared_proposal
 

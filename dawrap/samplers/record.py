@@ -39,8 +39,8 @@ from .._templates import slot
 from ..model.protocols import (anywhere, draw_database, no_prepare, no_prepared_draw,
                                no_prepared_proposal, no_records)
 from .arrays import add_into, all_finite, copy_into
-from . import loop, sparse
-from .sparse import merge_entries, sparse_sums, sparse_consistency
+from . import loop, entries_path
+from .entries_path import merge_entries, entries_sums, entries_consistency
 from ..mechanisms.separable import (gaussian_coordinate, laplace_coordinate, no_coordinate,
                                     no_entries, no_model_entries)
 
@@ -67,7 +67,7 @@ PREPARE = slot("(theta) -> table: the PreparedDraw's table")
 DRAW_PREPARED = slot("(rng, theta, table, out)")
 PROPOSE_PREPARED = slot("(rng, theta, table, x_i, out) -> log Hastings ratio")
 # Compile-time constants: floats per record, per mechanism statistic, per model statistic;
-# the most (index, value) pairs of the sparse path (0: dense); the sweep's flags.
+# the most (index, value) pairs of the entries path (0: dense); the sweep's flags.
 RECORD_SIZE = slot("int: floats per record")
 MECH_STAT_SIZE = slot("int: floats of the mechanism's statistic")
 MODEL_STAT_SIZE = slot("int: floats of the model's statistic")
@@ -82,7 +82,7 @@ ON_STACK = slot("bool: the per-record buffers fit on the stack")
 BATCHED = slot("bool: proposals from DRAW_RECORDS, BLOCK at a time")
 PREPARED = slot("bool: the model has a PreparedDraw (databases are drawn through it)")
 PREPARED_PROPOSALS = slot("bool: the sweep proposes through the PreparedDraw's table")
-# The sparse path's per-cell block (RecordState.cells): column 1 holds the mechanism's
+# The entries path's per-cell block (RecordState.cells): column 1 holds the mechanism's
 # parameter of each cell (its coordinate density reads params[j] only: the built-in ones);
 # column 3 holds the model's counts (stat_size == size).
 CELL_PARAMS = slot("bool: the block holds the mechanism's parameter of each cell")
@@ -125,9 +125,9 @@ class RecordFunctions(NamedTuple):
     log_density: object     # (s_dp, t, params) -> log g
     theta_support: object = anywhere  # (theta) -> bool
     record_support: object = anywhere  # (x_i) -> bool, checked at every refresh
-    # The sparse path (dawrap.samplers.sparse): the mechanism's and the model's statistics as
-    # at most nnz / model_nnz (index, value) pairs (0: dense), and the mechanism's density
-    # per coordinate.
+    # The entries path (dawrap.samplers.entries_path): the mechanism's and the model's
+    # statistics as at most nnz / model_nnz (index, value) pairs (0: dense), and the
+    # mechanism's density per coordinate.
     entries: object = no_entries  # (x_i, s_dp, index, value) -> count
     model_entries: object = no_model_entries  # (x_i, index, value) -> count
     coordinate_log_density: object = no_coordinate  # (s_j, t_j, j, params) -> float
@@ -153,7 +153,7 @@ def prepared_fields(prepared) -> dict:
     return fields
 
 
-#: A state without the sparse path's per-cell block (the dense path's, and one built by hand;
+#: A state without the entries path's per-cell block (the dense path's, and one built by hand;
 #: empty, so nothing can write to it, and writable, so its type is that of ``init``'s).
 NO_CELLS = np.zeros((0, 4))
 
@@ -161,7 +161,7 @@ NO_CELLS = np.zeros((0, 4))
 class RecordState(NamedTuple):
     """State of one chain. ``x``, ``stats`` and ``total`` are updated in place.
 
-    On the sparse path (:mod:`dawrap.samplers.sparse`) ``cells`` holds, row ``j`` for cell
+    On the entries path (:mod:`dawrap.samplers.entries_path`) ``cells`` holds, row ``j`` for cell
     ``j``, the release, the mechanism's parameter of that cell, the running total and the
     model's count (when ``stat_size == size``), and ``total`` and ``stats`` are views of its
     columns (:func:`arrange`): a record update reads and writes one row, one cache line, per
@@ -177,7 +177,7 @@ class RecordState(NamedTuple):
     move_state: np.ndarray    # the extra theta move's state (see dawrap.interweave)
     clock: np.ndarray   # (2,) int64: the iteration and the warm-up's length, set in place
     #                     by schedule before each step (not saved: the loop sets it again)
-    cells: np.ndarray = NO_CELLS  # (size, 4) on the sparse path (above), else (0, 4)
+    cells: np.ndarray = NO_CELLS  # (size, 4) on the entries path (above), else (0, 4)
 
 
 class StepInfo(NamedTuple):
@@ -229,7 +229,7 @@ class Chain(NamedTuple):
     ``first_overflow(x, s_dp)``, ``draw_guarded(rng, theta, count)``,
     ``draw_database(rng, theta, n)``, ``check_entries(x, s_dp, compared)``,
     ``draw_batches_guarded(rng, theta, count)``; ``arrange(state, s_dp, params)`` gives a
-    state restored from its saved fields the sparse path's per-cell block.
+    state restored from its saved fields the entries path's per-cell block.
     """
     init: object
     step: object
@@ -263,8 +263,8 @@ def init(theta, x, inputs, kernel_state, move_state):
     """A chain's :class:`RecordState`: the running sums computed from ``x``, the cached
     ``log g``, and the theta kernel's and the extra move's initial states."""
     s_dp = inputs.s_dp
-    if NNZ > 0:  # the sparse path: O(n nnz + size); bad entries are checked before a run
-        stats, total, _, _, _ = sparse_sums(x, s_dp, False)
+    if NNZ > 0:  # the entries path: O(n nnz + size); bad entries are checked before a run
+        stats, total, _, _, _ = entries_sums(x, s_dp, False)
         return arrange(RecordState(theta, x, stats, total,
                                    LOG_DENSITY(s_dp, total, inputs.params), kernel_state,
                                    move_state, np.zeros(2, np.int64), np.zeros((0, 4))),
@@ -283,7 +283,7 @@ def init(theta, x, inputs, kernel_state, move_state):
 
 
 def arrange(state, s_dp, params):
-    """``state`` with the sparse path's per-cell block (:class:`RecordState`): a new
+    """``state`` with the entries path's per-cell block (:class:`RecordState`): a new
     ``(size, 4)`` array holding the release, the parameters (``CELL_PARAMS``), the running
     total and the model's counts (``CELL_COUNTS``) of each cell, with ``total`` and
     ``stats`` views of its columns holding the values they held; O(size). The dense path's
@@ -418,9 +418,9 @@ def dense_sweep(rng, state, s_dp, params):
     return dense_pass(rng, state, s_dp, params, sweep_table(state.theta))
 
 
-def sparse_sweep(rng, state, s_dp, params):
-    """One sweep (:func:`sparse_pass`) with its own table: ``Chain.sweep``."""
-    return sparse_pass(rng, state, s_dp, params, sweep_table(state.theta))
+def entries_sweep(rng, state, s_dp, params):
+    """One sweep (:func:`entries_pass`) with its own table: ``Chain.sweep``."""
+    return entries_pass(rng, state, s_dp, params, sweep_table(state.theta))
 
 
 def dense_pass(rng, state, s_dp, params, table):
@@ -471,7 +471,7 @@ def dense_pass(rng, state, s_dp, params, table):
         # record, a tenth of the cost of a record update (benchmarks/record_update.py).
         for j in range(RECORD_SIZE):
             current[j] = x[i, j]
-        # The proposal step: the same in sparse_pass and parallel.group_pass. Three copies
+        # The proposal step: the same in entries_pass and parallel.group_pass. Three copies
         # on purpose: a template shared by the sweeps costs reference counts on its array
         # arguments per record (benchmarks/results/proposal_block_ab.md).
         if USER_PROPOSAL:
@@ -571,9 +571,9 @@ def move_model_stats(x_i, proposal, stats, index, value, touched, delta, s_old, 
     return OK if finite else BAD_STATS
 
 
-def sparse_pass(rng, state, s_dp, params, table):
+def entries_pass(rng, state, s_dp, params, table):
     """The sweep of a sparse statistic with a separable density
-    (:mod:`dawrap.samplers.sparse`): each record update touches the union of the old and
+    (:mod:`dawrap.samplers.entries_path`): each record update touches the union of the old and
     the new record's cells only."""
     theta, x, stats, total = state.theta, state.x, state.stats, state.total
     # The release and the parameters of cell j from row j of the per-cell block, beside its
@@ -789,8 +789,8 @@ def consistency(state, s_dp):
     the recomputation beyond rounding (something wrote to ``x`` behind the sweep's back), else
     ``OK``. One pass over the records, like the refresh it is part of.
     """
-    if NNZ > 0:  # the sparse path: O(n nnz + size)
-        return sparse_consistency(state, s_dp, DRIFT_TOLERANCE)
+    if NNZ > 0:  # the entries path: O(n nnz + size)
+        return entries_consistency(state, s_dp, DRIFT_TOLERANCE)
     x = state.x
     k, m = state.stats.shape[0], state.total.shape[0]
     stats, total = np.zeros(k), np.zeros(m)
@@ -915,8 +915,8 @@ def draw_batches_guarded(rng, theta, count):
 #: reusing the groups before it, so that another kernel or move recompiles only the chain).
 RECORD_TEMPLATES = (init, arrange, fill_cells, consistency, refresh, first_overflow,
                     draw_guarded, draw_database,
-                    draw_batches_guarded, sparse.sparse_sums, sparse.sparse_consistency,
-                    sparse.check_entries)
+                    draw_batches_guarded, entries_path.entries_sums,
+                    entries_path.entries_consistency, entries_path.check_entries)
 SWEEP_TEMPLATES = (move_model_stat, move_model_stats, take_proposal, sweep_table,
                    recount_stats)
 CHAIN_TEMPLATES = (update_records, step)
@@ -975,8 +975,8 @@ def bind_chain(fns: RecordFunctions, record_size: int, size: int, stat_size: int
     -------
     Chain
         Compiled on first call; for a built-in model, loaded from numba's disk cache in
-        later processes (:mod:`dawrap._templates`). The sparse path
-        (:mod:`dawrap.samplers.sparse`) is taken when ``fns.nnz > 0``.
+        later processes (:mod:`dawrap._templates`). The entries path
+        (:mod:`dawrap.samplers.entries_path`) is taken when ``fns.nnz > 0``.
     """
     if lazy_stats and shared:
         raise ValueError("bind_chain: lazy_stats needs a model statistic of its own (not "
@@ -993,7 +993,7 @@ def bind_chain(fns: RecordFunctions, record_size: int, size: int, stat_size: int
                      laplace_coordinate, gaussian_coordinate),
                  CELL_COUNTS=fns.nnz > 0 and stat_size == size)
     records = _templates.bind(RECORD_TEMPLATES, names)
-    sweep_template, pass_template = ((sparse_sweep, sparse_pass) if fns.nnz > 0
+    sweep_template, pass_template = ((entries_sweep, entries_pass) if fns.nnz > 0
                                      else (dense_sweep, dense_pass))
     sweeps = _templates.bind(SWEEP_TEMPLATES + (sweep_template, pass_template), dict(
         names, USER_PROPOSAL=general, SAME_STATISTIC=shared, RANDOM_SCAN=random_scan,

@@ -306,4 +306,7 @@ def bind_run(fns: SuffstatFunctions):
     """The compiled Gibbs loop for one family's functions, :func:`dawrap.samplers.loop.run`
     bound to :func:`step` (templates bound to ``fns``: a built-in model's loads from numba's
     disk cache, :mod:`dawrap._templates`)."""
-    return loop.bind(_templates.bind(GIBBS_TEMPLATES, function_names(fns)).step).run
+    # The step inlined into the loop: the state is not passed to a call and returned each
+    # iteration (a new reference per array; dawrap.samplers.loop).
+    return loop.bind(_templates.bind(GIBBS_TEMPLATES, function_names(fns),
+                                     inline=("step",)).step).run

@@ -303,12 +303,15 @@ def marginal_step(rng, state, inputs):
 def bind_gibbs(fns: MultinomialFunctions):
     """The compiled O(K) Gibbs loop for one family's functions:
     :func:`dawrap.samplers.loop.run` bound to :func:`gibbs_step`."""
-    return loop.bind(_templates.bind((gibbs_step,), function_names(fns)).gibbs_step).run
+    # The steps inlined into the loop, as the dense kernels' (dawrap.samplers.loop).
+    return loop.bind(_templates.bind((gibbs_step,), function_names(fns),
+                                     inline=("gibbs_step",)).gibbs_step).run
 
 
 def bind_marginal(fns: MultinomialFunctions):
     """The compiled O(K) marginal loop for one family's functions:
     :func:`dawrap.samplers.loop.run` bound to :func:`marginal_step` and the dense marginal
     kernel's warm-up :func:`~dawrap.samplers.suffstat_marginal.schedule`."""
-    step = _templates.bind((marginal_step,), function_names(fns)).marginal_step
+    step = _templates.bind((marginal_step,), function_names(fns),
+                           inline=("marginal_step",)).marginal_step
     return loop.bind(step, schedule).run

@@ -244,3 +244,23 @@ def test_discrete_gaussian_noise_variance_is_the_lattice_variance(sigma):
     assert variance == pytest.approx(exact, rel=1e-12)
     if sigma < 1:  # well below sigma^2 where the lattice is coarse
         assert variance < 0.9 * sigma ** 2
+
+
+def test_a_misspelt_statistic_slot_is_named():
+    """Issue 28, item 1: the statistic templates of :mod:`dawrap.mechanisms.base` read
+    declared slots (STATISTIC, SIZE: ``None`` and ``0`` once, so a misspelt ``SIZ`` compiled
+    a statistic of size 0 and summed nothing). A misspelt name is refused naming the slot
+    meant; a missing one is named; the names spelt right give the records' sum."""
+    from dawrap import _templates
+    from dawrap.mechanisms import base
+    statistic = base.with_release_argument(identity)
+    with pytest.raises(_templates.SlotError,
+                       match="'SIZ' is not a slot .*mechanisms.base; did you mean 'SIZE'"):
+        _templates.bind((base.total_of,), {"STATISTIC": statistic, "SIZ": 1})
+    with pytest.raises(_templates.SlotError,
+                       match="total_of reads the slot 'SIZE' \\(int: floats of the statistic"):
+        _templates.bind((base.total_of,), {"STATISTIC": statistic})
+    with pytest.raises(_templates.SlotError, match="'STATISTICS' .*did you mean 'STATISTIC'"):
+        _templates.bind((base.statistic_given_release,), {"STATISTICS": identity})
+    x = np.array([[1.5], [2.0], [-0.5]])
+    assert base.sum_statistic(x, np.zeros(1), statistic, 1).tolist() == [3.0]

@@ -100,7 +100,7 @@ def test_the_total_through_the_entries_is_the_dense_total():
     x = np.array([[0.0], [3.0], [3.0], [4.0], [1.0], [3.0]])
     entries = separable.entries_given_release(one_hot_entries)
     assert separable.entries_given_release(one_hot_entries) is entries  # compiled once
-    total, ok = separable.sparse_total(x, np.zeros(SIZE), entries, 1, SIZE)
+    total, ok = separable.total_from_entries(x, np.zeros(SIZE), entries, 1, SIZE)
     dense = np.zeros(SIZE)
     for row in x:
         out = np.empty(SIZE)
@@ -114,6 +114,28 @@ def test_the_total_through_the_entries_is_the_dense_total():
                          ids=["count above nnz", "index outside"])
 def test_entries_that_break_the_declaration_are_reported(bad):
     x = np.array([[0.0], [2.0]])
-    _, ok = separable.sparse_total(x, np.zeros(SIZE), separable.entries_given_release(bad), 1,
-                                   SIZE)
+    _, ok = separable.total_from_entries(x, np.zeros(SIZE),
+                                         separable.entries_given_release(bad), 1, SIZE)
     assert not ok
+
+
+def test_a_misspelt_entries_slot_is_named():
+    """Issue 28, item 1: the entries templates read declared slots (ENTRIES, NNZ, SIZE: a
+    ``None`` and two zeros once, so a misspelt ``NZZ`` compiled ``NNZ = 0`` in, and every
+    record's pairs were refused as too many). A misspelt name is refused naming the slot
+    meant, a missing one naming the slot and what it holds; the names spelt right bind."""
+    from dawrap import _templates
+    entries = separable.entries_given_release(one_hot_entries)
+    with pytest.raises(_templates.SlotError,
+                       match="'NZZ' is not a slot .*mechanisms.separable; did you mean 'NNZ'"):
+        _templates.bind((separable.total_of_entries,),
+                        {"ENTRIES": entries, "NZZ": 1, "SIZE": SIZE})
+    with pytest.raises(_templates.SlotError,
+                       match="total_of_entries reads the slot 'NNZ' \\(int: most pairs"):
+        _templates.bind((separable.total_of_entries,), {"ENTRIES": entries, "SIZE": SIZE})
+    with pytest.raises(_templates.SlotError, match="'ENTRY' .*did you mean 'ENTRIES'"):
+        _templates.bind((separable.entries_with_release,), {"ENTRY": one_hot_entries})
+    x = np.array([[1.0], [3.0], [1.0]])
+    total, ok = _templates.bind((separable.total_of_entries,), {
+        "ENTRIES": entries, "NNZ": 1, "SIZE": SIZE}).total_of_entries(x, np.zeros(SIZE))
+    assert ok and total.tolist() == [0.0, 2.0, 0.0, 1.0, 0.0]

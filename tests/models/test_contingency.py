@@ -1,5 +1,5 @@
 """Contingency margins: the record sampler against enumeration of every full table; the
-sensitivity brute-forced; the sparse path taken."""
+sensitivity brute-forced; the entries path taken."""
 import itertools
 
 import numpy as np

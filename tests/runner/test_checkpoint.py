@@ -231,7 +231,7 @@ def test_temporaries_of_a_killed_run_are_removed_when_the_folder_is_next_locked(
 
 @pytest.mark.slow
 def test_a_sparse_chain_resumes_bit_identically(tmp_path, monkeypatch):
-    """The sparse path's per-cell block is not saved (it copies the release and the running
+    """The entries path's per-cell block is not saved (it copies the release and the running
     sums) and is rebuilt on resume: the resumed draws are those of an unbroken run, and the
     file holds the state's fields as before the block existed (format 5 files resume)."""
     from dawrap.models import dirichlet_multinomial as dm
@@ -296,5 +296,44 @@ def test_typed_kernel_and_move_states_resume_bit_identically(tmp_path, monkeypat
         assert saved["kernel_state"].shape == (8 + 4,)  # HmcState of a 1-d theta, flat
         assert saved["move_state"].shape == (4 + 1 + 2,)  # the move's random walk, flat
     resumed = dw.sample(model, mech, 40.0, 50, resume=tmp_path, **kw)
+    assert np.array_equal(diagnostics.group(resumed, "posterior")["mu"].values,
+                          diagnostics.group(whole, "posterior")["mu"].values)
+
+
+@pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
+def test_a_run_with_jumps_resumes_bit_identically(tmp_path, monkeypatch):
+    """The jumps' mixture (interweave.MixtureState: log weights, means, factors) is
+    flattened into the file after the move's random walk and rebuilt, typed, on resume:
+    interrupted among the kept draws, the resumed draws are those of an unbroken run."""
+    from dawrap.models import normal_mean
+    from dawrap.runner import record as run_record
+
+    model, mech = normal_mean.model(0.0, 1.0, 1.0), normal_mean.gaussian(30.0)
+    kw = dict(method="record", interweave=True, jumps=True, draws=40, tune=20, chains=1,
+              cores=1, seed=3)
+    whole = dw.sample(model, mech, 40.0, 100, **kw)
+    assert diagnostics.attrs(whole)["jumps"] == 1
+    real = run_record._advance
+
+    def ctrl_c_at_40(setup, rng, state, start, *args):  # by iteration, among the draws
+        if start >= 40:
+            raise KeyboardInterrupt
+        return real(setup, rng, state, start, *args)
+
+    with monkeypatch.context() as patch, pytest.warns(UserWarning, match="can be resumed"):
+        patch.setattr(run_record, "_advance", ctrl_c_at_40)
+        dw.sample(model, mech, 40.0, 100, checkpoint=tmp_path, checkpoint_every=10, **kw)
+    with np.load(tmp_path / "chain0.npz") as saved:
+        assert int(saved["done"]) == 40
+        flat = saved["move_state"]
+    # the random walk of a 1-d theta (4 + 1 + 2 values), then K components of 1 + 1 + 1
+    assert flat.shape[0] > 7 and (flat.shape[0] - 7) % 3 == 0
+    k = (flat.shape[0] - 7) // 3
+    assert np.exp(flat[7:7 + k]).sum() == pytest.approx(1.0)  # the normalised log weights
+    from dawrap.runner import modes
+    from dawrap.samplers.arrays import flatten_state
+    mixture = modes.jump_mixture(modes.landscape(model, mech, np.array([40.0]), 100)).state()
+    assert np.array_equal(flat[7:], flatten_state(mixture))  # weights, means, then factors
+    resumed = dw.sample(model, mech, 40.0, 100, resume=tmp_path, **kw)
     assert np.array_equal(diagnostics.group(resumed, "posterior")["mu"].values,
                           diagnostics.group(whole, "posterior")["mu"].values)

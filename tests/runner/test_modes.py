@@ -70,7 +70,10 @@ def test_starts_cover_the_modes_and_the_jump_mixture_is_proper():
     mixture = modes.jump_mixture(found)
     assert mixture.weights.min() >= 0.1 and mixture.means.shape == (2, 1)
     assert np.all(mixture.factors[:, 0, 0] > 0)
-    assert np.all(np.isfinite(mixture.packed()))
+    jumps = mixture.state()
+    assert all(np.all(np.isfinite(a)) for a in jumps)
+    assert np.exp(jumps.log_weights).sum() == pytest.approx(1.0)
+    assert np.all(np.triu(jumps.factors, 1) == 0.0) and jumps.means.shape == (2, 1)
 
 
 def _draws(*chains):
@@ -129,3 +132,23 @@ def test_an_ordinary_run_is_silent():
         warnings.simplefilter("error")
         idata = dw.sample(model, mech, 61.3, 200, draws=1000, tune=500, seed=1, progress=False)
     assert dw.diagnostics.attrs(idata)["jumps"] == 0
+
+
+def test_a_misspelt_likelihood_slot_is_named():
+    """Issue 28, item 1: the central-limit likelihood's template reads declared slots
+    (DRAW_RECORD, STATISTIC, RECORD_SIZE, SIZE: ``None`` and zeros once, so a misspelt
+    ``RECORDSIZE`` compiled records of size 0). A misspelt name is refused naming the slot
+    meant, a missing one naming what it holds, before anything compiles."""
+    from dawrap import _templates
+    model = beta_binomial.model(1.0, 1.0)
+    mech = dw.Laplace(beta_binomial.count, 1.0)
+    names = dict(DRAW_RECORD=model.draw_record, STATISTIC=mech.sampler_statistic,
+                 SIZE=mech.size)
+    with pytest.raises(_templates.SlotError,
+                       match="'RECORDSIZE' is not a slot .*runner.modes; did you mean "
+                             "'RECORD_SIZE'"):
+        _templates.bind((modes.clt_log_likelihood,), dict(names, RECORDSIZE=1))
+    with pytest.raises(_templates.SlotError,
+                       match="clt_log_likelihood reads the slot 'RECORD_SIZE' \\(int: floats "
+                             "per record"):
+        _templates.bind((modes.clt_log_likelihood,), names)

@@ -176,7 +176,7 @@ def test_sparse_moments_match_the_dense_ones():
     mech = dirichlet_multinomial.laplace(epsilon=1.0, categories=k)
     x = model.simulate({"p": np.random.default_rng(0).dirichlet(np.ones(k))}, 3000, seed=1)
     dense = starts.statistic_moments(x, np.zeros(k), mech.sampler_statistic, k, False)
-    sparse = starts.sparse_moments(x, np.zeros(k), mech.sparse.entries, 1, k)
+    sparse = starts.moments_from_entries(x, np.zeros(k), mech.sparse.entries, 1, k)
     assert np.allclose(dense[0], sparse[0]) and np.allclose(dense[1], sparse[1])
 
 
@@ -240,7 +240,7 @@ def test_one_mode_starts_as_before():
 LYING_ENTRIES = """
 import numba, numpy as np, dawrap as dw
 from dawrap.runner import starts
-from dawrap.samplers.sparse import EntriesError
+from dawrap.samplers.entries_path import EntriesError
 from dawrap.models import dirichlet_multinomial as dm
 
 K = 40  # above FULL_COVARIANCE_UP_TO: weighed through the sparse entries
@@ -304,3 +304,22 @@ def test_entries_outside_the_statistic_stop_the_start_with_the_samplers_error():
                          text=True, timeout=900)
     assert run.returncode == 0, f"exit {run.returncode}: {run.stderr[-3000:]}"
     assert run.stdout.strip() == "ok"
+
+
+def test_a_misspelt_moments_slot_is_named():
+    """Issue 28, item 1: the moments templates read declared slots (STATISTIC, ENTRIES,
+    SIZE, NNZ: ``None`` and zeros once, so a misspelt ``SIZ`` compiled moments of size 0).
+    A misspelt name is refused naming the slot meant, a missing one naming what it holds,
+    before anything compiles."""
+    from dawrap import _templates
+    mech = dw.Laplace(normal_mean.total, 0.5, 2.0)
+    with pytest.raises(_templates.SlotError,
+                       match="'STATISTICS' is not a slot .*runner.starts; did you mean "
+                             "'STATISTIC'"):
+        _templates.bind((starts.moments,), {"STATISTICS": mech.sampler_statistic, "SIZE": 1})
+    with pytest.raises(_templates.SlotError, match="'SIZ' .*did you mean 'SIZE'"):
+        _templates.bind((starts.moments,), {"STATISTIC": mech.sampler_statistic, "SIZ": 1})
+    with pytest.raises(_templates.SlotError,
+                       match="entry_moments reads the slot 'NNZ' \\(int: most pairs"):
+        _templates.bind((starts.entry_moments,), {"ENTRIES": mech.sampler_statistic,
+                                                  "SIZE": 1})

@@ -123,7 +123,7 @@ def test_batched_posterior_is_exact_and_the_same_as_one_record_per_call(check_po
 
 @pytest.mark.slow
 def test_batched_sparse_sweep_matches_enumeration(check_posterior):
-    # the sparse path (one-hot counts, Laplace): 8 cells, 5 records, as in test_sparse.py
+    # the entries path (one-hot counts, Laplace): 8 cells, 5 records, as in test_entries_path.py
     alpha, n = [0.5] * 8, 5
     mech = dw.Laplace(dm.one_hot, epsilon=1.0, sensitivity=2.0, size=8)
     assert mech.sparse is not None

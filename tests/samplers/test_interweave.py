@@ -76,3 +76,30 @@ def test_jumps_need_the_move_and_the_landscape():
         dw.Record(interweave=True, jumps=True).prepare(model, mech, 100)  # no release
     with pytest.raises(TypeError, match="jumps must be None, True or False"):
         dw.Record(jumps="yes")
+
+
+def test_the_jump_mixture_state_draws_and_weighs_the_mixture():
+    """The jumps' typed mixture (interweave.MixtureState) against scipy: its log density is
+    the mixture's, up to the constant -d log(2 pi) / 2, and its draws have the mixture's
+    mean and covariance (tolerance: 5 standard errors of 20 000 independent draws)."""
+    from scipy import stats
+    from dawrap.samplers.interweave import JumpMixture, mixture_draw, mixture_log_density
+    means = np.array([[0.0, 1.0], [3.0, -2.0]])
+    factors = np.array([[[1.0, 0.0], [0.5, 0.8]], [[0.3, 0.0], [-0.2, 1.5]]])
+    weights = np.array([1.0, 3.0])
+    state = JumpMixture(weights, means, factors).state()
+    w = weights / weights.sum()
+    for theta in (np.array([0.2, 0.4]), np.array([2.5, -1.0]), np.array([-4.0, 6.0])):
+        want = np.log(sum(w[c] * stats.multivariate_normal(means[c], factors[c] @ factors[c].T)
+                          .pdf(theta) for c in range(2)))
+        assert mixture_log_density(state, theta) - np.log(2 * np.pi) == pytest.approx(want)
+    rng = np.random.default_rng(4)
+    draws = np.array([mixture_draw(rng, state, 2) for _ in range(20_000)])
+    mean = w @ means
+    second = sum(w[c] * (factors[c] @ factors[c].T + np.outer(means[c], means[c]))
+                 for c in range(2))
+    cov = second - np.outer(mean, mean)
+    assert np.all(np.abs(draws.mean(axis=0) - mean) < 5 * np.sqrt(np.diag(cov) / 20_000))
+    # the sample variance's standard error: sd^2 sqrt((kurtosis - 1) / N), kurtosis < 6 here
+    assert np.all(np.abs(draws.var(axis=0) - np.diag(cov))
+                  < 5 * np.diag(cov) * np.sqrt(5 / 20_000))

@@ -9,7 +9,7 @@ import pytest
 from dawrap.samplers import loop
 from dawrap.samplers.arrays import flatten_state, is_state, unflatten_state
 from dawrap.samplers.hmc import hmc
-from dawrap.samplers.interweave import MoveState
+from dawrap.samplers.interweave import JumpMixture, MoveState
 from dawrap.samplers.kernels import rw_init_state
 from dawrap.samplers.status import BAD_THETA, OK
 
@@ -81,15 +81,21 @@ def test_the_sample_stats_are_the_info_fields_after_status():
 def test_nested_states_flatten_in_field_order_and_come_back():
     walk = rw_init_state(np.array([1.0, 2.0]), np.array([0.1]))
     walk.factor[1, 0] = 7.0
-    state = MoveState(walk, np.array([3.0, 4.0]))
+    mixture = JumpMixture(np.array([2.0]), np.array([[3.0, 4.0]]),
+                          np.array([[[1.0, 9.0], [0.5, 2.0]]])).state()
+    state = MoveState(walk, mixture)
     flat = flatten_state(state)
-    # 4 scalars, the mean, scatter and factor (row-major), then the mixture: the layout of the
-    # packed arrays these states replaced, so files written before resume as they are
-    assert flat.shape == (4 + 2 + 4 + 4 + 2,)
-    assert flat[4:6].tolist() == [1.0, 2.0] and flat[12] == 7.0 and flat[-2:].tolist() == [3, 4]
-    fresh = MoveState(rw_init_state(np.zeros(2), np.array([0.1])), np.zeros(2))
+    # 4 scalars, the mean, scatter and factor (row-major): the layout of the packed array the
+    # walk's state replaced; then the mixture's log weight, mean and factor (upper triangle 0)
+    assert flat.shape == (4 + 2 + 4 + 4 + 1 + 2 + 4,)
+    assert flat[4:6].tolist() == [1.0, 2.0] and flat[12] == 7.0
+    assert flat[-7:].tolist() == [0.0, 3.0, 4.0, 1.0, 0.0, 0.5, 2.0]
+    fresh = MoveState(rw_init_state(np.zeros(2), np.array([0.1])),
+                      JumpMixture(np.ones(1), np.zeros((1, 2)), np.ones((1, 2, 2))).state())
     again = unflatten_state(flat, fresh)
     assert type(again.walk).__name__ == "RandomWalkState" and again.walk.factor[1, 0] == 7.0
+    assert type(again.mixture).__name__ == "MixtureState"
+    assert again.mixture.factors[0].tolist() == [[1.0, 0.0], [0.5, 2.0]]
     assert np.array_equal(flatten_state(again), flat)
     flat[0] = 99.0  # the rebuilt state owns its arrays
     assert again.walk.log_step[0] == 0.0

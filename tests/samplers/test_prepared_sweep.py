@@ -1,5 +1,5 @@
 """The record draw with a per-sweep table, ``dw.Model(prepared=dw.PreparedDraw(...))``: each
-sweep proposes through it (dense and sparse path, with and without a general proposal), a
+sweep proposes through it (dense and entries path, with and without a general proposal), a
 chain of a built-in model gives the draws it gave without it, a hierarchical model with one
 table row per area and a prepared proposal gives the exact posterior, and a bad prepared
 draw is named before sampling."""
@@ -10,7 +10,7 @@ import pytest
 import dawrap as dw
 from dawrap import diagnostics
 from dawrap.models import dirichlet_multinomial as dm
-from dawrap.samplers import record, sparse
+from dawrap.samplers import record, entries_path
 
 # -- the sweep proposes through the table ---------------------------------------------------
 # Deliberately told apart: the plain draws write category PLAIN, the prepared ones the
@@ -57,7 +57,7 @@ def one_sweep(mech, general, propose_prepared):
     s_dp = np.full(k, n / k)
     fns = record.RecordFunctions(plain_draw, plain_proposal, dm.one_hot,
                                  mech.sampler_statistic, mech.log_density,
-                                 **sparse.sparse_fields(dm.model(np.ones(k)), mech),
+                                 **entries_path.entries_fields(dm.model(np.ones(k)), mech),
                                  prepare=largest_cell, draw_prepared=draw_from_table,
                                  **({"propose_prepared": propose_from_table}
                                     if propose_prepared else {}))
@@ -316,7 +316,7 @@ def test_the_table_is_built_once_per_iteration_whatever_the_sweeps(path):
     k, n, iterations = 4, 30, 5
     if path == "sparse":
         mech = dm.laplace(1.0, k)
-        fields = sparse.sparse_fields(dm.model(np.ones(k)), mech)
+        fields = entries_path.entries_fields(dm.model(np.ones(k)), mech)
     else:
         mech, fields = dw.Laplace(dense_one_hot, epsilon=1.0, sensitivity=2.0, size=k), {}
     fns = record.RecordFunctions(plain_draw, plain_proposal, dm.one_hot,

@@ -227,7 +227,7 @@ def recounted(model, every="iteration"):
 @pytest.mark.parametrize("model, mech, n", [
     # the dense path (beta-binomial's count, no sparse declaration; Laplace noise)
     (beta_binomial.model(), beta_binomial.laplace(0.5), 30),
-    # the sparse path (the one-hot counts declared sparse; Laplace noise per cell)
+    # the entries path (the one-hot counts declared sparse; Laplace noise per cell)
     (dirichlet_multinomial.model(np.ones(3)), dirichlet_multinomial.laplace(0.5, 3), 30),
 ], ids=["dense", "sparse"])
 @pytest.mark.filterwarnings("ignore:R-hat and ESS:RuntimeWarning")

@@ -1,4 +1,4 @@
-"""The sparse record path: exact against enumeration, the same posterior as the dense path,
+"""The entries path: exact against enumeration, the same posterior as the dense path,
 and clear errors for bad declarations."""
 import numba
 import numpy as np
@@ -7,7 +7,7 @@ import pytest
 import dawrap as dw
 from dawrap import diagnostics
 from dawrap.models import dirichlet_multinomial as dm
-from dawrap.samplers import record, sparse
+from dawrap.samplers import record, entries_path
 from dawrap.samplers.status import BAD_ENTRIES, BAD_STATS
 
 
@@ -156,7 +156,7 @@ def test_naive_bayes_entries_agree_with_its_counts_on_every_record():
     import itertools
 
     from dawrap.models import naive_bayes
-    from dawrap.samplers import sparse
+    from dawrap.samplers import entries_path
 
     I, J = 3, [2, 4]
     mech = naive_bayes.laplace(1.0, I, J)
@@ -165,7 +165,7 @@ def test_naive_bayes_entries_agree_with_its_counts_on_every_record():
     recs = np.array(list(itertools.product(range(I), *(range(j) for j in J))), float)
     fns = record.RecordFunctions(model.draw_record, model.propose_record, model.model_stat,
                                  mech.sampler_statistic, mech.log_density,
-                                 **sparse.sparse_fields(model, mech))
+                                 **entries_path.entries_fields(model, mech))
     assert fns.model_nnz == len(J)
     chain = record.bind_chain(fns, model.record_size, mech.size, model.stat_size)
     everyone = np.ones(len(recs), dtype=bool)
@@ -241,25 +241,25 @@ def test_a_lie_the_chain_meets_later_stops_the_run():
 
 
 def test_records_compared_before_a_run_are_the_distinct_ones(monkeypatch):
-    from dawrap.samplers import sparse
+    from dawrap.samplers import entries_path
 
     x = np.array([[3.0], [1.0], [3.0], [2.0], [1.0], [7.0]])
-    assert sparse.compared_before_a_run(x, 10).tolist() == [True, True, False, True, False,
-                                                            True]
+    assert entries_path.compared_before_a_run(x, 10).tolist() == [True, True, False, True,
+                                                                  False, True]
     # Over budget (2 records' worth): two of the four distinct records, the first and last.
-    monkeypatch.setattr(sparse, "DENSE_CHECK_CELLS", 20)
-    assert sparse.compared_before_a_run(x, 10).tolist() == [True, False, False, False, False,
-                                                            True]
+    monkeypatch.setattr(entries_path, "DENSE_CHECK_CELLS", 20)
+    assert entries_path.compared_before_a_run(x, 10).tolist() == [True, False, False, False,
+                                                                  False, True]
 
 
 def test_refresh_samples_every_record_or_a_spread_of_them():
-    from dawrap.samplers import sparse
+    from dawrap.samplers import entries_path
 
-    assert sparse.sampled_records(5, np.uint64(3), 5).all()
+    assert entries_path.sampled_records(5, np.uint64(3), 5).all()
     seen = np.zeros(1000, dtype=bool)
     for seed in range(200):  # states differ at every refresh: so do the records compared
-        hashed = np.uint64(sparse.state_seed(np.array([seed / 7.0]), -1.5))
-        picked = sparse.sampled_records(1000, hashed, 10)
+        hashed = np.uint64(entries_path.state_seed(np.array([seed / 7.0]), -1.5))
+        picked = entries_path.sampled_records(1000, hashed, 10)
         assert 1 <= picked.sum() <= 10
         seen |= picked
     assert seen.mean() > 0.8  # 2000 draws of 1000 positions: 86% expected
@@ -295,11 +295,11 @@ def test_a_dense_statistic_writing_past_out_is_reported_when_compared():
 
 
 def _sparse_chain(k=5, stat=None):
-    """A dirichlet_multinomial chain on the sparse path (uniform proposals)."""
+    """A dirichlet_multinomial chain on the entries path (uniform proposals)."""
     model, mech = dm.model(np.ones(k), proposal="uniform"), dm.laplace(1.0, k)
     fns = record.RecordFunctions(model.draw_record, model.propose_record,
                                  stat or model.model_stat, mech.sampler_statistic,
-                                 mech.log_density, **sparse.sparse_fields(model, mech))
+                                 mech.log_density, **entries_path.entries_fields(model, mech))
     chain = record.bind_chain(fns, 1, k, k, general=True, shared=stat is None)
     return chain, mech
 
@@ -358,7 +358,7 @@ def test_a_sweep_with_the_block_is_the_sweep_without_it():
 
 def test_refresh_keeps_the_block_and_keep_stats_reads_it():
     """A refresh writes the recomputed sums into the block (total and stats stay views of
-    it) and a run with keep_stats stores the running totals of the sparse path: each kept
+    it) and a run with keep_stats stores the running totals of the entries path: each kept
     total is a table of counts of the n records."""
     chain, mech = _sparse_chain()
     x = np.array([[0.0], [3.0], [3.0], [1.0], [4.0]])

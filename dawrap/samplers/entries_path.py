@@ -1,4 +1,4 @@
-r"""The record sampler's sparse path: statistics given as (index, value) pairs.
+r"""The record sampler's entries path: statistics given as (index, value) pairs.
 
 A record of a histogram release touches a few of its ``size`` cells. When the statistic is
 declared sparse (:func:`dawrap.declare_sparse`, at most ``nnz`` pairs per record) and the
@@ -10,7 +10,7 @@ touches only the union :math:`J` of the old and the new record's cells:
           \ell_j(s_{dp,j}, T_j + \delta_j) - \ell_j(s_{dp,j}, T_j),
 
 O(nnz) whatever ``size``. This module holds the pieces outside the sweep itself
-(:func:`dawrap.samplers.record.sparse_sweep`, bound by
+(:func:`dawrap.samplers.record.entries_sweep`, bound by
 :func:`dawrap.samplers.record.bind_chain`): merging pairs into the touched set, the running
 sums from scratch and their consistency check in O(n nnz + size), and the checks of a
 user's entries against the dense statistic, before a run and at every
@@ -27,7 +27,7 @@ import numpy as np
 from .status import OK, BAD_ENTRIES, BAD_DRIFT, BAD_RECORD_SUPPORT
 from .._templates import slot
 
-__all__ = ["merge_entries", "sparse_sums", "sparse_consistency", "check_entries",
+__all__ = ["merge_entries", "entries_sums", "entries_consistency", "check_entries",
            "compared_before_a_run", "DENSE_CHECK_CELLS", "REFRESH_CHECK_CELLS", "EntriesError", "guarded_pairs", "arm_pairs", "broken_pairs",
            "PAIRS_GUARD"]
 
@@ -124,7 +124,7 @@ def _scatter(count, index, value, nnz, out, magnitude):
     return True
 
 
-def sparse_sums(x, s_dp, check_support):
+def entries_sums(x, s_dp, check_support):
     """The running sums from scratch through the entries: ``(stats, total, stats_abs,
     total_abs, status)``, with the absolute sums (plus one) that bound rounding. A model
     statistic without a sparse declaration is summed densely (O(stat_size) per record)."""
@@ -186,11 +186,11 @@ DENSE_CHECK_CELLS = 1 << 27
 REFRESH_CHECK_CELLS = 1 << 22
 
 
-def sparse_consistency(state, s_dp, tolerance):
+def entries_consistency(state, s_dp, tolerance):
     """:func:`dawrap.samplers.record.consistency` in O(n nnz + size), with the refresh's
     comparison of some records' entries with the dense statistic (above): ``(stats, total,
     status)``, ``BAD_ENTRIES`` for entries that disagree."""
-    stats, total, stats_abs, total_abs, status = sparse_sums(state.x, s_dp, True)
+    stats, total, stats_abs, total_abs, status = entries_sums(state.x, s_dp, True)
     if status == OK and not (_agrees(state.stats, stats, stats_abs, tolerance)
                              and _agrees(state.total, total, total_abs, tolerance)):
         status = BAD_DRIFT
@@ -317,8 +317,8 @@ def compared_before_a_run(x, cells: int) -> np.ndarray:
     return compare
 
 
-def sparse_fields(model, mechanism) -> dict:
-    """The :class:`~dawrap.samplers.record.RecordFunctions` fields of the sparse path for
+def entries_fields(model, mechanism) -> dict:
+    """The :class:`~dawrap.samplers.record.RecordFunctions` fields of the entries path for
     ``model`` and ``mechanism``: empty (the dense path) unless the mechanism is separable and
     its statistic declared sparse (:attr:`dawrap.Mechanism.sparse`). The model's statistic
     uses its own declaration, if any, else it is updated densely."""
