@@ -558,6 +558,14 @@ def run_record(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, rng
         return _run_record(model, mechanism, s_dp, n, rngs, method, shared, stop)
 
 
+def _partition_digest(partition) -> str:
+    """A digest of an explicit partition's arrays (the same in every process)."""
+    from .fingerprint import digest
+
+    return digest(tuple(None if a is None else np.asarray(a) for a in
+                        (partition.records, partition.cells, partition.stats)), "partition")
+
+
 def _run_record(model, mechanism, s_dp, n, rngs, method, shared, stop) -> Output:
     draws, tune, keep_stats = shared.draws, shared.tune, shared.keep_stats
     init_theta, init_x = shared.init_theta, method.init_x
@@ -578,7 +586,11 @@ def _run_record(model, mechanism, s_dp, n, rngs, method, shared, stop) -> Output
                 **({"jumps": 1} if method.jumps else {}),
                 # threads and a cluster make the same draws: either resumes the other
                 **({"parallel": 1} if method.threads is not None
-                   or method.executor is not None else {})}
+                   or method.executor is not None else {}),
+                # the groups decide the draws: another partition would resume a different
+                # chain (a model's own partition is in its fingerprint)
+                **({"partition": _partition_digest(method.partition)}
+                   if method.partition is not None else {})}
     bar = Progress("dawrap record", chains, tune + draws, enabled=shared.progress)
     control = Control(checkpoint if checkpoint is not None else resume,
                       method.checkpoint_every, settings, bar)

@@ -181,6 +181,15 @@ def test_a_parallel_chain_resumes_bit_identically(problem, tmp_path, monkeypatch
         assert int(saved["done"]) == 20 and "group_rng_states" in saved.files
     with pytest.raises(ValueError, match="written with threads .* resume it with"):
         dw.sample(model, mech, s_dp, sum(SIZES), method=dw.Record(resume=tmp_path), **kw)
+    # the same groups numbered the other way round: each group's generator would sweep the
+    # other's records, a chain other than the one saved
+    mine = by_area(mech)
+    swapped = np.where(mine.cells >= 0, len(SIZES) - 1 - mine.cells, -1)
+    other = dw.Partition(records=len(SIZES) - 1 - mine.records, cells=swapped,
+                         stats=len(SIZES) - 1 - mine.stats)
+    with pytest.raises(ValueError, match="made with partition = "):
+        dw.sample(model, mech, s_dp, sum(SIZES), method=dw.Record(
+            threads=2, resume=tmp_path, partition=other, checkpoint_every=10), **kw)
     resumed = dw.sample(model, mech, s_dp, sum(SIZES), method=dw.Record(
         threads=2, resume=tmp_path, **method), **kw)
     assert np.array_equal(draws(resumed), draws(whole))
