@@ -128,15 +128,18 @@ TRUNCATED = poisson_gamma.laplace_truncated(EPSILON, LOWER, UPPER)
 def truncated_log_likelihood(lam, s_dp=0.0):
     """log p(s_dp | lam) for the truncated total: one record contributes x inside [0, 10]
     and 0 beyond (the atom at 0 holds P(x = 0) + P(x > 10)); N-fold convolution by FFT on
-    2048 entries (totals up to N * UPPER = 1000: nothing wraps around), summed against the
-    Laplace density."""
+    1024 entries (totals up to N * UPPER = 1000 < 1024: nothing wraps around), summed against
+    the Laplace density. (2048 entries gave the same importance weights to 1e-15 of the
+    largest, in 3.3x the time.)"""
     k = np.arange(UPPER + 1)
     log_pmf = np.where(k[None, :] >= 1, stats.poisson.logpmf(k[None, :], lam[:, None]), -np.inf)
     log_pmf[:, 0] = np.logaddexp(stats.poisson.logpmf(0, lam), stats.poisson.logsf(UPPER, lam))
-    log_g = stats.laplace.logpdf(s_dp - np.arange(2048), scale=UPPER / EPSILON)
+    size = 1024
+    assert N * UPPER < size  # the N-fold sum's support fits: no wrap-around
+    log_g = stats.laplace.logpdf(s_dp - np.arange(size), scale=UPPER / EPSILON)
     out = np.empty(lam.shape)
     for i in range(0, lam.size, 4000):
-        dist = np.fft.irfft(np.fft.rfft(np.exp(log_pmf[i:i + 4000]), 2048, axis=1) ** N, 2048,
+        dist = np.fft.irfft(np.fft.rfft(np.exp(log_pmf[i:i + 4000]), size, axis=1) ** N, size,
                             axis=1)
         out[i:i + 4000] = special.logsumexp(np.log(np.maximum(dist, 1e-300)) + log_g, axis=1)
     return out
