@@ -294,6 +294,8 @@ def _seconds(timer) -> float:
 RHAT_WARNING, ESS_PER_CHAIN = 1.01, 100
 #: Most draws x scalars checked (a few seconds of sorting): beyond it, evenly spaced scalars.
 CHECK_BUDGET = 20_000_000
+#: Draws x scalars checked at once (the check's memory is about ten times this in float64).
+CHECK_BLOCK = 2_000_000
 #: Parameters named in the warning, per check.
 NAMED = 8
 
@@ -311,7 +313,13 @@ def _warn_if_unconverged(model: Model, theta: np.ndarray, method: str) -> None:
     if chains * draws * columns.size > CHECK_BUDGET:
         columns = np.unique(np.linspace(0, columns.size - 1,
                                         max(1, CHECK_BUDGET // (chains * draws))).astype(int))
-    rhat, ess = diagnostics.convergence(theta[:, :, columns])
+    # in blocks of scalars: the check's temporaries (ranks, normal scores, padded FFTs) are
+    # about ten times its input, 2.5 GB for the whole budget at once; per block, 25 MB
+    block = max(1, CHECK_BLOCK // (chains * draws))
+    parts = [diagnostics.convergence(theta[:, :, columns[a:a + block]])
+             for a in range(0, columns.size, block)]
+    rhat = np.concatenate([r for r, _ in parts])
+    ess = np.concatenate([e for _, e in parts])
     checked = "" if columns.size == theta.shape[2] else \
         f" (checked {columns.size} of {theta.shape[2]} scalars, evenly spaced)"
     problems = []

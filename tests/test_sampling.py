@@ -291,6 +291,11 @@ def test_a_run_that_has_not_mixed_warns_naming_the_parameters(monkeypatch):
     assert "R-hat above 1.01 for p[2]" in message and "p[1] (" in message
     assert "bulk ESS below 100 per chain (400 for 4 chains of 400 draws) for p[2]" in message
     assert "p[0]" not in message and "interweave=True" in message
+    # Checked in blocks of scalars (bounded memory): one scalar a block, the same warning.
+    monkeypatch.setattr(sampling, "CHECK_BLOCK", 4 * 400)
+    assert _convergence_warnings(
+        lambda: sampling._warn_if_unconverged(model, theta, "record")) == [message]
+    monkeypatch.undo()
     # Many scalars: a bounded number checked, and the warning says so.
     monkeypatch.setattr(sampling, "CHECK_BUDGET", 2 * 4 * 400)
     (message,) = _convergence_warnings(

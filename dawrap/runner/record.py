@@ -378,9 +378,25 @@ class Control:
         self.executor = None  # a dask client holding each chain's groups on its workers
 
 
+def _new_traces(chains: int, draws: int, theta_size: int, size: int,
+                keep_stats: bool) -> record.Trace:
+    """Every chain's output in one array per field, ``(chains, draws, ...)``: chain ``c``
+    writes into its rows (:func:`_chain_trace`), and the result is these arrays, not a
+    stacked copy of per-chain ones (the kept draws are the largest thing a run holds: at
+    10^6 census records, 1.9 GB, held twice by the stack)."""
+    return record.Trace(np.empty((chains, draws, theta_size)),
+                        np.empty((chains, draws, len(record.SAMPLE_STATS))),
+                        np.empty((chains, draws if keep_stats else 0, size)))
+
+
+def _chain_trace(traces: record.Trace, chain: int) -> record.Trace:
+    """Chain ``chain``'s rows of :func:`_new_traces`' arrays (contiguous views)."""
+    return record.Trace(*(field[chain] for field in traces))
+
+
 def _new_trace(draws: int, theta_size: int, size: int, keep_stats: bool) -> record.Trace:
-    return record.Trace(np.empty((draws, theta_size)), np.empty((draws, len(record.SAMPLE_STATS))),
-                        np.empty((draws if keep_stats else 0, size)))
+    """One chain's output on its own (a compile run, a benchmark)."""
+    return _chain_trace(_new_traces(1, draws, theta_size, size, keep_stats), 0)
 
 
 def _advance(setup: _Setup, rng, state, start: int, stop: int, tune: int, trace,
@@ -423,9 +439,11 @@ def _advance(setup: _Setup, rng, state, start: int, stop: int, tune: int, trace,
 
 
 def _run_chain(setup: _Setup, chain: int, rng, theta, x, tune: int, draws: int,
-               keep_stats: bool, control: Control, resumed: dict | None = None,
-               databases: np.ndarray | None = None, keep_at: tuple = ()):
-    """Run one chain in chunks; returns ``(trace, iterations done)``, which is short of
+               keep_stats: bool, control: Control, trace: record.Trace,
+               resumed: dict | None = None, databases: np.ndarray | None = None,
+               keep_at: tuple = ()):
+    """Run one chain in chunks, its draws written into ``trace`` (its rows of the run's
+    output, :func:`_chain_trace`); returns ``(trace, iterations done)``, which is short of
     ``tune + draws`` only when the run was interrupted. With ``databases`` (an array of
     ``(len(keep_at), n, record_size)``) the imputed database at the end of iteration
     ``keep_at[j]`` is copied into ``databases[j]``: a chunk ends there."""
@@ -437,11 +455,12 @@ def _run_chain(setup: _Setup, chain: int, rng, theta, x, tune: int, draws: int,
                 f"the initial database has zero mechanism density: log g(s_dp, T) = "
                 f"{state.log_g} at T = {state.total} (Ju et al. condition A3 fails); pass "
                 f"init_x with a confidential total the mechanism could have released s_dp from")
-        trace, done = _new_trace(draws, model.theta_size, mech.size, keep_stats), 0
+        done = 0
     else:
         # The saved fields, laid out as a fresh state is (the entries path's per-cell block).
         state = setup.chain.arrange(setup.resumed_state(resumed), setup.s_dp, setup.params)
-        trace = record.Trace(*(resumed[f"trace_{k}"] for k in record.Trace._fields))
+        for name, field in zip(record.Trace._fields, trace):
+            field[:] = resumed[f"trace_{name}"]
         done = resumed["done"]
     total_iterations = tune + draws
     groups = None
@@ -636,29 +655,38 @@ def _run_record(model, mechanism, s_dp, n, rngs, method, shared, stop) -> Output
     keep_draws = tuple((j + 1) * draws // count - 1 for j in range(count))
     databases = [np.empty((count, n, model.record_size)) if count else None
                  for _ in range(chains)]
+    out = _new_traces(chains, draws, model.theta_size, mechanism.size, keep_stats)
     with lock(control.checkpoint), bar:  # no other run may write the checkpoint meanwhile
         results = run_parallel(
             [functools.partial(_run_chain, setup, c, rng, th, x, tune, draws, keep_stats,
-                               control, saved, databases[c], tuple(tune + d for d in keep_draws))
+                               control, _chain_trace(out, c), saved, databases[c],
+                               tuple(tune + d for d in keep_draws))
              for c, (rng, (th, x), saved) in enumerate(zip(rngs, starts, resumed))],
             # on a cluster the chains run one after another, each on every worker
             1 if method.executor is not None else shared.cores,
             on_interrupt=control.stop.set)
     traces, kept = _finished(results, tune, draws, control)
-    stack = lambda field: np.stack([getattr(t, field)[:kept] for t in traces])  # noqa: E731
+    reported = [c for c, (t, _) in enumerate(results) if any(t is u for u in traces)]
+
+    def rows(field: np.ndarray) -> np.ndarray:
+        # every chain and draw: the arrays themselves; after an interruption, a copy of
+        # the draws every reported chain has
+        return field if len(reported) == chains and kept == draws else \
+            field[reported, :kept]
+
     sample_stats = {}
+    stats = rows(out.stats)
     for column, name in enumerate(record.SAMPLE_STATS):  # those a run reports (not NaN
-        values = stack("stats")[:, :, column]            # throughout)
+        values = stats[:, :, column]                    # throughout)
         if not np.all(np.isnan(values)):
             sample_stats[name] = values
     if count:  # after an interruption, the databases of the draws every chain reached
         reached = sum(d < kept for d in keep_draws)
-        reported = [c for c, (t, _) in enumerate(results) if any(t is u for u in traces)]
         kept_databases = np.stack([databases[c][:reached] for c in reported])
         kept_at = np.array(keep_draws[:reached], dtype=np.int64)
     else:
         kept_databases = kept_at = None
-    return Output(stack("theta"), sample_stats, stack("total") if keep_stats else None,
+    return Output(rows(out.theta), sample_stats, rows(out.total) if keep_stats else None,
                   kept_databases, kept_at)
 
 
