@@ -76,6 +76,7 @@ class GroupedChain:
         self.slot_of[self.shared] = np.arange(K)
         params = np.asarray(setup.params, np.float64)
         self.piece_scale = math.sqrt(G) * params[self.shared] if K else np.zeros(0)
+        parallel.warn_pinned_pieces(1.0 / self.piece_scale, G, mech.integer_statistic)
         self.local_total = np.zeros((G, K))
         self.local_release = np.zeros((G, K))
         accumulate = model.stat_size > 0 and not setup.shared and partition.stats is None

@@ -1,6 +1,7 @@
 """One chain on several threads (dawrap.runner.parallel): the same draws for 1, 2 or 3
 threads, the exact posterior with and without shared cells, bad input named."""
 import copy
+import warnings
 
 import numpy as np
 import pytest
@@ -87,6 +88,29 @@ def test_census_groups_by_state_and_shares_the_nation():
     runs = [dw.sample(model, mech, s_dp, int(sizes.sum()), draws=20, tune=5,
                       method=dw.Record(threads=t), **FAST) for t in (1, 2)]
     assert np.array_equal(draws(runs[0]), draws(runs[1]))
+
+
+@pytest.mark.parametrize("rho, pinned", [(1.0, True), (0.01, False)])
+def test_pieces_more_precise_than_a_record_warn(rho, pinned):
+    # The nation's counts shared by 3 state groups: at rho = 1 (sigma = 1) each group's
+    # piece has sd 1/sqrt(3) < 1 count, and its records can hardly change their part of the
+    # nation's cells (benchmarks/results/parallel_sweep.md: the chain mixes far worse than
+    # the serial sweep); at rho = 0.01 (sigma = 10) the pieces leave them free.
+    geo = census.Geography({"nation": [0] * 6, "state": [0, 0, 1, 1, 2, 2],
+                            "block": np.arange(6)}, {"age": 2})
+    sizes = np.array([3, 2, 4, 1, 2, 3])
+    model = census.model(geo, totals=sizes)
+    mech = census.discrete_gaussian(geo, [census.query("block", rho=1.0),
+                                          census.query("nation", rho=rho)])
+    x = census.records(np.column_stack([sizes - 1, np.ones(6, int)]))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        dw.sample(model, mech, mech.release(x, seed=0), int(sizes.sum()), draws=2, tune=0,
+                  method=dw.Record(threads=2), **FAST)
+    said = [str(w.message) for w in caught if "pieces of noise sd" in str(w.message)]
+    assert bool(said) == pinned, said
+    if pinned:
+        assert "3 pieces of noise sd 0.577" in said[0] and "sample without threads" in said[0]
 
 
 def per_record(model):
