@@ -25,17 +25,12 @@ sys.path.insert(0, str(HERE))
 import dawrap  # noqa: E402
 from dawrap.models import REGISTRY  # noqa: E402
 from model_pages import write_model_pages  # noqa: E402  (docs/model_pages.py)
+from gallery_hooks import format_warning  # noqa: E402  (docs/gallery_hooks.py)
 
 warnings.filterwarnings("ignore", message=".*ArviZ is undergoing a major refactor.*")
 
 
-def _format_warning(message, category, filename, lineno, line=None) -> str:
-    """An executed example's warnings appear on its page as ``Category: message``, without
-    the file and line of the machine that built the site."""
-    return f"{category.__name__}: {message}\n"
-
-
-warnings.formatwarning = _format_warning
+warnings.formatwarning = format_warning  # and in the examples' processes: gallery_hooks
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 project = "dawrap"
@@ -120,8 +115,13 @@ sphinx_gallery_conf = {
     "show_memory": False,
     "matplotlib_animations": False,
     "image_scrapers": ("matplotlib",),
-    "reset_modules": ("matplotlib",),
+    "reset_modules": ("matplotlib", "gallery_hooks.quiet_warnings"),
     "min_reported_time": 10**9,
+    # The examples are independent scripts and nearly all their time is numba compiling:
+    # run them in worker processes, one per core (up to 4), so the build does not leave
+    # cores idle (sphinx-gallery's joblib "loky" backend; the compiled chains are shared
+    # through dawrap's disk cache).
+    "parallel": max(1, min(4, os.cpu_count() or 1)),
 }
 
 nitpicky = False
