@@ -72,6 +72,32 @@ def interrupted():
 
 
 @pytest.fixture
+def ctrl_c_at(monkeypatch):
+    """``with ctrl_c_at(k):``: inside the block, the record runner's chunk that starts at
+    iteration ``k`` or later first runs ``action()`` (default: raises KeyboardInterrupt, as
+    Ctrl-C would there; the chunks end at checkpoints); restored after."""
+
+    @contextlib.contextmanager
+    def patch(iteration: int, action=None):
+        from dawrap.runner import record as run_record
+
+        real = run_record._advance
+
+        def advance(setup, rng, state, start, *args):
+            if start >= iteration:
+                if action is None:
+                    raise KeyboardInterrupt
+                action()
+            return real(setup, rng, state, start, *args)
+
+        with monkeypatch.context() as m:
+            m.setattr(run_record, "_advance", advance)
+            yield
+
+    return patch
+
+
+@pytest.fixture
 def draws_of():
     """``draws_of(idata, name)``: the posterior draws of one scalar parameter, (chain, draw)."""
     return posterior_draws

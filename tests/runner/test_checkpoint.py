@@ -230,26 +230,17 @@ def test_temporaries_of_a_killed_run_are_removed_when_the_folder_is_next_locked(
 
 
 @pytest.mark.slow
-def test_a_sparse_chain_resumes_bit_identically(tmp_path, monkeypatch):
+def test_a_sparse_chain_resumes_bit_identically(tmp_path, ctrl_c_at):
     """The entries path's per-cell block is not saved (it copies the release and the running
     sums) and is rebuilt on resume: the resumed draws are those of an unbroken run, and the
     file holds the state's fields as before the block existed (format 5 files resume)."""
     from dawrap.models import dirichlet_multinomial as dm
-    from dawrap.runner import record as run_record
 
     model, mech = dm.model(np.ones(6), proposal="uniform"), dm.laplace(1.0, 6)
     s_dp = np.array([3.2, 0.4, 5.9, 1.1, 0.0, 2.5])
     kw = dict(draws=40, tune=10, chains=1, cores=1, seed=7)
     whole = dw.sample(model, mech, s_dp, 12, **kw)
-    real = run_record._advance
-
-    def ctrl_c_at_20(setup, rng, state, start, *args):  # the calls are sized by time: Ctrl-C
-        if start >= 20:                                 # by iteration, after a checkpoint
-            raise KeyboardInterrupt
-        return real(setup, rng, state, start, *args)
-
-    with monkeypatch.context() as patch, pytest.warns(UserWarning, match="can be resumed"):
-        patch.setattr(run_record, "_advance", ctrl_c_at_20)
+    with ctrl_c_at(20), pytest.warns(UserWarning, match="can be resumed"):
         dw.sample(model, mech, s_dp, 12, checkpoint=tmp_path, checkpoint_every=10, **kw)
     with np.load(tmp_path / "chain0.npz") as saved:
         assert int(saved["done"]) == 20 and "cells" not in saved.files
@@ -259,14 +250,13 @@ def test_a_sparse_chain_resumes_bit_identically(tmp_path, monkeypatch):
 
 
 @pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
-def test_typed_kernel_and_move_states_resume_bit_identically(tmp_path, monkeypatch):
+def test_typed_kernel_and_move_states_resume_bit_identically(tmp_path, ctrl_c_at):
     """An HMC kernel's state and the interweaving move's (NamedTuples of arrays, the move's
     nesting the random walk's) are flattened into the file and rebuilt on resume: interrupted
     during warm-up, while both adapt, the resumed draws are those of an unbroken run."""
     import numba
 
     from dawrap.models import normal_mean
-    from dawrap.runner import record as run_record
 
     @numba.njit
     def logp_and_grad(theta, x):  # N(0.5, 2^2) prior, N(mu, 1) records
@@ -281,15 +271,7 @@ def test_typed_kernel_and_move_states_resume_bit_identically(tmp_path, monkeypat
     mech = normal_mean.gaussian(3.0)
     kw = dict(draws=20, tune=60, chains=1, cores=1, seed=5, interweave=True)
     whole = dw.sample(model, mech, 40.0, 50, **kw)
-    real = run_record._advance
-
-    def ctrl_c_at_30(setup, rng, state, start, *args):  # by iteration, during warm-up
-        if start >= 30:
-            raise KeyboardInterrupt
-        return real(setup, rng, state, start, *args)
-
-    with monkeypatch.context() as patch, pytest.raises(KeyboardInterrupt, match="warm-up"):
-        patch.setattr(run_record, "_advance", ctrl_c_at_30)
+    with ctrl_c_at(30), pytest.raises(KeyboardInterrupt, match="warm-up"):
         dw.sample(model, mech, 40.0, 50, checkpoint=tmp_path, checkpoint_every=10, **kw)
     with np.load(tmp_path / "chain0.npz") as saved:
         assert 10 <= int(saved["done"]) < 60  # saved while the kernel and the move adapt
@@ -301,27 +283,18 @@ def test_typed_kernel_and_move_states_resume_bit_identically(tmp_path, monkeypat
 
 
 @pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
-def test_a_run_with_jumps_resumes_bit_identically(tmp_path, monkeypatch):
+def test_a_run_with_jumps_resumes_bit_identically(tmp_path, ctrl_c_at):
     """The jumps' mixture (interweave.MixtureState: log weights, means, factors) is
     flattened into the file after the move's random walk and rebuilt, typed, on resume:
     interrupted among the kept draws, the resumed draws are those of an unbroken run."""
     from dawrap.models import normal_mean
-    from dawrap.runner import record as run_record
 
     model, mech = normal_mean.model(0.0, 1.0, 1.0), normal_mean.gaussian(30.0)
     kw = dict(method="record", interweave=True, jumps=True, draws=40, tune=20, chains=1,
               cores=1, seed=3)
     whole = dw.sample(model, mech, 40.0, 100, **kw)
     assert diagnostics.attrs(whole)["jumps"] == 1
-    real = run_record._advance
-
-    def ctrl_c_at_40(setup, rng, state, start, *args):  # by iteration, among the draws
-        if start >= 40:
-            raise KeyboardInterrupt
-        return real(setup, rng, state, start, *args)
-
-    with monkeypatch.context() as patch, pytest.warns(UserWarning, match="can be resumed"):
-        patch.setattr(run_record, "_advance", ctrl_c_at_40)
+    with ctrl_c_at(40), pytest.warns(UserWarning, match="can be resumed"):
         dw.sample(model, mech, 40.0, 100, checkpoint=tmp_path, checkpoint_every=10, **kw)
     with np.load(tmp_path / "chain0.npz") as saved:
         assert int(saved["done"]) == 40

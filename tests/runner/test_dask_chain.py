@@ -115,23 +115,6 @@ def test_chains_and_kept_databases(problem, client):
     assert x[0].shape == (2, 2, N, 2) and np.array_equal(x[0], x[1])
 
 
-def interrupted_at(monkeypatch, iteration: int, action=None):
-    """Patch the runner so that the chunk starting at ``iteration`` first runs ``action``
-    (default: Ctrl-C); the chunks end at checkpoints."""
-    from dawrap.runner import record as run_record
-
-    real = run_record._advance
-
-    def advance(setup, rng, state, start, *args):
-        if start >= iteration:
-            if action is None:
-                raise KeyboardInterrupt
-            action()
-        return real(setup, rng, state, start, *args)
-
-    monkeypatch.setattr(run_record, "_advance", advance)
-
-
 KW = dict(draws=14, tune=6, chains=1, cores=1, seed=7, progress=False)
 
 
@@ -145,14 +128,13 @@ def whole(problem):
 
 @pytest.mark.parametrize("first,then", [("executor", "threads"), ("threads", "executor")])
 def test_a_checkpoint_resumes_across_threads_and_cluster(problem, client, whole, tmp_path,
-                                                         monkeypatch, first, then):
+                                                         ctrl_c_at, first, then):
     """A cluster run's checkpoint is a threaded run's: each resumes the other, and the
     draws are those of the unbroken run."""
     model, mech, s_dp = problem
     how = {"executor": dict(executor=client), "threads": dict(threads=2)}
     method = dict(partition=by_area(), checkpoint_every=5)
-    with monkeypatch.context() as patch, pytest.warns(UserWarning, match="can be resumed"):
-        interrupted_at(patch, 10)
+    with ctrl_c_at(10), pytest.warns(UserWarning, match="can be resumed"):
         dw.sample(model, mech, s_dp, N, method=dw.Record(**how[first], checkpoint=tmp_path,
                                                          **method), **KW)
     with np.load(tmp_path / "chain0.npz") as saved:
@@ -165,7 +147,7 @@ def test_a_checkpoint_resumes_across_threads_and_cluster(problem, client, whole,
 
 
 def test_a_lost_worker_stops_the_run_and_keeps_the_checkpoint(problem, whole, tmp_path,
-                                                              monkeypatch):
+                                                              ctrl_c_at):
     """A worker killed at iteration 10 (after the checkpoint of iteration 10): the run
     stops with an error naming it; the checkpoint resumes to the unbroken run's draws."""
     model, mech, s_dp = problem
@@ -181,8 +163,7 @@ def test_a_lost_worker_stops_the_run_and_keeps_the_checkpoint(problem, whole, tm
 
     killed = []
     try:
-        with monkeypatch.context() as patch:
-            interrupted_at(patch, 10, kill_a_worker)
+        with ctrl_c_at(10, kill_a_worker):
             with pytest.raises(RuntimeError, match=r"the dask worker tcp://\S+, which held "
                                                    r"groups \[.*\] of chain 0's records, was "
                                                    r"lost while sweeping"):

@@ -180,25 +180,16 @@ def test_bad_settings_are_named(problem):
                                                                      [-1])), **FAST)
 
 
-def test_a_parallel_chain_resumes_bit_identically(problem, tmp_path, monkeypatch):
+def test_a_parallel_chain_resumes_bit_identically(problem, tmp_path, ctrl_c_at):
     """The checkpoint holds the groups' generators: the resumed draws are those of an
     unbroken run, with another number of threads too; a serial resume is refused."""
-    from dawrap.runner import record as run_record
 
     model, mech, s_dp = problem
     kw = dict(draws=30, tune=10, chains=1, cores=1, seed=7, progress=False)
     method = dict(partition=by_area(mech), checkpoint_every=10)
     whole = dw.sample(model, mech, s_dp, sum(SIZES), method=dw.Record(threads=1,
                                                                          **method), **kw)
-    real = run_record._advance
-
-    def ctrl_c_at_20(setup, rng, state, start, *args):  # Ctrl-C by iteration (after a save)
-        if start >= 20:
-            raise KeyboardInterrupt
-        return real(setup, rng, state, start, *args)
-
-    with monkeypatch.context() as patch, pytest.warns(UserWarning, match="can be resumed"):
-        patch.setattr(run_record, "_advance", ctrl_c_at_20)
+    with ctrl_c_at(20), pytest.warns(UserWarning, match="can be resumed"):
         dw.sample(model, mech, s_dp, sum(SIZES), method=dw.Record(
             threads=2, checkpoint=tmp_path, **method), **kw)
     with np.load(tmp_path / "chain0.npz") as saved:
