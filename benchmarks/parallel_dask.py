@@ -21,8 +21,12 @@ Measured, in one process, rounds interleaved (the machine is shared):
   ``dawrap.runner.dask_chain.logger``), and the workers' compute time per sweep;
 * the load average before and after (the 2 cores are shared with other jobs).
 
+With ``--memory`` only the cluster run, once (``--short`` iterations): the peak resident
+memory of each worker process and of the client process (sampled every 0.1 s), against
+the size of the records (``n x record_size`` float64).
+
 Run: python benchmarks/parallel_dask.py [--records 1000000 --areas 2000 --regions 16
-     --categories 4 --short 3 --iterations 20 --rounds 3] [--by-area-groups 8]
+     --categories 4 --short 3 --iterations 20 --rounds 3] [--by-area-groups 8] [--memory]
 """
 from __future__ import annotations
 
@@ -84,6 +88,42 @@ def seconds(model, mech, s_dp, n, method, iterations: int) -> float:
     return float(dw.diagnostics.group(idata, "posterior").attrs["sampling_time"])
 
 
+def memory(model, mech, s_dp, n: int, client, part, iterations: int) -> None:
+    """Peak resident memory of the workers and of the client during one cluster run:
+    each process's RSS sampled every 0.1 s from a thread of the client (psutil, which
+    distributed requires; the workers of a LocalCluster are processes of this machine).
+    ``ru_maxrss`` would not do: forked workers inherit the client's."""
+    import threading
+
+    import psutil
+
+    pids = client.run(os.getpid)
+    procs = {"client": psutil.Process()} | {w: psutil.Process(p) for w, p in pids.items()}
+    before = {k: p.memory_info().rss / 2**20 for k, p in procs.items()}
+    peak = dict(before)
+    done = threading.Event()
+
+    def sample():
+        while not done.wait(0.1):
+            for k, p in procs.items():
+                peak[k] = max(peak[k], p.memory_info().rss / 2**20)
+
+    watcher = threading.Thread(target=sample, daemon=True)
+    watcher.start()
+    began = time.perf_counter()
+    try:
+        seconds(model, mech, s_dp, n, dw.Record(executor=client, partition=part), iterations)
+    finally:
+        done.set()
+        watcher.join()
+    wall = time.perf_counter() - began
+    records_mb = n * model.record_size * 8 / 2**20
+    print(f"one cluster run of {iterations} iterations, {wall:.0f} s; the records: "
+          f"{records_mb:.0f} MB in all, {records_mb / len(pids):.0f} MB per worker")
+    for k in procs:
+        print(f"  {k}: RSS {before[k]:.0f} MB before the run, peak {peak[k]:.0f} MB during it")
+
+
 def main() -> None:
     from distributed import Client, LocalCluster
 
@@ -96,6 +136,7 @@ def main() -> None:
     ap.add_argument("--iterations", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--by-area-groups", type=int, default=0)
+    ap.add_argument("--memory", action="store_true")
     args = ap.parse_args()
 
     model, mech, s_dp, sizes = problem(args.records, args.areas, args.regions, args.categories)
@@ -108,6 +149,14 @@ def main() -> None:
     cluster = LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
                            dashboard_address=":0")
     client = Client(cluster)
+    if args.memory:
+        try:
+            client.run(lambda: __import__("dawrap"))
+            memory(model, mech, s_dp, n, client, part, args.short)
+        finally:
+            client.close()
+            cluster.close()
+        return
     timings = _Timings()
     logger.addHandler(timings)
     logger.setLevel(logging.INFO)
