@@ -23,13 +23,17 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from .status import OK, BAD_ENTRIES, BAD_DRIFT, BAD_RECORD_SUPPORT
 from .._templates import slot
 
 __all__ = ["merge_entries", "entries_sums", "entries_consistency", "check_entries",
            "compared_before_a_run", "DENSE_CHECK_CELLS", "REFRESH_CHECK_CELLS", "EntriesError", "guarded_pairs", "arm_pairs", "broken_pairs",
-           "PAIRS_GUARD"]
+           "PAIRS_GUARD", "prefetch", "PREFETCH_AHEAD", "PREFETCH_FROM_CELLS"]
 
 # The slots of the templates below, bound per model with the record sampler's
 # (dawrap.samplers.record.bind_chain, which says what each is).
@@ -49,6 +53,38 @@ MODEL_NNZ = slot("int: most pairs of MODEL_ENTRIES (0: dense)")
 PAIRS_GUARD = 16
 _INDEX_GUARD = -(2 ** 62) - 7  # what the guard zones hold; no entries function writes these
 _VALUE_GUARD = -7.0e307
+
+
+#: While the systematic-scan entries sweep updates record ``i``, it asks (:func:`prefetch`)
+#: for the per-cell rows of the cells of record ``i + PREFETCH_AHEAD``: that record's value
+#: is known, so its rows arrive while the sweep waits on the proposed cell's, which the
+#: generator draws and which cannot be fetched ahead (``benchmarks/cell_layout.py``).
+PREFETCH_AHEAD = 4
+#: The sweep prefetches only for statistics of at least this many cells, whose ``(size, 4)``
+#: block (1 MB here) no longer fits the caches nearest the core; smaller ones compile
+#: without it (the size is a compile-time constant).
+PREFETCH_FROM_CELLS = 1 << 15
+
+
+@intrinsic
+def prefetch(typingctx, array, index):
+    """Ask the CPU to bring the cache line holding element ``index`` of ``array``'s flat
+    data (a C-contiguous array) closer, for reading: an ``llvm.prefetch`` hint, which never
+    blocks and never faults (an address outside the array is harmless), and changes no
+    value."""
+    if not isinstance(array, types.Array) or not isinstance(index, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        ptr = builder.gep(data, [args[1]])
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [ptr.type, i32, i32, i32])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+        builder.call(fn, [ptr, i32(0), i32(3), i32(1)])  # read, keep in all levels, data
+        return context.get_dummy_value()
+
+    return types.void(array, index), codegen
 
 
 class EntriesError(ValueError):

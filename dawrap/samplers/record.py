@@ -40,7 +40,8 @@ from ..model.protocols import (anywhere, draw_database, no_prepare, no_prepared_
                                no_prepared_proposal, no_records)
 from .arrays import add_into, all_finite, copy_into
 from . import loop, entries_path
-from .entries_path import merge_entries, entries_sums, entries_consistency
+from .entries_path import (merge_entries, entries_sums, entries_consistency, prefetch,
+                           PREFETCH_AHEAD, PREFETCH_FROM_CELLS)
 from ..mechanisms.separable import (gaussian_coordinate, laplace_coordinate, no_coordinate,
                                     no_entries, no_model_entries)
 
@@ -597,8 +598,28 @@ def entries_pass(rng, state, s_dp, params, table):
     nan_seen = False
     stats_finite = True  # the cells the sweep moved (a scan of all of them is O(K))
     status = OK
+    # Software pipelining (benchmarks/cell_layout.py, results/cell_layout.md): in a
+    # systematic scan the record PREFETCH_AHEAD places on is known, so the block's rows of
+    # its cells (and theta's entries of the same indices, which a model with one parameter
+    # per cell reads there) are asked for now and have arrived by its turn. Hints only: no
+    # value and no random number changes. Compiled in only for blocks larger than the
+    # caches nearest the core (PREFETCH_FROM_CELLS; MECH_STAT_SIZE is a constant): below,
+    # the rows are there already and the extra entries call would be pure cost.
+    pipelined = (MECH_STAT_SIZE >= PREFETCH_FROM_CELLS and not RANDOM_SCAN
+                 and state.cells.shape[0] == MECH_STAT_SIZE)
+    theta_per_cell = theta.shape[0] == MECH_STAT_SIZE
+    later = np.empty(RECORD_SIZE)
     for visit in range(n):
         i = rng.integers(0, n) if RANDOM_SCAN else visit
+        if pipelined and i + PREFETCH_AHEAD < n:
+            for j in range(RECORD_SIZE):
+                later[j] = x[i + PREFETCH_AHEAD, j]
+            # index is overwritten by the update's own entries below; a broken count is
+            # caught there, so here it is only clipped (a prefetch never faults).
+            for a in range(min(max(ENTRIES(later, s_dp, index, value), 0), NNZ)):
+                prefetch(state.cells, index[a] * state.cells.shape[1])
+                if theta_per_cell:
+                    prefetch(theta, index[a])
         for j in range(RECORD_SIZE):  # no view x[i]: see dense_pass
             current[j] = x[i, j]
         # The proposal step and the entries' merge: as in dense_pass and
