@@ -238,7 +238,7 @@ class Partition:
 
 
 def shared_noise(coordinate_log_density) -> str | None:
-    """How shared cells are split for a mechanism whose separable density has the term
+    r"""How shared cells are split for a mechanism whose separable density has the term
     ``coordinate_log_density`` (module docstring): ``"gaussian"`` (Gaussian pieces of sd
     :math:`\sigma/\sqrt G`, ``params[j] = 1/\sigma_j``: Gaussian and discrete Gaussian
     noise), ``"laplace"`` (a latent variance per shared cell first, ``params[j] = 1/b_j``:
@@ -365,8 +365,8 @@ def _inverse_latent(rng, kappa):
     (the algorithm of ``Generator.wald``) with :math:`y = \mu z^2`: the root
     :math:`x = \mu + \tfrac{\mu}{2}(y - \sqrt{y^2 + 4y})` written as
     :math:`x = 4 / (z^2 (1 + \sqrt{1 + 4/y})^2)`, which has no cancellation (``wald``'s
-    form loses every digit when :math:`\mu` is large, i.e. :math:`|c| \ll b`, and can return
-    0 or a negative number), then :math:`x` with probability :math:`\mu/(\mu + x)`, else
+    form loses digits in proportion to :math:`\mu = b/|c|`, and for :math:`|c|/b` about
+    :math:`10^{-15}` returns 0 for one draw in ten), then :math:`x` with probability :math:`\mu/(\mu + x)`, else
     :math:`\mu^2/x`. A normal that squares to 0 (probability 0 in exact arithmetic) is
     drawn again for :math:`\kappa = 0` and gives the limit :math:`x = \mu` otherwise."""
     z = rng.standard_normal()

@@ -38,8 +38,10 @@ def test_pieces_follow_the_gaussian_conditioned_on_their_sum():
 
 
 # (b, c): the scale and the residual s - T of a shared cell; c = 0 is the other branch
-# (integer data), 1e-3 against b = 2 the regime where Generator.wald's form cancels.
-LATENT_CASES = [(2.0, 0.0), (2.0, 1e-3), (2.0, 0.7), (2.0, 3.0), (2.0, 25.0), (0.25, 1.0)]
+# (integer data); at c = 1e-15 against b = 2, Generator.wald's form cancels (it returns 0 for
+# about one draw in ten there).
+LATENT_CASES = [(2.0, 0.0), (2.0, 1e-15), (2.0, 1e-3), (2.0, 0.7), (2.0, 3.0), (2.0, 25.0),
+                (0.25, 1.0)]
 
 
 def sd_cdf(b: float, c: float):
