@@ -417,9 +417,9 @@ def draw_pieces(rng, s_dp, total, shared, piece_scale, local_total, local_releas
     r"""Step (a) of the module docstring: for each shared cell ``shared[k]``, the pieces
     :math:`r_{gk} = T_{gk} + c/G + z_g - \bar z` of its release into ``local_release[:, k]``
     (``local_total[:, k]`` the groups' partial totals, ``total`` their sum), :math:`z_g \sim
-    \mathcal N(0, 1/\text{piece\_scale}_k^2)`: :math:`\sigma^2/G` for Gaussian noise
-    (``piece_scale`` the constant :math:`\sqrt G/\sigma`), :math:`V/G` for Laplace noise
-    (:func:`draw_scales`)."""
+    \mathcal N(0, 1/a_k^2)` with :math:`a_k` = ``piece_scale[k]``: :math:`\sigma^2/G` for
+    Gaussian noise (``piece_scale`` the constant :math:`\sqrt G/\sigma`), :math:`V/G` for
+    Laplace noise (:func:`draw_scales`)."""
     groups = local_total.shape[0]
     z = np.empty(groups)
     for k in range(shared.shape[0]):
