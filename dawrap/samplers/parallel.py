@@ -366,8 +366,8 @@ def _inverse_latent(rng, kappa):
     :math:`x = \mu + \tfrac{\mu}{2}(y - \sqrt{y^2 + 4y})` written as
     :math:`x = 4 / (z^2 (1 + \sqrt{1 + 4/y})^2)`, which has no cancellation (``wald``'s
     form loses digits in proportion to :math:`\mu = b/|c|`, and for :math:`|c|/b` about
-    :math:`10^{-15}` returns 0 for one draw in ten), then :math:`x` with probability :math:`\mu/(\mu + x)`, else
-    :math:`\mu^2/x`. A normal that squares to 0 (probability 0 in exact arithmetic) is
+    :math:`10^{-15}` returns 0 for one draw in ten), then :math:`x` with probability
+    :math:`\mu/(\mu + x)`, else :math:`\mu^2/x`. A normal that squares to 0 (probability 0 in exact arithmetic) is
     drawn again for :math:`\kappa = 0` and gives the limit :math:`x = \mu` otherwise."""
     z = rng.standard_normal()
     if kappa == 0.0:
