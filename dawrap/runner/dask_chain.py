@@ -12,7 +12,9 @@ and the chain's own generator. One iteration is
    the workers, so the kernel must read them only through ``stats``:
    :func:`kernel_reads_records`);
 2. per sweep, the shared cells' pieces :math:`r_{gk}` drawn on the client with the chain's
-   generator (:func:`dawrap.samplers.parallel.draw_pieces`, O(groups x shared cells)), sent
+   generator (:func:`dawrap.samplers.parallel.draw_pieces`, O(groups x shared cells); for
+   Laplace and geometric noise after the shared cells' latent variances,
+   :func:`dawrap.samplers.parallel.draw_scales`, sent along as the pieces' scales), sent
    with theta to every worker; every worker sweeps its groups
    (:func:`dawrap.samplers.parallel.group_pass`, each group with its own generator) and
    returns its groups' partial totals of the shared cells, the totals of the cells its
@@ -200,9 +202,11 @@ class GroupActor:
         """The running sums from the client (at the start and after a refresh)."""
         self.total[:], self.stats[:] = total, stats
 
-    def sweep(self, theta, local_release, recount=False):
+    def sweep(self, theta, local_release, recount=False, piece_scale=None):
         """One sweep of every group of this worker with the pieces ``local_release`` (its
-        groups' rows), then with ``recount`` (the iteration's last sweep of a model with
+        groups' rows), seen through noise of inverse sd ``piece_scale`` (Laplace and
+        geometric noise: drawn on the client each sweep; None: the constant one the actor
+        was built with), then with ``recount`` (the iteration's last sweep of a model with
         ``stat_every="iteration"``) each group's part of the model's statistic recounted
         from its records: ``(results, local_total, stats_rows, owned totals, owned stats,
         seconds, recounts)``, a result ``(accepted, min_log_alpha, status, record, cell)``
@@ -210,6 +214,8 @@ class GroupActor:
         ``recount``)."""
         began = time.perf_counter()
         theta, local_release = np.array(theta), np.array(local_release)  # writable (above)
+        if piece_scale is not None:
+            self.piece_scale = np.array(piece_scale)
         if self.theta is None or not np.array_equal(theta, self.theta):
             self.theta, self.table = theta, self.fns.table(theta)
         setup = self.setup
@@ -275,8 +281,6 @@ class DistributedChain:
     """
 
     def __init__(self, setup, partition: parallel.Partition, client, rng, state, chain: int):
-        from ..mechanisms.separable import gaussian_coordinate
-
         model, mech, fns = setup.model, setup.mechanism, setup.fns
         if fns.nnz == 0:
             raise ValueError("executor: a chain on a dask cluster needs the sparse path (a "
@@ -297,9 +301,10 @@ class DistributedChain:
                              f"through stats (model_stat's sum), as the census and "
                              f"small_area models' kernels do; or run without executor")
         x = state.x
+        noise = parallel.shared_noise(fns.coordinate_log_density)
         parallel.check_partition(partition, x.shape[0], mech.size, model.stat_size,
-                                 gaussian=fns.coordinate_log_density is gaussian_coordinate,
-                                 shared_statistic=setup.shared, model_nnz=fns.model_nnz)
+                                 noise=noise, shared_statistic=setup.shared,
+                                 model_nnz=fns.model_nnz)
         try:
             blob = pickle.dumps((model, mech))
         except (TypeError, AttributeError, pickle.PicklingError) as err:
@@ -312,8 +317,17 @@ class DistributedChain:
         slot_of = np.full(mech.size, -1, np.int64)
         slot_of[self.shared] = np.arange(K)
         params = np.asarray(setup.params, np.float64)
-        piece_scale = math.sqrt(G) * params[self.shared] if K else np.zeros(0)
-        parallel.warn_pinned_pieces(1.0 / piece_scale, G, mech.integer_statistic)
+        # the pieces' inverse sd: constant for Gaussian noise (sent once, to the actors),
+        # drawn each sweep with the latent variances for Laplace noise (sent with the pieces)
+        self.latent = noise == "laplace"
+        piece_scale = (np.zeros(K) if self.latent
+                       else math.sqrt(G) * params[self.shared] if K else np.zeros(0))
+        self.piece_scale = piece_scale
+        # Laplace and geometric noise: the pieces' root-mean-square sd under the latent
+        # variance's prior (mean 2 b^2), sqrt(2) b / sqrt(G)
+        parallel.warn_pinned_pieces(
+            math.sqrt(2.0) / (math.sqrt(G) * params[self.shared]) if self.latent
+            else 1.0 / piece_scale, G, mech.integer_statistic)
         self.local_total = np.zeros((G, K))
         self.local_release = np.zeros((G, K))
         accumulate = model.stat_size > 0 and not setup.shared and partition.stats is None
@@ -475,11 +489,15 @@ class DistributedChain:
         s_dp, params = self.setup.s_dp, self.setup.params
         total, stats = state.total, state.stats
         if self.shared.shape[0]:
-            parallel.draw_pieces(rng, s_dp, total, params, self.shared, self.local_total,
-                                 self.local_release)
+            if self.latent:
+                parallel.draw_scales(rng, s_dp, total, params, self.shared,
+                                     self.partition.groups, self.piece_scale)
+            parallel.draw_pieces(rng, s_dp, total, self.shared, self.piece_scale,
+                                 self.local_total, self.local_release)
         began = time.perf_counter()
         got = self._call("sweep", "sweeping", np.array(state.theta),
-                         [self.local_release[groups] for groups in self.assigned], recount)
+                         [self.local_release[groups] for groups in self.assigned], recount,
+                         self.piece_scale.copy() if self.latent else None)
         elapsed = time.perf_counter() - began
         slowest = max(r[5] for r in got)
         self.sweeps += 1

@@ -48,17 +48,16 @@ class GroupedChain:
     and the thread pool that sweeps them (close it with :meth:`close`)."""
 
     def __init__(self, setup, partition: parallel.Partition, threads: int, rng, x):
-        from ..mechanisms.separable import gaussian_coordinate
-
         model, mech, fns = setup.model, setup.mechanism, setup.fns
         if fns.nnz == 0:
             raise ValueError("threads: the within-chain parallel sweep needs the sparse path "
                              "(a mechanism with a separable density whose statistic is "
                              "declared with dw.declare_sparse): records must touch a few "
                              "cells each")
+        noise = parallel.shared_noise(fns.coordinate_log_density)
         parallel.check_partition(partition, x.shape[0], mech.size, model.stat_size,
-                                 gaussian=fns.coordinate_log_density is gaussian_coordinate,
-                                 shared_statistic=setup.shared, model_nnz=fns.model_nnz)
+                                 noise=noise, shared_statistic=setup.shared,
+                                 model_nnz=fns.model_nnz)
         self.setup, self.partition = setup, partition
         self.fns = parallel.bind_groups(
             fns, model.record_size, mech.size, model.stat_size, general=model.general_proposal,
@@ -75,8 +74,16 @@ class GroupedChain:
         self.slot_of = np.full(mech.size, -1, np.int64)
         self.slot_of[self.shared] = np.arange(K)
         params = np.asarray(setup.params, np.float64)
-        self.piece_scale = math.sqrt(G) * params[self.shared] if K else np.zeros(0)
-        parallel.warn_pinned_pieces(1.0 / self.piece_scale, G, mech.integer_statistic)
+        # the groups' inverse sd of the shared cells' pieces: sqrt(G) / sigma for Gaussian
+        # noise, drawn each sweep with the latent variances for Laplace noise (draw_scales)
+        self.latent = noise == "laplace"
+        self.piece_scale = (np.zeros(K) if self.latent
+                            else math.sqrt(G) * params[self.shared] if K else np.zeros(0))
+        # Laplace and geometric noise: the pieces' root-mean-square sd under the latent
+        # variance's prior (mean 2 b^2), sqrt(2) b / sqrt(G)
+        parallel.warn_pinned_pieces(
+            math.sqrt(2.0) / (math.sqrt(G) * params[self.shared]) if self.latent
+            else 1.0 / self.piece_scale, G, mech.integer_statistic)
         self.local_total = np.zeros((G, K))
         self.local_release = np.zeros((G, K))
         accumulate = model.stat_size > 0 and not setup.shared and partition.stats is None
@@ -148,8 +155,11 @@ class GroupedChain:
         s_dp, params = self.setup.s_dp, self.setup.params
         total, stats = state.total, state.stats
         if self.shared.shape[0]:
-            parallel.draw_pieces(rng, s_dp, total, params, self.shared, self.local_total,
-                                 self.local_release)
+            if self.latent:
+                parallel.draw_scales(rng, s_dp, total, params, self.shared,
+                                     len(self.members), self.piece_scale)
+            parallel.draw_pieces(rng, s_dp, total, self.shared, self.piece_scale,
+                                 self.local_total, self.local_release)
         results = self._map(lambda g: self.fns.sweep(
             self.rngs[g], state.theta, state.x, s_dp, params, self.members[g],
             self.partition.cells, self.slot_of, self.stats_owner, g, total, stats,

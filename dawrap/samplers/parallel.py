@@ -47,10 +47,45 @@ with a constant that does not depend on them, and the posterior of the records i
 the continuous pieces above are exact for it too (the statistic and the release being
 integers, as the mechanism checks).
 
-**Laplace and geometric noise** are scale mixtures of normals and could be split the same
-way after a latent variance per cell; that is not done here: a partition with shared cells
-is refused for them (:func:`check_partition`), and a partition whose groups own every cell
-they touch (coarser groups) needs no pieces, whatever the noise.
+**Laplace noise** of scale :math:`b` is a scale mixture of normals:
+:math:`e \mid V \sim \mathcal N(0, V)` with :math:`V \sim \mathrm{Exponential}` of rate
+:math:`1/2b^2` has the density
+:math:`\int_0^\infty \mathcal N(e; 0, V)\, \tfrac{1}{2b^2} e^{-V/2b^2}\, dV = e^{-|e|/b}/2b`.
+Each shared cell gets one latent variance :math:`V_j`; given it, the cell's noise is
+Gaussian and is split into pieces as above, with variance :math:`V_j/G` each. A sweep is a
+Gibbs scan of :math:`p(x, V, r \mid \theta, s)`:
+
+- step (a0): :math:`V_j` given the records (the pieces integrated out, so given
+  :math:`c = s_j - T_j` only): :math:`p(V \mid c) \propto V^{-1/2}
+  \exp(-c^2/2V - V/2b^2)`, a generalised inverse Gaussian
+  :math:`\mathrm{GIG}(\tfrac12, 1/b^2, c^2)`. In units of :math:`b^2`,
+  :math:`u = V/b^2` has density :math:`\propto u^{-1/2} e^{-\kappa^2/2u - u/2}` with
+  :math:`\kappa = |c|/b`: for :math:`\kappa > 0`, :math:`1/u` is inverse Gaussian with
+  mean :math:`1/\kappa` and shape 1; for :math:`c = 0` (integer data) :math:`u` is
+  :math:`\chi^2_1`, the square of a standard normal (:func:`draw_scales`, with the
+  chain's own generator);
+- step (a): the pieces given their sum and :math:`V_j`, as for the Gaussian with
+  :math:`\sigma^2 = V_j`;
+- step (b): every group's records given the pieces and :math:`V_j`: the group sees its
+  piece of the shared cell through Gaussian noise of variance :math:`V_j/G`
+  (``piece_scale``, drawn anew each sweep), not through the mechanism's Laplace density;
+- step (c): the pieces and :math:`V` are discarded.
+
+Steps (a0) and (a) together draw :math:`(V, r)` from :math:`p(V, r \mid x, \theta, s)`
+exactly, and (b) updates :math:`x` leaving :math:`p(x \mid V, r, \theta, s)` invariant, so
+the joint :math:`p(x, V, r \mid \theta, s)` is invariant, hence its marginal
+:math:`p(x \mid \theta, s)`.
+
+**The two-sided geometric** (:class:`dawrap.Geometric`) has the pmf
+:math:`\frac{1-\alpha}{1+\alpha} e^{-|s - T|/b}` on the integers,
+:math:`b = \Delta_1/\epsilon`, whose normaliser does not depend on the integer :math:`T`: as
+a function of the records it is proportional to the continuous Laplace likelihood of scale
+:math:`b` (the argument made for the discrete Gaussian), so the same latent variances are
+exact for it. Which scheme a run uses follows from the mechanism's separable density
+(:func:`shared_noise`): the Gaussian term for the Gaussian pieces, the Laplace term
+(``params[j] = 1/b_j``) for the latent variances; any other noise with shared cells is
+refused (:func:`check_partition`), and a partition whose groups own every cell they touch
+(coarser groups) needs no pieces, whatever the noise.
 
 Model statistics: when the model's statistic is the mechanism's it follows the cells; when
 :attr:`Partition.stats` says which group owns each of its cells, groups write their own;
@@ -81,14 +116,15 @@ import numba
 import numpy as np
 
 from .._templates import slot
+from ..mechanisms.separable import gaussian_coordinate, laplace_coordinate
 from .record import BLOCK, StepInfo, move_model_stat, sweep_table, take_proposal
 from .entries_path import merge_entries
 from .status import OK, BAD_ENTRIES, BAD_RATIO, BAD_RECORD, BAD_STATS
 
-__all__ = ["Partition", "check_partition", "group_generators", "merge_units", "draw_pieces",
-           "group_totals", "group_pass", "group_stats", "bind_groups", "GroupFunctions", "BAD_PARTITION",
-           "BAD_STAT_PARTITION", "MAX_GROUPS", "GROUP_STREAM", "partition_error",
-           "warn_threads", "warn_pinned_pieces", "info_of"]
+__all__ = ["Partition", "check_partition", "shared_noise", "group_generators", "merge_units",
+           "draw_scales", "draw_pieces", "group_totals", "group_pass", "group_stats",
+           "bind_groups", "GroupFunctions", "BAD_PARTITION", "BAD_STAT_PARTITION", "MAX_GROUPS",
+           "GROUP_STREAM", "partition_error", "warn_threads", "warn_pinned_pieces", "info_of"]
 
 # The slots of the templates below (those of dawrap.samplers.record's sweep, plus two).
 DRAW_RECORD = slot("(rng, theta, out)")
@@ -140,8 +176,8 @@ class Partition:
         cell of another group stops the run with an error, before it writes anything).
     cells : array_like of int, shape (size,)
         The group owning each cell of the mechanism's statistic, or ``-1`` for a cell
-        several groups touch (split into pieces, module docstring: Gaussian and discrete
-        Gaussian noise only).
+        several groups touch (split into pieces, module docstring: Gaussian, discrete
+        Gaussian, Laplace and geometric noise).
     stats : array_like of int, shape (stat_size,), optional
         The group owning each cell of the model's statistic (when it is declared sparse and
         not the mechanism's). Default: each group sums its changes in a row of its own
@@ -201,15 +237,39 @@ class Partition:
         return np.flatnonzero(self.cells < 0)
 
 
+def shared_noise(coordinate_log_density) -> str | None:
+    r"""How shared cells are split for a mechanism whose separable density has the term
+    ``coordinate_log_density`` (module docstring): ``"gaussian"`` (Gaussian pieces of sd
+    :math:`\sigma/\sqrt G`, ``params[j] = 1/\sigma_j``: Gaussian and discrete Gaussian
+    noise), ``"laplace"`` (a latent variance per shared cell first, ``params[j] = 1/b_j``:
+    Laplace and geometric noise), or None (no exact split).
+
+    Examples
+    --------
+    >>> import dawrap as dw
+    >>> from dawrap.models import beta_binomial
+    >>> from dawrap.samplers.parallel import shared_noise
+    >>> mech = dw.Geometric(beta_binomial.count, epsilon=0.5)
+    >>> shared_noise(mech.coordinate_log_density)
+    'laplace'
+    """
+    if coordinate_log_density is gaussian_coordinate:
+        return "gaussian"
+    if coordinate_log_density is laplace_coordinate:
+        return "laplace"
+    return None
+
+
 def check_partition(partition: Partition, n: int, size: int, stat_size: int, *,
-                    gaussian: bool, shared_statistic: bool, model_nnz: int) -> None:
+                    noise: str | None, shared_statistic: bool, model_nnz: int) -> None:
     """Check ``partition`` against the run: its sizes, and shared cells only where they can
-    be split exactly (Gaussian or discrete Gaussian noise). A ValueError names what to do.
+    be split exactly (``noise``, :func:`shared_noise`: Gaussian, discrete Gaussian, Laplace
+    or geometric noise). A ValueError names what to do.
 
     Examples
     --------
     >>> from dawrap.samplers.parallel import Partition, check_partition
-    >>> check_partition(Partition([0, 1], [0, -1]), 2, 2, 0, gaussian=False,
+    >>> check_partition(Partition([0, 1], [0, -1]), 2, 2, 0, noise=None,
     ...                 shared_statistic=False, model_nnz=0)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
@@ -234,12 +294,16 @@ def check_partition(partition: Partition, n: int, size: int, stat_size: int, *,
                              "(dw.declare_sparse) that is not the mechanism's: leave it out "
                              "(each group then sums its own changes)")
     shared = partition.shared_cells
-    if shared.size and not gaussian:
+    if noise not in ("gaussian", "laplace", None):
+        raise ValueError(f"check_partition: noise must be 'gaussian', 'laplace' or None, got "
+                         f"{noise!r}")
+    if shared.size and noise is None:
         raise ValueError(
             f"threads: the partition shares cell {int(shared[0])} between groups, and shared "
-            f"cells are split exactly only for Gaussian or discrete Gaussian noise (a "
-            f"separable density with gaussian_coordinate); with this mechanism's noise, "
-            f"declare coarser groups that own every cell they touch, or run without threads")
+            f"cells are split exactly only for Gaussian, discrete Gaussian, Laplace or "
+            f"geometric noise (a separable density with gaussian_coordinate or "
+            f"laplace_coordinate); with this mechanism's noise, declare coarser groups that "
+            f"own every cell they touch, or run without threads")
 
 
 def group_generators(rng: np.random.Generator, groups: int) -> list:
@@ -291,16 +355,76 @@ def merge_units(unit_of_record: np.ndarray, units: int, max_groups: int = MAX_GR
 
 
 @numba.njit(nogil=True, cache=True)
-def draw_pieces(rng, s_dp, total, params, shared, local_total, local_release):
+def _inverse_latent(rng, kappa):
+    r"""One draw of :math:`1/u`, :math:`u` of density :math:`\propto u^{-1/2}
+    e^{-\kappa^2/2u - u/2}` (step (a0) of the module docstring in units of :math:`b^2`).
+
+    :math:`\kappa = 0`: :math:`u = z^2`, :math:`z` standard normal (:math:`\chi^2_1`, the
+    Gamma of shape 1/2 and rate 1/2). :math:`\kappa > 0`: :math:`1/u` is inverse Gaussian of
+    mean :math:`\mu = 1/\kappa` and shape 1, by Michael, Schucany and Haas's transformation
+    (the algorithm of ``Generator.wald``) with :math:`y = \mu z^2`: the root
+    :math:`x = \mu + \tfrac{\mu}{2}(y - \sqrt{y^2 + 4y})` written as
+    :math:`x = 4 / (z^2 (1 + \sqrt{1 + 4/y})^2)`, which has no cancellation (``wald``'s
+    form loses digits in proportion to :math:`\mu = b/|c|`, and for :math:`|c|/b` about
+    :math:`10^{-15}` returns 0 for one draw in ten), then :math:`x` with probability
+    :math:`\mu/(\mu + x)`, else :math:`\mu^2/x`. A normal that squares to 0 (probability 0 in exact arithmetic) is
+    drawn again for :math:`\kappa = 0` and gives the limit :math:`x = \mu` otherwise."""
+    z = rng.standard_normal()
+    if kappa == 0.0:
+        while z * z == 0.0:
+            z = rng.standard_normal()
+        return 1.0 / (z * z)
+    mu = 1.0 / kappa
+    z2 = z * z
+    if z2 == 0.0:
+        x = mu
+    else:
+        root = 1.0 + math.sqrt(1.0 + 4.0 / (mu * z2))
+        x = 4.0 / (z2 * root * root)
+    if rng.random() * (mu + x) <= mu:
+        return x
+    return mu * (mu / x)
+
+
+@numba.njit(nogil=True, cache=True)
+def draw_scales(rng, s_dp, total, params, shared, groups, piece_scale):
+    r"""Step (a0) of the module docstring (Laplace and geometric noise): for each shared
+    cell ``shared[k]`` a latent variance :math:`V` from :math:`p(V \mid c) \propto V^{-1/2}
+    \exp(-c^2/2V - V/2b^2)`, :math:`c` the release ``s_dp[j]`` minus the total
+    ``total[j]`` and ``params[j]`` the cell's :math:`1/b`, stored as the groups' inverse sd
+    ``piece_scale[k]`` :math:`= \sqrt{G/V}` (``groups`` is :math:`G`); one or two normals and
+    at most one uniform of ``rng`` per cell.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dawrap.samplers.parallel import draw_scales
+    >>> scale = np.empty(1)
+    >>> draw_scales(np.random.default_rng(0), np.array([3.0]), np.array([1.0]),
+    ...             np.array([0.5]), np.array([0]), 4, scale)
+    >>> bool(scale[0] > 0.0)
+    True
+    """
+    root_groups = math.sqrt(groups)
+    for k in range(shared.shape[0]):
+        j = shared[k]
+        inverse_u = _inverse_latent(rng, abs(s_dp[j] - total[j]) * params[j])
+        piece_scale[k] = root_groups * params[j] * math.sqrt(inverse_u)
+
+
+@numba.njit(nogil=True, cache=True)
+def draw_pieces(rng, s_dp, total, shared, piece_scale, local_total, local_release):
     r"""Step (a) of the module docstring: for each shared cell ``shared[k]``, the pieces
     :math:`r_{gk} = T_{gk} + c/G + z_g - \bar z` of its release into ``local_release[:, k]``
-    (``local_total[:, k]`` the groups' partial totals, ``total`` their sum, ``params[j]``
-    the cell's :math:`1/\sigma`), :math:`z_g \sim \mathcal N(0, \sigma^2/G)`."""
+    (``local_total[:, k]`` the groups' partial totals, ``total`` their sum), :math:`z_g \sim
+    \mathcal N(0, 1/a_k^2)` with :math:`a_k` = ``piece_scale[k]``: :math:`\sigma^2/G` for
+    Gaussian noise (``piece_scale`` the constant :math:`\sqrt G/\sigma`), :math:`V/G` for
+    Laplace noise (:func:`draw_scales`)."""
     groups = local_total.shape[0]
     z = np.empty(groups)
     for k in range(shared.shape[0]):
         j = shared[k]
-        sd = 1.0 / (params[j] * math.sqrt(groups))
+        sd = 1.0 / piece_scale[k]
         mean = 0.0
         for g in range(groups):
             z[g] = sd * rng.standard_normal()

@@ -90,6 +90,27 @@ def test_the_draws_are_those_of_the_threads(problem, client, partition):
     assert np.any(np.diff(next(iter(totals.values())), axis=1) != 0)
 
 
+@dw.recipe
+def geometric_release(regions, categories: int, epsilon: float):
+    """The small-area counts (areas, then regions) with geometric noise: a recipe the
+    workers rebuild by importing this module (on their path, as the test process's)."""
+    statistic, size = small_area.statistics(len(regions), categories, tuple(regions))
+    return dw.Geometric(statistic, epsilon=epsilon, sensitivity=4.0, size=size)
+
+
+def test_laplace_shared_cells_draw_the_threads_draws(problem, client):
+    # Geometric noise on the regions' shared cells: the latent variances are drawn on the
+    # client with the chain's generator and sent with the pieces.
+    model, _, _ = problem
+    mech = geometric_release(REGIONS, CATS, 2.0)
+    categories = np.random.default_rng(1).integers(0, CATS, size=N)
+    s_dp = mech.release(small_area.records(SIZES, categories), seed=4)
+    runs = [dw.sample(model, mech, s_dp, N, draws=10, tune=3,
+                      method=dw.Record(**how, partition=by_area()), **FAST)
+            for how in ({"threads": 2}, {"executor": client})]
+    same(*runs)
+
+
 def test_the_refresh_of_the_running_sums_keeps_the_draws(problem, client, monkeypatch):
     """The refresh (every REFRESH_EVERY iterations, here 4) recomputes the sums from the
     workers' partial sums: for counts the threaded run's numbers, so the same draws."""

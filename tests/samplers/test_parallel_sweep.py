@@ -1,10 +1,15 @@
-"""The parallel sweep's pieces (dawrap.samplers.parallel): the shared cells' pieces drawn
-from their exact conditional law, the partition's checks, the groups' generators."""
+"""The parallel sweep's pieces (dawrap.samplers.parallel): the shared cells' pieces and
+latent variances drawn from their exact conditional laws, the partition's checks, the groups'
+generators."""
 import numpy as np
 import pytest
+from scipy import integrate, stats
 
+import dawrap as dw
+from dawrap.models import beta_binomial
 from dawrap.samplers import parallel
-from dawrap.samplers.parallel import Partition, check_partition, draw_pieces
+from dawrap.samplers.parallel import (Partition, check_partition, draw_pieces, draw_scales,
+                                      shared_noise)
 
 
 def test_pieces_follow_the_gaussian_conditioned_on_their_sum():
@@ -16,7 +21,9 @@ def test_pieces_follow_the_gaussian_conditioned_on_their_sum():
     total = np.array([3.0])
     shared = np.zeros(draws, np.int64)  # every column an independent draw for cell 0
     release = np.empty((groups, draws))
-    draw_pieces(np.random.default_rng(5), s_dp, total, params, shared, local_total, release)
+    piece_scale = np.full(draws, np.sqrt(groups) * params[0])  # sqrt(G) / sigma
+    draw_pieces(np.random.default_rng(5), s_dp, total, shared, piece_scale, local_total,
+                release)
     e = release - local_total
     assert np.allclose(release.sum(axis=0), 7.0)
     var, cov = sigma ** 2 / groups * (1 - 1 / groups), -sigma ** 2 / groups ** 2
@@ -30,6 +37,68 @@ def test_pieces_follow_the_gaussian_conditioned_on_their_sum():
     assert np.all(np.abs(off - cov) < tol), off
 
 
+# (b, c): the scale and the residual s - T of a shared cell; c = 0 is the other branch
+# (integer data); at c = 1e-15 against b = 2, Generator.wald's form cancels (it returns 0 for
+# about one draw in ten there).
+LATENT_CASES = [(2.0, 0.0), (2.0, 1e-15), (2.0, 1e-3), (2.0, 0.7), (2.0, 3.0), (2.0, 25.0),
+                (0.25, 1.0)]
+
+
+def sd_cdf(b: float, c: float):
+    """The CDF of sqrt(V) under p(V | c) ∝ V^(-1/2) exp(-c^2/2V - V/2b^2), normalised
+    numerically: with t = sqrt(V) the density is ∝ exp(-c^2/2t^2 - t^2/2b^2), smooth on
+    t > 0 (the change of variable absorbs V^(-1/2)), integrated by the trapezoid rule on a
+    fine grid (its mode is at sqrt(|c| b), its width about b)."""
+    top = np.sqrt(abs(c) * b) + 15.0 * b
+    t = np.unique(np.r_[np.geomspace(1e-12, 1.0, 20_000) * b,
+                        np.linspace(0.0, top, 400_001)[1:]])
+    density = np.exp(-c * c / (2.0 * t * t) - t * t / (2.0 * b * b))
+    cdf = integrate.cumulative_trapezoid(density, t, initial=0.0)
+    cdf /= cdf[-1]
+    return lambda x: np.interp(x, t, cdf)
+
+
+def test_latent_variances_follow_their_conditional_law():
+    # Every column an independent shared cell: V from draw_scales (V = G / piece_scale^2)
+    # against the exact law of V given c, by Kolmogorov-Smirnov on sqrt(V).
+    groups, draws = 3, 20_000
+    cases = len(LATENT_CASES)
+    b = np.array([case[0] for case in LATENT_CASES])
+    c = np.array([case[1] for case in LATENT_CASES])
+    s_dp, total, params = 10.0 + c, np.full(cases, 10.0), 1.0 / b
+    shared = np.repeat(np.arange(cases), draws)
+    piece_scale = np.empty(shared.shape[0])
+    draw_scales(np.random.default_rng(11), s_dp, total, params, shared, groups, piece_scale)
+    sd = np.sqrt(groups / piece_scale ** 2).reshape(cases, draws)
+    for k, (scale, residual) in enumerate(LATENT_CASES):
+        assert np.all(np.isfinite(sd[k]) & (sd[k] > 0)), (scale, residual)
+        p_value = stats.kstest(sd[k], sd_cdf(scale, residual)).pvalue
+        assert p_value > 1e-3, (scale, residual, p_value)
+    # the c = 0 branch is V = b^2 chi^2_1: mean b^2 = 4, sd sqrt(2) b^2
+    assert abs(np.mean(sd[0] ** 2) - 4.0) < 4 * np.sqrt(2.0 / draws) * 4.0
+
+
+def test_a_wrong_latent_law_fails_the_check():
+    # The reference CDF agrees with numpy's own inverse Gaussian (1/V of mean 1/(b |c|),
+    # shape 1/b^2), and the check fails for V drawn with mean and shape swapped, or at its
+    # prior mean 2 b^2.
+    b, c, draws = 2.0, 3.0, 20_000
+    rng = np.random.default_rng(11)
+    numpy_draws = 1.0 / np.sqrt(rng.wald(1.0 / (b * c), 1.0 / b ** 2, draws))
+    assert stats.kstest(numpy_draws, sd_cdf(b, c)).pvalue > 1e-3
+    swapped = 1.0 / np.sqrt(rng.wald(1.0 / b ** 2, 1.0 / (b * c), draws))
+    assert stats.kstest(swapped, sd_cdf(b, c)).pvalue < 1e-6
+    assert stats.kstest(np.full(draws, np.sqrt(2.0) * b), sd_cdf(b, c)).pvalue < 1e-6
+
+
+def test_the_noise_says_how_shared_cells_are_split():
+    count = beta_binomial.count
+    assert shared_noise(dw.Laplace(count, epsilon=0.5).coordinate_log_density) == "laplace"
+    assert shared_noise(dw.Geometric(count, epsilon=0.5).coordinate_log_density) == "laplace"
+    assert shared_noise(dw.Gaussian(count, sigma=1.0).coordinate_log_density) == "gaussian"
+    assert shared_noise(None) is None
+
+
 def test_partition_checks_name_the_argument():
     with pytest.raises(ValueError, match="group 1 holds no record"):
         Partition(records=[0, 2], cells=[0])
@@ -40,17 +109,22 @@ def test_partition_checks_name_the_argument():
     part = Partition(records=[0, 1, 1], cells=[0, 1, -1])
     with pytest.raises(ValueError, match=r"partition.records must give one group per record "
                                          r"\(n = 4\)"):
-        check_partition(part, 4, 3, 0, gaussian=True, shared_statistic=False, model_nnz=0)
+        check_partition(part, 4, 3, 0, noise="gaussian", shared_statistic=False, model_nnz=0)
     with pytest.raises(ValueError, match=r"mechanism's statistic \(size = 2\)"):
-        check_partition(part, 3, 2, 0, gaussian=True, shared_statistic=False, model_nnz=0)
-    with pytest.raises(ValueError, match="shares cell 2 .* Gaussian or discrete Gaussian"):
-        check_partition(part, 3, 3, 0, gaussian=False, shared_statistic=False, model_nnz=0)
+        check_partition(part, 3, 2, 0, noise="gaussian", shared_statistic=False, model_nnz=0)
+    with pytest.raises(ValueError, match="shares cell 2 .* Gaussian, discrete Gaussian, "
+                                         "Laplace or geometric"):
+        check_partition(part, 3, 3, 0, noise=None, shared_statistic=False, model_nnz=0)
+    with pytest.raises(ValueError, match="noise must be 'gaussian', 'laplace' or None"):
+        check_partition(part, 3, 3, 0, noise="student", shared_statistic=False, model_nnz=0)
+    # Laplace and geometric noise are split exactly (latent variances)
+    check_partition(part, 3, 3, 0, noise="laplace", shared_statistic=False, model_nnz=0)
     # without shared cells any noise will do
-    check_partition(Partition([0, 1, 1], [0, 1, 1]), 3, 3, 0, gaussian=False,
+    check_partition(Partition([0, 1, 1], [0, 1, 1]), 3, 3, 0, noise=None,
                     shared_statistic=False, model_nnz=0)
     with pytest.raises(ValueError, match="partition.stats is for a model statistic declared"):
         check_partition(Partition([0, 1, 1], [0, 1, 1], stats=[0, 1]), 3, 3, 2,
-                        gaussian=True, shared_statistic=False, model_nnz=0)
+                        noise="gaussian", shared_statistic=False, model_nnz=0)
 
 
 def test_merge_units_balances_records_and_keeps_units_whole():
