@@ -320,14 +320,9 @@ class DistributedChain:
         # the pieces' inverse sd: constant for Gaussian noise (sent once, to the actors),
         # drawn each sweep with the latent variances for Laplace noise (sent with the pieces)
         self.latent = noise == "laplace"
-        piece_scale = (np.zeros(K) if self.latent
-                       else math.sqrt(G) * params[self.shared] if K else np.zeros(0))
+        piece_scale = parallel.first_piece_scale(params, self.shared, G, self.latent,
+                                                 mech.integer_statistic)
         self.piece_scale = piece_scale
-        # Laplace and geometric noise: the pieces' root-mean-square sd under the latent
-        # variance's prior (mean 2 b^2), sqrt(2) b / sqrt(G)
-        parallel.warn_pinned_pieces(
-            math.sqrt(2.0) / (math.sqrt(G) * params[self.shared]) if self.latent
-            else 1.0 / piece_scale, G, mech.integer_statistic)
         self.local_total = np.zeros((G, K))
         self.local_release = np.zeros((G, K))
         accumulate = model.stat_size > 0 and not setup.shared and partition.stats is None

@@ -15,7 +15,6 @@ the Python dispatch, one call per group and sweep, is small against a sweep of m
 """
 from __future__ import annotations
 
-import math
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -77,13 +76,8 @@ class GroupedChain:
         # the groups' inverse sd of the shared cells' pieces: sqrt(G) / sigma for Gaussian
         # noise, drawn each sweep with the latent variances for Laplace noise (draw_scales)
         self.latent = noise == "laplace"
-        self.piece_scale = (np.zeros(K) if self.latent
-                            else math.sqrt(G) * params[self.shared] if K else np.zeros(0))
-        # Laplace and geometric noise: the pieces' root-mean-square sd under the latent
-        # variance's prior (mean 2 b^2), sqrt(2) b / sqrt(G)
-        parallel.warn_pinned_pieces(
-            math.sqrt(2.0) / (math.sqrt(G) * params[self.shared]) if self.latent
-            else 1.0 / self.piece_scale, G, mech.integer_statistic)
+        self.piece_scale = parallel.first_piece_scale(params, self.shared, G, self.latent,
+                                                      mech.integer_statistic)
         self.local_total = np.zeros((G, K))
         self.local_release = np.zeros((G, K))
         accumulate = model.stat_size > 0 and not setup.shared and partition.stats is None

@@ -124,7 +124,8 @@ from .status import OK, BAD_ENTRIES, BAD_RATIO, BAD_RECORD, BAD_STATS
 __all__ = ["Partition", "check_partition", "shared_noise", "group_generators", "merge_units",
            "draw_scales", "draw_pieces", "group_totals", "group_pass", "group_stats",
            "bind_groups", "GroupFunctions", "BAD_PARTITION", "BAD_STAT_PARTITION", "MAX_GROUPS",
-           "GROUP_STREAM", "partition_error", "warn_threads", "warn_pinned_pieces", "info_of"]
+           "GROUP_STREAM", "partition_error", "warn_threads", "warn_pinned_pieces",
+           "first_piece_scale", "info_of"]
 
 # The slots of the templates below (those of dawrap.samplers.record's sweep, plus two).
 DRAW_RECORD = slot("(rng, theta, out)")
@@ -708,6 +709,32 @@ def warn_threads(threads: int, groups: int) -> int:
                       f"{groups} thread(s) will sweep them (the draws are the same)",
                       UserWarning, stacklevel=4)
     return min(threads, groups)
+
+
+def first_piece_scale(params: np.ndarray, shared: np.ndarray, groups: int, latent: bool,
+                      integer_statistic: bool) -> np.ndarray:
+    """The groups' inverse sd of the shared cells' pieces before the first sweep, with
+    :func:`warn_pinned_pieces`' check: :math:`\sqrt G/\sigma` (``params`` holding
+    :math:`1/\sigma`) for Gaussian noise, constant for the run; zeros for Laplace and
+    geometric noise (``latent``), whose scales :func:`draw_scales` draws every sweep. For
+    those the check uses the pieces' root-mean-square sd under the latent variance's prior
+    (mean :math:`2b^2`), :math:`\sqrt 2\, b/\sqrt G`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dawrap.samplers.parallel import first_piece_scale
+    >>> first_piece_scale(np.array([0.1, 0.5]), np.array([1]), 4, False, False).tolist()
+    [1.0]
+    """
+    K = shared.shape[0]
+    if latent:
+        warn_pinned_pieces(math.sqrt(2.0) / (math.sqrt(groups) * params[shared]), groups,
+                           integer_statistic)
+        return np.zeros(K)
+    scale = math.sqrt(groups) * params[shared] if K else np.zeros(0)
+    warn_pinned_pieces(1.0 / scale, groups, integer_statistic)
+    return scale
 
 
 def warn_pinned_pieces(piece_sd: np.ndarray, groups: int, integer_statistic: bool) -> None:
