@@ -73,13 +73,11 @@ def test_the_draws_do_not_depend_on_the_threads(problem):
     assert totals is not None
 
 
-@pytest.mark.parametrize("shared", [True, False], ids=["shared-region-cells", "owned-cells"])
-def test_the_parallel_sweep_is_exact(problem, shared, check_posterior):
-    # With the partition by area the region's cells are split into pieces each sweep; with
-    # the model's own partition (by region: one group) none are. Both against enumeration.
-    model, mech, s_dp = problem
+def assert_exact(model, mech, s_dp, method, check_posterior):
+    """Two chains of ``method`` on the small-area problem against its enumerated posterior:
+    the first area's first probability by ``check_posterior``, and ``log_alpha``'s mean
+    and sd within 4 Monte Carlo standard errors."""
     exact, eta_mean, eta_sd = small_area.exact_posterior(mech, s_dp, SIZES, CATS)
-    method = dw.Record(threads=2, partition=by_area(mech) if shared else None)
     idata = dw.sample(model, mech, s_dp, sum(SIZES), draws=5000, tune=500, chains=2, seed=2,
                       progress=False, method=method)
     p, eta = draws(idata), draws(idata, "log_alpha")
@@ -91,6 +89,15 @@ def test_the_parallel_sweep_is_exact(problem, shared, check_posterior):
         assert abs(eta[..., c].std() - eta_sd[c]) < 4 * diagnostics.mcse(eta[..., c], "sd")
 
 
+@pytest.mark.parametrize("shared", [True, False], ids=["shared-region-cells", "owned-cells"])
+def test_the_parallel_sweep_is_exact(problem, shared, check_posterior):
+    # With the partition by area the region's cells are split into pieces each sweep; with
+    # the model's own partition (by region: one group) none are. Both against enumeration.
+    model, mech, s_dp = problem
+    method = dw.Record(threads=2, partition=by_area(mech) if shared else None)
+    assert_exact(model, mech, s_dp, method, check_posterior)
+
+
 def test_shared_cells_under_laplace_and_geometric_noise_are_exact(laplace_problem,
                                                                   check_posterior):
     # The region's cells shared between the two areas: a latent variance per shared cell,
@@ -98,16 +105,8 @@ def test_shared_cells_under_laplace_and_geometric_noise_are_exact(laplace_proble
     # variances at their prior mean 2 b^2 (Gaussian pieces of the Laplace's variance)
     # fails this test.
     model, mech, s_dp = laplace_problem
-    exact, eta_mean, eta_sd = small_area.exact_posterior(mech, s_dp, SIZES, CATS)
-    idata = dw.sample(model, mech, s_dp, sum(SIZES), draws=5000, tune=500, chains=2, seed=2,
-                      progress=False, method=dw.Record(threads=2, partition=by_area(mech)))
-    p, eta = draws(idata), draws(idata, "log_alpha")
-    check_posterior(p[..., 0, 0], exact)
-    for c in range(CATS):
-        mcse = diagnostics.mcse(eta[..., c], "mean")
-        assert abs(eta[..., c].mean() - eta_mean[c]) < 4 * mcse, (eta[..., c].mean(),
-                                                                  eta_mean[c], mcse)
-        assert abs(eta[..., c].std() - eta_sd[c]) < 4 * diagnostics.mcse(eta[..., c], "sd")
+    assert_exact(model, mech, s_dp, dw.Record(threads=2, partition=by_area(mech)),
+                 check_posterior)
 
 
 def test_laplace_draws_do_not_depend_on_the_threads(laplace_problem):
