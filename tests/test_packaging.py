@@ -114,3 +114,20 @@ def test_editable_install_provides_dawrap_models(tmp_path):
     dawrap_file, models_file = _check_imports(python, tmp_path / "user")
     assert dawrap_file == str(src / "dawrap" / "__init__.py")
     assert models_file == str(src / "models" / "__init__.py")
+
+
+@pytest.mark.parametrize("folder", ["dawrap", "models", "tests", "benchmarks", "examples"])
+def test_every_source_compiles_without_a_warning(folder):
+    """An invalid escape in a docstring ("\\s" outside a raw string) is a DeprecationWarning
+    on 3.11 and a SyntaxWarning from 3.12: a user running with ``-W error`` could not
+    import dawrap, and our own warning checks fail far from the cause. Name the file."""
+    import warnings
+    found = []
+    for path in sorted((REPO / folder).rglob("*.py")):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            try:
+                compile(path.read_text(encoding="utf-8"), str(path), "exec")
+            except (SyntaxError, SyntaxWarning, DeprecationWarning) as error:
+                found.append(f"{path.relative_to(REPO)}: {error}")
+    assert not found, "\n".join(found)

@@ -713,7 +713,7 @@ def warn_threads(threads: int, groups: int) -> int:
 
 def first_piece_scale(params: np.ndarray, shared: np.ndarray, groups: int, latent: bool,
                       integer_statistic: bool) -> np.ndarray:
-    """The groups' inverse sd of the shared cells' pieces before the first sweep, with
+    r"""The groups' inverse sd of the shared cells' pieces before the first sweep, with
     :func:`warn_pinned_pieces`' check: :math:`\sqrt G/\sigma` (``params`` holding
     :math:`1/\sigma`) for Gaussian noise, constant for the run; zeros for Laplace and
     geometric noise (``latent``), whose scales :func:`draw_scales` draws every sweep. For
