@@ -20,8 +20,8 @@ import numpy as np
 from .. import _templates
 from .._checks import as_count, n_positional, require_arity, require_njit
 from .labels import check_labels, posterior_variables
-from .protocols import (Kernel, NonCentred, PreparedDraw, anywhere, database_drawer,
-                        first_outside, no_proposal, no_statistic)
+from .protocols import (Kernel, MoveBuilder, NonCentred, PreparedDraw, anywhere,
+                        database_drawer, first_outside, no_proposal, no_statistic)
 from .recipe import reduce_by_recipe
 
 __all__ = ["Model"]
@@ -140,6 +140,12 @@ class Model:
         sampling; ``params`` maps each parameter to its draws, shape ``(chain, draw, *shape)``,
         and each returned array leads with ``(chain, draw)`` too. Called once here, on one
         prior draw, to check it (:mod:`dawrap.model.labels`).
+    records_move : numba.njit function or dawrap.model.protocols.MoveBuilder, optional
+        ``(rng, state, s_dp, params, tuning) -> (state, accept_prob, status)``: a further
+        move of the records (and theta) once per iteration, after theta's kernel and before
+        the record sweeps, leaving the joint posterior invariant (e.g. the census model's
+        exchange of two records' cells, :mod:`dawrap.models._census_pairs`); a
+        :class:`~dawrap.model.protocols.MoveBuilder` when it needs the run's mechanism.
 
     Examples
     --------
@@ -301,10 +307,16 @@ class Model:
             raise TypeError("start_database must be callable (rng, theta, n, mechanism, s_dp, "
                             "init_x) -> x")
         self.start_database = start_database
-        self.records_move = None if records_move is None else require_njit(
-            records_move, "records_move", "(rng, state, s_dp, params, tuning) -> (state, "
-            "accept_prob, status)")
-        if records_move is not None:
+        if isinstance(records_move, MoveBuilder):
+            if not callable(records_move.build):
+                raise TypeError("records_move: MoveBuilder.build must be callable (mechanism) "
+                                "-> a numba.njit move or None")
+            self.records_move = records_move
+        else:
+            self.records_move = None if records_move is None else require_njit(
+                records_move, "records_move", "(rng, state, s_dp, params, tuning) -> (state, "
+                "accept_prob, status), or a dawrap.model.protocols.MoveBuilder")
+        if records_move is not None and not isinstance(records_move, MoveBuilder):
             require_arity(records_move, "records_move", "(rng, state, s_dp, params, tuning) -> "
                           "(state, accept_prob, status)", 5)
         if partition is not None and not callable(partition):

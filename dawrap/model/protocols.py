@@ -40,7 +40,7 @@ import numpy as np
 from .. import _templates
 from .._checks import as_count, require_arity, require_njit, scale_vector
 
-__all__ = ["Kernel", "NonCentred", "PreparedDraw", "no_state", "anywhere", "no_statistic",
+__all__ = ["Kernel", "NonCentred", "PreparedDraw", "MoveBuilder", "no_state", "anywhere", "no_statistic",
            "no_proposal", "no_records", "no_prepare", "no_prepared_draw",
            "no_prepared_proposal", "draw_database", "database_drawer", "prepared_names",
            "first_outside"]
@@ -183,6 +183,25 @@ class NonCentred(NamedTuple):
         # A tuple, so that the parameterisation is hashable and its move compiled once.
         return self._replace(noise_size=as_count(self.noise_size, "noise_size"),
                              initial_scale=tuple(float(v) for v in scale), threshold=threshold)
+
+
+class MoveBuilder(NamedTuple):
+    """A model's ``records_move`` that depends on the run's mechanism (its statistic's
+    entries and its density, e.g. a move that changes two records at once and must weigh the
+    cells both touch): ``build(mechanism)`` returns the compiled move ``(rng, state, s_dp,
+    params, tuning) -> (state, accept_prob, status)``, or None for no move with this
+    mechanism. Called once per run, when the chain is set up.
+
+    Examples
+    --------
+    >>> from dawrap.model.protocols import MoveBuilder
+    >>> def build(mechanism):  # a move only for mechanisms with a sparse statistic
+    ...     return None if mechanism.sparse is None else ...
+    >>> MoveBuilder(build, "pairs").name
+    'pairs'
+    """
+    build: object
+    name: str = "records_move"
 
 
 class PreparedDraw(NamedTuple):

@@ -290,7 +290,8 @@ class DistributedChain:
             raise ValueError("executor: the extra theta move (interweave, or the model's "
                              "records_move) moves every record with theta, on the client: "
                              "run on a cluster with interweave=False and without "
-                             "records_move, or without executor")
+                             "records_move (the census model's pair move: "
+                             "census.model(..., pair_moves=0)), or without executor")
         reads = kernel_reads_records(model)
         if reads is not None:
             name = getattr(model.draw_theta, "name", None) or getattr(

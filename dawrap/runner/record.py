@@ -28,7 +28,7 @@ from ..samplers.interweave import make_move
 from ..samplers.kernels import Kernel, as_kernel, no_state
 from ..mechanisms.base import Mechanism, as_records
 from ..model.model import Model
-from ..model.protocols import no_records
+from ..model.protocols import MoveBuilder, no_records
 from .modes import jump_mixture, landscape
 from .dask_chain import DistributedChain, cluster_partition
 from .parallel import GroupedChain, partition_for
@@ -148,10 +148,12 @@ class _Setup:
             self.move, self.init_move_state = make_move(model.noncentred, self.fns,
                                                         mechanism.size, interweave,
                                                         jump_proposal)
-        elif model.records_move is not None:  # the model's own move, in the same slot
-            self.move, self.init_move_state = model.records_move, no_state
-        else:
-            self.move, self.init_move_state = record.no_move, no_state
+        else:  # the model's own move, if any, in the same slot
+            move = model.records_move
+            if isinstance(move, MoveBuilder):  # built for this run's mechanism
+                move = move.build(mechanism)
+            self.move = record.no_move if move is None else move
+            self.init_move_state = no_state
         self.random_scan = random_scan
         self.inputs = record.Inputs(s_dp, self.params, sweeps)
         # A plain Python kernel until probe_theta finds draw_theta compiled.

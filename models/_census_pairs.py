@@ -1,0 +1,176 @@
+r"""The census model's pair move: two persons of the same unit of a coarser level exchange
+their cells (:mod:`dawrap.models.census`, ``pair_moves``).
+
+Why. A release that is precise at a coarse level (a nation or state table with sigma of
+about one count) pins that level's cell totals. The record sweep changes one person's cell
+at a time, which moves those totals by one, and a precise release then rejects most such
+changes (a log acceptance of about -1 to -3 at sigma 0.71): the finest units' allocations
+drift slowly and their worst probabilities mixed with a bulk ESS of 1-10 in 1000 draws
+(``benchmarks/parallel_mixing.py``). An exchange keeps every total of the level the pair
+shares and of all coarser levels, so the precise releases do not oppose it.
+
+The move. Per iteration, ``rate * n`` proposals: a person :math:`i` uniformly, a coarser
+level :math:`l` uniformly, and a person :math:`j` uniformly among those whose finest unit
+lies in the same unit of level :math:`l` as :math:`i`'s (:math:`i` included). The proposal
+swaps their cells, :math:`(u_i, c_i), (u_j, c_j) \to (u_i, c_j), (u_j, c_i)`; it is
+symmetric (the pair is drawn with the same probability either way round, the persons' units
+are fixed), so Metropolis-Hastings accepts with
+
+.. math:: \min\Big(1, \frac{p_{r(u_i), c_j}\, p_{r(u_j), c_i}}{p_{r(u_i), c_i}\,
+          p_{r(u_j), c_j}}\; \frac{g(s_{dp} \mid T')}{g(s_{dp} \mid T)}\Big),
+
+with :math:`r(u)` the row of the finest prior level's probabilities of unit :math:`u` and
+:math:`T' - T` the two records' changes of the mechanism's statistic, merged (the cells both
+touch, e.g. their shared tract's, cancel). The density ratio is taken over those cells only,
+with the mechanism's separable density, so a proposal costs O(queries), whatever the number
+of units. Each proposal leaves :math:`p(x \mid \theta, s_{dp})` invariant: the move is a
+Metropolis-within-Gibbs step of the records given theta, run after theta's kernel and
+before the record sweeps. The records' units do not change, so neither do the shares of a
+latent finest unit. Building the persons' index by unit costs O(n + units) per iteration.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dawrap.model.protocols import MoveBuilder
+from dawrap.samplers.entries_path import merge_entries
+from dawrap.samplers.record import RecordState
+from dawrap.samplers.status import BAD_ENTRIES, BAD_RATIO, OK
+
+from ._shared import closure_jit
+
+__all__ = ["RATE", "pair_move", "unit_ranges"]
+
+#: Proposals per person and iteration: each proposal involves two persons, so 0.5 gives
+#: every person one proposal on average.
+RATE = 0.5
+
+
+def unit_ranges(ancestors: np.ndarray):
+    """The finest units in nested order and, for every coarser level ``l`` and unit ``v``,
+    the range ``[lo[l, v], hi[l, v])`` of that order holding ``v``'s finest units.
+
+    Returns ``(position, lo, hi)``: ``position[u]`` is finest unit ``u``'s place in the order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> position, lo, hi = unit_ranges(np.array([[1, 0, 1], [0, 1, 2]]))
+    >>> position.tolist(), lo.tolist(), hi.tolist()
+    ([1, 0, 2], [[1, 0]], [[2, 1]])
+    """
+    ancestors = np.asarray(ancestors, np.int64)
+    order = np.lexsort(ancestors[::-1])  # coarsest level first, then the next, ...
+    position = np.empty(ancestors.shape[1], np.int64)
+    position[order] = np.arange(order.shape[0])
+    levels = ancestors.shape[0] - 1
+    width = int(ancestors[:levels].max()) + 1 if levels else 0
+    lo = np.full((levels, width), order.shape[0], np.int64)
+    hi = np.zeros((levels, width), np.int64)
+    for l in range(levels):
+        np.minimum.at(lo[l], ancestors[l, order], np.arange(order.shape[0]))
+        np.maximum.at(hi[l], ancestors[l, order], np.arange(1, order.shape[0] + 1))
+    return position, lo, hi
+
+
+def pair_move(ancestors: np.ndarray, prior_unit: np.ndarray, cells: int,
+              rate: float = RATE) -> MoveBuilder | None:
+    """The pair move (module docstring) of a geography with ``ancestors`` (levels x finest
+    units) whose finest unit ``u`` draws its cell from row ``prior_unit[u]`` of ``p`` (at
+    the start of theta), built for the run's mechanism; None with one level or ``rate`` 0.
+    The mechanism must have a sparse statistic with a separable density (the census
+    releases do); with another the builder gives no move."""
+    ancestors = np.asarray(ancestors, np.int64)
+    if ancestors.shape[0] < 2 or rate <= 0:
+        return None
+    position, lo, hi = unit_ranges(ancestors)
+    above = np.ascontiguousarray(ancestors[:-1])
+    prior_unit = np.asarray(prior_unit, np.int64)
+
+    def build(mechanism):
+        if mechanism.sparse is None or mechanism.coordinate_log_density is None:
+            return None
+        return _compile(above, position, lo, hi, prior_unit, int(cells), float(rate),
+                        mechanism.sparse.entries, int(mechanism.sparse.nnz),
+                        mechanism.coordinate_log_density, int(mechanism.size))
+
+    return MoveBuilder(build, "census pair move")
+
+
+def _compile(above, position, lo, hi, prior_unit, cells, rate, entries, nnz, log_density,
+             size):
+    levels, units = above.shape[0], position.shape[0]
+    jit = closure_jit(above, position, lo, hi, prior_unit)
+
+    @jit
+    def move(rng, state, s_dp, params, tuning):
+        theta, x, total = state.theta, state.x, state.total
+        n = x.shape[0]
+        # the persons by finest unit, units in nested order: a unit of any coarser level
+        # holds a contiguous run of them (a counting sort, O(n + units))
+        start = np.zeros(units + 1, np.int64)
+        for i in range(n):
+            start[position[int(x[i, 0])] + 1] += 1
+        for k in range(units):
+            start[k + 1] += start[k]
+        fill = start[:-1].copy()
+        person = np.empty(n, np.int64)
+        for i in range(n):
+            k = position[int(x[i, 0])]
+            person[fill[k]] = i
+            fill[k] += 1
+        index, value = np.empty(nnz, np.int64), np.empty(nnz)
+        touched, delta = np.empty(4 * nnz, np.int64), np.empty(4 * nnz)
+        record = np.empty(x.shape[1])
+        log_g = state.log_g
+        proposed, accepted = 0, 0
+        for _ in range(int(rate * n)):
+            i = rng.integers(0, n)
+            l = rng.integers(0, levels)
+            u = int(x[i, 0])
+            v = above[l, u]
+            a, b = start[lo[l, v]], start[hi[l, v]]
+            j = person[a + rng.integers(0, b - a)]
+            uj, ci, cj = int(x[j, 0]), int(x[i, 1]), int(x[j, 1])
+            if ci == cj or uj == u:  # the same database: nothing to weigh
+                continue
+            proposed += 1
+            ri, rj = prior_unit[u] * cells, prior_unit[uj] * cells
+            after = theta[ri + cj] * theta[rj + ci]
+            if after <= 0.0:
+                continue
+            log_alpha = math.log(after) - math.log(theta[ri + ci] * theta[rj + cj])
+            used = 0
+            for who, cell_before, cell_after in ((i, ci, cj), (j, cj, ci)):
+                for k in range(x.shape[1]):
+                    record[k] = x[who, k]
+                for sign, cell in ((-1.0, cell_before), (1.0, cell_after)):
+                    record[1] = cell
+                    if used >= 0:
+                        used = merge_entries(entries(record, s_dp, index, value), index,
+                                             value, sign, nnz, size, touched, delta, used)
+            if used < 0:
+                return state, math.nan, BAD_ENTRIES
+            change = 0.0
+            for k in range(used):
+                if delta[k] != 0.0:
+                    c = touched[k]
+                    change += (log_density(s_dp[c], total[c] + delta[k], c, params)
+                               - log_density(s_dp[c], total[c], c, params))
+            log_alpha += change
+            if log_alpha != log_alpha:
+                return state, math.nan, BAD_RATIO
+            if log_alpha >= 0.0 or rng.random() < math.exp(log_alpha):
+                for k in range(used):
+                    total[touched[k]] += delta[k]
+                x[i, 1] = cj
+                x[j, 1] = ci
+                log_g += change
+                accepted += 1
+        rate_seen = accepted / proposed if proposed else math.nan
+        return RecordState(theta, x, state.stats, total, log_g, state.kernel_state,
+                           state.move_state, state.clock, state.cells), rate_seen, OK
+
+    return move
