@@ -12,7 +12,9 @@ three one after the other, and the medians are reported):
 
 * seconds per record sweep of the serial sweep (``dw.Record()``'s), and of the grouped
   sweep (:mod:`dawrap.samplers.parallel`) on 1 and 2 threads; the speed-up of 2 threads
-  over 1, and over the serial sweep;
+  over 1, and over the serial sweep; the census pair move's seconds (one call, which runs
+  on the whole database before each iteration's sweeps, on one thread) and the speed-ups of
+  an iteration (move and sweep) it leaves;
 * a control: the same ratio for a loop that is perfectly parallel (independent uniform
   draws in a ``nogil`` function, on 1 thread then split over 2), timed in the same rounds:
   what this machine gave two threads at that moment;
@@ -96,22 +98,27 @@ def sweep_times(model, mech, s_dp, n: int, rounds: int) -> dict:
 
     def once(name):
         began = time.perf_counter()
-        if name == "serial":
+        if name == "move":  # the census pair move, on the whole database, between sweeps
+            states["serial"] = setup.move(chain_rng[name], states["serial"], s_dp,
+                                          setup.params, False)[0]
+        elif name == "serial":
             states[name] = setup.chain.sweep(chain_rng[name], states[name], s_dp,
                                              setup.params)[0]
         else:
             groups[name].sweep(chain_rng[name], states[name], table)
         return time.perf_counter() - began
 
-    for name in states:  # compile, and a first sweep from the start
+    timed = (*states, "move")
+    chain_rng["move"] = np.random.default_rng(3)
+    for name in timed:  # compile, and a first sweep from the start
         once(name)
         once(name)
-    times = {name: [] for name in (*states, "control 1", "control 2")}
+    times = {name: [] for name in (*timed, "control 1", "control 2")}
     count = 10 * n  # about a sweep's time on one thread
     pool = ThreadPoolExecutor(2)
     control(pool, 10, 1)
     for _ in range(rounds):
-        for name in states:
+        for name in timed:
             times[name].append(once(name))
         times["control 1"].append(control(pool, count, 1))
         times["control 2"].append(control(pool, count, 2))
@@ -174,6 +181,10 @@ def main():
           f"{t['serial'] / t[2]:.2f}x; grouped 1 thread / serial: {t[1] / t['serial']:.2f}")
     print(f"control (a perfectly parallel nogil loop, same rounds): 2 threads / 1 thread "
           f"{t['control 1'] / t['control 2']:.2f}x")
+    move = t["move"]
+    print(f"the census pair move (serial, before each iteration's sweep): {move:.4f} s; "
+          f"per iteration, 2 threads / 1 thread: {(t[1] + move) / (t[2] + move):.2f}x, over "
+          f"the serial sweep: {(t['serial'] + move) / (t[2] + move):.2f}x")
     print(f"ns per record update: serial {1e9 * t['serial'] / n:.1f}, grouped 1 thread "
           f"{1e9 * t[1] / n:.1f}, 2 threads {1e9 * t[2] / n:.1f} (wall)")
     if not args.no_ess:

@@ -9,12 +9,13 @@ drift slowly and their worst probabilities mixed with a bulk ESS of 1-10 in 1000
 (``benchmarks/parallel_mixing.py``). An exchange keeps every total of the level the pair
 shares and of all coarser levels, so the precise releases do not oppose it.
 
-The move. Per iteration, ``rate * n`` proposals: a person :math:`i` uniformly, a coarser
-level :math:`l` uniformly, and a person :math:`j` uniformly among those whose finest unit
-lies in the same unit of level :math:`l` as :math:`i`'s (:math:`i` included). The proposal
-swaps their cells, :math:`(u_i, c_i), (u_j, c_j) \to (u_i, c_j), (u_j, c_i)`; it is
-symmetric (the pair is drawn with the same probability either way round, the persons' units
-are fixed), so Metropolis-Hastings accepts with
+The move. Per iteration, ``rate * n`` proposals, one for each of the persons from a random
+place in storage order on (wrapping round): for person :math:`i`, a coarser level :math:`l`
+uniformly and a person :math:`j` uniformly among those whose finest unit lies in the same
+unit of level :math:`l` as :math:`i`'s (:math:`i` included). The proposal swaps their
+cells, :math:`(u_i, c_i), (u_j, c_j) \to (u_i, c_j), (u_j, c_i)`; it is symmetric (from the
+swapped database the same :math:`j` is drawn with the same probability: the persons' units,
+and so the unit :math:`j` is drawn from, do not change), so Metropolis-Hastings accepts with
 
 .. math:: \min\Big(1, \frac{p_{r(u_i), c_j}\, p_{r(u_j), c_i}}{p_{r(u_i), c_i}\,
           p_{r(u_j), c_j}}\; \frac{g(s_{dp} \mid T')}{g(s_{dp} \mid T)}\Big),
@@ -23,7 +24,8 @@ with :math:`r(u)` the row of the finest prior level's probabilities of unit :mat
 :math:`T' - T` the two records' changes of the mechanism's statistic, merged (the cells both
 touch, e.g. their shared tract's, cancel). The density ratio is taken over those cells only,
 with the mechanism's separable density, so a proposal costs O(queries), whatever the number
-of units. Each proposal leaves :math:`p(x \mid \theta, s_{dp})` invariant: the move is a
+of units. Each step leaves :math:`p(x \mid \theta, s_{dp})` invariant (it is reversible
+with respect to it), so does their sequence, whatever its order: the move is a
 Metropolis-within-Gibbs step of the records given theta, run after theta's kernel and
 before the record sweeps. The records' units do not change, so neither do the shares of a
 latent finest unit. Building the persons' index by unit costs O(n + units) per iteration.
@@ -41,11 +43,42 @@ from dawrap.samplers.status import BAD_ENTRIES, BAD_RATIO, OK
 
 from ._shared import closure_jit
 
-__all__ = ["RATE", "pair_move", "unit_ranges"]
+__all__ = ["RATE", "PINNED_SIGMA", "auto_rate", "pair_move", "unit_ranges"]
 
 #: Proposals per person and iteration: each proposal involves two persons, so 0.5 gives
 #: every person one proposal on average.
 RATE = 0.5
+
+#: ``pair_moves="auto"`` runs the move at :data:`RATE` when a release above the finest level
+#: has noise sd at most this: a person's change of cell then moves two of that release's
+#: cells by one, accepted with probability about :math:`e^{-1/\sigma^2}` (0.64 at 1.5, 0.14
+#: at the 0.71 of ``benchmarks/results/census_pairs.md``, where the move multiplied the
+#: worst ESS per second by 36). Above it the record sweep moves those totals well enough,
+#: and the move, about twice a sweep's time at 10^6 persons, would not pay.
+PINNED_SIGMA = 1.5
+
+
+def auto_rate(mechanism, finest: int) -> float:
+    """:data:`RATE` when a query of ``mechanism`` (a census release) above level ``finest``
+    has noise sd at most :data:`PINNED_SIGMA`, else 0 (and 0 for another mechanism).
+
+    Examples
+    --------
+    >>> from dawrap.models import census
+    >>> geo = census.Geography({"state": [0, 0, 1], "block": [0, 1, 2]}, 2)
+    >>> precise = census.discrete_gaussian(geo, [census.query("block", rho=0.5),
+    ...                                          census.query("state", rho=2.0)])
+    >>> auto_rate(precise, 1), auto_rate(census.discrete_gaussian(
+    ...     geo, [census.query("state", rho=0.1)]), 1)
+    (0.5, 0.0)
+    """
+    from ._census_release import layout_of
+
+    layout, sigmas = layout_of(mechanism), getattr(mechanism, "sigmas", None)
+    if layout is None or sigmas is None:
+        return 0.0
+    coarse = [s for s, level in zip(sigmas, layout.levels) if level < finest]
+    return RATE if coarse and min(coarse) <= PINNED_SIGMA else 0.0
 
 
 def unit_ranges(ancestors: np.ndarray):
@@ -76,14 +109,15 @@ def unit_ranges(ancestors: np.ndarray):
 
 
 def pair_move(ancestors: np.ndarray, prior_unit: np.ndarray, cells: int,
-              rate: float = RATE) -> MoveBuilder | None:
+              rate="auto") -> MoveBuilder | None:
     """The pair move (module docstring) of a geography with ``ancestors`` (levels x finest
     units) whose finest unit ``u`` draws its cell from row ``prior_unit[u]`` of ``p`` (at
-    the start of theta), built for the run's mechanism; None with one level or ``rate`` 0.
+    the start of theta), built for the run's mechanism with ``rate`` proposals per person
+    and iteration (``"auto"``: :func:`auto_rate`); None with one level or ``rate`` 0.
     The mechanism must have a sparse statistic with a separable density (the census
     releases do); with another the builder gives no move."""
     ancestors = np.asarray(ancestors, np.int64)
-    if ancestors.shape[0] < 2 or rate <= 0:
+    if ancestors.shape[0] < 2 or rate == 0:
         return None
     position, lo, hi = unit_ranges(ancestors)
     above = np.ascontiguousarray(ancestors[:-1])
@@ -92,11 +126,14 @@ def pair_move(ancestors: np.ndarray, prior_unit: np.ndarray, cells: int,
     def build(mechanism):
         if mechanism.sparse is None or mechanism.coordinate_log_density is None:
             return None
-        return _compile(above, position, lo, hi, prior_unit, int(cells), float(rate),
+        used = auto_rate(mechanism, ancestors.shape[0] - 1) if rate == "auto" else rate
+        if used == 0:
+            return None
+        return _compile(above, position, lo, hi, prior_unit, int(cells), float(used),
                         mechanism.sparse.entries, int(mechanism.sparse.nnz),
                         mechanism.coordinate_log_density, int(mechanism.size))
 
-    return MoveBuilder(build, "census pair move")
+    return MoveBuilder(build, "census pair move", frees_shared_cells=True)
 
 
 def _compile(above, position, lo, hi, prior_unit, cells, rate, entries, nnz, log_density,
@@ -109,31 +146,40 @@ def _compile(above, position, lo, hi, prior_unit, cells, rate, entries, nnz, log
         theta, x, total = state.theta, state.x, state.total
         n = x.shape[0]
         # the persons by finest unit, units in nested order: a unit of any coarser level
-        # holds a contiguous run of them (a counting sort, O(n + units))
+        # holds a contiguous run of ranks (a counting sort, O(n + units)); each rank's unit
+        # and cell packed in one number, so drawing j reads one entry of one compact array
+        # (at 10^6 persons a read of x[j] was a cache miss)
         start = np.zeros(units + 1, np.int64)
         for i in range(n):
             start[position[int(x[i, 0])] + 1] += 1
         for k in range(units):
             start[k + 1] += start[k]
         fill = start[:-1].copy()
-        person = np.empty(n, np.int64)
+        person, rank_of = np.empty(n, np.int64), np.empty(n, np.int64)
+        packed = np.empty(n, np.int64)
         for i in range(n):
             k = position[int(x[i, 0])]
-            person[fill[k]] = i
+            person[fill[k]], rank_of[i] = i, fill[k]
+            packed[fill[k]] = int(x[i, 0]) * cells + int(x[i, 1])
             fill[k] += 1
         index, value = np.empty(nnz, np.int64), np.empty(nnz)
         touched, delta = np.empty(4 * nnz, np.int64), np.empty(4 * nnz)
-        record = np.empty(x.shape[1])
+        record = np.empty(2)
         log_g = state.log_g
         proposed, accepted = 0, 0
-        for _ in range(int(rate * n)):
-            i = rng.integers(0, n)
+        # The first persons in storage order, from a random place on (wrapping round): each
+        # step, i fixed and j uniform in i's unit, is reversible on its own, so any order of
+        # them leaves the law invariant; this one reads x[i] in sequence (at 10^6 persons a
+        # uniformly drawn i cost a cache miss, and the move 3x a sweep).
+        first = rng.integers(0, n)
+        for step in range(int(rate * n)):
+            i = (first + step) % n
             l = rng.integers(0, levels)
-            u = int(x[i, 0])
+            u, ci = int(x[i, 0]), int(x[i, 1])
             v = above[l, u]
             a, b = start[lo[l, v]], start[hi[l, v]]
-            j = person[a + rng.integers(0, b - a)]
-            uj, ci, cj = int(x[j, 0]), int(x[i, 1]), int(x[j, 1])
+            r = a + rng.integers(0, b - a)
+            uj, cj = packed[r] // cells, packed[r] % cells
             if ci == cj or uj == u:  # the same database: nothing to weigh
                 continue
             proposed += 1
@@ -143,9 +189,8 @@ def _compile(above, position, lo, hi, prior_unit, cells, rate, entries, nnz, log
                 continue
             log_alpha = math.log(after) - math.log(theta[ri + ci] * theta[rj + cj])
             used = 0
-            for who, cell_before, cell_after in ((i, ci, cj), (j, cj, ci)):
-                for k in range(x.shape[1]):
-                    record[k] = x[who, k]
+            for unit, cell_before, cell_after in ((u, ci, cj), (uj, cj, ci)):
+                record[0] = unit
                 for sign, cell in ((-1.0, cell_before), (1.0, cell_after)):
                     record[1] = cell
                     if used >= 0:
@@ -166,7 +211,9 @@ def _compile(above, position, lo, hi, prior_unit, cells, rate, entries, nnz, log
                 for k in range(used):
                     total[touched[k]] += delta[k]
                 x[i, 1] = cj
-                x[j, 1] = ci
+                packed[rank_of[i]] = u * cells + cj
+                x[person[r], 1] = ci
+                packed[r] = uj * cells + ci
                 log_g += change
                 accepted += 1
         rate_seen = accepted / proposed if proposed else math.nan

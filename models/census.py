@@ -85,7 +85,7 @@ from ._census_geography import (DETAILED, TOTAL, Geography, Query, as_geography,
                                 query)
 from ._census_kernel import theta_kernel
 from ._census_partition import partition as census_partition
-from ._census_pairs import RATE as PAIR_RATE, pair_move
+from ._census_pairs import pair_move
 from ._census_records import record_functions
 from ._census_release import Layout, discrete_gaussian, expected_counts, layout_of, statistic
 
@@ -168,7 +168,7 @@ def model(geography: Geography, totals, *, invariant: str | None = None,
           levels=None, alpha=None, a0: float = 2.0, b0: float = 1.0,
           kappa=(1.0, 0.01), share_prior: float = 1.0, hyper_kernel: str = "hmc",
           hyper_steps: int | None = None, step: float | None = None,
-          pair_moves: float = PAIR_RATE) -> dw.Model:
+          pair_moves="auto") -> dw.Model:
     """The census model (module docstring) for ``geography`` with public ``totals``.
 
     Parameters
@@ -201,12 +201,13 @@ def model(geography: Geography, totals, *, invariant: str | None = None,
         A fixed random-walk scale for the Metropolis kernels (``log_alpha``'s with
         ``hyper_kernel="metropolis"``, and every ``log_kappa``'s); default: adapted during
         warm-up, then frozen. HMC tunes itself during warm-up.
-    pair_moves : float
+    pair_moves : "auto" or float
         Proposals per person and iteration of the pair move (:mod:`dawrap.models._census_pairs`:
         two persons of the same unit of a coarser level exchange their cells, which keeps
         every total a precise coarse release pins); 0 turns it off (a chain on a dask cluster,
-        ``dw.Record(executor=...)``, runs without it). Default 0.5: each person once on
-        average.
+        ``dw.Record(executor=...)``, runs without it). ``"auto"`` (default): 0.5, each person
+        once on average, when the release has a query above the finest level with noise sd
+        at most 1.5 (``_census_pairs.PINNED_SIGMA``), else none.
 
     Returns
     -------
@@ -260,10 +261,10 @@ def model(geography: Geography, totals, *, invariant: str | None = None,
         raise ValueError(f"census.model: hyper_steps must be a whole number >= 1, got "
                          f"{hyper_steps!r}")
     step = None if step is None else _positive("step", step)
-    if isinstance(pair_moves, bool) or not isinstance(pair_moves, numbers.Real) or \
-            not 0 <= pair_moves <= 100 or not math.isfinite(pair_moves):
-        raise ValueError(f"census.model: pair_moves must be a number in [0, 100] (proposals "
-                         f"per person and iteration; 0: none), got {pair_moves!r}")
+    if pair_moves != "auto" and (isinstance(pair_moves, bool) or not isinstance(
+            pair_moves, numbers.Real) or not 0 <= pair_moves <= 100):  # NaN fails too
+        raise ValueError(f"census.model: pair_moves must be 'auto' or a number in [0, 100] "
+                         f"(proposals per person and iteration; 0: none), got {pair_moves!r}")
 
     units = [geography.units[l] for l in idx]
     parents = [None] + [_parents(geography, idx[k - 1], idx[k]) for k in range(1, len(idx))]
@@ -302,7 +303,7 @@ def model(geography: Geography, totals, *, invariant: str | None = None,
                     theta_support=fns.theta_support, record_support=fns.record_support,
                     dims=dims, coords=coords, start_database=start, partition=partition,
                     records_move=pair_move(geography.ancestors, geography.ancestors[idx[-1]],
-                                           cells, float(pair_moves)),
+                                           cells, pair_moves),
                     name=f"census({level_text}; {cells} cells; public totals of "
                          f"{names[inv]})")
 

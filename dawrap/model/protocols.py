@@ -190,7 +190,11 @@ class MoveBuilder(NamedTuple):
     entries and its density, e.g. a move that changes two records at once and must weigh the
     cells both touch): ``build(mechanism)`` returns the compiled move ``(rng, state, s_dp,
     params, tuning) -> (state, accept_prob, status)``, or None for no move with this
-    mechanism. Called once per run, when the chain is set up.
+    mechanism. Called once per run, when the chain is set up. ``frees_shared_cells``: the
+    move changes records while keeping the totals of coarse cells (e.g. the census model's
+    exchange of two persons' cells within a coarse unit), so precise cells shared by the
+    groups of a threaded sweep do not stall the chain, and ``dw.sample`` does not warn
+    about them (:func:`dawrap.samplers.parallel.warn_pinned_pieces`).
 
     Examples
     --------
@@ -202,6 +206,7 @@ class MoveBuilder(NamedTuple):
     """
     build: object
     name: str = "records_move"
+    frees_shared_cells: bool = False
 
 
 class PreparedDraw(NamedTuple):

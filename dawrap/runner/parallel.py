@@ -76,8 +76,10 @@ class GroupedChain:
         # the groups' inverse sd of the shared cells' pieces: sqrt(G) / sigma for Gaussian
         # noise, drawn each sweep with the latent variances for Laplace noise (draw_scales)
         self.latent = noise == "laplace"
-        self.piece_scale = parallel.first_piece_scale(params, self.shared, G, self.latent,
-                                                      mech.integer_statistic)
+        # (no warning about pinned pieces when the model's move frees them)
+        self.piece_scale = parallel.first_piece_scale(
+            params, self.shared, G, self.latent,
+            mech.integer_statistic and not setup.frees_shared_cells)
         self.local_total = np.zeros((G, K))
         self.local_release = np.zeros((G, K))
         accumulate = model.stat_size > 0 and not setup.shared and partition.stats is None

@@ -154,6 +154,10 @@ class _Setup:
                 move = move.build(mechanism)
             self.move = record.no_move if move is None else move
             self.init_move_state = no_state
+        # the move keeps coarse totals, so precise shared cells do not stall a threaded sweep
+        self.frees_shared_cells = (not interweave and self.move is not record.no_move
+                                   and getattr(model.records_move, "frees_shared_cells",
+                                               False))
         self.random_scan = random_scan
         self.inputs = record.Inputs(s_dp, self.params, sweeps)
         # A plain Python kernel until probe_theta finds draw_theta compiled.

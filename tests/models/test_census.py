@@ -388,7 +388,7 @@ def test_block_totals_public_only_through_the_tract_are_exact(check_posterior):
     geo = census.Geography({"tract": [0, 0], "block": [0, 1]}, 2)
     alpha, gamma = np.array([1.0, 1.0]), 1.5
     model = census.model(geo, [4], invariant="tract", levels=("block",), alpha=alpha,
-                         share_prior=gamma)
+                         share_prior=gamma, pair_moves=0.5)  # (no coarse release: not auto)
     assert list(model.params) == ["p", "share"]
     mech = census.discrete_gaussian(geo, [census.query("block", "total", rho=0.3),
                                           census.query("block", rho=0.3)])
