@@ -65,6 +65,7 @@ def auto_rate(mechanism, finest: int) -> float:
     Examples
     --------
     >>> from dawrap.models import census
+    >>> from dawrap.models._census_pairs import auto_rate
     >>> geo = census.Geography({"state": [0, 0, 1], "block": [0, 1, 2]}, 2)
     >>> precise = census.discrete_gaussian(geo, [census.query("block", rho=0.5),
     ...                                          census.query("state", rho=2.0)])
@@ -89,10 +90,13 @@ def unit_ranges(ancestors: np.ndarray):
 
     Examples
     --------
+    Two units above three finest ones, unit 1 holding finest units 0 and 2:
+
     >>> import numpy as np
+    >>> from dawrap.models._census_pairs import unit_ranges
     >>> position, lo, hi = unit_ranges(np.array([[1, 0, 1], [0, 1, 2]]))
     >>> position.tolist(), lo.tolist(), hi.tolist()
-    ([1, 0, 2], [[1, 0]], [[2, 1]])
+    ([1, 0, 2], [[0, 1]], [[1, 3]])
     """
     ancestors = np.asarray(ancestors, np.int64)
     order = np.lexsort(ancestors[::-1])  # coarsest level first, then the next, ...
