@@ -24,6 +24,7 @@ True
 from __future__ import annotations
 
 import dataclasses
+import math
 import numbers
 from typing import ClassVar, NamedTuple
 
@@ -153,7 +154,15 @@ class Record(Method):
         workers by their :func:`dawrap.recipe`, so their factories must be importable
         there; theta's kernel must read the records only through ``stats``. Not with
         ``threads`` (each worker sweeps its groups on one thread), nor with the extra move
-        (``interweave``, the model's ``records_move``).
+        (``interweave``, the model's ``records_move``; a move the model marks optional, as
+        the census model's automatic pair move, is left out with a warning).
+    worker_timeout : float
+        With ``executor``: seconds to wait for the workers' answer to one call (a sweep of
+        their groups, a recount, a checkpoint's records; the chain's start, which compiles
+        it on the workers, waits at least 600 s). A worker that does not answer in time,
+        hung rather than lost (a deadlock, a stopped process, a machine swapping), stops
+        the run with a ``RuntimeError`` naming it; the checkpoint folder keeps the last
+        checkpoint written. Default 600.
 
     Examples
     --------
@@ -184,6 +193,7 @@ class Record(Method):
     threads: int | None = None
     partition: object = None
     executor: object = None
+    worker_timeout: float = 600.0
 
     def __post_init__(self):
         object.__setattr__(self, "sweeps",
@@ -210,6 +220,11 @@ class Record(Method):
             if self.threads is None and self.executor is None:
                 raise ValueError("partition is for the parallel sweep: pass threads too "
                                  "(threads=1 runs its groups on one thread), or executor")
+        timeout = self.worker_timeout
+        if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real) or \
+                not 0 < timeout < math.inf:
+            raise ValueError(f"worker_timeout must be a number of seconds > 0, got "
+                             f"{timeout!r}")
         if self.executor is not None:
             from .runner.dask_chain import check_client
 

@@ -137,7 +137,8 @@ def pair_move(ancestors: np.ndarray, prior_unit: np.ndarray, cells: int,
                         mechanism.sparse.entries, int(mechanism.sparse.nnz),
                         mechanism.coordinate_log_density, int(mechanism.size))
 
-    return MoveBuilder(build, "census pair move", frees_shared_cells=True)
+    return MoveBuilder(build, "census pair move (census.model(..., pair_moves=0) turns it "
+                       "off)", frees_shared_cells=True, optional=rate == "auto")
 
 
 def _compile(above, position, lo, hi, prior_unit, cells, rate, entries, nnz, log_density,

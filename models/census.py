@@ -204,10 +204,11 @@ def model(geography: Geography, totals, *, invariant: str | None = None,
     pair_moves : "auto" or float
         Proposals per person and iteration of the pair move (:mod:`dawrap.models._census_pairs`:
         two persons of the same unit of a coarser level exchange their cells, which keeps
-        every total a precise coarse release pins); 0 turns it off (a chain on a dask cluster,
-        ``dw.Record(executor=...)``, runs without it). ``"auto"`` (default): 0.5, each person
-        once on average, when the release has a query above the finest level with noise sd
-        at most 1.5 (``_census_pairs.PINNED_SIGMA``), else none.
+        every total a precise coarse release pins); 0 turns it off. ``"auto"`` (default):
+        0.5, each person once on average, when the release has a query above the finest
+        level with noise sd at most 1.5 (``_census_pairs.PINNED_SIGMA``), else none. A chain
+        on a dask cluster (``dw.Record(executor=...)``) runs without it: with ``"auto"``
+        after a warning, with a number > 0 it is refused.
 
     Returns
     -------

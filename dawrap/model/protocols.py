@@ -40,8 +40,8 @@ import numpy as np
 from .. import _templates
 from .._checks import as_count, require_arity, require_njit, scale_vector
 
-__all__ = ["Kernel", "NonCentred", "PreparedDraw", "MoveBuilder", "no_state", "anywhere", "no_statistic",
-           "no_proposal", "no_records", "no_prepare", "no_prepared_draw",
+__all__ = ["Kernel", "NonCentred", "PreparedDraw", "MoveBuilder", "no_state", "anywhere",
+           "no_statistic", "no_proposal", "no_records", "no_prepare", "no_prepared_draw",
            "no_prepared_proposal", "draw_database", "database_drawer", "prepared_names",
            "first_outside"]
 
@@ -194,7 +194,10 @@ class MoveBuilder(NamedTuple):
     move changes records while keeping the totals of coarse cells (e.g. the census model's
     exchange of two persons' cells within a coarse unit), so precise cells shared by the
     groups of a threaded sweep do not stall the chain, and ``dw.sample`` does not warn
-    about them (:func:`dawrap.samplers.parallel.warn_pinned_pieces`).
+    about them (:func:`dawrap.samplers.parallel.warn_pinned_pieces`). ``optional``: the
+    chain is exact without the move, which only speeds its mixing; where it cannot run (a
+    chain on a dask cluster, whose records stay on the workers) the run goes on without it,
+    with a warning naming it, instead of being refused.
 
     Examples
     --------
@@ -207,6 +210,7 @@ class MoveBuilder(NamedTuple):
     build: object
     name: str = "records_move"
     frees_shared_cells: bool = False
+    optional: bool = False
 
 
 class PreparedDraw(NamedTuple):

@@ -38,11 +38,15 @@ for a checkpoint or a kept database (``Record(databases=...)``). The models are 
 their :func:`dawrap.recipe` (the rule of the studies' executors): a worker rebuilds the
 model and mechanism by importing their factories, so these must be in modules the workers
 can import. A worker lost during the run stops it with a ``RuntimeError`` naming the worker,
-its groups and the iteration; the checkpoint folder keeps the last checkpoint written.
+its groups and the iteration; so does a worker that does not answer a call within
+``Record(worker_timeout=...)`` seconds (hung rather than lost: a deadlock or a stopped
+process, which the scheduler may take minutes to give up on, or never). The checkpoint
+folder keeps the last checkpoint written.
 """
 from __future__ import annotations
 
 import ast
+import asyncio
 import inspect
 import logging
 import math
@@ -62,6 +66,10 @@ __all__ = ["DistributedChain", "GroupActor", "check_client", "cluster_partition"
 
 #: Where a finished chain reports its sweeps' timings (``extra={"timings": {...}}``).
 logger = logging.getLogger("dawrap.dask")
+
+#: Seconds the chain's start, which compiles it on every worker, may take at least, whatever
+#: ``Record(worker_timeout=...)``.
+START_TIMEOUT = 600.0
 
 
 def check_client(executor) -> None:
@@ -280,13 +288,20 @@ class DistributedChain:
     its records (an empty database in their place) for the client to carry on with.
     """
 
-    def __init__(self, setup, partition: parallel.Partition, client, rng, state, chain: int):
+    def __init__(self, setup, partition: parallel.Partition, client, rng, state, chain: int,
+                 timeout: float = 600.0):
         model, mech, fns = setup.model, setup.mechanism, setup.fns
+        self.timeout = float(timeout)  # seconds for the workers' answer to one call
         if fns.nnz == 0:
             raise ValueError("executor: a chain on a dask cluster needs the sparse path (a "
                              "mechanism with a separable density whose statistic is declared "
                              "with dw.declare_sparse): records must touch a few cells each")
-        if setup.move is not record.no_move:
+        if setup.move is not record.no_move and setup.move_optional:
+            warnings.warn(f"executor: the model's {setup.move_name} moves records on the "
+                          f"client, and a chain on a dask cluster keeps them on its workers: "
+                          f"this chain runs without it (still exact; it may mix more slowly)",
+                          UserWarning, stacklevel=4)
+        elif setup.move is not record.no_move:
             raise ValueError("executor: the extra theta move (interweave, or the model's "
                              "records_move) moves every record with theta, on the client: "
                              "run on a cluster with interweave=False and without "
@@ -368,8 +383,10 @@ class DistributedChain:
                 stats_owner, slot_of, piece_scale, width, own_cells, own_stats,
                 np.array(state.total), np.array(state.stats), ids, workers=[address],
                 actor=True, pure=False, allow_other_workers=False))
+        # the start compiles the chain on each worker: at least START_TIMEOUT
+        deadline = time.monotonic() + max(self.timeout, START_TIMEOUT)
         for address, future in zip(self.addresses, pending):
-            self.actors.append(self._result(future, address, "starting the chain"))
+            self.actors.append(self._result(future, address, "starting the chain", deadline))
         for future in scattered:  # the actors hold the records now
             future.release()
         self._futures = pending  # the actors live as long as their futures
@@ -378,10 +395,13 @@ class DistributedChain:
 
     # -- calls to the workers -------------------------------------------------------------
 
-    def _result(self, future, address: str, doing: str):
-        """``future.result()``, a lost worker named in a RuntimeError."""
+    def _result(self, future, address: str, doing: str, deadline: float):
+        """``future.result()`` by ``deadline`` (``time.monotonic()``), a lost worker or one
+        that does not answer in time named in a RuntimeError."""
         try:
-            return future.result()
+            return future.result(timeout=max(deadline - time.monotonic(), 0.001))
+        except (TimeoutError, asyncio.TimeoutError):  # (before OSError, TimeoutError's base)
+            self._hung(address, doing)
         except RuntimeError as err:
             if "lost" not in str(err).lower():
                 raise
@@ -398,6 +418,19 @@ class DistributedChain:
                            f"the last checkpoint written: resume it on a cluster or with "
                            f"threads") from None
 
+    def _hung(self, address: str, doing: str) -> None:
+        groups = self.assigned[self.addresses.index(address)] if address in self.addresses \
+            else []
+        waited = max(self.timeout, START_TIMEOUT) if doing == "starting the chain" \
+            else self.timeout
+        raise RuntimeError(f"executor: the dask worker {address}, which holds groups {groups} "
+                           f"of chain {self.chain}'s records, did not answer within "
+                           f"{waited:g} s while {doing}: it may hang (a deadlock, a "
+                           f"stopped process, a machine swapping). The run stops; a checkpoint "
+                           f"folder keeps the last checkpoint written: resume it on a cluster "
+                           f"or with threads. If its sweeps are that slow, raise "
+                           f"dw.Record(worker_timeout=...)") from None
+
     def _call(self, method: str, doing: str, *per_worker) -> list:
         """``actor.method(*args)`` on every worker at once (``per_worker[k]`` a list of one
         argument per worker, or one value for all); the results in worker order."""
@@ -408,7 +441,8 @@ class DistributedChain:
                 futures.append(getattr(actor, method)(*args))
             except (RuntimeError, OSError) as err:
                 self._lost(self.addresses[w], doing, err)
-        return [self._result(f, a, doing) for f, a in zip(futures, self.addresses)]
+        deadline = time.monotonic() + self.timeout
+        return [self._result(f, a, doing, deadline) for f, a in zip(futures, self.addresses)]
 
     # -- the GroupedChain interface -------------------------------------------------------
 

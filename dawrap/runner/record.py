@@ -158,6 +158,10 @@ class _Setup:
         self.frees_shared_cells = (not interweave and self.move is not record.no_move
                                    and getattr(model.records_move, "frees_shared_cells",
                                                False))
+        # a model's move the chain does without where it cannot run (a dask cluster)
+        self.move_optional = (not interweave and self.move is not record.no_move
+                              and getattr(model.records_move, "optional", False))
+        self.move_name = getattr(model.records_move, "name", "records_move")
         self.random_scan = random_scan
         self.inputs = record.Inputs(s_dp, self.params, sweeps)
         # A plain Python kernel until probe_theta finds draw_theta compiled.
@@ -473,7 +477,8 @@ def _run_chain(setup: _Setup, chain: int, rng, theta, x, tune: int, draws: int,
     if control.executor is not None:  # the groups on the workers of a dask cluster
         groups = DistributedChain(setup, cluster_partition(control.method, model, mech,
                                                            state.x),
-                                  control.executor, rng, state, chain)
+                                  control.executor, rng, state, chain,
+                                  timeout=control.method.worker_timeout)
         state = groups.state  # the records are on the workers now
     elif control.threads is not None:  # the within-chain parallel sweep
         groups = GroupedChain(setup, partition_for(control.method, model, mech, state.x),

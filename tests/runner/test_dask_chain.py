@@ -11,7 +11,7 @@ import pytest
 
 import dawrap as dw
 from dawrap import diagnostics
-from dawrap.models import beta_binomial, small_area
+from dawrap.models import beta_binomial, census, small_area
 from dawrap.runner.dask_chain import kernel_reads_records
 
 distributed = pytest.importorskip("distributed")
@@ -200,12 +200,70 @@ def test_a_lost_worker_stops_the_run_and_keeps_the_checkpoint(problem, whole, tm
     assert np.array_equal(values(resumed)["p"], values(whole)["p"])
 
 
+def test_a_hung_worker_stops_the_run_after_the_timeout_and_keeps_the_checkpoint(
+        problem, tmp_path, ctrl_c_at):
+    """A worker stopped (SIGSTOP: alive to the scheduler, answering nothing) at iteration
+    10: the run stops once worker_timeout has passed, naming the worker, instead of waiting
+    for ever; the checkpoint of iteration 10 is kept."""
+    model, mech, s_dp = problem
+    cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                       dashboard_address=":0")
+    own = distributed.Client(cluster)
+    stopped = []
+
+    def stop_a_worker():
+        if not stopped:
+            stopped.append(next(iter(own.run(os.getpid).values())))
+            os.kill(stopped[0], signal.SIGSTOP)
+
+    try:
+        with ctrl_c_at(10, stop_a_worker):
+            with pytest.raises(RuntimeError, match=r"the dask worker tcp://\S+, which holds "
+                                                   r"groups \[.*\] of chain 0's records, did "
+                                                   r"not answer within 2 s while sweeping"):
+                dw.sample(model, mech, s_dp, N, method=dw.Record(
+                    executor=own, checkpoint=tmp_path, partition=by_area(),
+                    checkpoint_every=5, worker_timeout=2), **KW)
+    finally:
+        if stopped:
+            os.kill(stopped[0], signal.SIGCONT)
+        own.close()
+        cluster.close()
+    with np.load(tmp_path / "chain0.npz") as saved:
+        assert int(saved["done"]) == 10
+
+
+def test_the_census_pair_move_is_left_out_with_a_warning_or_refused(client):
+    # The census model's pair move runs on the whole database, on the client: on a cluster
+    # the chain goes on without it when the model chose it ("auto", here for the nation's
+    # precise release), and is refused when the user asked for it by number.
+    # (the geography and release of test_parallel_runner's pinned-pieces test: the same
+    # compiled chain)
+    geo = census.Geography({"nation": [0] * 6, "state": [0, 0, 1, 1, 2, 2],
+                            "block": np.arange(6)}, {"age": 2})
+    sizes = np.array([3, 2, 4, 1, 2, 3])
+    mech = census.discrete_gaussian(geo, [census.query("block", rho=1.0),
+                                          census.query("nation", rho=1.0)])
+    s_dp = mech.release(census.records(np.column_stack([sizes - 1, np.ones(6, int)])), seed=0)
+    n = int(sizes.sum())
+    with pytest.raises(ValueError, match=r"census.model\(..., pair_moves=0\)"):
+        dw.sample(census.model(geo, totals=sizes, pair_moves=0.5), mech, s_dp, n, draws=2,
+                  tune=0, executor=client, **FAST)
+    with pytest.warns(UserWarning, match="census pair move .* runs without it"):
+        idata = dw.sample(census.model(geo, totals=sizes), mech, s_dp, n, draws=2, tune=0,
+                          executor=client, **FAST)
+    assert diagnostics.group(idata, "posterior").attrs["executor"] == "dask"
+
+
 def test_bad_input_is_named(problem, client):
     model, mech, s_dp = problem
     with pytest.raises(TypeError, match="executor must be a dask.distributed.Client"):
         dw.Record(executor="dask")
     with pytest.raises(ValueError, match="executor and threads are two ways"):
         dw.Record(executor=client, threads=2)
+    for bad in (0, -1.0, float("nan"), float("inf"), True, "10"):
+        with pytest.raises(ValueError, match="worker_timeout must be a number of seconds"):
+            dw.Record(executor=client, worker_timeout=bad)
     with pytest.raises(ValueError, match="interweave moves every record"):
         dw.Record(executor=client, interweave=True)
     bb_model, bb_mech = beta_binomial.model(), beta_binomial.laplace(epsilon=0.5)
