@@ -67,8 +67,8 @@ __all__ = ["DistributedChain", "GroupActor", "check_client", "cluster_partition"
 #: Where a finished chain reports its sweeps' timings (``extra={"timings": {...}}``).
 logger = logging.getLogger("dawrap.dask")
 
-#: Seconds the chain's start, which compiles it on every worker, may take at least, whatever
-#: ``Record(worker_timeout=...)``.
+#: Seconds the chain's start and the first call of each of its methods (which compile code on
+#: the workers) may take at least, whatever ``Record(worker_timeout=...)``.
 START_TIMEOUT = 600.0
 
 
@@ -385,6 +385,7 @@ class DistributedChain:
                 actor=True, pure=False, allow_other_workers=False))
         # the start compiles the chain on each worker: at least START_TIMEOUT
         deadline = time.monotonic() + max(self.timeout, START_TIMEOUT)
+        self.called = set()
         for address, future in zip(self.addresses, pending):
             self.actors.append(self._result(future, address, "starting the chain", deadline))
         for future in scattered:  # the actors hold the records now
@@ -421,8 +422,7 @@ class DistributedChain:
     def _hung(self, address: str, doing: str) -> None:
         groups = self.assigned[self.addresses.index(address)] if address in self.addresses \
             else []
-        waited = max(self.timeout, START_TIMEOUT) if doing == "starting the chain" \
-            else self.timeout
+        waited = self.timeout if doing in self.called else max(self.timeout, START_TIMEOUT)
         raise RuntimeError(f"executor: the dask worker {address}, which holds groups {groups} "
                            f"of chain {self.chain}'s records, did not answer within "
                            f"{waited:g} s while {doing}: it may hang (a deadlock, a "
@@ -441,8 +441,12 @@ class DistributedChain:
                 futures.append(getattr(actor, method)(*args))
             except (RuntimeError, OSError) as err:
                 self._lost(self.addresses[w], doing, err)
-        deadline = time.monotonic() + self.timeout
-        return [self._result(f, a, doing, deadline) for f, a in zip(futures, self.addresses)]
+        # a method's first call may compile its code on the workers: at least START_TIMEOUT
+        wait = self.timeout if doing in self.called else max(self.timeout, START_TIMEOUT)
+        deadline = time.monotonic() + wait
+        got = [self._result(f, a, doing, deadline) for f, a in zip(futures, self.addresses)]
+        self.called.add(doing)
+        return got
 
     # -- the GroupedChain interface -------------------------------------------------------
 
