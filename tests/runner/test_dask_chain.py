@@ -1,5 +1,6 @@
 """One chain's groups on the workers of a dask cluster (dawrap.runner.dask_chain): the draws
 of the threaded run for the same seed, checkpoints, a lost worker, bad input named."""
+import contextlib
 import os
 import pickle
 import signal
@@ -167,32 +168,42 @@ def test_a_checkpoint_resumes_across_threads_and_cluster(problem, client, whole,
     assert np.array_equal(values(resumed)["log_alpha"], values(whole)["log_alpha"])
 
 
+@contextlib.contextmanager
+def signalling_a_worker(sig):
+    """A private 2-worker ``LocalCluster``'s client and ``action()``, which sends ``sig`` to
+    one of its workers (once); on exit a stopped worker is let go on and the cluster closed."""
+    cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                       dashboard_address=":0")
+    own = distributed.Client(cluster)
+    sent = []
+
+    def action():
+        if not sent:
+            sent.append(next(iter(own.run(os.getpid).values())))
+            os.kill(sent[0], sig)
+
+    try:
+        yield own, action
+    finally:
+        if sent and sig == signal.SIGSTOP:
+            os.kill(sent[0], signal.SIGCONT)
+        own.close()
+        cluster.close()
+
+
 def test_a_lost_worker_stops_the_run_and_keeps_the_checkpoint(problem, whole, tmp_path,
                                                               ctrl_c_at):
     """A worker killed at iteration 10 (after the checkpoint of iteration 10): the run
     stops with an error naming it; the checkpoint resumes to the unbroken run's draws."""
     model, mech, s_dp = problem
-    cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                                       dashboard_address=":0")
-    own = distributed.Client(cluster)
     method = dict(partition=by_area(), checkpoint_every=5)
-
-    def kill_a_worker():
-        if not killed:
-            killed.append(own.run(os.getpid))
-            os.kill(next(iter(killed[0].values())), signal.SIGKILL)
-
-    killed = []
-    try:
+    with signalling_a_worker(signal.SIGKILL) as (own, kill_a_worker):
         with ctrl_c_at(10, kill_a_worker):
             with pytest.raises(RuntimeError, match=r"the dask worker tcp://\S+, which held "
                                                    r"groups \[.*\] of chain 0's records, was "
                                                    r"lost while sweeping"):
                 dw.sample(model, mech, s_dp, N, method=dw.Record(
                     executor=own, checkpoint=tmp_path, **method), **KW)
-    finally:
-        own.close()
-        cluster.close()
     with np.load(tmp_path / "chain0.npz") as saved:
         assert int(saved["done"]) == 10
     resumed = dw.sample(model, mech, s_dp, N, method=dw.Record(threads=1, resume=tmp_path,
@@ -206,17 +217,7 @@ def test_a_hung_worker_stops_the_run_after_the_timeout_and_keeps_the_checkpoint(
     10: the run stops once worker_timeout has passed, naming the worker, instead of waiting
     for ever; the checkpoint of iteration 10 is kept."""
     model, mech, s_dp = problem
-    cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                                       dashboard_address=":0")
-    own = distributed.Client(cluster)
-    stopped = []
-
-    def stop_a_worker():
-        if not stopped:
-            stopped.append(next(iter(own.run(os.getpid).values())))
-            os.kill(stopped[0], signal.SIGSTOP)
-
-    try:
+    with signalling_a_worker(signal.SIGSTOP) as (own, stop_a_worker):
         with ctrl_c_at(10, stop_a_worker):
             with pytest.raises(RuntimeError, match=r"the dask worker tcp://\S+, which holds "
                                                    r"groups \[.*\] of chain 0's records, did "
@@ -224,11 +225,6 @@ def test_a_hung_worker_stops_the_run_after_the_timeout_and_keeps_the_checkpoint(
                 dw.sample(model, mech, s_dp, N, method=dw.Record(
                     executor=own, checkpoint=tmp_path, partition=by_area(),
                     checkpoint_every=5, worker_timeout=2), **KW)
-    finally:
-        if stopped:
-            os.kill(stopped[0], signal.SIGCONT)
-        own.close()
-        cluster.close()
     with np.load(tmp_path / "chain0.npz") as saved:
         assert int(saved["done"]) == 10
 
