@@ -6,15 +6,35 @@ ArviZ 0.x (Python < 3.12 here) builds ``arviz.InferenceData``; ArviZ 1.x builds 
 """
 from __future__ import annotations
 
+import importlib
 import warnings
+from importlib import metadata
 
-import arviz as az
 import numpy as np
 
 __all__ = ["ARVIZ_1", "to_arviz", "group", "group_names", "ess", "mcse", "rhat", "convergence",
            "summary"]
 
-ARVIZ_1 = int(az.__version__.split(".")[0]) >= 1
+ARVIZ_1 = int(metadata.version("arviz").split(".")[0]) >= 1
+
+
+class _Lazy:
+    """A module imported at the first attribute read. With ArviZ 1.x, ``import arviz`` also
+    imports ``arviz_stats`` and ``arviz_plots`` (about 0.7 s), while a result is built by
+    ``arviz_base`` alone and dawrap's own checks of it are numpy (:func:`convergence`): so
+    ``dw.sample`` imports only the data layer, and the rest comes with the first summary,
+    plot or ArviZ diagnostic asked for."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attribute: str):
+        return getattr(importlib.import_module(self._name), attribute)
+
+
+# ArviZ 0.x builds its InferenceData in the package itself, which is imported whole.
+az = _Lazy("arviz") if ARVIZ_1 else importlib.import_module("arviz")
+_data_layer = _Lazy("arviz_base") if ARVIZ_1 else az
 _SAMPLED_0X = ("posterior", "sample_stats")
 
 
@@ -97,7 +117,8 @@ def to_arviz(groups: dict, attrs: dict, dims: dict | None = None, coords: dict |
                        if k in groups.get("posterior", {})} or None,
               "coords": dict(coords) if coords else None}
     if ARVIZ_1:
-        return az.from_dict(groups, attrs={"/": attrs, **{g: attrs for g in groups}}, **labels)
+        return _data_layer.from_dict(groups, attrs={"/": attrs, **{g: attrs for g in groups}},
+                                     **labels)
     with warnings.catch_warnings():
         # ArviZ 0.x warns about group names outside its schema; ours are deliberate.
         warnings.simplefilter("ignore", UserWarning)
@@ -287,6 +308,27 @@ def rhat(draws: np.ndarray) -> float:
     return float(convergence(draws)[0])
 
 
+def _average_ranks(rows: np.ndarray) -> np.ndarray:
+    """The ranks (1 to m) of each row's values, ties given the mean of their ranks:
+    ``scipy.stats.rankdata(rows, axis=1, method="average")``, without importing
+    ``scipy.stats`` (half a second, for this alone, at every first ``dw.sample``)."""
+    m = rows.shape[1]
+    order = np.argsort(rows, axis=1, kind="stable")
+    ordered = np.take_along_axis(rows, order, axis=1)
+    position = np.broadcast_to(np.arange(m), rows.shape)
+    starts = np.ones(rows.shape, bool)
+    starts[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    ends = np.ones(rows.shape, bool)
+    ends[:, :-1] = starts[:, 1:]
+    # each position's run of equal values [first, last]: the last start at or before it, the
+    # first end at or after it
+    first = np.maximum.accumulate(np.where(starts, position, 0), axis=1)
+    last = np.minimum.accumulate(np.where(ends, position, m - 1)[:, ::-1], axis=1)[:, ::-1]
+    ranks = np.empty(rows.shape)
+    np.put_along_axis(ranks, order, (first + last) / 2.0 + 1.0, axis=1)
+    return ranks
+
+
 def convergence(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     r"""Rank-normalised split R-hat and bulk effective sample size of every scalar of the
     draws at once (Vehtari et al. 2021).
@@ -321,7 +363,6 @@ def convergence(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """
     from scipy.fft import next_fast_len
     from scipy.special import ndtri
-    from scipy.stats import rankdata
 
     draws = np.asarray(draws, dtype=float)
     shape = draws.shape[2:]
@@ -340,7 +381,7 @@ def convergence(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
                             axis=1)                                # (k, 2 chains, half)
 
     def normal_scores(ary):  # ranks over all chains and draws, per scalar
-        ranks = rankdata(ary.reshape(ary.shape[0], -1), axis=1, method="average")
+        ranks = _average_ranks(ary.reshape(ary.shape[0], -1))
         return ndtri((ranks - 0.375) / (ranks.shape[1] + 0.25)).reshape(ary.shape)
 
     def basic_rhat(ary):

@@ -5,6 +5,9 @@ CI runs this file on both. Each call is checked against an independent computati
 for not raising: ``az.mcse(..., method="sd")`` raised a TypeError with ArviZ 0.23.4 under
 NumPy >= 2.4 (see ``dawrap.diagnostics._repair_arviz_0_mcse_sd``).
 """
+import subprocess
+import sys
+
 import arviz as az
 import numpy as np
 import pytest
@@ -157,3 +160,29 @@ def test_convergence_is_arviz_bulk_ess_and_rhat_for_every_scalar(chains, draws):
         assert rhat[k, 0] == pytest.approx(expected_rhat, rel=1e-10, nan_ok=True), k
     assert np.isnan(ess[5:]).all() and np.isnan(rhat[5:]).all()
     assert diagnostics.rhat(x[..., 4]) == pytest.approx(rhat[4, 0], nan_ok=True)
+
+
+def test_average_ranks_are_scipys_with_ties():
+    from scipy.stats import rankdata
+    rng = np.random.default_rng(3)
+    for rows in (rng.normal(size=(4, 500)), rng.integers(0, 3, (5, 40)).astype(float),
+                 np.array([[1.0, np.inf, -np.inf, 1.0, 0.0]]), np.zeros((2, 7))):
+        assert np.array_equal(diagnostics._average_ranks(rows),
+                              rankdata(rows, axis=1, method="average"))
+
+
+@pytest.mark.skipif(not diagnostics.ARVIZ_1, reason="ArviZ 0.x builds its InferenceData in "
+                    "the package, which imports everything")
+def test_a_run_imports_only_arviz_data_layer():
+    """With ArviZ 1.x, ``dw.sample`` builds its result with ``arviz_base`` and checks it with
+    numpy: neither ``arviz_stats`` and ``arviz_plots`` (0.7 s) nor ``scipy.stats`` (0.5 s)
+    is imported until asked for (issue 27: time to a first result)."""
+    code = ("import sys, dawrap as dw\n"
+            "from dawrap.models import beta_binomial\n"
+            "idata = dw.sample(beta_binomial.model(), beta_binomial.laplace(1.0), 30.0, 100,\n"
+            "                  draws=50, tune=10, chains=2, seed=1, progress=False)\n"
+            "print(sorted(m for m in ('arviz', 'arviz_stats', 'arviz_plots', 'scipy.stats')\n"
+            "             if m in sys.modules), type(idata).__name__)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip().splitlines()[-1]
+    assert out == "[] DataTree"
