@@ -97,6 +97,7 @@ def test_logistic_regression_tutorial_runs_and_is_sensible():
         assert beta[:, j].std() > reference[:, j].std()
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
 def test_census_example_runs_and_summarises():
     idata = _load("noisy_blocks").main(blocks=20, per_block=20, draws=100, tune=50)

@@ -27,6 +27,7 @@ def test_each_level_moves_by_sqrt2_at_most():
     assert mech.sparse is not None and mech.sparse.nnz == 2
 
 
+@pytest.mark.slow
 def test_record_sampler_is_exact(check_posterior):
     sizes, regions, cats = [2, 3], [0, 0], 2
     model = small_area.model(sizes, cats)

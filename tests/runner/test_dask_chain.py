@@ -23,7 +23,9 @@ SIZES = [40, 55, 35, 60, 45, 50]
 REGIONS, CATS = [0, 0, 0, 1, 1, 1], 3
 N = sum(SIZES)
 # short runs: their ESS warnings are expected
-pytestmark = pytest.mark.filterwarnings("ignore:R-hat and ESS:RuntimeWarning")
+# Every test here starts a LocalCluster or compiles a parallel chain: the slow subset.
+pytestmark = [pytest.mark.filterwarnings("ignore:R-hat and ESS:RuntimeWarning"),
+              pytest.mark.slow]
 FAST = dict(chains=1, seed=5, progress=False, keep_stats=True)
 
 

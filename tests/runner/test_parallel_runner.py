@@ -55,6 +55,7 @@ def draws(idata, name="p"):
     return diagnostics.group(idata, "posterior")[name].values
 
 
+@pytest.mark.slow
 def test_the_draws_do_not_depend_on_the_threads(problem):
     model, mech, s_dp = problem
     runs = [dw.sample(model, mech, s_dp, sum(SIZES), draws=30, tune=10, keep_stats=True,
@@ -98,6 +99,7 @@ def test_the_parallel_sweep_is_exact(problem, shared, check_posterior):
     assert_exact(model, mech, s_dp, method, check_posterior)
 
 
+@pytest.mark.slow
 def test_shared_cells_under_laplace_and_geometric_noise_are_exact(laplace_problem,
                                                                   check_posterior):
     # The region's cells shared between the two areas: a latent variance per shared cell,
@@ -109,6 +111,7 @@ def test_shared_cells_under_laplace_and_geometric_noise_are_exact(laplace_proble
                  check_posterior)
 
 
+@pytest.mark.slow
 def test_laplace_draws_do_not_depend_on_the_threads(laplace_problem):
     # the latent variances come from the chain's own generator, as the pieces do
     model, mech, s_dp = laplace_problem
@@ -119,6 +122,7 @@ def test_laplace_draws_do_not_depend_on_the_threads(laplace_problem):
         assert np.array_equal(draws(runs[1], name), draws(runs[0], name)), name
 
 
+@pytest.mark.slow
 def test_census_groups_by_state_and_shares_the_nation():
     geo = census.Geography({"nation": [0] * 6, "state": [0, 0, 1, 1, 2, 2],
                             "block": np.arange(6)}, {"age": 2})
@@ -136,6 +140,7 @@ def test_census_groups_by_state_and_shares_the_nation():
     assert np.array_equal(draws(runs[0]), draws(runs[1]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rho, pair_moves, pinned",
                          [(1.0, 0.0, True), (0.01, 0.0, False), (1.0, 0.5, False)])
 def test_pieces_more_precise_than_a_record_warn(rho, pair_moves, pinned):
@@ -170,6 +175,7 @@ def per_record(model):
     return twin
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("owned", [True, False], ids=["cells-owned", "rows-per-group"])
 def test_groups_recounting_the_statistic_give_the_running_sums_draws(problem, owned):
     # The census model recounts its counts once per iteration: each group its own records,
