@@ -34,7 +34,6 @@ class _Lazy:
 
 # ArviZ 0.x builds its InferenceData in the package itself, which is imported whole.
 az = _Lazy("arviz") if ARVIZ_1 else importlib.import_module("arviz")
-_data_layer = _Lazy("arviz_base") if ARVIZ_1 else az
 _SAMPLED_0X = ("posterior", "sample_stats")
 
 
@@ -116,9 +115,9 @@ def to_arviz(groups: dict, attrs: dict, dims: dict | None = None, coords: dict |
     labels = {"dims": {k: list(v) for k, v in (dims or {}).items()
                        if k in groups.get("posterior", {})} or None,
               "coords": dict(coords) if coords else None}
-    if ARVIZ_1:
-        return _data_layer.from_dict(groups, attrs={"/": attrs, **{g: attrs for g in groups}},
-                                     **labels)
+    if ARVIZ_1:  # the data layer alone (see _Lazy)
+        from arviz_base import from_dict
+        return from_dict(groups, attrs={"/": attrs, **{g: attrs for g in groups}}, **labels)
     with warnings.catch_warnings():
         # ArviZ 0.x warns about group names outside its schema; ours are deliberate.
         warnings.simplefilter("ignore", UserWarning)

@@ -159,10 +159,10 @@ class Record(Method):
     worker_timeout : float
         With ``executor``: seconds to wait for the workers' answer to one call (a sweep of
         their groups, a recount, a checkpoint's records; the chain's start and each kind
-        of call's first, which compile code on the workers, wait at least 600 s). A worker that does not answer in time,
-        hung rather than lost (a deadlock, a stopped process, a machine swapping), stops
-        the run with a ``RuntimeError`` naming it; the checkpoint folder keeps the last
-        checkpoint written. Default 600.
+        of call's first, which compile code on the workers, wait at least 600 s). A worker
+        that does not answer in time, hung rather than lost (a deadlock, a stopped process,
+        a machine swapping), stops the run with a ``RuntimeError`` naming it; the checkpoint
+        folder keeps the last checkpoint written. Default 600.
 
     Examples
     --------

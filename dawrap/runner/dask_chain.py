@@ -383,9 +383,8 @@ class DistributedChain:
                 stats_owner, slot_of, piece_scale, width, own_cells, own_stats,
                 np.array(state.total), np.array(state.stats), ids, workers=[address],
                 actor=True, pure=False, allow_other_workers=False))
-        # the start compiles the chain on each worker: at least START_TIMEOUT
-        deadline = time.monotonic() + max(self.timeout, START_TIMEOUT)
-        self.called = set()
+        self.called = set()  # the kinds of call made once (their code compiled)
+        deadline = time.monotonic() + self._patience("starting the chain")
         for address, future in zip(self.addresses, pending):
             self.actors.append(self._result(future, address, "starting the chain", deadline))
         for future in scattered:  # the actors hold the records now
@@ -410,9 +409,18 @@ class DistributedChain:
         except OSError as err:  # a closed connection (distributed's CommClosedError)
             self._lost(address, doing, err)
 
-    def _lost(self, address: str, doing: str, err) -> None:
-        groups = self.assigned[self.addresses.index(address)] if address in self.addresses \
+    def _patience(self, doing: str) -> float:
+        """Seconds to wait for the workers' answer while ``doing``: ``worker_timeout``, and
+        at least START_TIMEOUT for the start and each kind of call's first (which compile
+        code on the workers)."""
+        return self.timeout if doing in self.called else max(self.timeout, START_TIMEOUT)
+
+    def _groups_of(self, address: str) -> list:
+        return self.assigned[self.addresses.index(address)] if address in self.addresses \
             else []
+
+    def _lost(self, address: str, doing: str, err) -> None:
+        groups = self._groups_of(address)
         raise RuntimeError(f"executor: the dask worker {address}, which held groups {groups} "
                            f"of chain {self.chain}'s records, was lost while {doing} ({err}); "
                            f"the run stops (its records are gone). A checkpoint folder keeps "
@@ -420,9 +428,7 @@ class DistributedChain:
                            f"threads") from None
 
     def _hung(self, address: str, doing: str) -> None:
-        groups = self.assigned[self.addresses.index(address)] if address in self.addresses \
-            else []
-        waited = self.timeout if doing in self.called else max(self.timeout, START_TIMEOUT)
+        groups, waited = self._groups_of(address), self._patience(doing)
         raise RuntimeError(f"executor: the dask worker {address}, which holds groups {groups} "
                            f"of chain {self.chain}'s records, did not answer within "
                            f"{waited:g} s while {doing}: it may hang (a deadlock, a "
@@ -441,9 +447,7 @@ class DistributedChain:
                 futures.append(getattr(actor, method)(*args))
             except (RuntimeError, OSError) as err:
                 self._lost(self.addresses[w], doing, err)
-        # a method's first call may compile its code on the workers: at least START_TIMEOUT
-        wait = self.timeout if doing in self.called else max(self.timeout, START_TIMEOUT)
-        deadline = time.monotonic() + wait
+        deadline = time.monotonic() + self._patience(doing)
         got = [self._result(f, a, doing, deadline) for f, a in zip(futures, self.addresses)]
         self.called.add(doing)
         return got
