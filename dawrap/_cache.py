@@ -271,6 +271,24 @@ class _RandomFunctionIds:
         return int.from_bytes(os.urandom(12), "little")
 
 
+#: What loading an index raises when it holds another program's entries: not damage. A
+#: function's index pickles together the signatures of every overload compiled for it, and a
+#: dawrap function called with a type of the caller's own (a NamedTuple state defined in a
+#: test module or a user's script) stores that type by reference to its module. Another
+#: program, where that module is not importable (a user's analysis after dawrap's tests ran
+#: on the same cache), cannot unpickle the index: its own overload is compiled and saved
+#: without a warning, the other program's entries of that function are dropped (it compiles
+#: them again when it next runs), and none of them is ever loaded here.
+_FOREIGN = ImportError
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass  # gone already, or kept: numba's save then overwrites it
+
+
 def _load(cache, key, target_context):
     """The cached code for ``key``, or None (absent, or damaged: then removed, with a
     warning)."""
@@ -279,6 +297,8 @@ def _load(cache, key, target_context):
         overloads = files._load_index()
     except OSError:
         return None  # unreadable: compiled again (saving will say if it cannot be written)
+    except _FOREIGN:
+        return None  # another program's entries, not damage: no warning
     except Exception as err:  # truncated or altered: unpickling fails in many ways
         _damaged(files._index_path, err)
         return None
@@ -309,6 +329,9 @@ def _save(cache, key, data) -> None:
             files.save(key, sealed)
         except OSError:
             raise
+        except _FOREIGN:  # another program's entries: this program's replace them
+            _remove_quietly(files._index_path)
+            files.save(key, sealed)
         except Exception as err:  # the index was damaged after it was read
             _damaged(files._index_path, err)
             files.save(key, sealed)

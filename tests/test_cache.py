@@ -154,6 +154,45 @@ def test_no_writable_folder_compiles_in_memory_with_one_warning(tmp_path):
     assert _package_entries() == before
 
 
+#: A dawrap function called with a type of the caller's own module (``mine``, when it is
+#: importable), then with a float: its index holds both overloads.
+FOREIGN = """
+import json, sys, warnings
+warnings.simplefilter("always")
+with warnings.catch_warnings(record=True) as caught:
+    from dawrap import _cache
+    from dawrap.samplers import loop
+    if sys.argv[1] == "mine":
+        import mine
+        loop.unchanged(mine.State(1.0), 0, 0)
+    loop.unchanged(1.0, 0, 0)
+print(json.dumps({"hits": sum(loop.unchanged.stats.cache_hits.values()),
+                  "warnings": [str(w.message) for w in caught]}))
+"""
+
+
+def test_another_programs_entries_are_replaced_without_a_warning(tmp_path):
+    """A cache that dawrap's tests filled holds overloads whose types live in test modules,
+    not importable in a user's next program: that program compiles its own entry without
+    calling the index damaged (dawrap._cache._FOREIGN), and the next run loads it."""
+    (tmp_path / "mine.py").write_text("from typing import NamedTuple\n"
+                                      "class State(NamedTuple):\n    value: float\n")
+    env = _env(DAWRAP_CACHE_DIR=tmp_path / "cache")
+
+    def run(which: str, path: str = "") -> dict:
+        done = subprocess.run([sys.executable, "-c", FOREIGN, which], capture_output=True,
+                              text=True, env=dict(env, PYTHONPATH=path), cwd=ROOT)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    assert run("mine", str(tmp_path))["hits"] == 0          # both overloads saved
+    (index,) = (tmp_path / "cache").rglob("*loop.unchanged-*.nbi")
+    assert b"mine" in index.read_bytes()
+    user = run("user")                                       # mine is not importable here
+    assert user == {"hits": 0, "warnings": []}, user
+    assert run("user") == {"hits": 1, "warnings": []}        # its own entry, saved
+
+
 def _copy_checkout(target: Path) -> Path:
     """The repository's files (as git lists them; else the tree without build products)
     copied to ``target``."""
