@@ -383,10 +383,13 @@ class DistributedChain:
                 stats_owner, slot_of, piece_scale, width, own_cells, own_stats,
                 np.array(state.total), np.array(state.stats), ids, workers=[address],
                 actor=True, pure=False, allow_other_workers=False))
-        self.called = set()  # the kinds of call made once (their code compiled)
-        deadline = time.monotonic() + self._patience("starting the chain")
+        self.called = set()  # the actor methods called once (their code compiled)
+        patience = self._patience("__init__")
+        deadline = time.monotonic() + patience
         for address, future in zip(self.addresses, pending):
-            self.actors.append(self._result(future, address, "starting the chain", deadline))
+            self.actors.append(self._result(future, address, "starting the chain", deadline,
+                                            patience))
+        self.called.add("__init__")
         for future in scattered:  # the actors hold the records now
             future.release()
         self._futures = pending  # the actors live as long as their futures
@@ -395,13 +398,14 @@ class DistributedChain:
 
     # -- calls to the workers -------------------------------------------------------------
 
-    def _result(self, future, address: str, doing: str, deadline: float):
-        """``future.result()`` by ``deadline`` (``time.monotonic()``), a lost worker or one
-        that does not answer in time named in a RuntimeError."""
+    def _result(self, future, address: str, doing: str, deadline: float, patience: float):
+        """``future.result()`` by ``deadline`` (``time.monotonic()``, ``patience`` seconds
+        after the call), a lost worker or one that does not answer in time named in a
+        RuntimeError."""
         try:
             return future.result(timeout=max(deadline - time.monotonic(), 0.001))
         except (TimeoutError, asyncio.TimeoutError):  # (before OSError, TimeoutError's base)
-            self._hung(address, doing)
+            self._hung(address, doing, patience)
         except RuntimeError as err:
             if "lost" not in str(err).lower():
                 raise
@@ -409,11 +413,11 @@ class DistributedChain:
         except OSError as err:  # a closed connection (distributed's CommClosedError)
             self._lost(address, doing, err)
 
-    def _patience(self, doing: str) -> float:
-        """Seconds to wait for the workers' answer while ``doing``: ``worker_timeout``, and
-        at least START_TIMEOUT for the start and each kind of call's first (which compile
-        code on the workers)."""
-        return self.timeout if doing in self.called else max(self.timeout, START_TIMEOUT)
+    def _patience(self, method: str) -> float:
+        """Seconds to wait for the workers' answer to the actors' ``method``:
+        ``worker_timeout``, and at least START_TIMEOUT for the start (``"__init__"``) and
+        each method's first call (which compile code on the workers)."""
+        return self.timeout if method in self.called else max(self.timeout, START_TIMEOUT)
 
     def _groups_of(self, address: str) -> list:
         return self.assigned[self.addresses.index(address)] if address in self.addresses \
@@ -427,8 +431,8 @@ class DistributedChain:
                            f"the last checkpoint written: resume it on a cluster or with "
                            f"threads") from None
 
-    def _hung(self, address: str, doing: str) -> None:
-        groups, waited = self._groups_of(address), self._patience(doing)
+    def _hung(self, address: str, doing: str, waited: float) -> None:
+        groups = self._groups_of(address)
         raise RuntimeError(f"executor: the dask worker {address}, which holds groups {groups} "
                            f"of chain {self.chain}'s records, did not answer within "
                            f"{waited:g} s while {doing}: it may hang (a deadlock, a "
@@ -447,9 +451,11 @@ class DistributedChain:
                 futures.append(getattr(actor, method)(*args))
             except (RuntimeError, OSError) as err:
                 self._lost(self.addresses[w], doing, err)
-        deadline = time.monotonic() + self._patience(doing)
-        got = [self._result(f, a, doing, deadline) for f, a in zip(futures, self.addresses)]
-        self.called.add(doing)
+        patience = self._patience(method)
+        deadline = time.monotonic() + patience
+        got = [self._result(f, a, doing, deadline, patience)
+               for f, a in zip(futures, self.addresses)]
+        self.called.add(method)
         return got
 
     # -- the GroupedChain interface -------------------------------------------------------
