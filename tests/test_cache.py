@@ -171,6 +171,7 @@ print(json.dumps({"hits": sum(loop.unchanged.stats.cache_hits.values()),
 """
 
 
+@pytest.mark.slow
 def test_another_programs_entries_are_replaced_without_a_warning(tmp_path):
     """A cache that dawrap's tests filled holds overloads whose types live in test modules,
     not importable in a user's next program: that program compiles its own entry without
