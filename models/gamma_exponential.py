@@ -285,17 +285,18 @@ def _inversion_chunk(lam, outside, n, lower, upper, s_dp, h, start, size, laplac
     where the same sums in NumPy took three complex exponentials more and a temporary array
     per operation."""
     last = size - size // 8
+    rot_b, rot_a, rot_s = (complex(math.cos(h * upper), math.sin(h * upper)),
+                           complex(math.cos(h * lower), math.sin(h * lower)),
+                           complex(math.cos(h * s_dp), -math.sin(h * s_dp)))
+    w = start * h
+    first_b, first_a, first_s = (complex(math.cos(w * upper), math.sin(w * upper)),
+                                 complex(math.cos(w * lower), math.sin(w * lower)),
+                                 complex(math.cos(w * s_dp), -math.sin(w * s_dp)))
     for r in range(lam.shape[0]):
         la, out = lam[r], outside[r]
         atom = out ** n
         eb, ea = math.exp(-la * upper), math.exp(-la * lower)
-        w = start * h
-        rot_b, rot_a, rot_s = (complex(math.cos(h * upper), math.sin(h * upper)),
-                               complex(math.cos(h * lower), math.sin(h * lower)),
-                               complex(math.cos(h * s_dp), -math.sin(h * s_dp)))
-        at_b = complex(math.cos(w * upper), math.sin(w * upper))
-        at_a = complex(math.cos(w * lower), math.sin(w * lower))
-        at_s = complex(math.cos(w * s_dp), -math.sin(w * s_dp))
+        at_b, at_a, at_s = first_b, first_a, first_s
         acc, top = 0.0, 0.0
         for k in range(size):
             w = (start + k) * h
@@ -330,7 +331,7 @@ def _release_density(lam, s_dp, n, lower, upper, noise, spread, atom, prior=None
     h = math.pi / spread
     zero = 1.0 - outside ** n  # the noise's characteristic function is 1 at omega = 0
     laplace, scale = noise[0] == "laplace", float(noise[1])
-    total, tail = np.zeros(lam.shape[0]), np.zeros(lam.shape[0])
+    total = np.zeros(lam.shape[0])
     # Chunks of omega until what is left is negligible for every rate: |phi|^n falls like
     # exp(-n var omega^2 / 2) for large n q, but only like 1/omega where few records fall
     # inside (one contribution's density jumps at a and b), so with Laplace noise the

@@ -389,7 +389,6 @@ class DistributedChain:
         for address, future in zip(self.addresses, pending):
             self.actors.append(self._result(future, address, "starting the chain", deadline,
                                             patience))
-        self.called.add("__init__")
         for future in scattered:  # the actors hold the records now
             future.release()
         self._futures = pending  # the actors live as long as their futures

@@ -21,19 +21,13 @@ Z = 4.0
 
 def clamped_log_likelihood(lam, s_dp=RELEASE):
     """log p(s_dp | lam): P(sum_i min(x_i, C) = t) by FFT (all totals 0..N C fit in 512
-    entries, so nothing wraps around), then summed against the Laplace density (as in
-    :func:`truncated_log_likelihood`)."""
+    entries, so nothing wraps around), then summed against the Laplace density
+    (:func:`_total_log_likelihood`)."""
     k = np.arange(C)
     log_pmf = np.concatenate([stats.poisson.logpmf(k[None, :], lam[:, None]),
                               stats.poisson.logsf(C - 1, lam)[:, None]], axis=1)
-    density = stats.laplace.pdf(s_dp - np.arange(512), scale=C / EPSILON)
-    assert density.min() > 1e-300
-    out = np.empty(lam.shape)
-    for i in range(0, lam.size, 4000):
-        cf = np.fft.rfft(np.exp(log_pmf[i:i + 4000]), 512, axis=1)
-        dist = np.fft.irfft(_power(cf, N), 512, axis=1)
-        out[i:i + 4000] = np.log(np.maximum(dist, 1e-300) @ density)
-    return out
+    return _total_log_likelihood(log_pmf, stats.laplace.pdf(s_dp - np.arange(512),
+                                                           scale=C / EPSILON))
 
 
 def reference(alpha):
@@ -132,20 +126,28 @@ def truncated_log_likelihood(lam, s_dp=0.0):
     and 0 beyond (the atom at 0 holds P(x = 0) + P(x > 10)); N-fold convolution by FFT on
     1024 entries (totals up to N * UPPER = 1000 < 1024: nothing wraps around), summed against
     the Laplace density. (2048 entries gave the same importance weights to 1e-15 of the
-    largest, in 3.3x the time.) The N-th power by repeated squaring (NumPy's ``**`` takes a
-    complex logarithm and exponential for an exponent of 100), and the sum in linear scale:
-    the Laplace density at the 1024 totals is at least e^-103, no underflow; the FFT's
-    rounding below zero is floored at 1e-300, as before. The importance weights are those of the log-scale
-    sum to 1e-15 of the largest, in an eighth of the time."""
+    largest, in 3.3x the time.)"""
     k = np.arange(UPPER + 1)
     log_pmf = np.where(k[None, :] >= 1, stats.poisson.logpmf(k[None, :], lam[:, None]), -np.inf)
     log_pmf[:, 0] = np.logaddexp(stats.poisson.logpmf(0, lam), stats.poisson.logsf(UPPER, lam))
     size = 1024
     assert N * UPPER < size  # the N-fold sum's support fits: no wrap-around
-    density = stats.laplace.pdf(s_dp - np.arange(size), scale=UPPER / EPSILON)
+    return _total_log_likelihood(log_pmf, stats.laplace.pdf(s_dp - np.arange(size),
+                                                           scale=UPPER / EPSILON))
+
+
+def _total_log_likelihood(log_pmf, density):
+    """log of sum_t P(total = t) density[t], for each row of one record's log pmf: the
+    N-fold convolution by FFT on ``len(density)`` entries. The N-th power by repeated
+    squaring (NumPy's ``**`` takes a complex logarithm and exponential for an exponent of
+    100), the sum in linear scale (the Laplace densities here are at least e^-103: no
+    underflow), the FFT's rounding below zero floored at 1e-300 as in the log-scale sum
+    this replaced, whose importance weights it gives to 1e-15 of the largest in an eighth
+    of the time."""
+    size = density.shape[0]
     assert density.min() > 1e-300
-    out = np.empty(lam.shape)
-    for i in range(0, lam.size, 4000):
+    out = np.empty(log_pmf.shape[0])
+    for i in range(0, log_pmf.shape[0], 4000):
         cf = np.fft.rfft(np.exp(log_pmf[i:i + 4000]), size, axis=1)
         dist = np.fft.irfft(_power(cf, N), size, axis=1)
         out[i:i + 4000] = np.log(np.maximum(dist, 1e-300) @ density)
