@@ -85,6 +85,8 @@ from ._census_geography import (DETAILED, TOTAL, Geography, Query, as_geography,
                                 query)
 from ._census_kernel import theta_kernel
 from ._census_partition import partition as census_partition
+from ._census_collapsed import RATE as COLLAPSED_RATE
+from ._census_collapsed import collapsed_move, in_turn
 from ._census_pairs import pair_move
 from ._census_records import record_functions
 from ._census_release import Layout, discrete_gaussian, expected_counts, layout_of, statistic
@@ -168,7 +170,7 @@ def model(geography: Geography, totals, *, invariant: str | None = None,
           levels=None, alpha=None, a0: float = 2.0, b0: float = 1.0,
           kappa=(1.0, 0.01), share_prior: float = 1.0, hyper_kernel: str = "hmc",
           hyper_steps: int | None = None, step: float | None = None,
-          pair_moves="auto") -> dw.Model:
+          pair_moves="auto", collapsed_moves: float = COLLAPSED_RATE) -> dw.Model:
     """The census model (module docstring) for ``geography`` with public ``totals``.
 
     Parameters
@@ -209,6 +211,14 @@ def model(geography: Geography, totals, *, invariant: str | None = None,
         level with noise sd at most 1.5 (``_census_pairs.PINNED_SIGMA``), else none. A chain
         on a dask cluster (``dw.Record(executor=...)``) runs without it: with ``"auto"``
         after a warning, with a number > 0 it is refused.
+    collapsed_moves : float
+        Steps per person and iteration of the collapsed move
+        (:mod:`dawrap.models._census_collapsed`: each person's cell redrawn from the Pólya
+        urn of their unit, the finest prior level's probabilities integrated out, then those
+        probabilities drawn afresh), which keeps a rare cell of a unit from sticking at
+        zero; 0 turns it off. Default 1: each person once, about the cost of a record
+        sweep. A chain on a dask cluster runs without it (after a warning) at the default;
+        another number > 0 is refused there.
 
     Returns
     -------
@@ -266,6 +276,10 @@ def model(geography: Geography, totals, *, invariant: str | None = None,
             pair_moves, numbers.Real) or not 0 <= pair_moves <= 100):  # NaN fails too
         raise ValueError(f"census.model: pair_moves must be 'auto' or a number in [0, 100] "
                          f"(proposals per person and iteration; 0: none), got {pair_moves!r}")
+    if isinstance(collapsed_moves, bool) or not isinstance(collapsed_moves, numbers.Real) \
+            or not 0 <= collapsed_moves <= 100:  # NaN fails too
+        raise ValueError(f"census.model: collapsed_moves must be a number in [0, 100] (steps "
+                         f"per person and iteration; 0: none), got {collapsed_moves!r}")
 
     units = [geography.units[l] for l in idx]
     parents = [None] + [_parents(geography, idx[k - 1], idx[k]) for k in range(1, len(idx))]
@@ -276,7 +290,8 @@ def model(geography: Geography, totals, *, invariant: str | None = None,
                                        groups is not None)
     fine_units = geography.units[-1]
     rows = sum(units)
-    share_off = rows * cells + (0 if alpha is not None else cells) + len(idx) - 1
+    kappa_off = rows * cells + (0 if alpha is not None else cells)  # theta's layout
+    share_off = kappa_off + len(idx) - 1
     public = geography.ancestors[inv]
     cumulative = np.cumsum(totals) / totals.sum()
     fns = record_functions(geography.ancestors[idx[-1]], public, cumulative,
@@ -303,8 +318,13 @@ def model(geography: Geography, totals, *, invariant: str | None = None,
                     draw_prior=draw_prior,
                     theta_support=fns.theta_support, record_support=fns.record_support,
                     dims=dims, coords=coords, start_database=start, partition=partition,
-                    records_move=pair_move(geography.ancestors, geography.ancestors[idx[-1]],
-                                           cells, pair_moves),
+                    records_move=in_turn(
+                        pair_move(geography.ancestors, geography.ancestors[idx[-1]], cells,
+                                  pair_moves),
+                        collapsed_move(geography.ancestors[idx[-1]], units[-1], cells,
+                                       parents[-1], units[-1] * cells,
+                                       kappa_off + len(idx) - 2, rows * cells, alpha,
+                                       collapsed_moves)),
                     name=f"census({level_text}; {cells} cells; public totals of "
                          f"{names[inv]})")
 

@@ -1,0 +1,155 @@
+"""The census model's collapsed move (models/_census_collapsed.py) on its own: the law it
+leaves invariant, by enumeration, with its fresh draw of the probabilities; its
+bookkeeping of the running statistic; and its composition with the pair move."""
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy import special
+
+from dawrap import diagnostics
+from dawrap.models import census
+from dawrap.models._census_collapsed import collapsed_move, in_turn
+from dawrap.models._census_pairs import pair_move
+from dawrap.reference import normalise_log_weights, relative_log_g
+from dawrap.samplers.record import RecordState
+
+# nation > 2 states > 3 blocks; the prior's rows are the states (block 2 alone in state 1),
+# their parent the nation; three cells.
+GEO = census.Geography({"nation": [0, 0, 0], "state": [0, 0, 1], "block": [0, 1, 2]}, 3)
+SIZES = np.array([2, 1, 2])
+ROW = GEO.ancestors[1]                    # each block's prior row (its state)
+P_NATION = np.array([0.6, 0.3, 0.1])
+KAPPA = 1.5
+CELLS = 3
+
+
+def _tables():
+    """Every table of counts (blocks x cells) with the blocks' sizes."""
+    per_block = [[k for k in itertools.product(range(n + 1), repeat=CELLS) if sum(k) == n]
+                 for n in SIZES]
+    return np.array([np.array(t) for t in itertools.product(*per_block)], float)
+
+
+def _exact(mech, s_dp):
+    """The weights of the tables under p(x | theta without p, s_dp): the release's density,
+    each state's Dirichlet-multinomial (Pólya urn) law of its persons' cells, and the number
+    of ways to give each block's persons its counts."""
+    tables = _tables()
+    totals = np.array([mech.total(census.records(t)) for t in tables])
+    b = KAPPA * P_NATION
+    log_w = relative_log_g(mech, s_dp, totals)
+    for r in range(2):
+        n_r = tables[:, ROW == r].sum(axis=1)                       # (tables, cells)
+        log_w += (special.gammaln(b + n_r) - special.gammaln(b)).sum(1) \
+            + special.gammaln(b.sum()) - special.gammaln(b.sum() + n_r.sum(1))
+    log_w += (special.gammaln(SIZES + 1) - special.gammaln(tables + 1).sum(2)).sum(1)
+    return tables, normalise_log_weights(log_w)
+
+
+def _state(mech, s_dp, x):
+    # theta: p (2 states x 3 cells, to be drawn), p_nation, log kappa
+    theta = np.concatenate([np.full(6, 1 / 3), P_NATION, [math.log(KAPPA)]])
+    total = mech.total(x)
+    return RecordState(theta, x, np.zeros(6), total, mech.log_density(s_dp, total, mech.params),
+                       np.zeros(0), np.zeros(0), np.zeros(2, np.int64))
+
+
+def _run(move, mech, s_dp, state, iterations, seed):
+    rng = np.random.default_rng(seed)
+    tables = _tables()
+    key = {t.tobytes(): k for k, t in enumerate(tables)}
+    visits, p_drawn, accepted = np.empty(iterations, np.int64), np.empty((iterations, 6)), []
+    for it in range(iterations):
+        state, accept, status = move(rng, state, s_dp, mech.params, False)
+        assert status == 0
+        accepted.append(accept)
+        counts = np.zeros((3, CELLS))
+        np.add.at(counts, (state.x[:, 0].astype(int), state.x[:, 1].astype(int)), 1.0)
+        visits[it] = key[counts.tobytes()]
+        p_drawn[it] = state.theta[:6]
+    return state, visits, p_drawn, np.array(accepted)
+
+
+def _close(draws, expected, what):
+    ess = diagnostics.ess(draws[None, :], "bulk") if draws.std() > 0 else 1.0
+    tolerance = 4 * max(draws.std(), 1e-2) / math.sqrt(ess)
+    assert abs(draws.mean() - expected) < tolerance, (what, draws.mean(), expected, tolerance)
+
+
+def test_the_move_leaves_the_records_and_fresh_probabilities_posterior_invariant():
+    # The records' law with the states' probabilities integrated out, over every table of
+    # the blocks' counts, then p given the records: each state's probability of each cell
+    # has the mean of (b + n_r) / (W + n_r) over the tables.
+    mech = census.discrete_gaussian(GEO, [census.query("block", rho=0.3),
+                                          census.query("state", rho=0.3)])
+    start = census.records(np.array([[2, 0, 0], [0, 1, 0], [1, 0, 1]]))
+    s_dp = mech.release(start, seed=3)
+    move = collapsed_move(ROW, 2, CELLS, np.zeros(2, np.int64), 6, 9, 0, None,
+                          rate=1.0).build(mech)
+    state, visits, p_drawn, accepted = _run(move, mech, s_dp, _state(mech, s_dp, start.copy()),
+                                            20_000, seed=7)
+    # the running statistic and log g follow the records
+    assert np.array_equal(state.total, mech.total(state.x))
+    assert state.log_g == pytest.approx(mech.log_density(s_dp, state.total, mech.params),
+                                        abs=1e-9)
+    assert 0.05 < np.nanmean(accepted) < 0.95
+    tables, exact = _exact(mech, s_dp)
+    for t, p in enumerate(exact):
+        hits = (visits == t).astype(float)
+        _close(hits, p, f"table {tables[t].tolist()}")
+    b = KAPPA * P_NATION
+    for r in range(2):
+        n_r = tables[:, ROW == r].sum(axis=1)
+        mean = exact @ ((b + n_r) / (b.sum() + n_r.sum(1))[:, None])
+        for c in range(CELLS):
+            _close(p_drawn[:, r * CELLS + c], mean[c], f"p[{r}, {c}]")
+
+
+def test_at_the_top_the_base_is_alpha_learned_or_fixed():
+    # one prior level (the states) under alpha: the same law with b = alpha, read from
+    # log_alpha in theta or fixed; checked through the fresh probabilities' means
+    mech = census.discrete_gaussian(GEO, [census.query("block", rho=0.3)])
+    start = census.records(np.array([[1, 1, 0], [0, 0, 1], [0, 2, 0]]))
+    s_dp = mech.release(start, seed=4)
+    alpha = KAPPA * P_NATION
+    tables, exact = _exact(mech, s_dp)
+    n_r = [tables[:, ROW == r].sum(axis=1) for r in range(2)]
+    for fixed in (None, alpha):
+        move = collapsed_move(ROW, 2, CELLS, None, 0, 0, 6, fixed, rate=1.0).build(mech)
+        state = _state(mech, s_dp, start.copy())
+        if fixed is None:  # log alpha where the theta step keeps it, right after p
+            state.theta[6:9] = np.log(alpha)
+        else:  # a decoy: a fixed alpha is not read from theta
+            state.theta[6:9] = 5.0
+        _, visits, p_drawn, _ = _run(move, mech, s_dp, state, 12_000, seed=8)
+        for r in range(2):
+            mean = exact @ ((alpha + n_r[r]) / (alpha.sum() + n_r[r].sum(1))[:, None])
+            for c in range(CELLS):
+                _close(p_drawn[:, r * CELLS + c], mean[c], f"alpha {fixed}: p[{r}, {c}]")
+
+
+def test_after_the_pair_move_the_records_law_is_the_same():
+    # the pair move (given p) then the collapsed move (p integrated out, then drawn): the
+    # sequence keeps the collapsed law of the records
+    mech = census.discrete_gaussian(GEO, [census.query("block", rho=0.3),
+                                          census.query("nation", rho=2.0)])
+    start = census.records(np.array([[2, 0, 0], [0, 1, 0], [0, 0, 2]]))
+    s_dp = mech.release(start, seed=5)
+    builder = in_turn(pair_move(GEO.ancestors, ROW, CELLS, rate=1.0),
+                      collapsed_move(ROW, 2, CELLS, np.zeros(2, np.int64), 6, 9, 0, None))
+    assert builder.frees_shared_cells and not builder.optional
+    _, visits, _, _ = _run(builder.build(mech), mech, s_dp,
+                           _state(mech, s_dp, start.copy()), 15_000, seed=9)
+    tables, exact = _exact(mech, s_dp)
+    for t, p in enumerate(exact):
+        _close((visits == t).astype(float), p, f"table {tables[t].tolist()}")
+
+
+def test_rate_zero_is_no_move_and_census_model_names_a_bad_rate():
+    assert collapsed_move(ROW, 2, CELLS, None, 0, 0, 6, None, rate=0) is None
+    with pytest.raises(ValueError, match="collapsed_moves must be a number in"):
+        census.model(GEO, SIZES, collapsed_moves=-1)
+    with pytest.raises(ValueError, match="collapsed_moves"):
+        census.model(GEO, SIZES, collapsed_moves=float("nan"))
