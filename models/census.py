@@ -43,7 +43,10 @@ collapsed Gibbs pass over the hierarchy given the imputed counts
 (:mod:`dawrap.models._census_kernel`): concentrations by Metropolis with the level's
 probabilities integrated out, Chinese-restaurant table counts up the levels, :math:`\log\alpha`
 by HMC on its Dirichlet-multinomial marginal, then every probability from its conjugate
-Dirichlet down the levels. A chain starts from the release: each finest unit's records are
+Dirichlet down the levels. With two or more prior levels, each iteration also redraws every
+person's cell with their unit's probabilities integrated out (the Pólya urn of the unit,
+:mod:`dawrap.models._census_collapsed`), then those probabilities: a unit's empty rare
+cell is then proposed at the urn's rate instead of at its near-zero probability. A chain starts from the release: each finest unit's records are
 drawn to match its noisy counts, clipped at zero, within its public total
 (:func:`start_database`).
 
@@ -170,7 +173,7 @@ def model(geography: Geography, totals, *, invariant: str | None = None,
           levels=None, alpha=None, a0: float = 2.0, b0: float = 1.0,
           kappa=(1.0, 0.01), share_prior: float = 1.0, hyper_kernel: str = "hmc",
           hyper_steps: int | None = None, step: float | None = None,
-          pair_moves="auto", collapsed_moves: float = COLLAPSED_RATE) -> dw.Model:
+          pair_moves="auto", collapsed_moves="auto") -> dw.Model:
     """The census model (module docstring) for ``geography`` with public ``totals``.
 
     Parameters
@@ -211,14 +214,17 @@ def model(geography: Geography, totals, *, invariant: str | None = None,
         level with noise sd at most 1.5 (``_census_pairs.PINNED_SIGMA``), else none. A chain
         on a dask cluster (``dw.Record(executor=...)``) runs without it: with ``"auto"``
         after a warning, with a number > 0 it is refused.
-    collapsed_moves : float
+    collapsed_moves : "auto" or float
         Steps per person and iteration of the collapsed move
         (:mod:`dawrap.models._census_collapsed`: each person's cell redrawn from the Pólya
         urn of their unit, the finest prior level's probabilities integrated out, then those
-        probabilities drawn afresh), which keeps a rare cell of a unit from sticking at
-        zero; 0 turns it off. Default 1: each person once, about the cost of a record
-        sweep. A chain on a dask cluster runs without it (after a warning) at the default;
-        another number > 0 is refused there.
+        probabilities drawn afresh), which keeps a unit's rare cell from sticking at zero
+        (``docs/census.md``); 0 turns it off. ``"auto"`` (default): 2, each person twice
+        (about twice a record sweep's cost), when the prior has two or more levels (a unit's
+        Dirichlet parameters are then kappa times its parent's probabilities, well below one
+        for a rare cell), none with one level (``small_area``: parameters alpha, learned
+        from every unit's counts). A chain on a dask cluster runs without it: with
+        ``"auto"`` after a warning, with a number > 0 it is refused.
 
     Returns
     -------
@@ -276,12 +282,15 @@ def model(geography: Geography, totals, *, invariant: str | None = None,
             pair_moves, numbers.Real) or not 0 <= pair_moves <= 100):  # NaN fails too
         raise ValueError(f"census.model: pair_moves must be 'auto' or a number in [0, 100] "
                          f"(proposals per person and iteration; 0: none), got {pair_moves!r}")
-    if isinstance(collapsed_moves, bool) or not isinstance(collapsed_moves, numbers.Real) \
-            or not 0 <= collapsed_moves <= 100:  # NaN fails too
-        raise ValueError(f"census.model: collapsed_moves must be a number in [0, 100] (steps "
-                         f"per person and iteration; 0: none), got {collapsed_moves!r}")
+    if collapsed_moves != "auto" and (isinstance(collapsed_moves, bool) or not isinstance(
+            collapsed_moves, numbers.Real) or not 0 <= collapsed_moves <= 100):  # NaN too
+        raise ValueError(f"census.model: collapsed_moves must be 'auto' or a number in "
+                         f"[0, 100] (steps per person and iteration; 0: none), got "
+                         f"{collapsed_moves!r}")
 
     units = [geography.units[l] for l in idx]
+    collapsed_rate = ((COLLAPSED_RATE if len(idx) > 1 else 0.0) if collapsed_moves == "auto"
+                      else float(collapsed_moves))
     parents = [None] + [_parents(geography, idx[k - 1], idx[k]) for k in range(1, len(idx))]
     groups = _groups(geography, inv)
     kernel = theta_kernel(units, parents, cells, a0, b0, kappa[0], kappa[1], alpha, groups,
@@ -324,7 +333,7 @@ def model(geography: Geography, totals, *, invariant: str | None = None,
                         collapsed_move(geography.ancestors[idx[-1]], units[-1], cells,
                                        parents[-1], units[-1] * cells,
                                        kappa_off + len(idx) - 2, rows * cells, alpha,
-                                       collapsed_moves)),
+                                       collapsed_rate, optional=collapsed_moves == "auto")),
                     name=f"census({level_text}; {cells} cells; public totals of "
                          f"{names[inv]})")
 

@@ -147,9 +147,15 @@ def test_after_the_pair_move_the_records_law_is_the_same():
         _close((visits == t).astype(float), p, f"table {tables[t].tolist()}")
 
 
-def test_rate_zero_is_no_move_and_census_model_names_a_bad_rate():
+def test_auto_runs_it_under_two_prior_levels_and_a_bad_rate_is_named():
     assert collapsed_move(ROW, 2, CELLS, None, 0, 0, 6, None, rate=0) is None
-    with pytest.raises(ValueError, match="collapsed_moves must be a number in"):
+    two = census.model(GEO, SIZES, levels=("nation", "state")).records_move
+    assert "collapsed" in two.name and two.optional
+    one = census.model(GEO, SIZES, levels=("state",)).records_move
+    assert one is None or "collapsed" not in one.name
+    assert "collapsed" in census.model(GEO, SIZES, levels=("state",),
+                                       collapsed_moves=0.5).records_move.name
+    with pytest.raises(ValueError, match="collapsed_moves must be 'auto' or a number in"):
         census.model(GEO, SIZES, collapsed_moves=-1)
     with pytest.raises(ValueError, match="collapsed_moves"):
         census.model(GEO, SIZES, collapsed_moves=float("nan"))
