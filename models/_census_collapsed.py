@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
 
 from dawrap.model.protocols import MoveBuilder
@@ -217,7 +218,10 @@ def in_turn(first: MoveBuilder | None, second: MoveBuilder | None) -> MoveBuilde
 
 
 def _sequence(a, b):
-    @closure_jit()
+    # cached on disk only if both moves are (one over a large array cannot be, and numba
+    # would warn on each run that the sequence calling it cannot either)
+    @numba.njit(nogil=True, cache=getattr(a, "disk_cached", False)
+                and getattr(b, "disk_cached", False))
     def move(rng, state, s_dp, params, tuning):
         state, rate_a, status = a(rng, state, s_dp, params, tuning)
         if status != OK:

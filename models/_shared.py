@@ -37,9 +37,18 @@ FROZEN_ARRAY_BYTES = 10 ** 6
 def closure_jit(*arrays):
     """``numba.njit(nogil=True)`` for a closure of a model factory over numbers and
     ``arrays``: cached on disk (numba keys a closure by its captured values), unless an
-    array is too large to be compiled into the code."""
-    return numba.njit(nogil=True,
-                      cache=all(np.asarray(a).nbytes <= FROZEN_ARRAY_BYTES for a in arrays))
+    array is too large to be compiled into the code. The compiled function's
+    ``disk_cached`` says which."""
+    cache = all(np.asarray(a).nbytes <= FROZEN_ARRAY_BYTES for a in arrays)
+    decorate = numba.njit(nogil=True, cache=cache)
+
+    def jit(function):
+        compiled = decorate(function)
+        # whether it is cached on disk: a closure that calls it can be only if it is
+        compiled.disk_cached = cache
+        return compiled
+
+    return jit
 
 
 #: Bytes a model may need per entry of its largest hyperparameter or statistic array: the
