@@ -21,7 +21,8 @@ worst R-hat (and how many entries exceed 1.01, 1.05, 1.1), and the
 process's peak resident memory with what the run's arrays take.
 
 Run: python benchmarks/census_scale.py --records 1000000 [--counties 20 --tracts 50
-     --blocks 10 --races 7 --chains 2 --tune 300 --draws 300 --collapsed-moves auto --seed 2] [--no-ess]
+     --blocks 10 --races 7 --chains 2 --tune 300 --draws 300 --collapsed-moves auto
+     --seed 2] [--no-ess]
 
 ``--no-ess``: times and memory only (a run too short for ESS, e.g. at 10^7 records).
 """
@@ -131,7 +132,8 @@ def main():
     theta_mb = model.theta_size * 8 / 1e6
     print(f"records {n:,}; counties {geo.units[0]}, tracts {geo.units[1]:,}, blocks "
           f"{geo.units[2]:,}; {geo.cells} cells; released cells {mech.size:,} (3 queries); "
-          f"prior levels {args.levels}; collapsed_moves {args.collapsed_moves}; theta {model.theta_size:,} values; {args.chains} "
+          f"prior levels {args.levels}; collapsed_moves {args.collapsed_moves}; theta "
+          f"{model.theta_size:,} values; {args.chains} "
           f"chains x ({args.tune} warm-up + {args.draws} draws); load {load:.1f} before, "
           f"{os.getloadavg()[0]:.1f} after\n")
     print("| quantity | value |\n|---|---|")

@@ -12,9 +12,10 @@ three one after the other, and the medians are reported):
 
 * seconds per record sweep of the serial sweep (``dw.Record()``'s), and of the grouped
   sweep (:mod:`dawrap.samplers.parallel`) on 1 and 2 threads; the speed-up of 2 threads
-  over 1, and over the serial sweep; the census pair move's seconds (one call, which runs
-  on the whole database before each iteration's sweeps, on one thread) and the speed-ups of
-  an iteration (move and sweep) it leaves;
+  over 1, and over the serial sweep; the census moves' seconds (the pair move, then the
+  collapsed move unless ``--collapsed-moves 0``: one call, which runs on the whole database
+  before each iteration's sweeps, on one thread) and the speed-ups of an iteration (moves
+  and sweep) they leave;
 * a control: the same ratio for a loop that is perfectly parallel (independent uniform
   draws in a ``nogil`` function, on 1 thread then split over 2), timed in the same rounds:
   what this machine gave two threads at that moment;
@@ -27,7 +28,8 @@ The ESS runs use ``--ess-records`` records (default ``--records``): at 10^6 reco
 long enough for a stable ESS takes hours on a shared 2-core machine.
 
 Run: python benchmarks/parallel_sweep.py [--records 1000000 --states 8 --blocks 250
-     --races 3 --rounds 15 --tune 100 --draws 300 --ess-records 100000] [--no-ess]
+     --races 3 --rounds 15 --tune 100 --draws 300 --ess-records 100000
+     --collapsed-moves auto] [--no-ess]
 """
 from __future__ import annotations
 
@@ -98,7 +100,7 @@ def sweep_times(model, mech, s_dp, n: int, rounds: int) -> dict:
 
     def once(name):
         began = time.perf_counter()
-        if name == "move":  # the census pair move, on the whole database, between sweeps
+        if name == "move":  # the census moves, on the whole database, between sweeps
             states["serial"] = setup.move(chain_rng[name], states["serial"], s_dp,
                                           setup.params, False)[0]
         elif name == "serial":
@@ -151,7 +153,9 @@ def mixing(model, mech, s_dp, n: int, tune: int, draws: int, threads) -> dict:
 def problem(records: int, args):
     """The model, mechanism, release, n and geography at ``records`` records."""
     geo, sizes, counts = synthetic(records, args.states, args.blocks, args.races)
-    model = census.model(geo, totals=sizes)
+    collapsed = args.collapsed_moves
+    model = census.model(geo, totals=sizes, collapsed_moves=collapsed if collapsed == "auto"
+                         else float(collapsed))
     mech = census.discrete_gaussian(geo, [census.query("block", rho=0.5),
                                           census.query("state", rho=1.0),
                                           census.query("nation", rho=2.0)])
@@ -168,6 +172,8 @@ def main():
     parser.add_argument("--tune", type=int, default=100)
     parser.add_argument("--draws", type=int, default=300)
     parser.add_argument("--ess-records", type=int, default=None)
+    parser.add_argument("--collapsed-moves", default="auto",
+                        help="census.model's collapsed_moves: 'auto' (default) or a number")
     parser.add_argument("--no-ess", action="store_true")
     args = parser.parse_args()
     model, mech, s_dp, n, geo = problem(args.records, args)
@@ -182,7 +188,8 @@ def main():
     print(f"control (a perfectly parallel nogil loop, same rounds): 2 threads / 1 thread "
           f"{t['control 1'] / t['control 2']:.2f}x")
     move = t["move"]
-    print(f"the census pair move (serial, before each iteration's sweep): {move:.4f} s; "
+    print(f"the census moves (pair, then collapsed: serial, before each iteration's sweep): "
+          f"{move:.4f} s; "
           f"per iteration, 2 threads / 1 thread: {(t[1] + move) / (t[2] + move):.2f}x, over "
           f"the serial sweep: {(t['serial'] + move) / (t[2] + move):.2f}x")
     print(f"ns per record update: serial {1e9 * t['serial'] / n:.1f}, grouped 1 thread "

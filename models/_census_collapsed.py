@@ -8,7 +8,7 @@ Why. The record sweep draws a person's cell from their unit's probabilities :mat
 :math:`b_r = \kappa\, p_{a(r)}` (or :math:`\alpha` for a top-level unit). A rare cell of a unit
 whose release does not pin it sticks: with none of the unit's persons in it, its
 probability is drawn from a Beta with a first parameter :math:`b_{rc}` well below one, near
-zero (median about :math:`(b_{rc}/2)^{1/b_{rc}}` of the unit's total, 1e-7 for
+zero (median about :math:`(\Gamma(1 + b_{rc})/2)^{1/b_{rc}} / n_r`, 1.5e-7 for
 :math:`b_{rc} = 0.1` in a unit of 4 000), so the sweep proposes nobody there, so it stays
 empty (``docs/census.md``: a worst R-hat of 1.33 after 600 iterations at 10^6 persons).
 With :math:`p_r` integrated out, a person's cell given the others' follows the Pólya urn,
@@ -35,9 +35,10 @@ step is a Metropolis-Hastings step of one person's cell on that law, proposing f
 prior conditional). The final draw is :math:`p \mid x, \theta_{-p}`, its exact conditional
 (the rows are independent given the parents' probabilities and :math:`\kappa` or
 :math:`\alpha`, as in the theta step's step 3, with the same floor of 1e-300). Together
-they are one blocked Gibbs step of :math:`(x, p)` given the rest, whatever :math:`p` was
-before: it leaves the posterior invariant. The units of the persons do not change, so
-neither do the shares of a latent finest unit.
+they are a partially collapsed Gibbs step of :math:`(x, p)` given the rest (Metropolis-Hastings
+steps on :math:`x`'s law with :math:`p` integrated out, then :math:`p` from its
+conditional), whatever :math:`p` was before: it leaves the posterior invariant. The units
+of the persons do not change, so neither do the shares of a latent finest unit.
 """
 from __future__ import annotations
 
@@ -76,8 +77,9 @@ def collapsed_move(prior_unit: np.ndarray, rows: int, cells: int, parent: np.nda
     ``theta[kappa_at]`` (``parent`` None: a top level, base ``alpha`` from ``log_alpha``
     at ``theta[alpha_at:]``, or ``fixed_alpha``). ``rate`` steps per person and iteration
     (0: None, no move); ``optional``: the model's default chose it (a chain on a dask
-    cluster runs without it, after a warning). The mechanism must have a sparse statistic with a separable
-    density (the census releases do); with another the builder gives no move."""
+    cluster runs without it, after a warning). The mechanism must have a sparse statistic
+    with a separable density (the census releases do); with another the builder gives no
+    move."""
     if rate == 0:
         return None
     prior_unit = np.asarray(prior_unit, np.int64)
@@ -131,7 +133,7 @@ def _compile(prior_unit, parent, fixed, rows, cells, parents, top, alpha_fixed, 
         for r in range(rows):
             start[r + 1] += start[r]
         fill = start[:-1].copy()
-        rank_of, cell_at = np.empty(n, np.int64), np.empty(n, np.int64)
+        rank_of, cell_at = np.empty(n, np.int64), np.empty(n, np.int32)
         for i in range(n):
             r = prior_unit[int(x[i, 0])]
             rank_of[i], cell_at[fill[r]] = fill[r], int(x[i, 1])
@@ -148,10 +150,13 @@ def _compile(prior_unit, parent, fixed, rows, cells, parents, top, alpha_fixed, 
             r = prior_unit[u]
             w = parent[r]
             others = start[r + 1] - start[r] - 1
-            if others == 0 or rng.random() * (weight[w] + others) < weight[w]:
+            # one uniform picks the urn's part and, past the base's weight, which other
+            # person: v - W is uniform on [0, others) given v >= W
+            v = rng.random() * (weight[w] + others)
+            if v < weight[w]:
                 cj = categorical(rng, cumulative[w], guide[w])
             else:  # another person of the row, uniformly
-                k = start[r] + rng.integers(0, others)
+                k = start[r] + min(int(v - weight[w]), others - 1)
                 if k >= rank_of[i]:
                     k += 1
                 cj = cell_at[k]
@@ -202,15 +207,23 @@ def in_turn(first: MoveBuilder | None, second: MoveBuilder | None) -> MoveBuilde
     """One ``records_move`` running ``first``'s move, then ``second``'s (either may be None,
     or build None for a mechanism). Each leaves the posterior invariant, so their sequence
     does. The acceptance rate reported is the second's (the first's when the second does not
-    run). Optional when both are; frees shared cells when either does."""
+    run). Of the moves built for a mechanism: optional when all are, frees shared cells when
+    one does, named by them (set on the compiled move, see MoveBuilder)."""
     if first is None or second is None:
         return second if first is None else first
 
     def build(mechanism):
-        a, b = first.build(mechanism), second.build(mechanism)
-        if a is None or b is None:
-            return a if b is None else b
-        return _sequence(a, b)
+        built = [(move, builder) for move, builder in ((first.build(mechanism), first),
+                                                       (second.build(mechanism), second))
+                 if move is not None]
+        if not built:
+            return None
+        move = built[0][0] if len(built) == 1 else _sequence(built[0][0], built[1][0])
+        # what runs, said of the compiled move (it stands for the builder's: MoveBuilder)
+        move.frees_shared_cells = any(b.frees_shared_cells for _, b in built)
+        move.optional = all(b.optional for _, b in built)
+        move.name = "; ".join(b.name for _, b in built)
+        return move
 
     return MoveBuilder(build, f"{first.name}; {second.name}",
                        frees_shared_cells=first.frees_shared_cells or second.frees_shared_cells,

@@ -38,17 +38,17 @@ unit :math:`g` with probability :math:`w_u`, :math:`w_{\cdot \mid g} \sim \mathr
 **The sampler.** The record sweep proposes each record's cell (and its finest unit, when that
 is latent) from the model given what is public, O(queries) per record
 (:mod:`dawrap.samplers.record`, sparse path); the cell in O(1) from categorical tables of
-the rows of ``p`` that each sweep builds once (:class:`dawrap.PreparedDraw`). The theta step is one blocked, partially
-collapsed Gibbs pass over the hierarchy given the imputed counts
+the rows of ``p`` that each sweep builds once (:class:`dawrap.PreparedDraw`). The theta
+step is one blocked, partially collapsed Gibbs pass over the hierarchy given the imputed counts
 (:mod:`dawrap.models._census_kernel`): concentrations by Metropolis with the level's
 probabilities integrated out, Chinese-restaurant table counts up the levels, :math:`\log\alpha`
 by HMC on its Dirichlet-multinomial marginal, then every probability from its conjugate
 Dirichlet down the levels. With two or more prior levels, each iteration also redraws every
 person's cell with their unit's probabilities integrated out (the Pólya urn of the unit,
 :mod:`dawrap.models._census_collapsed`), then those probabilities: a unit's empty rare
-cell is then proposed at the urn's rate instead of at its near-zero probability. A chain starts from the release: each finest unit's records are
-drawn to match its noisy counts, clipped at zero, within its public total
-(:func:`start_database`).
+cell is then proposed at the urn's rate instead of at its near-zero probability. A chain
+starts from the release: each finest unit's records are drawn to match its noisy counts,
+clipped at zero, within its public total (:func:`start_database`).
 
 theta: ``p`` (finest prior level's units x attributes), ``p_<level>`` for each coarser prior
 level, ``log_alpha`` (attributes; unless fixed), ``log_kappa`` (one per prior level below the

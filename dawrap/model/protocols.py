@@ -197,7 +197,10 @@ class MoveBuilder(NamedTuple):
     about them (:func:`dawrap.samplers.parallel.warn_pinned_pieces`). ``optional``: the
     chain is exact without the move, which only speeds its mixing; where it cannot run (a
     chain on a dask cluster, whose records stay on the workers) the run goes on without it,
-    with a warning naming it, instead of being refused.
+    with a warning naming it, instead of being refused. A builder of several moves, which
+    knows only when built which of them run, may set ``frees_shared_cells``, ``optional`` and
+    ``name`` as attributes of the compiled move it returns: they then stand for the
+    builder's.
 
     Examples
     --------

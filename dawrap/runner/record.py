@@ -154,14 +154,18 @@ class _Setup:
                 move = move.build(mechanism)
             self.move = record.no_move if move is None else move
             self.init_move_state = no_state
+        # what the builder says of its move, unless the built move says otherwise (a builder
+        # of several moves knows only when built which of them run: MoveBuilder)
+        said = model.records_move if interweave or self.move is record.no_move else self.move
+        flag = lambda name, default: getattr(said, name, getattr(model.records_move, name,
+                                                                 default))
         # the move keeps coarse totals, so precise shared cells do not stall a threaded sweep
         self.frees_shared_cells = (not interweave and self.move is not record.no_move
-                                   and getattr(model.records_move, "frees_shared_cells",
-                                               False))
+                                   and flag("frees_shared_cells", False))
         # a model's move the chain does without where it cannot run (a dask cluster)
         self.move_optional = (not interweave and self.move is not record.no_move
-                              and getattr(model.records_move, "optional", False))
-        self.move_name = getattr(model.records_move, "name", "records_move")
+                              and flag("optional", False))
+        self.move_name = flag("name", "records_move")
         self.random_scan = random_scan
         self.inputs = record.Inputs(s_dp, self.params, sweeps)
         # A plain Python kernel until probe_theta finds draw_theta compiled.

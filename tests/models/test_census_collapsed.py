@@ -15,10 +15,10 @@ from dawrap.models._census_pairs import pair_move
 from dawrap.reference import normalise_log_weights, relative_log_g
 from dawrap.samplers.record import RecordState
 
-# nation > 2 states > 3 blocks; the prior's rows are the states (block 2 alone in state 1),
-# their parent the nation; three cells.
+# nation > 2 states > 3 blocks; the prior's rows are the states (block 2 alone in state 1,
+# with one person: the urn then has only its base), their parent the nation; three cells.
 GEO = census.Geography({"nation": [0, 0, 0], "state": [0, 0, 1], "block": [0, 1, 2]}, 3)
-SIZES = np.array([2, 1, 2])
+SIZES = np.array([2, 2, 1])
 ROW = GEO.ancestors[1]                    # each block's prior row (its state)
 P_NATION = np.array([0.6, 0.3, 0.1])
 KAPPA = 1.5
@@ -72,10 +72,25 @@ def _run(move, mech, s_dp, state, iterations, seed):
     return state, visits, p_drawn, np.array(accepted)
 
 
-def _close(draws, expected, what):
-    ess = diagnostics.ess(draws[None, :], "bulk") if draws.std() > 0 else 1.0
-    tolerance = 4 * max(draws.std(), 1e-2) / math.sqrt(ess)
+def _close(draws, expected, what, sd=None, ess=None):
+    """The mean of ``draws`` within 4 Monte Carlo errors of ``expected``: its sd (or ``sd``)
+    over the square root of its bulk ESS (or ``ess``, for a statistic that never moved)."""
+    sd = draws.std() if sd is None else sd
+    ess = diagnostics.ess(draws[None, :], "bulk") if ess is None else ess
+    tolerance = 4 * max(sd, 1e-2) / math.sqrt(ess)
     assert abs(draws.mean() - expected) < tolerance, (what, draws.mean(), expected, tolerance)
+
+
+def _check_tables(visits, tables, exact):
+    """Each table's share of the visits against its exact probability; a table never (or
+    always) visited is checked with its exact sd and the median ESS of the others."""
+    hits = [(visits == t).astype(float) for t in range(len(tables))]
+    moving = [h for h in hits if 0 < h.sum() < h.size]
+    typical = float(np.median([diagnostics.ess(h[None, :], "bulk") for h in moving]))
+    for t, p in enumerate(exact):
+        still = not 0 < hits[t].sum() < hits[t].size
+        _close(hits[t], p, f"table {tables[t].tolist()}", sd=math.sqrt(p * (1 - p)),
+               ess=typical if still else None)
 
 
 def test_the_move_leaves_the_records_and_fresh_probabilities_posterior_invariant():
@@ -84,7 +99,7 @@ def test_the_move_leaves_the_records_and_fresh_probabilities_posterior_invariant
     # has the mean of (b + n_r) / (W + n_r) over the tables.
     mech = census.discrete_gaussian(GEO, [census.query("block", rho=0.3),
                                           census.query("state", rho=0.3)])
-    start = census.records(np.array([[2, 0, 0], [0, 1, 0], [1, 0, 1]]))
+    start = census.records(np.array([[2, 0, 0], [0, 1, 1], [1, 0, 0]]))
     s_dp = mech.release(start, seed=3)
     move = collapsed_move(ROW, 2, CELLS, np.zeros(2, np.int64), 6, 9, 0, None,
                           rate=1.0).build(mech)
@@ -96,22 +111,25 @@ def test_the_move_leaves_the_records_and_fresh_probabilities_posterior_invariant
                                         abs=1e-9)
     assert 0.05 < np.nanmean(accepted) < 0.95
     tables, exact = _exact(mech, s_dp)
-    for t, p in enumerate(exact):
-        hits = (visits == t).astype(float)
-        _close(hits, p, f"table {tables[t].tolist()}")
+    _check_tables(visits, tables, exact)
+    # p given the records it was drawn with: the joint law, through the means of p and of
+    # p times its row's count (a p drawn before the steps would have the right means alone)
     b = KAPPA * P_NATION
     for r in range(2):
-        n_r = tables[:, ROW == r].sum(axis=1)
-        mean = exact @ ((b + n_r) / (b.sum() + n_r.sum(1))[:, None])
+        n_r = tables[:, ROW == r].sum(axis=1)                  # (tables, cells)
+        conditional = (b + n_r) / (b.sum() + n_r.sum(1))[:, None]
+        seen = n_r[visits]                                     # (iterations, cells)
         for c in range(CELLS):
-            _close(p_drawn[:, r * CELLS + c], mean[c], f"p[{r}, {c}]")
+            _close(p_drawn[:, r * CELLS + c], exact @ conditional[:, c], f"p[{r}, {c}]")
+            _close(p_drawn[:, r * CELLS + c] * seen[:, c],
+                   exact @ (conditional[:, c] * n_r[:, c]), f"p[{r}, {c}] n[{r}, {c}]")
 
 
 def test_at_the_top_the_base_is_alpha_learned_or_fixed():
     # one prior level (the states) under alpha: the same law with b = alpha, read from
     # log_alpha in theta or fixed; checked through the fresh probabilities' means
     mech = census.discrete_gaussian(GEO, [census.query("block", rho=0.3)])
-    start = census.records(np.array([[1, 1, 0], [0, 0, 1], [0, 2, 0]]))
+    start = census.records(np.array([[1, 1, 0], [0, 1, 1], [0, 1, 0]]))
     s_dp = mech.release(start, seed=4)
     alpha = KAPPA * P_NATION
     tables, exact = _exact(mech, s_dp)
@@ -135,7 +153,7 @@ def test_after_the_pair_move_the_records_law_is_the_same():
     # sequence keeps the collapsed law of the records
     mech = census.discrete_gaussian(GEO, [census.query("block", rho=0.3),
                                           census.query("nation", rho=2.0)])
-    start = census.records(np.array([[2, 0, 0], [0, 1, 0], [0, 0, 2]]))
+    start = census.records(np.array([[2, 0, 0], [0, 1, 1], [0, 0, 1]]))
     s_dp = mech.release(start, seed=5)
     builder = in_turn(pair_move(GEO.ancestors, ROW, CELLS, rate=1.0),
                       collapsed_move(ROW, 2, CELLS, np.zeros(2, np.int64), 6, 9, 0, None))
@@ -143,8 +161,14 @@ def test_after_the_pair_move_the_records_law_is_the_same():
     _, visits, _, _ = _run(builder.build(mech), mech, s_dp,
                            _state(mech, s_dp, start.copy()), 15_000, seed=9)
     tables, exact = _exact(mech, s_dp)
-    for t, p in enumerate(exact):
-        _close((visits == t).astype(float), p, f"table {tables[t].tolist()}")
+    _check_tables(visits, tables, exact)
+    # where the pair move builds nothing for a release, only the collapsed move runs, and it
+    # does not keep coarse totals: the built move says so (the runner reads it)
+    plain = census.discrete_gaussian(GEO, [census.query("block", rho=0.3)])
+    alone = in_turn(pair_move(GEO.ancestors, ROW, CELLS, rate="auto"),
+                    collapsed_move(ROW, 2, CELLS, None, 0, 0, 6, None)).build(plain)
+    assert not alone.frees_shared_cells and "pair" not in alone.name
+    assert builder.build(mech).frees_shared_cells
 
 
 def test_auto_runs_it_under_two_prior_levels_and_a_bad_rate_is_named():
@@ -159,3 +183,58 @@ def test_auto_runs_it_under_two_prior_levels_and_a_bad_rate_is_named():
         census.model(GEO, SIZES, collapsed_moves=-1)
     with pytest.raises(ValueError, match="collapsed_moves"):
         census.model(GEO, SIZES, collapsed_moves=float("nan"))
+
+
+@pytest.mark.parametrize("levels, invariant, alpha", [
+    (("nation", "state"), None, None),                      # kappa and p_nation, alpha learned
+    (("nation", "state", "block"), "state", [1.0, 2.0, 0.5]),  # three levels, shares, fixed
+    (("state",), None, None)])                              # the top: alpha from log_alpha
+def test_census_model_gives_the_move_the_layout_of_its_theta(levels, invariant, alpha):
+    # With no steps (a rate below one person), the move only draws p given the records:
+    # each row from Dir(b + n) with b read where census.model lays theta out. Averaged over
+    # independent draws against (b + n) / (W + n).
+    totals = SIZES if invariant is None else [4, 1]
+    model = census.model(GEO, totals, levels=levels, invariant=invariant, alpha=alpha,
+                         pair_moves=0, collapsed_moves=1e-6)
+    mech = census.discrete_gaussian(GEO, [census.query("block", rho=0.3)])
+    x = census.records(np.array([[2, 0, 0], [0, 1, 1], [1, 0, 0]]))
+    s_dp = mech.release(x, seed=1)
+    theta = np.concatenate([0.3 + 0.8 * np.arange(shape[0]) if name == "log_kappa"
+                            else np.log(np.arange(1.0, 1 + np.prod(shape))) if name ==
+                            "log_alpha" else np.full(int(np.prod(shape)), 1.0 / shape[-1])
+                            if name == "share" else np.random.default_rng(0).dirichlet(
+                                np.ones(CELLS), shape[0]).ravel()
+                            for name, shape in model.params.items()])
+    names = list(model.params)
+    at = dict(zip(names, np.cumsum([0] + [int(np.prod(model.params[k])) for k in names])))
+    rows = model.params["p"][0]
+    level = GEO.level(levels[-1])
+    row_of = GEO.ancestors[level]                             # each block's row
+    counts = np.zeros((rows, CELLS))
+    np.add.at(counts, (row_of[x[:, 0].astype(int)], x[:, 1].astype(int)), 1.0)
+    if len(levels) > 1:
+        parent_level = GEO.level(levels[-2])
+        parent_name = f"p_{levels[-2]}"
+        parent_p = theta[at[parent_name]:at[parent_name] + np.prod(
+            model.params[parent_name])].reshape(-1, CELLS)
+        parent_of = np.array([GEO.ancestors[parent_level][np.flatnonzero(row_of == r)[0]]
+                              for r in range(rows)])
+        kappa = math.exp(theta[at["log_kappa"] + len(levels) - 2])
+        base = kappa * parent_p[parent_of]
+    else:
+        base = np.tile(np.exp(theta[at["log_alpha"]:at["log_alpha"] + CELLS]), (rows, 1))
+    if alpha is not None:
+        assert len(levels) > 1  # (a fixed alpha is the top's base only)
+    mean = (base + counts) / (base + counts).sum(1, keepdims=True)
+    move = model.records_move.build(mech)
+    state = _state(mech, s_dp, x.copy())._replace(theta=theta.copy())
+    rng = np.random.default_rng(3)
+    draws = np.empty((3000, rows * CELLS))
+    for k in range(draws.shape[0]):
+        state, _, status = move(rng, state, s_dp, mech.params, False)
+        assert status == 0 and np.array_equal(state.x, x)
+        draws[k] = state.theta[:rows * CELLS]
+    assert np.array_equal(state.theta[rows * CELLS:], theta[rows * CELLS:])
+    for j in range(rows * CELLS):
+        _close(draws[:, j], mean.ravel()[j], f"{levels}: p[{j // CELLS}, {j % CELLS}]",
+               ess=draws.shape[0])
