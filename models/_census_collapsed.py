@@ -44,19 +44,18 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
 from dawrap.model.protocols import MoveBuilder
 from dawrap.random import categorical, fill_categorical_table, guide_size
-from dawrap.samplers.entries_path import merge_entries
+from dawrap.samplers.entries_path import density_change_of, merge_entries
 from dawrap.samplers.record import RecordState
 from dawrap.samplers.status import BAD_ENTRIES, BAD_RATIO, OK
 
 from ._census_math import dirichlet_into
 from ._shared import closure_jit
 
-__all__ = ["RATE", "FLOOR", "collapsed_move", "in_turn"]
+__all__ = ["RATE", "FLOOR", "collapsed_move"]
 
 #: Steps per person and iteration of ``collapsed_moves="auto"`` (with two or more prior
 #: levels): each person twice. At 10^6 persons (``benchmarks/results/census_scale.md``) 0,
@@ -103,6 +102,7 @@ def collapsed_move(prior_unit: np.ndarray, rows: int, cells: int, parent: np.nda
 
 def _compile(prior_unit, parent, fixed, rows, cells, parents, top, alpha_fixed, parent_off,
              kappa_at, alpha_at, rate, entries, nnz, log_density, size):
+    density_change = density_change_of(log_density)
     jit = closure_jit(prior_unit, parent, fixed)
     width = guide_size(cells)
 
@@ -172,12 +172,7 @@ def _compile(prior_unit, parent, fixed, rows, cells, parents, top, alpha_fixed, 
                                          sign, nnz, size, touched, delta, used)
             if used < 0:
                 return state, math.nan, BAD_ENTRIES
-            change = 0.0
-            for a in range(used):
-                if delta[a] != 0.0:
-                    c = touched[a]
-                    change += (log_density(s_dp[c], total[c] + delta[a], c, params)
-                               - log_density(s_dp[c], total[c], c, params))
+            change = density_change(s_dp, total, touched, delta, used, params)
             if change != change:
                 return state, math.nan, BAD_RATIO
             if change >= 0.0 or rng.random() < math.exp(change):
@@ -199,47 +194,5 @@ def _compile(prior_unit, parent, fixed, rows, cells, parents, top, alpha_fixed, 
         rate_seen = accepted / proposed if proposed else math.nan
         return RecordState(theta, x, state.stats, total, log_g, state.kernel_state,
                            state.move_state, state.clock, state.cells), rate_seen, OK
-
-    return move
-
-
-def in_turn(first: MoveBuilder | None, second: MoveBuilder | None) -> MoveBuilder | None:
-    """One ``records_move`` running ``first``'s move, then ``second``'s (either may be None,
-    or build None for a mechanism). Each leaves the posterior invariant, so their sequence
-    does. The acceptance rate reported is the second's (the first's when the second does not
-    run). Of the moves built for a mechanism: optional when all are, frees shared cells when
-    one does, named by them (set on the compiled move, see MoveBuilder)."""
-    if first is None or second is None:
-        return second if first is None else first
-
-    def build(mechanism):
-        built = [(move, builder) for move, builder in ((first.build(mechanism), first),
-                                                       (second.build(mechanism), second))
-                 if move is not None]
-        if not built:
-            return None
-        move = built[0][0] if len(built) == 1 else _sequence(built[0][0], built[1][0])
-        # what runs, said of the compiled move (it stands for the builder's: MoveBuilder)
-        move.frees_shared_cells = any(b.frees_shared_cells for _, b in built)
-        move.optional = all(b.optional for _, b in built)
-        move.name = "; ".join(b.name for _, b in built)
-        return move
-
-    return MoveBuilder(build, f"{first.name}; {second.name}",
-                       frees_shared_cells=first.frees_shared_cells or second.frees_shared_cells,
-                       optional=first.optional and second.optional)
-
-
-def _sequence(a, b):
-    # cached on disk only if both moves are (one over a large array cannot be, and numba
-    # would warn on each run that the sequence calling it cannot either)
-    @numba.njit(nogil=True, cache=getattr(a, "disk_cached", False)
-                and getattr(b, "disk_cached", False))
-    def move(rng, state, s_dp, params, tuning):
-        state, rate_a, status = a(rng, state, s_dp, params, tuning)
-        if status != OK:
-            return state, rate_a, status
-        state, rate_b, status = b(rng, state, s_dp, params, tuning)
-        return state, (rate_a if rate_b != rate_b else rate_b), status
 
     return move

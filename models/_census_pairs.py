@@ -37,7 +37,7 @@ import math
 import numpy as np
 
 from dawrap.model.protocols import MoveBuilder
-from dawrap.samplers.entries_path import merge_entries
+from dawrap.samplers.entries_path import density_change_of, merge_entries
 from dawrap.samplers.record import RecordState
 from dawrap.samplers.status import BAD_ENTRIES, BAD_RATIO, OK
 
@@ -144,6 +144,7 @@ def pair_move(ancestors: np.ndarray, prior_unit: np.ndarray, cells: int,
 def _compile(above, position, lo, hi, prior_unit, cells, rate, entries, nnz, log_density,
              size):
     levels, units = above.shape[0], position.shape[0]
+    density_change = density_change_of(log_density)
     jit = closure_jit(above, position, lo, hi, prior_unit)
 
     @jit
@@ -203,12 +204,7 @@ def _compile(above, position, lo, hi, prior_unit, cells, rate, entries, nnz, log
                                              value, sign, nnz, size, touched, delta, used)
             if used < 0:
                 return state, math.nan, BAD_ENTRIES
-            change = 0.0
-            for k in range(used):
-                if delta[k] != 0.0:
-                    c = touched[k]
-                    change += (log_density(s_dp[c], total[c] + delta[k], c, params)
-                               - log_density(s_dp[c], total[c], c, params))
+            change = density_change(s_dp, total, touched, delta, used, params)
             log_alpha += change
             if log_alpha != log_alpha:
                 return state, math.nan, BAD_RATIO

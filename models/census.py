@@ -89,10 +89,11 @@ from ._census_geography import (DETAILED, TOTAL, Geography, Query, as_geography,
 from ._census_kernel import theta_kernel
 from ._census_partition import partition as census_partition
 from ._census_collapsed import RATE as COLLAPSED_RATE
-from ._census_collapsed import collapsed_move, in_turn
+from ._census_collapsed import collapsed_move
 from ._census_pairs import pair_move
 from ._census_records import record_functions
 from ._census_release import Layout, discrete_gaussian, expected_counts, layout_of, statistic
+from ._shared import in_turn
 
 __all__ = ["Geography", "Query", "query", "as_geography", "as_queries", "DETAILED", "TOTAL",
            "model", "discrete_gaussian",

@@ -51,6 +51,13 @@ By default (``ridge_moves=True``) each iteration also draws the position on such
 exactly, theta integrated out, and then theta given the moved records
 (``models/_marginals_ridge.py``).
 
+**Cells that empty.** Under a small ``alpha`` a cell a chain empties is drawn at a theta of
+order :math:`\exp(-1/\alpha_C)` and then seldom proposed again, however the release reads.
+By default (``collapsed_moves="auto"``) each iteration also redraws every record from the
+hyper-Dirichlet's predictive given the other records (theta integrated out: an empty cell
+keeps the mass :math:`\alpha_C / (\alpha_S + n_S)`), accepted with the release's density
+ratio alone, and then theta given the records (``models/_marginals_collapsed.py``).
+
 **Releases.** Neighbouring databases replace one record (n is public, as everywhere in
 dawrap): each table has L1 sensitivity 2 and L2 sensitivity :math:`\sqrt2`, so Laplace or
 geometric noise of scale ``b`` makes it :math:`2/b`-DP, Gaussian or discrete Gaussian noise of
@@ -94,18 +101,21 @@ Three attributes, two released tables with different noise:
 from __future__ import annotations
 
 import math
+import numbers
 import re
 from typing import NamedTuple
 
 import numpy as np
 
 import dawrap as dw
+from dawrap.model.protocols import MoveBuilder
 
-from . import _graphical, _marginals_ridge, _marginals_start
+from . import _graphical, _marginals_collapsed, _marginals_ridge, _marginals_start
 from ._junction_tree import Structure, junction_tree
 from ._marginal_release import MarginalRelease, Noise
 from ._marginals_exact import ExactPosterior, exact_posterior
 from ._marginals_tables import marginal
+from ._shared import in_turn
 
 __all__ = ["model", "mechanism", "laplace", "geometric", "gaussian", "discrete_gaussian",
            "from_measurements", "structure", "Domain", "Noise", "Structure", "MarginalRelease",
@@ -290,8 +300,8 @@ def _parameter_names(domain: Domain, tree: Structure) -> list:
 @dw.recipe
 def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0,
           max_clique_cells: int = MAX_CLIQUE_CELLS, allow_uncovered: bool = False,
-          start: str = "release", proposal: str = "ancestral", ridge_moves: bool = True
-          ) -> dw.Model:
+          start: str = "release", proposal: str = "ancestral", ridge_moves: bool = True,
+          collapsed_moves="auto") -> dw.Model:
     r"""The decomposable model of the module docstring, structured to cover ``marginals``.
 
     Parameters
@@ -321,6 +331,17 @@ def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0,
         step on the line of counts that keeps every released table fixed, theta integrated
         out; ``models/_marginals_ridge.py``). The release given to ``dw.sample`` must then
         be of the model's own ``marginals`` (checked). Nothing to do without such a clique.
+    collapsed_moves : "auto" or float
+        Steps per record and iteration of the collapsed move
+        (``models/_marginals_collapsed.py``: each record redrawn from the hyper-Dirichlet's
+        predictive given the other records, theta integrated out, then theta drawn afresh),
+        which keeps a cell that holds no record from sticking at a theta near zero under a
+        small ``alpha`` (``docs/marginals.md``); 0 turns it off. A step costs the residual
+        cells of every clique but the root, so ``"auto"`` (default) runs
+        ``_marginals_collapsed.RATE`` steps per record when no such residual has more than
+        ``_marginals_collapsed.AUTO_MAX_RESIDUAL`` cells, else none. A chain on a dask
+        cluster runs without it: with ``"auto"`` after a warning, with a number > 0 it is
+        refused.
 
     Returns
     -------
@@ -349,6 +370,11 @@ def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0,
         raise ValueError(f"start must be one of {_STARTS}, got {start!r}")
     if proposal not in _PROPOSALS:
         raise ValueError(f"proposal must be one of {_PROPOSALS}, got {proposal!r}")
+    if collapsed_moves != "auto" and (isinstance(collapsed_moves, bool) or not isinstance(
+            collapsed_moves, numbers.Real) or not 0 <= collapsed_moves <= 100):  # NaN too
+        raise ValueError(f"marginals.model: collapsed_moves must be 'auto' or a number in "
+                         f"[0, 100] (steps per record and iteration), got "
+                         f"{collapsed_moves!r}")
     tree = structure(domain, marginals, cliques, max_clique_cells=max_clique_cells,
                      allow_uncovered=allow_uncovered)
     fns = _graphical.functions(tree, float(alpha))
@@ -367,6 +393,15 @@ def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0,
 
     released = _tables(domain, marginals, "marginals")
     ridge = _marginals_ridge.make_move(tree, float(alpha), released) if ridge_moves else None
+    if collapsed_moves == "auto":
+        residuals = _graphical.layout(tree).res_size[1:]
+        collapsed_rate = _marginals_collapsed.RATE if residuals.size == 0 or \
+            residuals.max() <= _marginals_collapsed.AUTO_MAX_RESIDUAL else 0.0
+    else:
+        collapsed_rate = float(collapsed_moves)
+    moves = in_turn(None if ridge is None else MoveBuilder(lambda mechanism: ridge, "ridge moves"),
+                    _marginals_collapsed.collapsed_move(tree, float(alpha), collapsed_rate,
+                                                        optional=collapsed_moves == "auto"))
 
     def start_database(rng, theta, n, mechanism, s_dp, init_x):
         if ridge is not None:
@@ -383,7 +418,7 @@ def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0,
                    theta_support=fns["theta_support"], record_support=fns["record_support"],
                    name=f"marginals({shown})", dims=dims, coords=coords or None,
                    start_database=start_database if start == "release" or ridge is not None
-                   else None, records_move=ridge,
+                   else None, records_move=moves,
                    propose_record=fns["propose_attribute"] if proposal == "attribute"
                    else None)
     out.structure, out.domain, out.alpha = tree, domain, float(alpha)

@@ -57,7 +57,11 @@ RULE_FOR_KIND = {"posterior_predictive": "fully_synthetic", "imputed_confidentia
 #: dawrap's run per release (``--dawrap-*`` on the command line): record sampler, chains of
 #: ``tune + draws`` sweeps (one sweep updates every one of the n records once, then theta).
 DAWRAP_DEFAULTS = {"draws": 700, "tune": 300, "chains": 2, "cores": 2, "alpha": 100.0,
-                   "marginal_draws": 200}
+                   "marginal_draws": 200, "setup": "defaults"}
+#: ``--dawrap-setup``: ``"defaults"``, the model's own (chains started from the release,
+#: ridge moves, the collapsed move); ``"committed"``, the setup of the first committed rows
+#: (2026-11-26, before those existed: records from a uniform theta, none of the moves).
+DAWRAP_SETUPS = ("defaults", "committed")
 
 
 def run_dawrap(release: Release, heldout, m: int, n_syn: int, seed: int, options: dict) -> dict:
@@ -80,26 +84,23 @@ def run_dawrap(release: Release, heldout, m: int, n_syn: int, seed: int, options
     tables = [mg.attrs for mg in release.marginals]
     noises = [marginals.Noise(mg.noise, mg.scale) for mg in release.marginals]
     t0, c0 = time.perf_counter(), time.process_time()
-    # start="theta", ridge_moves=False: the setup of the committed results (made before the
-    # release start and the ridge moves of benchmarks/results/marginals_start.md existed),
-    # so that they stay reproducible; a rerun on the defaults is still to be made.
-    model = marginals.model(levels, tables, alpha=opts["alpha"], start="theta",
-                            ridge_moves=False)
+    if opts["setup"] == "committed":
+        # The first committed rows' setup: every chain's records from the uniform
+        # distribution (each clique table uniform: consistent across separators), so that no
+        # cell starts empty (from a sparse prior draw a cell the release needs can start at
+        # ~0 probability, and the record sampler, which proposes records from theta, then
+        # almost never proposes it); no ridge or collapsed moves.
+        model = marginals.model(levels, tables, alpha=opts["alpha"], start="theta",
+                                ridge_moves=False, collapsed_moves=0)
+        init = model.pack({k: np.full(shape, 1.0 / np.prod(shape))
+                           for k, shape in model.params.items()})
+    else:  # what a user gets: chains from the release, ridge and collapsed moves
+        model = marginals.model(levels, tables, alpha=opts["alpha"])
+        init = None
     mech = marginals.mechanism(levels, tables, noises)
     s_dp = np.concatenate([np.asarray(v, float) for v in release.values])
-    # Every chain starts from the uniform distribution (each clique table uniform: consistent
-    # across separators), so that no cell starts empty. From a sparse prior draw (the default
-    # start) a cell the release needs can start at ~0 probability, and the record sampler,
-    # which proposes records from theta, then almost never proposes it (a trap, not a wrong
-    # posterior); alpha = 100 prior records keeps every cell's concentration >= 2.5 (the
-    # largest clique has 40 cells), so an emptied cell is proposed again within a sweep or
-    # so. It is 5 prior records per cell of (race, gender, income): a visible shrinkage of
-    # the smallest races (results: benchmarks/results/marginals_peers.md).
-    uniform = model.pack({k: np.full(shape, 1.0 / np.prod(shape))
-                          for k, shape in model.params.items()})
     result = dw.sample(model, mech, s_dp, release.n, draws=opts["draws"], tune=opts["tune"],
-                       init_theta=uniform,
-                       chains=opts["chains"], cores=opts["cores"], seed=seed,
+                       init_theta=init, chains=opts["chains"], cores=opts["cores"], seed=seed,
                        progress=False)
     post = diagnostics.group(result, "posterior")
     first = post[next(iter(model.params))]
@@ -122,8 +123,8 @@ def run_dawrap(release: Release, heldout, m: int, n_syn: int, seed: int, options
             "synth_seconds": time.perf_counter() - t1,
             "synthetic_kind": "posterior_predictive", "combining_rule": "fully_synthetic",
             "draws": opts["draws"], "tune": opts["tune"], "chains": opts["chains"],
-            "cores": opts["cores"], "alpha": opts["alpha"], "cliques": [[release.attributes[a] for a in q]
-                                                 for q in model.structure.cliques]}
+            "cores": opts["cores"], "alpha": opts["alpha"], "setup": opts["setup"],
+            "cliques": [[release.attributes[a] for a in q] for q in model.structure.cliques]}
     info.update(_dawrap_diagnostics(result))
     return {"heldout": out_heldout, "released": out_released, "synthetic": synthetic,
             "info": info}
@@ -185,7 +186,7 @@ def run_method(method, rel_path, rel, heldout, m, n_syn, seed, args, work, tag):
     if method == "dawrap":
         res = run_dawrap(rel, heldout, m, n_syn, seed, {
             "draws": args.dawrap_draws, "tune": args.dawrap_tune, "chains": args.dawrap_chains,
-            "alpha": args.dawrap_alpha})
+            "alpha": args.dawrap_alpha, "setup": args.dawrap_setup})
         return res, time.perf_counter() - t0, time.process_time() - c0
     cmd, options = _runner(method, args)
     out = os.path.join(work, f"{tag}_result.npz")
@@ -444,6 +445,8 @@ def main(argv=None):
     run.add_argument("--dawrap-tune", type=int, default=None)
     run.add_argument("--dawrap-chains", type=int, default=None)
     run.add_argument("--dawrap-alpha", type=float, default=None)
+    run.add_argument("--dawrap-setup", choices=DAWRAP_SETUPS, default=None,
+                     help="the model's defaults, or the first committed rows' setup")
     rep = sub.add_parser("report")
     rep.add_argument("--out", required=True)
     args = ap.parse_args(argv)

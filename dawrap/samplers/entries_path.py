@@ -145,6 +145,28 @@ def merge_entries(count, index, value, sign, nnz, size, touched, delta, used):
     return used
 
 
+def density_change_of(log_density):
+    r"""The compiled ``(s_dp, total, touched, delta, used, params) -> change``: the log
+    density's change :math:`\sum_{j \in J} \ell_j(s_j, T_j + \delta_j) - \ell_j(s_j, T_j)`
+    over the ``used`` pairs ``(touched, delta)`` of :func:`merge_entries`, for the
+    mechanism's separable ``coordinate_log_density`` ``log_density``: what a move that
+    changes records outside the sweep weighs (the sweep has its own copy, inlined into its
+    loop). A closure rather than a function taking ``log_density``: numba cannot cache on
+    disk a function that a compiled function is passed to, and warns on every run."""
+
+    @numba.njit(nogil=True)
+    def density_change(s_dp, total, touched, delta, used, params):
+        change = 0.0
+        for a in range(used):
+            if delta[a] != 0.0:
+                j = touched[a]
+                change += (log_density(s_dp[j], total[j] + delta[a], j, params)
+                           - log_density(s_dp[j], total[j], j, params))
+        return change
+
+    return density_change
+
+
 @numba.njit(nogil=True, cache=True)
 def _scatter(count, index, value, nnz, out, magnitude):
     """``out[index[a]] += value[a]`` (and ``|value[a]|`` into ``magnitude``); False on a

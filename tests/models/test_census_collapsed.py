@@ -10,7 +10,8 @@ from scipy import special
 
 from dawrap import diagnostics
 from dawrap.models import census
-from dawrap.models._census_collapsed import collapsed_move, in_turn
+from dawrap.models._census_collapsed import collapsed_move
+from dawrap.models._shared import in_turn
 from dawrap.models._census_pairs import pair_move
 from dawrap.reference import normalise_log_weights, relative_log_g
 from dawrap.samplers.record import RecordState

@@ -399,7 +399,7 @@ def test_ridge_moves_apply_to_unreleased_three_way_interactions_only():
     tree = marginals.structure((2, 2, 3), cycle)
     assert ridges(tree, cycle).tolist() == [[0, 1, 0, 2], [0, 0, 1, 2], [0, 0, 2, 1]]
     assert ridges(tree, cycle + [(0, 1, 2)]).shape == (0, 4)          # 3-way released
-    assert marginals.model([2, 3], [(0, 1)]).records_move is None     # no 3-way clique
+    assert marginals.model([2, 3], [(0, 1)], collapsed_moves=0).records_move is None  # no 3-way
     # Adult's shape: (race, gender, income) with income shared by other cliques
     tables = [(0, 1), (1, 2), (0, 2), (2, 3)]
     tree = marginals.structure((2, 2, 2, 2), tables)
@@ -415,29 +415,39 @@ def test_ridge_moves_apply_to_unreleased_three_way_interactions_only():
 def trap():
     """A sparse prior (alpha 0.01: 0.00125 a cell) and a release that pins the table: a
     chain whose records start from a sparse theta is trapped (an empty cell's theta is about
-    exp(-800)), one started from the release is not."""
+    exp(-800)), one started from the release is not; with the collapsed move one started
+    from theta escapes."""
     levels, tables = (2, 4), [(0, 1)]
     x = np.array([[0, 0], [0, 0], [0, 1], [0, 1], [1, 2], [1, 2], [1, 3], [1, 3]], float)
     mech = marginals.gaussian(levels, tables, rho=16.0)                 # sigma 0.25
     s_dp = mech.release(x, seed=1)
     runs = {}
-    for start in marginals._STARTS:
-        model = marginals.model(levels, tables, alpha=0.01, start=start)
+    for start in marginals._STARTS:    # the record sweep alone
+        model = marginals.model(levels, tables, alpha=0.01, start=start, collapsed_moves=0)
         runs[start] = dw.sample(model, mech, s_dp, 8, draws=2000, tune=500, chains=4, seed=3,
                                 progress=False)
+    # the trapped start with the collapsed move (the default), which proposes from the
+    # records' urn, not from theta
+    runs["collapsed"] = dw.sample(marginals.model(levels, tables, alpha=0.01, start="theta"),
+                                  mech, s_dp, 8, draws=2000, tune=500, chains=4, seed=3,
+                                  progress=False)
     return runs, marginals.exact_posterior(model, mech, s_dp, 8)
 
 
 @pytest.mark.slow
-def test_the_default_start_reaches_the_posterior_where_a_prior_start_is_trapped(
+def test_the_release_start_and_the_collapsed_move_escape_where_a_prior_start_is_trapped(
         trap, check_posterior):
     runs, exact = trap
-    new = diagnostics.group(runs["release"], "posterior")["p_x0_x1"].values.reshape(4, 2000, 8)
     occupied = [j for j in range(8) if exact.theta(j).mean() > 0.2]
     assert len(occupied) == 4
+    new = diagnostics.group(runs["release"], "posterior")["p_x0_x1"].values.reshape(4, 2000, 8)
     for j in range(8):
         # an empty cell's quantiles are below 1e-14, where the exact ppf has no precision
         check_posterior(new[..., j], exact.theta(j), **({} if j in occupied else {"probs": ()}))
+    # from the trapped start, the collapsed move fills the cells in every chain (slowly at
+    # this prior: the urn proposes an empty cell with probability 0.01 / 7 / 8 a step)
+    collapsed = diagnostics.group(runs["collapsed"], "posterior")["p_x0_x1"].values
+    assert (collapsed.reshape(4, 2000, 8)[..., occupied].max(axis=1) > 0.1).all()
     # the old default: chains stuck apart (a cell of posterior mean 1/4 at or near 0 for
     # all 2000 draws of one chain, near 1 in another), which R-hat shows
     old = diagnostics.group(runs["theta"], "posterior")["p_x0_x1"].values.reshape(4, 2000, 8)

@@ -1,0 +1,98 @@
+"""The marginals model's collapsed move (models/_marginals_collapsed.py) on its own: with its
+fresh draw of theta it samples the exact posterior (enumeration), keeps the running
+statistics, and is chosen by ``collapsed_moves`` as documented."""
+import numpy as np
+import pytest
+
+from dawrap import diagnostics
+from dawrap.models import _graphical, marginals
+from dawrap.models._marginals_collapsed import AUTO_MAX_RESIDUAL, collapsed_move
+from dawrap.samplers.record import RecordState
+
+# a chain of two cliques, (x0, x1) then (x1, x2): the child's residual is drawn given its
+# separator; a small prior (0.5 prior records over each clique) so that the urn's prior
+# part and its copies of the other records both matter
+LEVELS, TABLES, ALPHA = (2, 2, 3), [(0, 1), (1, 2)], 0.5
+#: Monte Carlo standard errors allowed (tests/conftest.py's Z)
+Z = 4.0
+X = np.array([[0, 0, 0], [0, 1, 2], [1, 1, 1], [1, 0, 0], [0, 1, 1], [1, 1, 2]], float)
+
+
+def _state(model, mech, s_dp, x, rng):
+    fns = _graphical.functions(model.structure, ALPHA)
+    size = _graphical.layout(model.structure).size
+    stats, one = np.zeros(size), np.zeros(size)
+    for record in x:
+        fns["clique_counts"](record, one)
+        stats += one
+    total = mech.total(x)
+    return RecordState(fns["draw_theta"](rng, np.zeros(size), x, stats), x, stats, total,
+                       mech.log_density(s_dp, total, mech.params), np.zeros(0), np.zeros(0),
+                       np.zeros(2, np.int64))
+
+
+@pytest.mark.slow
+def test_the_move_alone_samples_the_exact_posterior_and_keeps_its_statistics(check_posterior):
+    # The move and its draw of theta given the moved records, run as the whole sampler (the
+    # urn's prior part reaches every record, so it is irreducible on its own): theta's draws
+    # against enumeration, every clique cell.
+    model = marginals.model(LEVELS, TABLES, alpha=ALPHA)
+    mech = marginals.mechanism(LEVELS, TABLES, [marginals.Noise.gaussian(0.7),
+                                                marginals.Noise.laplace(1.0)])
+    s_dp = mech.release(X, seed=3)
+    move = collapsed_move(model.structure, ALPHA, rate=1.0).build(mech)
+    chains, iterations = 4, 4000
+    theta = np.empty((chains, iterations, model.theta_size))
+    accepted = []
+    for chain in range(chains):
+        rng = np.random.default_rng(40 + chain)
+        state = _state(model, mech, s_dp, X.copy(), rng)
+        for it in range(iterations):
+            state, accept, status = move(rng, state, s_dp, mech.params, False)
+            assert status == 0
+            accepted.append(accept)
+            theta[chain, it] = state.theta
+        # the running statistics follow the records
+        fresh = _state(model, mech, s_dp, state.x, rng)
+        assert np.array_equal(state.stats, fresh.stats)
+        assert np.allclose(state.total, mech.total(state.x))
+        assert state.log_g == pytest.approx(fresh.log_g, abs=1e-9)
+    assert 0.05 < np.nanmean(accepted) < 0.95
+    exact = marginals.exact_posterior(model, mech, s_dp, len(X))
+    for j in range(model.theta_size):
+        law = exact.theta(j)
+        check_posterior(theta[..., j], law, probs=())
+        # quantiles by the share of draws below the exact one (a quantile's own Monte Carlo
+        # error is not reliable where a cell's Beta has a shape far below one and its lower
+        # quantiles are near 1e-12); where the mixture's ppf has no precision left (its cdf
+        # misses p, below about 1e-14), that quantile is not compared
+        for p in (0.05, 0.5, 0.95):
+            q = law.ppf(p)
+            if abs(float(np.ravel(law.cdf(q))[0]) - p) > 1e-3:
+                continue
+            below = (theta[..., j] < q).astype(float)
+            assert abs(below.mean() - p) < Z * diagnostics.mcse(below, "mean"), (j, p)
+
+
+def test_collapsed_moves_auto_and_bad_values():
+    assert marginals.model(LEVELS, TABLES).records_move is not None      # on by default
+    assert marginals.model(LEVELS, TABLES, collapsed_moves=0).records_move is None
+    # a child clique whose residual is too large to scan per step: "auto" runs none
+    big = (2, 2, AUTO_MAX_RESIDUAL + 1)
+    assert marginals.model(big, TABLES).records_move is None
+    assert marginals.model(big, TABLES, collapsed_moves=1).records_move is not None
+    for bad in (-1, 101, float("nan"), True, "often"):
+        with pytest.raises(ValueError, match="collapsed_moves must be 'auto' or a number"):
+            marginals.model(LEVELS, TABLES, collapsed_moves=bad)
+
+
+def test_the_built_move_says_what_runs():
+    # alone, the collapsed move is optional (a dask chain runs without it, with a warning);
+    # with ridge moves, which are not, the sequence is not
+    mech = marginals.gaussian(LEVELS, TABLES, rho=1.0)
+    alone = marginals.model(LEVELS, TABLES).records_move
+    assert alone.optional and "collapsed" in alone.name and alone.build(mech) is not None
+    cycle = [(0, 1), (1, 2), (0, 2)]
+    both = marginals.model(LEVELS, cycle).records_move.build(marginals.gaussian(LEVELS, cycle,
+                                                                                rho=1.0))
+    assert not both.optional and both.name.startswith("ridge moves; marginals collapsed")
