@@ -108,7 +108,9 @@ def functions(structure: Structure, alpha: float):
     """The model's compiled functions for ``structure`` and equivalent sample size
     ``alpha``: a dict with ``draw_theta``, ``prepare``, ``draw_from_table``, ``draw_record``,
     ``propose_attribute`` (one attribute from its conditional given the others),
-    ``clique_counts`` (sparse), ``theta_support``, ``record_support``."""
+    ``clique_counts`` (sparse), ``clique_cell`` (a record's cell of a clique),
+    ``write_residual`` (a residual's attributes from its index), ``theta_support``,
+    ``record_support``."""
     lay = layout(structure)
     k, d, size = len(structure.cliques), len(structure.levels), lay.size
     levels, attr, stride, length = lay.levels, lay.attr, lay.stride, lay.length
@@ -186,6 +188,14 @@ def functions(structure: Structure, alpha: float):
             out[attr[c, p]] = (j // stride[c, p]) % levels[attr[c, p]]
 
     @jit
+    def clique_cell(x_i, c):
+        # the flat position of x_i's cell of clique c (in theta's and the statistic's layout)
+        j = offset[c]
+        for p in range(length[c]):
+            j += int(x_i[attr[c, p]]) * stride[c, p]
+        return j
+
+    @jit
     def draw_from_table(rng, theta, table, out):
         cumulative, guide = table
         for c in range(k):
@@ -261,10 +271,7 @@ def functions(structure: Structure, alpha: float):
     @jit
     def clique_entries(x_i, index, value):
         for c in range(k):
-            j = offset[c]
-            for p in range(length[c]):
-                j += int(x_i[attr[c, p]]) * stride[c, p]
-            index[c] = j
+            index[c] = clique_cell(x_i, c)
             value[c] = 1.0
         return k
 
@@ -272,10 +279,7 @@ def functions(structure: Structure, alpha: float):
     def clique_counts(x_i, out):
         out[:] = 0.0
         for c in range(k):
-            j = offset[c]
-            for p in range(length[c]):
-                j += int(x_i[attr[c, p]]) * stride[c, p]
-            out[j] += 1.0
+            out[clique_cell(x_i, c)] += 1.0
 
     dw.declare_sparse(clique_counts, clique_entries, nnz=k)
 
@@ -310,5 +314,6 @@ def functions(structure: Structure, alpha: float):
 
     return {"draw_theta": draw_theta, "prepare": prepare, "draw_from_table": draw_from_table,
             "draw_record": draw_record, "clique_counts": clique_counts,
-            "propose_attribute": propose_attribute,
+            "propose_attribute": propose_attribute, "clique_cell": clique_cell,
+            "write_residual": write_residual,
             "theta_support": theta_support, "record_support": record_support}

@@ -88,25 +88,14 @@ def collapsed_move(structure, alpha: float, rate: float = RATE,
 def _compile(structure, alpha, rate, entries, nnz, log_density, size):
     lay = _graphical.layout(structure)
     k, d = len(structure.cliques), len(structure.levels)
-    levels, attr, stride, length = lay.levels, lay.attr, lay.stride, lay.length
+    attr, stride, length = lay.attr, lay.stride, lay.length
     sep_length, res_size, offset = lay.sep_length, lay.res_size, lay.offset
     concentration = np.array([alpha / (lay.sep_size[c] * res_size[c]) for c in range(k)])
-    draw_theta = _graphical.functions(structure, alpha)["draw_theta"]
+    fns = _graphical.functions(structure, alpha)
+    draw_theta, cell_of, write_residual = (fns["draw_theta"], fns["clique_cell"],
+                                           fns["write_residual"])
     density_change = density_change_of(log_density)
-    jit = closure_jit(levels, attr, stride, length, sep_length, res_size, offset,
-                      concentration)
-
-    @jit
-    def cell_of(record, c):
-        j = offset[c]
-        for p in range(length[c]):
-            j += int(record[attr[c, p]]) * stride[c, p]
-        return j
-
-    @jit
-    def write_residual(c, j, out):
-        for p in range(sep_length[c], length[c]):
-            out[attr[c, p]] = (j // stride[c, p]) % levels[attr[c, p]]
+    jit = closure_jit(attr, stride, length, sep_length, res_size, offset, concentration)
 
     @jit
     def move(rng, state, s_dp, params, tuning):
