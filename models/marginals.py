@@ -55,7 +55,7 @@ exactly, theta integrated out, and then theta given the moved records
 order :math:`\exp(-1/\alpha_C)` and then seldom proposed again, however the release reads.
 By default (``collapsed_moves="auto"``) each iteration also redraws every record from the
 hyper-Dirichlet's predictive given the other records (theta integrated out: an empty cell
-keeps the mass :math:`\alpha_C / (\alpha_S + n_S)`), accepted with the release's density
+keeps the mass :math:`\alpha_C / (\alpha_S + n_{S,-i})`), accepted with the release's density
 ratio alone, and then theta given the records (``models/_marginals_collapsed.py``).
 
 **Releases.** Neighbouring databases replace one record (n is public, as everywhere in
@@ -336,10 +336,10 @@ def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0,
         (``models/_marginals_collapsed.py``: each record redrawn from the hyper-Dirichlet's
         predictive given the other records, theta integrated out, then theta drawn afresh),
         which keeps a cell that holds no record from sticking at a theta near zero under a
-        small ``alpha`` (``docs/marginals.md``); 0 turns it off. A step costs the residual
+        small ``alpha`` (``docs/marginals.md``); 0 turns it off. A step scans the residual
         cells of every clique but the root, so ``"auto"`` (default) runs
-        ``_marginals_collapsed.RATE`` steps per record when no such residual has more than
-        ``_marginals_collapsed.AUTO_MAX_RESIDUAL`` cells, else none. A chain on a dask
+        ``_marginals_collapsed.RATE`` steps per record when those residuals have at most
+        ``_marginals_collapsed.AUTO_MAX_RESIDUAL`` cells in all, else none. A chain on a dask
         cluster runs without it: with ``"auto"`` after a warning, with a number > 0 it is
         refused.
 
@@ -394,9 +394,9 @@ def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0,
     released = _tables(domain, marginals, "marginals")
     ridge = _marginals_ridge.make_move(tree, float(alpha), released) if ridge_moves else None
     if collapsed_moves == "auto":
-        residuals = _graphical.layout(tree).res_size[1:]
-        collapsed_rate = _marginals_collapsed.RATE if residuals.size == 0 or \
-            residuals.max() <= _marginals_collapsed.AUTO_MAX_RESIDUAL else 0.0
+        scanned = int(_graphical.layout(tree).res_size[1:].sum())   # cells a step scans
+        collapsed_rate = _marginals_collapsed.RATE \
+            if scanned <= _marginals_collapsed.AUTO_MAX_RESIDUAL else 0.0
     else:
         collapsed_rate = float(collapsed_moves)
     moves = in_turn(None if ridge is None else MoveBuilder(lambda mechanism: ridge, "ridge moves"),

@@ -302,11 +302,13 @@ class DistributedChain:
                           f"this chain runs without it (still exact; it may mix more slowly)",
                           UserWarning, stacklevel=4)
         elif setup.move is not record.no_move:
-            raise ValueError("executor: the extra theta move (interweave, or the model's "
-                             "records_move) moves every record with theta, on the client: "
-                             "run on a cluster with interweave=False and without "
-                             "records_move (the census model's pair move: "
-                             "census.model(..., pair_moves=0)), or without executor")
+            raise ValueError(f"executor: the extra theta move (interweave, or the model's "
+                             f"records_move: {setup.move_name}) moves every record with "
+                             f"theta, on the client: run on a cluster with interweave=False "
+                             f"and without records_move (the census model's pair move: "
+                             f"census.model(..., pair_moves=0); the marginals model's: "
+                             f"marginals.model(..., ridge_moves=False, collapsed_moves=0)), "
+                             f"or without executor")
         reads = kernel_reads_records(model)
         if reads is not None:
             name = getattr(model.draw_theta, "name", None) or getattr(

@@ -9,13 +9,23 @@ from dawrap.models import _graphical, marginals
 from dawrap.models._marginals_collapsed import AUTO_MAX_RESIDUAL, collapsed_move
 from dawrap.samplers.record import RecordState
 
-# a chain of two cliques, (x0, x1) then (x1, x2): the child's residual is drawn given its
-# separator; a small prior (0.5 prior records over each clique) so that the urn's prior
-# part and its copies of the other records both matter
-LEVELS, TABLES, ALPHA = (2, 2, 3), [(0, 1), (1, 2)], 0.5
 #: Monte Carlo standard errors allowed (tests/conftest.py's Z)
 Z = 4.0
-X = np.array([[0, 0, 0], [0, 1, 2], [1, 1, 1], [1, 0, 0], [0, 1, 1], [1, 1, 2]], float)
+ALPHA = 0.5
+# Small priors (0.5 prior records over each clique) so that the urn's prior part and its
+# copies of the other records both matter. The structures: a chain of two cliques, (x0, x1)
+# then (x1, x2), the child's residual drawn given its separator; a forest, whose isolated
+# attribute is a second root with an empty separator; two cliques sharing a separator of
+# two attributes.
+STRUCTURES = {
+    "chain": ((2, 2, 3), [(0, 1), (1, 2)],
+              [[0, 0, 0], [0, 1, 2], [1, 1, 1], [1, 0, 0], [0, 1, 1], [1, 1, 2]]),
+    "forest": ((2, 3, 2, 2), [(0, 1), (1, 2), (3,)],
+               [[0, 0, 0, 1], [1, 2, 1, 0], [1, 1, 0, 0], [0, 2, 1, 1], [0, 0, 1, 0]]),
+    "two-attribute separator": ((2, 2, 2, 2), [(0, 1, 2), (1, 2, 3)],
+                                [[0, 0, 1, 1], [1, 1, 0, 0], [0, 1, 1, 0], [1, 0, 1, 1],
+                                 [0, 0, 0, 1]]),
+}
 
 
 def _state(model, mech, s_dp, x, rng):
@@ -32,33 +42,43 @@ def _state(model, mech, s_dp, x, rng):
 
 
 @pytest.mark.slow
-def test_the_move_alone_samples_the_exact_posterior_and_keeps_its_statistics(check_posterior):
+@pytest.mark.parametrize("structure", list(STRUCTURES))
+def test_the_move_alone_samples_the_exact_posterior_and_keeps_its_statistics(
+        structure, check_posterior):
     # The move and its draw of theta given the moved records, run as the whole sampler (the
     # urn's prior part reaches every record, so it is irreducible on its own): theta's draws
-    # against enumeration, every clique cell.
-    model = marginals.model(LEVELS, TABLES, alpha=ALPHA)
-    mech = marginals.mechanism(LEVELS, TABLES, [marginals.Noise.gaussian(0.7),
-                                                marginals.Noise.laplace(1.0)])
-    s_dp = mech.release(X, seed=3)
+    # against enumeration, every clique cell; and the pair (theta, records) through
+    # E[theta_j n_j], which a theta drawn from records other than the ones it is kept with
+    # would miss.
+    levels, tables, x = STRUCTURES[structure]
+    x = np.array(x, float)
+    model = marginals.model(levels, tables, alpha=ALPHA)
+    noises = [marginals.Noise.gaussian(0.7), marginals.Noise.laplace(1.0),
+              marginals.Noise.gaussian(1.0)][:len(tables)]
+    mech = marginals.mechanism(levels, tables, noises)
+    s_dp = mech.release(x, seed=3)
     move = collapsed_move(model.structure, ALPHA, rate=1.0).build(mech)
     chains, iterations = 4, 4000
     theta = np.empty((chains, iterations, model.theta_size))
+    counts = np.empty((chains, iterations, model.theta_size))
     accepted = []
     for chain in range(chains):
         rng = np.random.default_rng(40 + chain)
-        state = _state(model, mech, s_dp, X.copy(), rng)
+        state = _state(model, mech, s_dp, x.copy(), rng)
         for it in range(iterations):
             state, accept, status = move(rng, state, s_dp, mech.params, False)
             assert status == 0
             accepted.append(accept)
-            theta[chain, it] = state.theta
+            theta[chain, it], counts[chain, it] = state.theta, state.stats
         # the running statistics follow the records
         fresh = _state(model, mech, s_dp, state.x, rng)
         assert np.array_equal(state.stats, fresh.stats)
         assert np.allclose(state.total, mech.total(state.x))
         assert state.log_g == pytest.approx(fresh.log_g, abs=1e-9)
     assert 0.05 < np.nanmean(accepted) < 0.95
-    exact = marginals.exact_posterior(model, mech, s_dp, len(X))
+    exact = marginals.exact_posterior(model, mech, s_dp, len(x))
+    n_j = exact._clique_counts                    # (tables, theta_size): each table's counts
+    lay = _graphical.layout(model.structure)
     for j in range(model.theta_size):
         law = exact.theta(j)
         check_posterior(theta[..., j], law, probs=())
@@ -72,6 +92,16 @@ def test_the_move_alone_samples_the_exact_posterior_and_keeps_its_statistics(che
                 continue
             below = (theta[..., j] < q).astype(float)
             assert abs(below.mean() - p) < Z * diagnostics.mcse(below, "mean"), (j, p)
+        # the joint law: given a table, theta_j ~ Beta(a + n_j, ...) of mean
+        # (a + n_j) / (alpha + n), a the clique's concentration
+        c = int(np.searchsorted(lay.offset, j, side="right") - 1)
+        a = ALPHA / (lay.offset[c + 1] - lay.offset[c])
+        expected = exact.weights @ (n_j[:, j] * (a + n_j[:, j]) / (ALPHA + len(x)))
+        product = theta[..., j] * counts[..., j]
+        assert abs(product.mean() - expected) < Z * diagnostics.mcse(product, "mean"), j
+
+
+LEVELS, TABLES = STRUCTURES["chain"][:2]
 
 
 def test_collapsed_moves_auto_and_bad_values():
