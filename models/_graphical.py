@@ -109,6 +109,7 @@ def functions(structure: Structure, alpha: float):
     ``alpha``: a dict with ``draw_theta``, ``prepare``, ``draw_from_table``, ``draw_record``,
     ``propose_attribute`` (one attribute from its conditional given the others),
     ``clique_counts`` (sparse), ``clique_cell`` (a record's cell of a clique),
+    ``separator_index`` (the offset of a record's separator row in a clique's table),
     ``write_residual`` (a residual's attributes from its index), ``theta_support``,
     ``record_support``."""
     lay = layout(structure)
@@ -315,5 +316,5 @@ def functions(structure: Structure, alpha: float):
     return {"draw_theta": draw_theta, "prepare": prepare, "draw_from_table": draw_from_table,
             "draw_record": draw_record, "clique_counts": clique_counts,
             "propose_attribute": propose_attribute, "clique_cell": clique_cell,
-            "write_residual": write_residual,
+            "separator_index": separator_index, "write_residual": write_residual,
             "theta_support": theta_support, "record_support": record_support}

@@ -89,14 +89,13 @@ def collapsed_move(structure, alpha: float, rate: float = RATE,
 def _compile(structure, alpha, rate, entries, nnz, log_density, size):
     lay = _graphical.layout(structure)
     k, d = len(structure.cliques), len(structure.levels)
-    attr, stride, length = lay.attr, lay.stride, lay.length
-    sep_length, res_size, offset = lay.sep_length, lay.res_size, lay.offset
+    attr, length, res_size, offset = lay.attr, lay.length, lay.res_size, lay.offset
     concentration = np.array([alpha / (lay.sep_size[c] * res_size[c]) for c in range(k)])
     fns = _graphical.functions(structure, alpha)
-    draw_theta, cell_of, write_residual = (fns["draw_theta"], fns["clique_cell"],
-                                           fns["write_residual"])
+    draw_theta, cell_of, separator_index, write_residual = (
+        fns["draw_theta"], fns["clique_cell"], fns["separator_index"], fns["write_residual"])
     density_change = density_change_of(log_density)
-    jit = closure_jit(attr, stride, length, sep_length, res_size, offset, concentration)
+    jit = closure_jit(attr, length, res_size, offset, concentration)
 
     @jit
     def move(rng, state, s_dp, params, tuning):
@@ -127,15 +126,14 @@ def _compile(structure, alpha, rate, entries, nnz, log_density, size):
             # each further clique's residual given its separator (already drawn: parents
             # come first), from a_C + n_{C,-i} over the residual's cells
             for c in range(1, k):
-                base = offset[c]
-                for p in range(sep_length[c]):
-                    base += int(proposal[attr[c, p]]) * stride[c, p]
+                base = offset[c] + separator_index(c, proposal)
+                mine = own[c] - base   # record i's residual in this row, if it is in it
                 weight = 0.0
                 for r in range(res_size[c]):
-                    weight += concentration[c] + stats[base + r] - (1.0 if base + r == own[c] else 0.0)
+                    weight += concentration[c] + stats[base + r] - (1.0 if r == mine else 0.0)
                 u, pick = rng.random() * weight, res_size[c] - 1
                 for r in range(res_size[c] - 1):
-                    u -= concentration[c] + stats[base + r] - (1.0 if base + r == own[c] else 0.0)
+                    u -= concentration[c] + stats[base + r] - (1.0 if r == mine else 0.0)
                     if u < 0.0:
                         pick = r
                         break
