@@ -48,7 +48,9 @@ import numpy as np
 
 from dawrap.model.protocols import MoveBuilder
 from dawrap.random import categorical, fill_categorical_table, guide_size
-from dawrap.samplers.entries_path import density_change_of, merge_entries
+from dawrap.samplers.entries_path import merge_entries
+from dawrap.samplers.group_moves import GroupMove, apply_group_change, group_density_change_of
+from dawrap.samplers.parallel import BAD_PARTITION
 from dawrap.samplers.record import RecordState
 from dawrap.samplers.status import BAD_ENTRIES, BAD_RATIO, OK
 
@@ -102,14 +104,12 @@ def collapsed_move(prior_unit: np.ndarray, rows: int, cells: int, parent: np.nda
 
 def _compile(prior_unit, parent, fixed, rows, cells, parents, top, alpha_fixed, parent_off,
              kappa_at, alpha_at, rate, entries, nnz, log_density, size):
-    density_change = density_change_of(log_density)
+    change_of = group_density_change_of(log_density)
     jit = closure_jit(prior_unit, parent, fixed)
     width = guide_size(cells)
 
     @jit
-    def move(rng, state, s_dp, params, tuning):
-        theta, x, total = state.theta, state.x, state.total
-        n = x.shape[0]
+    def prepare(theta):
         # the base of each parent row (kappa p_parent, or alpha at the top), its total and
         # its categorical table: O(parents x cells), once per move
         base = np.empty((parents, cells))
@@ -125,27 +125,40 @@ def _compile(prior_unit, parent, fixed, rows, cells, parents, top, alpha_fixed, 
                     base[w, c] = kappa * max(theta[parent_off + w * cells + c], FLOOR)
             weight[w] = base[w].sum()
             fill_categorical_table(base[w] / weight[w], cumulative[w], guide[w])
+        return base, weight, cumulative, guide
+
+    @jit
+    def run(rng, theta, table, x, members, s_dp, params, total, owner, slot_of, g,
+            local_total, local_release, piece_scale, row_group):
+        # group g's steps on its persons ``members`` and its rows of p (row_group[r] == g);
+        # the whole database is group 0 of one, owning every cell (the serial move below)
+        base, weight, cumulative, guide = table
+        n = members.shape[0]
         # the persons by prior row (a counting sort, O(n + rows)): a row's persons hold a
         # contiguous run of ranks, each rank's cell in one compact array
         start = np.zeros(rows + 1, np.int64)
-        for i in range(n):
-            start[prior_unit[int(x[i, 0])] + 1] += 1
+        for a in range(n):
+            r = prior_unit[int(x[members[a], 0])]
+            if row_group[r] != g:  # a row of another group's (assign checked the start)
+                return 0, 0, BAD_PARTITION, members[a], -1, 0.0
+            start[r + 1] += 1
         for r in range(rows):
             start[r + 1] += start[r]
         fill = start[:-1].copy()
         rank_of, cell_at = np.empty(n, np.int64), np.empty(n, np.int32)
-        for i in range(n):
-            r = prior_unit[int(x[i, 0])]
-            rank_of[i], cell_at[fill[r]] = fill[r], int(x[i, 1])
+        for a in range(n):
+            r = prior_unit[int(x[members[a], 0])]
+            rank_of[a], cell_at[fill[r]] = fill[r], int(x[members[a], 1])
             fill[r] += 1
         index, value = np.empty(nnz, np.int64), np.empty(nnz)
         touched, delta = np.empty(2 * nnz, np.int64), np.empty(2 * nnz)
         record = np.empty(2)
-        log_g = state.log_g
+        log_g_change = 0.0
         proposed, accepted = 0, 0
         first = rng.integers(0, n)
         for step in range(int(rate * n)):
-            i = (first + step) % n
+            a = (first + step) % n
+            i = members[a]
             u, ci = int(x[i, 0]), int(x[i, 1])
             r = prior_unit[u]
             w = parent[r]
@@ -157,7 +170,7 @@ def _compile(prior_unit, parent, fixed, rows, cells, parents, top, alpha_fixed, 
                 cj = categorical(rng, cumulative[w], guide[w])
             else:  # another person of the row, uniformly
                 k = start[r] + min(int(v - weight[w]), others - 1)
-                if k >= rank_of[i]:
+                if k >= rank_of[a]:
                     k += 1
                 cj = cell_at[k]
             if cj == ci:  # the same database: nothing to weigh
@@ -171,28 +184,61 @@ def _compile(prior_unit, parent, fixed, rows, cells, parents, top, alpha_fixed, 
                     used = merge_entries(entries(record, s_dp, index, value), index, value,
                                          sign, nnz, size, touched, delta, used)
             if used < 0:
-                return state, math.nan, BAD_ENTRIES
-            change = density_change(s_dp, total, touched, delta, used, params)
+                return accepted, proposed, BAD_ENTRIES, i, -1, log_g_change
+            change, foreign = change_of(s_dp, total, touched, delta, used, params, owner,
+                                        slot_of, g, local_total, local_release, piece_scale)
+            if foreign >= 0:
+                return accepted, proposed, BAD_PARTITION, i, foreign, log_g_change
             if change != change:
-                return state, math.nan, BAD_RATIO
+                return accepted, proposed, BAD_RATIO, i, -1, log_g_change
             if change >= 0.0 or rng.random() < math.exp(change):
-                for a in range(used):
-                    total[touched[a]] += delta[a]
+                apply_group_change(total, local_total, slot_of, touched, delta, used)
                 x[i, 1] = cj
-                cell_at[rank_of[i]] = cj
-                log_g += change
+                cell_at[rank_of[a]] = cj
+                log_g_change += change
                 accepted += 1
-        # every row of p from its conditional given the moved records
+        # every row of p the group draws, from its conditional given the moved records
         concentration = np.empty(cells)
         for r in range(rows):
+            if row_group[r] != g:
+                continue
             w = parent[r]
             for c in range(cells):
                 concentration[c] = base[w, c]
             for k in range(start[r], start[r + 1]):
                 concentration[cell_at[k]] += 1.0
             dirichlet_into(rng, concentration, theta[r * cells:(r + 1) * cells])
-        rate_seen = accepted / proposed if proposed else math.nan
-        return RecordState(theta, x, state.stats, total, log_g, state.kernel_state,
-                           state.move_state, state.clock, state.cells), rate_seen, OK
+        return accepted, proposed, OK, -1, -1, log_g_change
 
+    @jit
+    def move(rng, state, s_dp, params, tuning):
+        # the whole database as one group that owns every cell and draws every row
+        theta, x, total = state.theta, state.x, state.total
+        no_slots, nothing = np.full(size, -1, np.int64), np.zeros(0)
+        accepted, proposed, status, i, j, change = run(
+            rng, theta, prepare(theta), x, np.arange(x.shape[0]), s_dp, params, total,
+            np.zeros(size, np.int64), no_slots, 0, nothing, nothing, nothing,
+            np.zeros(rows, np.int64))
+        if status != OK:
+            return state, math.nan, status
+        rate_seen = accepted / proposed if proposed else math.nan
+        return RecordState(theta, x, state.stats, total, state.log_g + change,
+                           state.kernel_state, state.move_state, state.clock,
+                           state.cells), rate_seen, OK
+
+    def assign(x, records):
+        """Each row of p drawn by the group of its persons (a row without persons by group
+        0); None when a row's persons are in two groups."""
+        row = prior_unit[np.asarray(x[:, 0], np.int64)]
+        row_group = np.zeros(rows, np.int64)
+        row_group[row] = records
+        if not np.array_equal(row_group[row], records):
+            return None
+        return row_group
+
+    def theta_of(row_group, g):
+        own = np.flatnonzero(row_group == g)
+        return (own[:, None] * cells + np.arange(cells)).ravel()
+
+    move.group = GroupMove(prepare, run, assign, theta_of)
     return move

@@ -91,6 +91,8 @@ def in_turn(first: MoveBuilder | None, second: MoveBuilder | None) -> MoveBuilde
         if not built:
             return None
         move = built[0][0] if len(built) == 1 else _sequence(built[0][0], built[1][0])
+        # the moves one by one, for a chain that runs each in its groups (group_moves)
+        move.parts = tuple(part for m, _ in built for part in getattr(m, "parts", (m,)))
         # what runs, said of the compiled move (it stands for the builder's: MoveBuilder)
         move.frees_shared_cells = any(b.frees_shared_cells for _, b in built)
         move.optional = all(b.optional for _, b in built)

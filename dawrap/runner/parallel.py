@@ -92,7 +92,7 @@ class GroupedChain:
         self.threads = parallel.warn_threads(threads, G)
         self.batches = _batches(partition.sizes, self.threads)
         self.pool = ThreadPoolExecutor(self.threads) if self.threads > 1 else None
-        self.moves = setup.move is not record.no_move
+        self.moves = move_parts(setup, partition, x)
 
     def close(self) -> None:
         """Stop the thread pool."""
@@ -145,17 +145,51 @@ class GroupedChain:
             if status != OK:
                 raise ValueError(f"{record.STATUS_MESSAGES[status]} (record {i}, in group {g})")
 
-    def sweep(self, rng, state, table) -> tuple:
-        """One sweep of every group (steps a-c of :mod:`dawrap.samplers.parallel`):
-        ``(accepted, min_log_alpha, status)``."""
-        s_dp, params = self.setup.s_dp, self.setup.params
-        total, stats = state.total, state.stats
+    def draw_pieces(self, rng, state) -> None:
+        """Step (a) of :mod:`dawrap.samplers.parallel`: the shared cells' pieces (after their
+        latent variances under Laplace or geometric noise), with the chain's generator."""
         if self.shared.shape[0]:
+            s_dp, params, total = self.setup.s_dp, self.setup.params, state.total
             if self.latent:
                 parallel.draw_scales(rng, s_dp, total, params, self.shared,
                                      len(self.members), self.piece_scale)
             parallel.draw_pieces(rng, s_dp, total, self.shared, self.piece_scale,
                                  self.local_total, self.local_release)
+
+    def move(self, rng, state, tuning) -> tuple:
+        """The model's records move (:mod:`dawrap.samplers.group_moves`): each part with a
+        group form in every group at once, after the pieces; a part without one on the whole
+        database (the chain's generator), then the groups' partial totals recounted.
+        ``(state, accept_rate, status)``; the rate is the last part's that proposed."""
+        s_dp, params = self.setup.s_dp, self.setup.params
+        rate = float("nan")
+        for part, layout in self.moves:
+            if layout is None:
+                state, got, status = part(rng, state, s_dp, params, tuning)
+                if status == OK:
+                    self.recount(state)
+            else:
+                group = part.group
+                table = group.prepare(state.theta)
+                self.draw_pieces(rng, state)
+                results = self._map(lambda g: group.run(
+                    self.rngs[g], state.theta, table, state.x, self.members[g], s_dp, params,
+                    state.total, self.partition.cells, self.slot_of, g, self.local_total[g],
+                    self.local_release[g], self.piece_scale, layout))
+                status = fold_sweep(self, results, state.total, state.stats)
+                proposed = sum(r[1] for r in results)
+                got = sum(r[0] for r in results) / proposed if proposed else float("nan")
+            if status != OK:
+                return state, float("nan"), status
+            rate = rate if got != got else got
+        return state, rate, OK
+
+    def sweep(self, rng, state, table) -> tuple:
+        """One sweep of every group (steps a-c of :mod:`dawrap.samplers.parallel`):
+        ``(accepted, min_log_alpha, status)``."""
+        s_dp, params = self.setup.s_dp, self.setup.params
+        total, stats = state.total, state.stats
+        self.draw_pieces(rng, state)
         results = self._map(lambda g: self.fns.sweep(
             self.rngs[g], state.theta, state.x, s_dp, params, self.members[g],
             self.partition.cells, self.slot_of, self.stats_owner, g, total, stats,
@@ -201,12 +235,9 @@ class GroupedChain:
                 status = BAD_SUPPORT
             if status != OK:
                 return state, it, status
-            state, move_accept, status = setup.move(rng, state, inputs.s_dp, inputs.params,
-                                                    tuning)
+            state, move_accept, status = self.move(rng, state, tuning)
             if status != OK:
                 return state, it, status
-            if self.moves:  # the move changed records: the groups' partial totals too
-                self.recount(state)
             table = fns.table(state.theta)
             accepted, min_log_alpha = 0, 0.0
             for _ in range(inputs.sweeps):
@@ -243,7 +274,13 @@ def fold_sweep(chain, results, total, stats) -> int:
     totals and the groups' rows of the model's statistic (not with ``stat_every=
     "iteration"``: recounted, :func:`fold_recount`) are summed in group order. ``chain``
     holds the groups' partial totals (``local_total``, ``stats_rows``). Returns a status."""
-    for g, (_, _, status, i, j) in enumerate(results):
+    for g, result in enumerate(results):
+        status, i, j = result[2:5]
+        if status == parallel.BAD_PARTITION and j < 0:  # a records move's layout (its rows)
+            raise ValueError(f"threads: record {i} (group {g} of the partition) moved into a "
+                             f"part of theta that another group's records move draws; "
+                             f"declare a partition whose groups hold whole units of the "
+                             f"model's finest prior level")
         if status in (parallel.BAD_PARTITION, parallel.BAD_STAT_PARTITION):
             stat = status == parallel.BAD_STAT_PARTITION
             owners = chain.partition.stats if stat else chain.partition.cells
@@ -263,6 +300,23 @@ def fold_sweep(chain, results, total, stats) -> int:
         if not np.all(np.isfinite(stats)):
             return record.BAD_STATS
     return OK
+
+
+def move_parts(setup, partition, x) -> list:
+    """The model's records move as ``(part, layout)`` pairs, in order
+    (:mod:`dawrap.samplers.group_moves`): a sequence of moves (``in_turn``) gives its parts;
+    ``layout`` is what the part's group form reads in these groups, or None where the part
+    runs on the whole database (no group form, the partition splits what a group would
+    draw, or the model's statistic is moved per record rather than recounted)."""
+    if setup.move is record.no_move:
+        return []
+    recounted = setup.lazy_stats or setup.model.stat_size == 0
+    out = []
+    for part in getattr(setup.move, "parts", (setup.move,)):
+        group = getattr(part, "group", None)
+        out.append((part, group.assign(x, partition.records)
+                    if group is not None and recounted else None))
+    return out
 
 
 def fold_recount(chain, results, stats) -> int:

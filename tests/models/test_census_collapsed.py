@@ -14,6 +14,7 @@ from dawrap.models._census_collapsed import collapsed_move
 from dawrap.models._shared import in_turn
 from dawrap.models._census_pairs import pair_move
 from dawrap.reference import normalise_log_weights, relative_log_g
+from dawrap.samplers import parallel
 from dawrap.samplers.record import RecordState
 
 # nation > 2 states > 3 blocks; the prior's rows are the states (block 2 alone in state 1,
@@ -124,6 +125,62 @@ def test_the_move_leaves_the_records_and_fresh_probabilities_posterior_invariant
             _close(p_drawn[:, r * CELLS + c], exact @ conditional[:, c], f"p[{r}, {c}]")
             _close(p_drawn[:, r * CELLS + c] * seen[:, c],
                    exact @ (conditional[:, c] * n_r[:, c]), f"p[{r}, {c}] n[{r}, {c}]")
+
+
+def test_in_two_groups_with_the_nation_shared_the_law_is_the_same():
+    # The move's group form (dawrap.samplers.group_moves) as a threaded chain runs it: the
+    # two states are the groups, each draws its own row of p, and the nation's cells are
+    # split into Gaussian pieces (the chain's generator) that each group weighs its persons'
+    # moves against. The same exact law as the whole database's move, and the same fresh p.
+    mech = census.discrete_gaussian(GEO, [census.query("block", rho=0.3),
+                                          census.query("nation", rho=0.5)])
+    start = census.records(np.array([[2, 0, 0], [0, 1, 1], [1, 0, 0]]))
+    s_dp = mech.release(start, seed=3)
+    group = collapsed_move(ROW, 2, CELLS, np.zeros(2, np.int64), 6, 9, 0, None,
+                           rate=1.0).build(mech).group
+    state = _state(mech, s_dp, start.copy())
+    records = ROW[state.x[:, 0].astype(int)]             # each person's group: their state
+    layout = group.assign(state.x, records)
+    assert layout.tolist() == [0, 1]
+    assert group.theta_of(layout, 1).tolist() == [3, 4, 5]
+    # a partition that splits a state's persons cannot run the move in its groups
+    assert group.assign(state.x, np.r_[0, 1, np.zeros(len(records) - 2, int)]) is None
+    owner = np.r_[np.repeat(ROW, CELLS), -np.ones(CELLS, int)]   # block cells; nation shared
+    shared = np.flatnonzero(owner < 0)
+    slot_of = np.full(mech.size, -1)
+    slot_of[shared] = np.arange(len(shared))
+    members = [np.flatnonzero(records == g) for g in range(2)]
+    scale = np.sqrt(2) * mech.params[shared]
+    local_total = np.array([mech.total(state.x[m])[shared] for m in members])
+    local_release = np.empty_like(local_total)
+    rng, rngs = np.random.default_rng(7), [np.random.default_rng(8 + g) for g in range(2)]
+    tables = _tables()
+    key = {t.tobytes(): k for k, t in enumerate(tables)}
+    iterations = 20_000
+    visits, p_drawn = np.empty(iterations, np.int64), np.empty((iterations, 6))
+    for it in range(iterations):
+        table = group.prepare(state.theta)
+        parallel.draw_pieces(rng, s_dp, state.total, shared, scale, local_total,
+                             local_release)
+        for g in range(2):
+            status = group.run(rngs[g], state.theta, table, state.x, members[g], s_dp,
+                               mech.params, state.total, owner, slot_of, g, local_total[g],
+                               local_release[g], scale, layout)[2]
+            assert status == 0
+        state.total[shared] = local_total.sum(axis=0)
+        counts = np.zeros((3, CELLS))
+        np.add.at(counts, (state.x[:, 0].astype(int), state.x[:, 1].astype(int)), 1.0)
+        visits[it] = key[counts.tobytes()]
+        p_drawn[it] = state.theta[:6]
+    assert np.array_equal(state.total, mech.total(state.x))
+    tables, exact = _exact(mech, s_dp)
+    _check_tables(visits, tables, exact)
+    b = KAPPA * P_NATION
+    for r in range(2):
+        n_r = tables[:, ROW == r].sum(axis=1)
+        conditional = (b + n_r) / (b.sum() + n_r.sum(1))[:, None]
+        for c in range(CELLS):
+            _close(p_drawn[:, r * CELLS + c], exact @ conditional[:, c], f"p[{r}, {c}]")
 
 
 def test_at_the_top_the_base_is_alpha_learned_or_fixed():

@@ -1,0 +1,112 @@
+r"""A model's records move run inside the groups of a threaded or cluster chain.
+
+A model's extra move (``Model(records_move=...)``, e.g. the census model's collapsed move)
+changes records between theta's step and the record sweeps. In a chain whose sweep runs in
+groups (:mod:`dawrap.samplers.parallel`) a move written for the whole database would run on
+one thread, between the threaded sweeps, and could not run where the records are held by
+dask workers. A move that also has a *group form* (:class:`GroupMove`, set as the compiled
+move's ``group`` attribute) runs in every group at once instead, by the sweep's own scheme:
+
+(a) the shared cells' pieces given the records (and, for Laplace or geometric noise, their
+    latent variances), with the chain's generator, as before a sweep;
+(b) every group's move given the pieces: group :math:`g` changes only its own records, weighs
+    the cells it owns with the mechanism's density and the shared cells with its piece
+    (:func:`group_density_change_of`), with its own generator;
+(c) the pieces are discarded; the groups' partial totals of the shared cells are added in
+    group order.
+
+Given the pieces the groups' records are independent (the module docstring of
+:mod:`dawrap.samplers.parallel`), so (b) is a move of each group's records given everything
+else in the augmented posterior :math:`p(x, r \mid \theta, s)`, and (a)-(c) leave
+:math:`p(x \mid \theta, s)` invariant when each group's move leaves its conditional invariant.
+A move that also draws part of theta (the census move's fresh probabilities) may do so in a
+group only for the parts no other group's records inform (``assign`` says which group draws
+what, and refuses a partition that splits them).
+
+The draws depend on the partition and the seed only, never on the number of threads or
+workers: each group's move uses the group's generator, the pieces the chain's.
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numba
+
+__all__ = ["GroupMove", "group_density_change_of", "apply_group_change"]
+
+
+class GroupMove(NamedTuple):
+    """The group form of a records move (module docstring).
+
+    Attributes
+    ----------
+    prepare : ``(theta) -> table``
+        numba-compiled: what every group's move reads from theta, built once per iteration
+        (by the chain, or by each worker of a cluster).
+    run : ``(rng, theta, table, x, members, s_dp, params, total, owner, slot_of, g,
+    local_total, local_release, piece_scale, layout) -> (accepted, proposed, status, record,
+    cell)``
+        numba-compiled (``nogil``): group ``g``'s move of its records ``members``, its shared
+        cells weighed through its pieces (:func:`group_density_change_of`), its changes
+        written by :func:`apply_group_change`. ``record`` and ``cell`` say where a record
+        touched a cell of another group (``status`` then ``BAD_PARTITION``).
+    assign : ``(x, records) -> layout or None``
+        From the database and each record's group (``Partition.records``): the array the
+        groups' ``run`` reads (e.g. which group draws which row of theta), or None when the
+        move cannot run in these groups (it then runs on the whole database, between the
+        sweeps).
+    theta_of : ``(layout, g) -> index array``
+        The entries of theta group ``g``'s ``run`` writes (a cluster's workers send them back).
+    """
+    prepare: object
+    run: object
+    assign: object
+    theta_of: object
+
+
+def group_density_change_of(log_density):
+    r"""The compiled ``(s_dp, total, touched, delta, used, params, owner, slot_of, g,
+    local_total, local_release, piece_scale) -> (change, cell)`` of a group's move: the log
+    density's change over the ``used`` pairs ``(touched, delta)`` of
+    :func:`~dawrap.samplers.entries_path.merge_entries`, a cell of the group's
+    (``owner[j] == g``) by the mechanism's separable ``log_density``, a shared cell
+    (``slot_of[j] = k >= 0``) by its piece, Gaussian of inverse sd ``piece_scale[k]``
+    around the group's partial total ``local_total[k]``:
+    :math:`\tfrac12 a_k^2[(r_k - T_k)^2 - (r_k - T_k - \delta)^2]`. A cell of another group
+    gives ``(nan, cell)``. With ``owner`` all ``g`` and ``slot_of`` all -1 it is the whole
+    database's change, term for term as
+    :func:`~dawrap.samplers.entries_path.density_change_of` (the same floats)."""
+
+    @numba.njit(nogil=True)
+    def change_of(s_dp, total, touched, delta, used, params, owner, slot_of, g, local_total,
+                  local_release, piece_scale):
+        change = 0.0
+        for a in range(used):
+            if delta[a] != 0.0:
+                j = touched[a]
+                k = slot_of[j]
+                if k >= 0:
+                    before = (local_release[k] - local_total[k]) * piece_scale[k]
+                    after = (local_release[k] - local_total[k] - delta[a]) * piece_scale[k]
+                    change += 0.5 * (before * before - after * after)
+                elif owner[j] != g:
+                    return math.nan, j
+                else:
+                    change += (log_density(s_dp[j], total[j] + delta[a], j, params)
+                               - log_density(s_dp[j], total[j], j, params))
+        return change, -1
+
+    return change_of
+
+
+@numba.njit(nogil=True, cache=True)
+def apply_group_change(total, local_total, slot_of, touched, delta, used):
+    """Write an accepted change: a shared cell into the group's partial total, a cell of
+    the group's into the running ``total`` (no other group writes it)."""
+    for a in range(used):
+        k = slot_of[touched[a]]
+        if k >= 0:
+            local_total[k] += delta[a]
+        else:
+            total[touched[a]] += delta[a]
