@@ -37,7 +37,9 @@ import math
 import numpy as np
 
 from dawrap.model.protocols import MoveBuilder
-from dawrap.samplers.entries_path import density_change_of, merge_entries
+from dawrap.samplers.entries_path import merge_entries
+from dawrap.samplers.group_moves import GroupMove, apply_group_change, group_density_change_of
+from dawrap.samplers.parallel import BAD_PARTITION
 from dawrap.samplers.record import RecordState
 from dawrap.samplers.status import BAD_ENTRIES, BAD_RATIO, OK
 
@@ -144,34 +146,44 @@ def pair_move(ancestors: np.ndarray, prior_unit: np.ndarray, cells: int,
 def _compile(above, position, lo, hi, prior_unit, cells, rate, entries, nnz, log_density,
              size):
     levels, units = above.shape[0], position.shape[0]
-    density_change = density_change_of(log_density)
+    change_of = group_density_change_of(log_density)
     jit = closure_jit(above, position, lo, hi, prior_unit)
 
     @jit
-    def move(rng, state, s_dp, params, tuning):
-        theta, x, total = state.theta, state.x, state.total
-        n = x.shape[0]
+    def prepare(theta):  # the move reads theta itself: nothing to build
+        return np.zeros(0)
+
+    @jit
+    def run(rng, theta, table, x, members, s_dp, params, total, owner, slot_of, g,
+            local_total, local_release, piece_scale, layout):
+        # group g's proposals, its persons ``members`` exchanging cells among themselves
+        # (the whole database is group 0 of one, owning every cell: the serial move below).
+        # In a group, j is drawn among the group's persons of i's unit: from the exchanged
+        # database the same j is drawn with the same probability, so the proposal stays
+        # symmetric, whichever groups share the unit.
+        n = members.shape[0]
         # the persons by finest unit, units in nested order: a unit of any coarser level
         # holds a contiguous run of ranks (a counting sort, O(n + units)); each rank's unit
         # and cell packed in one number, so drawing j reads one entry of one compact array
         # (at 10^6 persons a read of x[j] was a cache miss)
         start = np.zeros(units + 1, np.int64)
-        for i in range(n):
-            start[position[int(x[i, 0])] + 1] += 1
+        for a in range(n):
+            start[position[int(x[members[a], 0])] + 1] += 1
         for k in range(units):
             start[k + 1] += start[k]
         fill = start[:-1].copy()
         person, rank_of = np.empty(n, np.int64), np.empty(n, np.int64)
         packed = np.empty(n, np.int64)
-        for i in range(n):
+        for a in range(n):
+            i = members[a]
             k = position[int(x[i, 0])]
-            person[fill[k]], rank_of[i] = i, fill[k]
+            person[fill[k]], rank_of[a] = i, fill[k]
             packed[fill[k]] = int(x[i, 0]) * cells + int(x[i, 1])
             fill[k] += 1
         index, value = np.empty(nnz, np.int64), np.empty(nnz)
         touched, delta = np.empty(4 * nnz, np.int64), np.empty(4 * nnz)
         record = np.empty(2)
-        log_g = state.log_g
+        log_g_change = 0.0
         proposed, accepted = 0, 0
         # The first persons in storage order, from a random place on (wrapping round): each
         # step, i fixed and j uniform in i's unit, is reversible on its own, so any order of
@@ -179,12 +191,13 @@ def _compile(above, position, lo, hi, prior_unit, cells, rate, entries, nnz, log
         # uniformly drawn i cost a cache miss, and the move 3x a sweep).
         first = rng.integers(0, n)
         for step in range(int(rate * n)):
-            i = (first + step) % n
+            a = (first + step) % n
+            i = members[a]
             l = rng.integers(0, levels)
             u, ci = int(x[i, 0]), int(x[i, 1])
             v = above[l, u]
-            a, b = start[lo[l, v]], start[hi[l, v]]
-            r = a + rng.integers(0, b - a)
+            lo_rank, hi_rank = start[lo[l, v]], start[hi[l, v]]
+            r = lo_rank + rng.integers(0, hi_rank - lo_rank)
             uj, cj = packed[r] // cells, packed[r] % cells
             if ci == cj or uj == u:  # the same database: nothing to weigh
                 continue
@@ -203,22 +216,46 @@ def _compile(above, position, lo, hi, prior_unit, cells, rate, entries, nnz, log
                         used = merge_entries(entries(record, s_dp, index, value), index,
                                              value, sign, nnz, size, touched, delta, used)
             if used < 0:
-                return state, math.nan, BAD_ENTRIES
-            change = density_change(s_dp, total, touched, delta, used, params)
+                return accepted, proposed, BAD_ENTRIES, i, -1, log_g_change
+            change, foreign = change_of(s_dp, total, touched, delta, used, params, owner,
+                                        slot_of, g, local_total, local_release, piece_scale)
+            if foreign >= 0:
+                return accepted, proposed, BAD_PARTITION, i, foreign, log_g_change
             log_alpha += change
             if log_alpha != log_alpha:
-                return state, math.nan, BAD_RATIO
+                return accepted, proposed, BAD_RATIO, i, -1, log_g_change
             if log_alpha >= 0.0 or rng.random() < math.exp(log_alpha):
-                for k in range(used):
-                    total[touched[k]] += delta[k]
+                apply_group_change(total, local_total, slot_of, touched, delta, used)
                 x[i, 1] = cj
-                packed[rank_of[i]] = u * cells + cj
+                packed[rank_of[a]] = u * cells + cj
                 x[person[r], 1] = ci
                 packed[r] = uj * cells + ci
-                log_g += change
+                log_g_change += change
                 accepted += 1
-        rate_seen = accepted / proposed if proposed else math.nan
-        return RecordState(theta, x, state.stats, total, log_g, state.kernel_state,
-                           state.move_state, state.clock, state.cells), rate_seen, OK
+        return accepted, proposed, OK, -1, -1, log_g_change
 
+    @jit
+    def move(rng, state, s_dp, params, tuning):
+        # the whole database as one group that owns every cell
+        theta, x, total = state.theta, state.x, state.total
+        nothing = np.zeros(0)
+        accepted, proposed, status, i, j, change = run(
+            rng, theta, nothing, x, np.arange(x.shape[0]), s_dp, params, total,
+            np.zeros(size, np.int64), np.full(size, -1, np.int64), 0, nothing, nothing,
+            nothing, np.zeros(0, np.int64))
+        if status != OK:
+            return state, math.nan, status
+        rate_seen = accepted / proposed if proposed else math.nan
+        return RecordState(theta, x, state.stats, total, state.log_g + change,
+                           state.kernel_state, state.move_state, state.clock,
+                           state.cells), rate_seen, OK
+
+    def assign(x, records):
+        """Any partition: a group's persons exchange cells among themselves."""
+        return np.zeros(0, np.int64)
+
+    def theta_of(layout, g):
+        return np.zeros(0, np.int64)  # it draws no part of theta
+
+    move.group = GroupMove(prepare, run, assign, theta_of)
     return move

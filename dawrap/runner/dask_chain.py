@@ -59,7 +59,7 @@ import numpy as np
 
 from ..samplers import parallel, record
 from ..samplers.status import OK, BAD_SUPPORT
-from .parallel import fold_recount, fold_sweep
+from .parallel import draw_pieces, fold_recount, fold_sweep, move_parts
 
 __all__ = ["DistributedChain", "GroupActor", "check_client", "cluster_partition",
            "kernel_reads_records", "logger"]
@@ -164,7 +164,7 @@ class GroupActor:
 
     def __init__(self, blob, s_dp, n, sweeps, random_scan, x, members, groups, rngs,
                  cells, stats_owner, slot_of, piece_scale, rows_width, own_cells,
-                 own_stats, total, stats, global_ids):
+                 own_stats, total, stats, global_ids, move_layouts=(), move_theta=()):
         from .record import _Setup
 
         # Arrays that arrive from another process may be read-only, which numba types apart
@@ -191,6 +191,11 @@ class GroupActor:
         self.local_total = np.zeros((len(groups), int(np.count_nonzero(slot_of >= 0))))
         self.stats_rows = np.zeros((len(groups), rows_width))
         self.theta = self.table = None
+        # the model's records move in these groups (dawrap.samplers.group_moves): its parts'
+        # group forms, what they read, and the entries of theta these groups draw
+        parts = getattr(setup.move, "parts", (setup.move,))
+        self.moves = [(part.group, np.array(layout), np.array(entries)) for part, layout,
+                      entries in zip(parts, move_layouts, move_theta)]
 
     def _global(self, result):
         """A group's result with its record as an index of the whole database."""
@@ -241,6 +246,24 @@ class GroupActor:
         self.stats_rows[:] = 0.0
         return (results, self.local_total.copy(), rows, self.total[self.own_cells],
                 self.stats[self.own_stats], time.perf_counter() - began, recounts)
+
+    def move(self, k, theta, local_release, piece_scale=None):
+        """Part ``k`` of the model's records move in every group of this worker, with the
+        pieces ``local_release`` (as :meth:`sweep`): ``(results, local_total, owned totals,
+        theta's entries these groups drew, seconds)``, a result ``(accepted, proposed,
+        status, record, cell)`` per group."""
+        began = time.perf_counter()
+        theta, local_release = np.array(theta), np.array(local_release)  # writable (above)
+        if piece_scale is not None:
+            self.piece_scale = np.array(piece_scale)
+        group, layout, entries = self.moves[k]
+        table, setup = group.prepare(theta), self.setup
+        results = [self._global(group.run(
+            self.rngs[a], theta, table, self.x, self.members[a], setup.s_dp, setup.params,
+            self.total, self.cells, self.slot_of, g, self.local_total[a], local_release[a],
+            self.piece_scale, layout)[:5]) for a, g in enumerate(self.groups)]
+        return (results, self.local_total.copy(), self.total[self.own_cells], theta[entries],
+                time.perf_counter() - began)
 
     def sums(self, theta, log_g):
         """The running sums of this worker's records, recomputed, and the check of its
@@ -296,12 +319,19 @@ class DistributedChain:
             raise ValueError("executor: a chain on a dask cluster needs the sparse path (a "
                              "mechanism with a separable density whose statistic is declared "
                              "with dw.declare_sparse): records must touch a few cells each")
-        if setup.move is not record.no_move and setup.move_optional:
+        parts = move_parts(setup, partition, state.x)
+        # the model's records move runs in the groups when every part of it can
+        grouped = bool(parts) and all(layout is not None for _, layout in parts)
+        self.move_layouts = [layout for _, layout in parts] if grouped else []
+        if grouped or setup.move is record.no_move:
+            pass
+        elif setup.move_optional:
             warnings.warn(f"executor: the model's {setup.move_name} moves records on the "
-                          f"client, and a chain on a dask cluster keeps them on its workers: "
-                          f"this chain runs without it (still exact; it may mix more slowly)",
+                          f"client (it has no form that runs in the partition's groups), and "
+                          f"a chain on a dask cluster keeps them on its workers: this chain "
+                          f"runs without it (still exact; it may mix more slowly)",
                           UserWarning, stacklevel=4)
-        elif setup.move is not record.no_move:
+        else:
             raise ValueError(f"executor: the extra theta move (interweave, or the model's "
                              f"records_move: {setup.move_name}) moves every record with "
                              f"theta, on the client: run on a cluster with interweave=False "
@@ -338,8 +368,9 @@ class DistributedChain:
         # the pieces' inverse sd: constant for Gaussian noise (sent once, to the actors),
         # drawn each sweep with the latent variances for Laplace noise (sent with the pieces)
         self.latent = noise == "laplace"
-        piece_scale = parallel.first_piece_scale(params, self.shared, G, self.latent,
-                                                 mech.integer_statistic)
+        piece_scale = parallel.first_piece_scale(
+            params, self.shared, G, self.latent,
+            mech.integer_statistic and not (grouped and setup.frees_shared_cells))
         self.piece_scale = piece_scale
         self.local_total = np.zeros((G, K))
         self.local_release = np.zeros((G, K))
@@ -360,9 +391,13 @@ class DistributedChain:
         order = np.argsort(partition.records, kind="stable")
         bounds = np.concatenate([[0], np.cumsum(partition.sizes)])
         rngs = parallel.group_generators(rng, G)
+        # per part and worker, the entries of theta its groups draw (sent back after a move)
+        self.move_theta = [[np.concatenate([part.group.theta_of(layout, g) for g in groups])
+                            for groups in self.assigned]
+                           for (part, _), layout in zip(parts, self.move_layouts)]
         self.actors, self.own = [], []
         pending, scattered = [], []
-        for address, groups in zip(self.addresses, self.assigned):
+        for w, (address, groups) in enumerate(zip(self.addresses, self.assigned)):
             ids = np.concatenate([order[bounds[g]:bounds[g + 1]] for g in groups])
             starts = np.cumsum([0] + [int(partition.sizes[g]) for g in groups])
             members = [np.arange(starts[a], starts[a + 1], dtype=np.int64)
@@ -383,7 +418,8 @@ class DistributedChain:
                 GroupActor, blob, setup.s_dp, setup.n, setup.inputs.sweeps, setup.random_scan,
                 records, members, groups, [rngs[g] for g in groups], partition.cells,
                 stats_owner, slot_of, piece_scale, width, own_cells, own_stats,
-                np.array(state.total), np.array(state.stats), ids, workers=[address],
+                np.array(state.total), np.array(state.stats), ids, self.move_layouts,
+                [entries[w] for entries in self.move_theta], workers=[address],
                 actor=True, pure=False, allow_other_workers=False))
         self.called = set()  # the actor methods called once (their code compiled)
         patience = self._patience("__init__")
@@ -531,14 +567,8 @@ class DistributedChain:
         ``recount`` (the iteration's last sweep, ``stat_every="iteration"``) the model's
         statistic recounted there too, as
         :meth:`dawrap.runner.parallel.GroupedChain.recount_stats` does."""
-        s_dp, params = self.setup.s_dp, self.setup.params
         total, stats = state.total, state.stats
-        if self.shared.shape[0]:
-            if self.latent:
-                parallel.draw_scales(rng, s_dp, total, params, self.shared,
-                                     self.partition.groups, self.piece_scale)
-            parallel.draw_pieces(rng, s_dp, total, self.shared, self.piece_scale,
-                                 self.local_total, self.local_release)
+        draw_pieces(self, rng, state)
         began = time.perf_counter()
         got = self._call("sweep", "sweeping", np.array(state.theta),
                          [self.local_release[groups] for groups in self.assigned], recount,
@@ -561,6 +591,30 @@ class DistributedChain:
         if status != OK:
             return 0, 0.0, status
         return (sum(r[0] for r in results), min(r[1] for r in results), OK)
+
+    def move(self, rng, state, tuning) -> tuple:
+        """The model's records move in the groups, on the workers (as
+        :meth:`dawrap.runner.parallel.GroupedChain.move`, the same floats; only a move whose
+        every part has a group form runs here): ``(state, accept_rate, status)``."""
+        rate = math.nan
+        for k in range(len(self.move_layouts)):
+            draw_pieces(self, rng, state)
+            got = self._call("move", "moving records", k, np.array(state.theta),
+                             [self.local_release[groups] for groups in self.assigned],
+                             self.piece_scale.copy() if self.latent else None)
+            for groups, (own_cells, _), entries, (_, rows, t, drawn, _) in zip(
+                    self.assigned, self.own, self.move_theta[k], got):
+                self.local_total[groups] = rows
+                state.total[own_cells] = t
+                state.theta[entries] = drawn
+            results = self._by_group([r[0] for r in got])
+            status = fold_sweep(self, results, state.total, state.stats)
+            if status != OK:
+                return state, math.nan, status
+            proposed = sum(r[1] for r in results)
+            got_rate = sum(r[0] for r in results) / proposed if proposed else math.nan
+            rate = rate if got_rate != got_rate else got_rate
+        return state, rate, OK
 
     def _fresh(self, state):
         """The running sums recomputed on the workers (partial sums added in worker order)
@@ -627,6 +681,9 @@ class DistributedChain:
                 status = BAD_SUPPORT
             if status != OK:
                 return state, it, status
+            state, move_accept, status = self.move(rng, state, tuning)
+            if status != OK:
+                return state, it, status
             accepted, min_log_alpha = 0, 0.0
             for s in range(inputs.sweeps):
                 got, low, status = self.sweep(rng, state,
@@ -644,7 +701,7 @@ class DistributedChain:
                 self.recount(state)
             if it >= tune:
                 swept = parallel.info_of(accepted, n * inputs.sweeps, min_log_alpha, OK,
-                                         math.nan)
+                                         move_accept)
                 info = record.RecordInfo(OK, swept.accept_rate, swept.min_accept_prob,
                                          float(theta_accept), swept.move_accept)
                 setup.chain.keep(it - tune, state, info, *trace)

@@ -22,7 +22,8 @@ import numpy as np
 from ..samplers import parallel, record
 from ..samplers.status import OK, BAD_SUPPORT
 
-__all__ = ["GroupedChain", "fold_recount", "fold_sweep", "partition_for"]
+__all__ = ["GroupedChain", "draw_pieces", "fold_recount", "fold_sweep", "move_parts",
+           "partition_for"]
 
 
 def partition_for(method, model, mechanism, x) -> parallel.Partition:
@@ -145,17 +146,6 @@ class GroupedChain:
             if status != OK:
                 raise ValueError(f"{record.STATUS_MESSAGES[status]} (record {i}, in group {g})")
 
-    def draw_pieces(self, rng, state) -> None:
-        """Step (a) of :mod:`dawrap.samplers.parallel`: the shared cells' pieces (after their
-        latent variances under Laplace or geometric noise), with the chain's generator."""
-        if self.shared.shape[0]:
-            s_dp, params, total = self.setup.s_dp, self.setup.params, state.total
-            if self.latent:
-                parallel.draw_scales(rng, s_dp, total, params, self.shared,
-                                     len(self.members), self.piece_scale)
-            parallel.draw_pieces(rng, s_dp, total, self.shared, self.piece_scale,
-                                 self.local_total, self.local_release)
-
     def move(self, rng, state, tuning) -> tuple:
         """The model's records move (:mod:`dawrap.samplers.group_moves`): each part with a
         group form in every group at once, after the pieces; a part without one on the whole
@@ -171,7 +161,7 @@ class GroupedChain:
             else:
                 group = part.group
                 table = group.prepare(state.theta)
-                self.draw_pieces(rng, state)
+                draw_pieces(self, rng, state)
                 results = self._map(lambda g: group.run(
                     self.rngs[g], state.theta, table, state.x, self.members[g], s_dp, params,
                     state.total, self.partition.cells, self.slot_of, g, self.local_total[g],
@@ -189,7 +179,7 @@ class GroupedChain:
         ``(accepted, min_log_alpha, status)``."""
         s_dp, params = self.setup.s_dp, self.setup.params
         total, stats = state.total, state.stats
-        self.draw_pieces(rng, state)
+        draw_pieces(self, rng, state)
         results = self._map(lambda g: self.fns.sweep(
             self.rngs[g], state.theta, state.x, s_dp, params, self.members[g],
             self.partition.cells, self.slot_of, self.stats_owner, g, total, stats,
@@ -264,6 +254,19 @@ class GroupedChain:
                                          float(theta_accept), swept.move_accept)
                 setup.chain.keep(it - tune, state, info, *trace)
         return state, stop, OK
+
+
+def draw_pieces(chain, rng, state) -> None:
+    """Step (a) of :mod:`dawrap.samplers.parallel` for a threaded or cluster ``chain``: the
+    shared cells' pieces (after their latent variances under Laplace or geometric noise),
+    with the chain's generator ``rng``, into ``chain.local_release``."""
+    if chain.shared.shape[0]:
+        s_dp, params, total = chain.setup.s_dp, chain.setup.params, state.total
+        if chain.latent:
+            parallel.draw_scales(rng, s_dp, total, params, chain.shared,
+                                 chain.partition.groups, chain.piece_scale)
+        parallel.draw_pieces(rng, s_dp, total, chain.shared, chain.piece_scale,
+                             chain.local_total, chain.local_release)
 
 
 def fold_sweep(chain, results, total, stats) -> int:

@@ -15,6 +15,7 @@ from dawrap import diagnostics
 from dawrap.models import census, small_area
 from dawrap.models import _census_math as cm
 from dawrap.models._small_area_mechanism import discrete_gaussian_noise
+from dawrap.runner import parallel as grouped_runner
 from dawrap.reference import BetaMixture, normalise_log_weights, relative_log_g
 
 GEO = census.Geography({"county": [0, 0, 0, 1], "tract": [0, 0, 1, 2], "block": [0, 1, 2, 3]},
@@ -289,10 +290,12 @@ def _check_moments(draws, mean, sd):
 
 
 @pytest.mark.slow
-def test_two_prior_levels_with_learned_alpha_and_kappa_are_exact():
+def test_two_prior_levels_with_learned_alpha_and_kappa_are_exact(monkeypatch):
     # one tract of two blocks, two categories; p_tract ~ Beta(alpha), blocks
     # Dirichlet(kappa p_tract); exact: tables x grid over log alpha (2-D) x Gauss-Jacobi
-    # nodes for p_tract x grid over log kappa.
+    # nodes for p_tract x grid over log kappa. Serial, then on two threads: the model's
+    # partition groups the records by block, the tract's cells shared (pieces), and the
+    # collapsed move runs in the groups, each drawing its block's row of p.
     geo = census.Geography({"tract": [0, 0], "block": [0, 1]}, 2)
     sizes, a0, b0, ka, kb = [2, 3], 2.0, 1.0, 2.0, 0.2
     model = census.model(geo, sizes, kappa=(ka, kb))
@@ -336,15 +339,23 @@ def test_two_prior_levels_with_learned_alpha_and_kappa_are_exact():
         acc["pb"] += (wt * a / (a + bb)).sum()
         acc["pb^2"] += (wt * a * (a + 1) / ((a + bb) * (a + bb + 1))).sum()
     exact = {k: v / acc["w"] for k, v in acc.items()}
-    idata = _sample(model, mech, s_dp, sum(sizes), seed=11)
-    post = diagnostics.group(idata, "posterior")
-    for name, draws, key in [("p_block", post["p"].values[:, :, 0, 0], "pb"),
-                             ("p_tract", post["p_tract"].values[:, :, 0, 0], "pt"),
-                             ("log_kappa", post["log_kappa"].values[..., 0], "lk"),
-                             ("log_alpha0", post["log_alpha"].values[..., 0], "ua0"),
-                             ("log_alpha1", post["log_alpha"].values[..., 1], "ua1")]:
-        mean = exact[key]
-        _check_moments(draws, mean, math.sqrt(exact[key + "^2"] - mean ** 2))
+    layouts = []
+    real = grouped_runner.move_parts
+    monkeypatch.setattr(grouped_runner, "move_parts",
+                        lambda *args: layouts.append(real(*args)) or layouts[-1])
+    for how in ({}, {"method": dw.Record(threads=2)}):
+        idata = _sample(model, mech, s_dp, sum(sizes), seed=11, **how)
+        post = diagnostics.group(idata, "posterior")
+        for name, draws, key in [("p_block", post["p"].values[:, :, 0, 0], "pb"),
+                                 ("p_tract", post["p_tract"].values[:, :, 0, 0], "pt"),
+                                 ("log_kappa", post["log_kappa"].values[..., 0], "lk"),
+                                 ("log_alpha0", post["log_alpha"].values[..., 0], "ua0"),
+                                 ("log_alpha1", post["log_alpha"].values[..., 1], "ua1")]:
+            mean = exact[key]
+            _check_moments(draws, mean, math.sqrt(exact[key + "^2"] - mean ** 2))
+    # every chain of the threaded run moved its records in the groups (a layout per part)
+    assert len(layouts) == 4 and all(parts for parts in layouts)
+    assert all(layout is not None for parts in layouts for _, layout in parts)
 
 
 @pytest.mark.slow

@@ -6,6 +6,7 @@ import pickle
 import signal
 import sys
 import types
+import warnings
 
 import numpy as np
 import pytest
@@ -231,10 +232,13 @@ def test_a_hung_worker_stops_the_run_after_the_timeout_and_keeps_the_checkpoint(
         assert int(saved["done"]) == 10
 
 
-def test_the_census_pair_move_is_left_out_with_a_warning_or_refused(client):
-    # The census model's pair move runs on the whole database, on the client: on a cluster
-    # the chain goes on without it when the model chose it ("auto", here for the nation's
-    # precise release), and is refused when the user asked for it by number.
+def test_the_census_moves_run_in_the_groups_and_draw_the_threads_draws(client):
+    # The census model's pair and collapsed moves (both on by default here: the nation's
+    # release is precise, the prior has three levels) have group forms
+    # (dawrap.samplers.group_moves): on a cluster each worker moves its groups' persons and
+    # draws its states' rows of p, the nation's cells split into pieces on the client; the
+    # draws are the threaded run's. A records move without a group form asked for by
+    # number is refused (interweave: test_bad_input_is_named).
     # (the geography and release of test_parallel_runner's pinned-pieces test: the same
     # compiled chain)
     geo = census.Geography({"nation": [0] * 6, "state": [0, 0, 1, 1, 2, 2],
@@ -244,13 +248,17 @@ def test_the_census_pair_move_is_left_out_with_a_warning_or_refused(client):
                                           census.query("nation", rho=1.0)])
     s_dp = mech.release(census.records(np.column_stack([sizes - 1, np.ones(6, int)])), seed=0)
     n = int(sizes.sum())
-    with pytest.raises(ValueError, match=r"census.model\(..., pair_moves=0\)"):
-        dw.sample(census.model(geo, totals=sizes, pair_moves=0.5), mech, s_dp, n, draws=2,
-                  tune=0, executor=client, **FAST)
-    with pytest.warns(UserWarning, match="census pair move .* runs without it"):
-        idata = dw.sample(census.model(geo, totals=sizes), mech, s_dp, n, draws=2, tune=0,
-                          executor=client, **FAST)
-    assert diagnostics.group(idata, "posterior").attrs["executor"] == "dask"
+    model = census.model(geo, totals=sizes)
+    assert "pair" in model.records_move.name and "collapsed" in model.records_move.name
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # nothing is left out
+        cluster = dw.sample(model, mech, s_dp, n, draws=20, tune=5, executor=client, **FAST)
+    threaded = dw.sample(model, mech, s_dp, n, draws=20, tune=5,
+                         method=dw.Record(threads=2), **FAST)
+    same(threaded, cluster)
+    assert diagnostics.group(cluster, "posterior").attrs["executor"] == "dask"
+    accept = diagnostics.group(cluster, "sample_stats")["move_accept"].values
+    assert np.all(np.isfinite(accept)) and accept.mean() > 0
 
 
 def test_bad_input_is_named(problem, client):
