@@ -13,9 +13,10 @@ three one after the other, and the medians are reported):
 * seconds per record sweep of the serial sweep (``dw.Record()``'s), and of the grouped
   sweep (:mod:`dawrap.samplers.parallel`) on 1 and 2 threads; the speed-up of 2 threads
   over 1, and over the serial sweep; the census moves' seconds (the pair move, then the
-  collapsed move unless ``--collapsed-moves 0``: one call, which runs on the whole database
-  before each iteration's sweeps, on one thread) and the speed-ups of an iteration (moves
-  and sweep) they leave;
+  collapsed move unless ``--collapsed-moves 0``, before each iteration's sweeps) on the
+  whole database, as the serial chain runs them, and in the groups on 1 and 2 threads
+  (:mod:`dawrap.samplers.group_moves`, as a threaded chain runs them), and the speed-ups of
+  an iteration (moves and sweep);
 * a control: the same ratio for a loop that is perfectly parallel (independent uniform
   draws in a ``nogil`` function, on 1 thread then split over 2), timed in the same rounds:
   what this machine gave two threads at that moment;
@@ -100,9 +101,12 @@ def sweep_times(model, mech, s_dp, n: int, rounds: int) -> dict:
 
     def once(name):
         began = time.perf_counter()
-        if name == "move":  # the census moves, on the whole database, between sweeps
+        if name == "move":  # the census moves on the whole database, as the serial chain
             states["serial"] = setup.move(chain_rng[name], states["serial"], s_dp,
                                           setup.params, False)[0]
+        elif isinstance(name, tuple):  # the same moves in the groups, as a threaded chain
+            t = name[1]
+            states[t] = groups[t].move(chain_rng[name], states[t], False)[0]
         elif name == "serial":
             states[name] = setup.chain.sweep(chain_rng[name], states[name], s_dp,
                                              setup.params)[0]
@@ -110,8 +114,9 @@ def sweep_times(model, mech, s_dp, n: int, rounds: int) -> dict:
             groups[name].sweep(chain_rng[name], states[name], table)
         return time.perf_counter() - began
 
-    timed = (*states, "move")
-    chain_rng["move"] = np.random.default_rng(3)
+    timed = (*states, "move", ("move", 1), ("move", 2))
+    for name in timed[3:]:
+        chain_rng[name] = np.random.default_rng(3)
     for name in timed:  # compile, and a first sweep from the start
         once(name)
         once(name)
@@ -187,11 +192,14 @@ def main():
           f"{t['serial'] / t[2]:.2f}x; grouped 1 thread / serial: {t[1] / t['serial']:.2f}")
     print(f"control (a perfectly parallel nogil loop, same rounds): 2 threads / 1 thread "
           f"{t['control 1'] / t['control 2']:.2f}x")
-    move = t["move"]
-    print(f"the census moves (pair, then collapsed: serial, before each iteration's sweep): "
-          f"{move:.4f} s; "
-          f"per iteration, 2 threads / 1 thread: {(t[1] + move) / (t[2] + move):.2f}x, over "
-          f"the serial sweep: {(t['serial'] + move) / (t[2] + move):.2f}x")
+    move, m1, m2 = t["move"], t[("move", 1)], t[("move", 2)]
+    print(f"the census moves (pair, then collapsed, before each iteration's sweep): on the "
+          f"whole database {move:.4f} s; in the groups 1 thread {m1:.4f} s, 2 threads "
+          f"{m2:.4f} s ({m1 / m2:.2f}x)")
+    print(f"per iteration (moves and sweep), 2 threads / 1 thread: "
+          f"{(t[1] + m1) / (t[2] + m2):.2f}x, over the serial chain: "
+          f"{(t['serial'] + move) / (t[2] + m2):.2f}x (with the moves serial between threaded "
+          f"sweeps, as before: {(t['serial'] + move) / (t[2] + move):.2f}x)")
     print(f"ns per record update: serial {1e9 * t['serial'] / n:.1f}, grouped 1 thread "
           f"{1e9 * t[1] / n:.1f}, 2 threads {1e9 * t[2] / n:.1f} (wall)")
     if not args.no_ess:

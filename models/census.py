@@ -213,8 +213,8 @@ def model(geography: Geography, totals, *, invariant: str | None = None,
         every total a precise coarse release pins); 0 turns it off. ``"auto"`` (default):
         0.5, each person once on average, when the release has a query above the finest
         level with noise sd at most 1.5 (``_census_pairs.PINNED_SIGMA``), else none. A chain
-        on a dask cluster (``dw.Record(executor=...)``) runs without it: with ``"auto"``
-        after a warning, with a number > 0 it is refused.
+        on threads or on a dask cluster (``dw.Record(threads=...)``, ``executor=...``) runs
+        it in every group of its partition at once (:mod:`dawrap.samplers.group_moves`).
     collapsed_moves : "auto" or float
         Steps per person and iteration of the collapsed move
         (:mod:`dawrap.models._census_collapsed`: each person's cell redrawn from the Pólya
@@ -224,8 +224,9 @@ def model(geography: Geography, totals, *, invariant: str | None = None,
         (about twice a record sweep's cost), when the prior has two or more levels (a unit's
         Dirichlet parameters are then kappa times its parent's probabilities, well below one
         for a rare cell), none with one level (``small_area``: parameters alpha, learned
-        from every unit's counts). A chain on a dask cluster runs without it: with
-        ``"auto"`` after a warning, with a number > 0 it is refused.
+        from every unit's counts). A chain on threads or on a dask cluster runs it in
+        every group of its partition at once, each group drawing its units' rows of ``p``
+        (a partition that splits a unit's persons runs it on the whole database).
 
     Returns
     -------

@@ -76,7 +76,24 @@ def group_density_change_of(log_density):
     :math:`\tfrac12 a_k^2[(r_k - T_k)^2 - (r_k - T_k - \delta)^2]`. A cell of another group
     gives ``(nan, cell)``. With ``owner`` all ``g`` and ``slot_of`` all -1 it is the whole
     database's change, term for term as
-    :func:`~dawrap.samplers.entries_path.density_change_of` (the same floats)."""
+    :func:`~dawrap.samplers.entries_path.density_change_of` (the same floats).
+
+    Examples
+    --------
+    Group 0 moves a record from cell 0 (its own, released 3.0 under Gaussian noise of sd 1)
+    into cell 1, shared, whose piece is 2.0 against the group's partial total 1.0 (pieces
+    of sd 1): :math:`\ell_0(3, 1) - \ell_0(3, 2) = -1.5`, and :math:`\tfrac12(1^2 - 0^2)`
+    for the piece.
+
+    >>> import numpy as np
+    >>> from dawrap.mechanisms.separable import gaussian_coordinate
+    >>> from dawrap.samplers.group_moves import group_density_change_of
+    >>> change_of = group_density_change_of(gaussian_coordinate)
+    >>> change_of(np.array([3.0, 0.0]), np.array([2.0, 0.0]), np.array([0, 1]),
+    ...           np.array([-1.0, 1.0]), 2, np.array([1.0, 1.0]), np.array([0, -1]),
+    ...           np.array([-1, 0]), 0, np.array([1.0]), np.array([2.0]), np.array([1.0]))
+    (-1.0, -1)
+    """
 
     @numba.njit(nogil=True)
     def change_of(s_dp, total, touched, delta, used, params, owner, slot_of, g, local_total,
