@@ -21,12 +21,20 @@ Measured, in one process, rounds interleaved (the machine is shared):
   ``dawrap.runner.dask_chain.logger``), and the workers' compute time per sweep;
 * the load average before and after (the 2 cores are shared with other jobs).
 
+With ``--census`` the problem is instead ``benchmarks/parallel_sweep.py``'s census model
+(8 states of 250 blocks, voting age x 3 races; the blocks', states' and the nation's
+histograms released, the nation at rho 2, so the pair move is on; three prior levels, so the
+collapsed move is on), grouped by state, the nation's cells shared: the iteration's census
+moves run in the groups, on the workers (:mod:`dawrap.samplers.group_moves`), and are
+part of the time per iteration.
+
 With ``--memory`` only the cluster run, once (``--short`` iterations): the peak resident
 memory of each worker process and of the client process (sampled every 0.1 s), against
 the size of the records (``n x record_size`` float64).
 
 Run: python benchmarks/parallel_dask.py [--records 1000000 --areas 2000 --regions 16
-     --categories 4 --short 3 --iterations 20 --rounds 3] [--by-area-groups 8] [--memory]
+     --categories 4 --short 3 --iterations 20 --rounds 3] [--by-area-groups 8] [--census]
+     [--memory]
 """
 from __future__ import annotations
 
@@ -136,16 +144,28 @@ def main() -> None:
     ap.add_argument("--iterations", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--by-area-groups", type=int, default=0)
+    ap.add_argument("--census", action="store_true")
     ap.add_argument("--memory", action="store_true")
     args = ap.parse_args()
 
-    model, mech, s_dp, sizes = problem(args.records, args.areas, args.regions, args.categories)
-    n = int(sizes.sum())
-    part = (by_area(sizes, args.categories, args.regions, args.by_area_groups)
-            if args.by_area_groups else None)
-    print(f"n = {n}, {args.areas} areas in {args.regions} regions, {args.categories} "
-          f"categories, release size {mech.size}; cpus {os.cpu_count()}, load "
-          f"{os.getloadavg()}")
+    if args.census:  # the census problem of parallel_sweep.py (this folder)
+        from parallel_sweep import problem as census_problem
+
+        settings = argparse.Namespace(states=8, blocks=250, races=3, collapsed_moves="auto")
+        model, mech, s_dp, n, geo = census_problem(args.records, settings)
+        part = None
+        print(f"n = {n}, census: {geo.units[-1]} blocks in 8 states, {geo.cells} cells, "
+              f"release size {mech.size}, moves {model.records_move.name!r}; cpus "
+              f"{os.cpu_count()}, load {os.getloadavg()}")
+    else:
+        model, mech, s_dp, sizes = problem(args.records, args.areas, args.regions,
+                                           args.categories)
+        n = int(sizes.sum())
+        part = (by_area(sizes, args.categories, args.regions, args.by_area_groups)
+                if args.by_area_groups else None)
+        print(f"n = {n}, {args.areas} areas in {args.regions} regions, {args.categories} "
+              f"categories, release size {mech.size}; cpus {os.cpu_count()}, load "
+              f"{os.getloadavg()}")
     cluster = LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
                            dashboard_address=":0")
     client = Client(cluster)
@@ -182,7 +202,8 @@ def main() -> None:
         count = sum(t["sweeps"] for t in sweeps)
         comm = sum(t["communication"] for t in sweeps) / count
         comp = sum(t["computation"] for t in sweeps) / count
-        groups = (args.by_area_groups or "model's (by region)")
+        groups = (args.by_area_groups
+                  or ("model's (by state)" if args.census else "model's (by region)"))
         print(f"groups: {groups}; seconds per iteration (median of {args.rounds}): "
               + ", ".join(f"{k} {v:.4f}" for k, v in med.items()))
         print(f"speed-up over the serial sweep: threads=2 {med['serial'] / med['threads=2']:.2f}x, "
