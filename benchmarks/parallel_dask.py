@@ -28,13 +28,14 @@ collapsed move is on), grouped by state, the nation's cells shared: the iteratio
 moves run in the groups, on the workers (:mod:`dawrap.samplers.group_moves`), and are
 part of the time per iteration.
 
-With ``--memory`` only the cluster run, once (``--short`` iterations): the peak resident
+With ``--memory`` only the cluster run, once (``--short`` iterations of ``--chains``
+chains, one after another on the cluster): the peak resident
 memory of each worker process and of the client process (sampled every 0.1 s), against
 the size of the records (``n x record_size`` float64).
 
 Run: python benchmarks/parallel_dask.py [--records 1000000 --areas 2000 --regions 16
      --categories 4 --short 3 --iterations 20 --rounds 3] [--by-area-groups 8] [--census]
-     [--memory]
+     [--memory [--chains 4]]
 """
 from __future__ import annotations
 
@@ -88,15 +89,15 @@ def by_area(sizes: np.ndarray, categories: int, regions: int, groups: int) -> dw
                         stats=np.repeat(group_of_area, categories))
 
 
-def seconds(model, mech, s_dp, n, method, iterations: int) -> float:
+def seconds(model, mech, s_dp, n, method, iterations: int, chains: int = 1) -> float:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        idata = dw.sample(model, mech, s_dp, n, draws=iterations, tune=0, chains=1, seed=3,
-                          progress=False, method=method)
+        idata = dw.sample(model, mech, s_dp, n, draws=iterations, tune=0, chains=chains,
+                          seed=3, progress=False, method=method)
     return float(dw.diagnostics.group(idata, "posterior").attrs["sampling_time"])
 
 
-def memory(model, mech, s_dp, n: int, client, part, iterations: int) -> None:
+def memory(model, mech, s_dp, n: int, client, part, iterations: int, chains: int) -> None:
     """Peak resident memory of the workers and of the client during one cluster run:
     each process's RSS sampled every 0.1 s from a thread of the client (psutil, which
     distributed requires; the workers of a LocalCluster are processes of this machine).
@@ -120,13 +121,15 @@ def memory(model, mech, s_dp, n: int, client, part, iterations: int) -> None:
     watcher.start()
     began = time.perf_counter()
     try:
-        seconds(model, mech, s_dp, n, dw.Record(executor=client, partition=part), iterations)
+        seconds(model, mech, s_dp, n, dw.Record(executor=client, partition=part), iterations,
+                chains)
     finally:
         done.set()
         watcher.join()
     wall = time.perf_counter() - began
     records_mb = n * model.record_size * 8 / 2**20
-    print(f"one cluster run of {iterations} iterations, {wall:.0f} s; the records: "
+    print(f"one cluster run of {chains} chain(s) of {iterations} iterations, {wall:.0f} s; "
+          f"the records of a chain: "
           f"{records_mb:.0f} MB in all, {records_mb / len(pids):.0f} MB per worker")
     for k in procs:
         print(f"  {k}: RSS {before[k]:.0f} MB before the run, peak {peak[k]:.0f} MB during it")
@@ -146,6 +149,7 @@ def main() -> None:
     ap.add_argument("--by-area-groups", type=int, default=0)
     ap.add_argument("--census", action="store_true")
     ap.add_argument("--memory", action="store_true")
+    ap.add_argument("--chains", type=int, default=1, help="chains of the --memory run")
     args = ap.parse_args()
 
     if args.census:  # the census problem of parallel_sweep.py (this folder)
@@ -172,7 +176,7 @@ def main() -> None:
     if args.memory:
         try:
             client.run(lambda: __import__("dawrap"))
-            memory(model, mech, s_dp, n, client, part, args.short)
+            memory(model, mech, s_dp, n, client, part, args.short, args.chains)
         finally:
             client.close()
             cluster.close()

@@ -452,16 +452,25 @@ def _advance(setup: _Setup, rng, state, start: int, stop: int, tune: int, trace,
     return state
 
 
-def _run_chain(setup: _Setup, chain: int, rng, theta, x, tune: int, draws: int,
+def _run_chain(setup: _Setup, chain: int, rng, starts: list, tune: int, draws: int,
                keep_stats: bool, control: Control, trace: record.Trace,
                resumed: dict | None = None, databases: np.ndarray | None = None,
                keep_at: tuple = ()):
     """Run one chain in chunks, its draws written into ``trace`` (its rows of the run's
     output, :func:`_chain_trace`); returns ``(trace, iterations done)``, which is short of
-    ``tune + draws`` only when the run was interrupted. With ``databases`` (an array of
-    ``(len(keep_at), n, record_size)``) the imputed database at the end of iteration
-    ``keep_at[j]`` is copied into ``databases[j]``: a chunk ends there."""
+    ``tune + draws`` only when the run was interrupted. ``starts[chain]`` is its ``(theta,
+    x)``, or a function building them (a cluster run's later chains); it is taken out of
+    the list, so that a cluster run keeps no copy of the records it scattered. With
+    ``databases`` (an array of ``(len(keep_at), n, record_size)``) the imputed database at
+    the end of iteration ``keep_at[j]`` is copied into ``databases[j]``: a chunk ends
+    there."""
     model, mech = setup.model, setup.mechanism
+    start, starts[chain] = starts[chain], None
+    if callable(start):
+        start = start()
+        setup.check_writes(*start, f"the starting database of chain {chain}")
+    theta, x = start
+    del start
     if resumed is None:
         state = setup.fresh_state(theta, x)
         if not np.isfinite(state.log_g):
@@ -483,7 +492,8 @@ def _run_chain(setup: _Setup, chain: int, rng, theta, x, tune: int, draws: int,
                                                            state.x),
                                   control.executor, rng, state, chain,
                                   timeout=control.method.worker_timeout)
-        state = groups.state  # the records are on the workers now
+        state = groups.state  # the records are on the workers now (no copy left here)
+        x = None
     elif control.threads is not None:  # the within-chain parallel sweep
         groups = GroupedChain(setup, partition_for(control.method, model, mech, state.x),
                               control.threads, rng, state.x)
@@ -642,8 +652,15 @@ def _run_record(model, mechanism, s_dp, n, rngs, method, shared, stop) -> Output
         resumed = [None] * chains
     thetas, xs = initial_values(model, chains, n, init_theta, init_x)
     starts, probed = [], False
+    # On a cluster the chains run one after another and each scatters its records to the
+    # workers: a chain's start is built when it begins (from its own generator: the same
+    # draws), so the client holds one chain's database at a time, not every chain's.
+    later = method.executor is not None
     for c, (rng, saved) in enumerate(zip(rngs, resumed)):
-        if saved is None:  # a fresh chain (or one that had saved nothing when stopped)
+        if saved is None and later and probed:
+            starts.append(functools.partial(setup.initial_state, rng, thetas and thetas[c],
+                                            xs and xs[c], False, chain=c))
+        elif saved is None:  # a fresh chain (or one that had saved nothing when stopped)
             starts.append(setup.initial_state(rng, thetas and thetas[c], xs and xs[c],
                                               not probed, chain=c))
         else:
@@ -654,9 +671,10 @@ def _run_record(model, mechanism, s_dp, n, rngs, method, shared, stop) -> Output
                 setup.probe_records(saved["theta"])
                 setup.probe_theta(saved["theta"], saved["x"])
         probed = True
-    for c, (theta, x) in enumerate(starts):
-        setup.check_writes(theta, x, "init_x" if init_x is not None else
-                           f"the starting database of chain {c}")
+    for c, start in enumerate(starts):
+        if not callable(start):  # (a later one is checked when built, in _run_chain)
+            setup.check_writes(*start, "init_x" if init_x is not None else
+                               f"the starting database of chain {c}")
     if shared.cores > 1 and chains > 1:
         _compile(setup, *starts[0], keep_stats)
     if control.stop.is_set():  # Ctrl-C while the functions were probed or compiled
@@ -673,10 +691,10 @@ def _run_record(model, mechanism, s_dp, n, rngs, method, shared, stop) -> Output
     out = _new_traces(chains, draws, model.theta_size, mechanism.size, keep_stats)
     with lock(control.checkpoint), bar:  # no other run may write the checkpoint meanwhile
         results = run_parallel(
-            [functools.partial(_run_chain, setup, c, rng, th, x, tune, draws, keep_stats,
+            [functools.partial(_run_chain, setup, c, rng, starts, tune, draws, keep_stats,
                                control, _chain_trace(out, c), saved, databases[c],
                                tuple(tune + d for d in keep_draws))
-             for c, (rng, (th, x), saved) in enumerate(zip(rngs, starts, resumed))],
+             for c, (rng, saved) in enumerate(zip(rngs, resumed))],
             # on a cluster the chains run one after another, each on every worker
             1 if method.executor is not None else shared.cores,
             on_interrupt=control.stop.set)

@@ -1,10 +1,12 @@
 """One chain's groups on the workers of a dask cluster (dawrap.runner.dask_chain): the draws
 of the threaded run for the same seed, checkpoints, a lost worker, bad input named."""
 import contextlib
+import gc
 import os
 import pickle
 import signal
 import sys
+import time
 import types
 import warnings
 
@@ -138,6 +140,41 @@ def test_chains_and_kept_databases(problem, client):
     same(*runs)
     x = [diagnostics.group(r, "imputed_databases")["x"].values for r in runs]
     assert x[0].shape == (2, 2, N, 2) and np.array_equal(x[0], x[1])
+
+
+def _actors_held(dask_worker) -> int:
+    actors = getattr(dask_worker, "actors", None)
+    return len(actors if actors is not None else dask_worker.state.actors)
+
+
+def test_each_chain_starts_after_the_last_left_and_leaves_nothing(problem, client,
+                                                                  monkeypatch):
+    # On a cluster the chains run one after another: chain 1's start is built only once
+    # chain 0 has scattered its records (the client holds one chain's database at a time),
+    # and a chain's actors are gone from the workers when the run ends, even with Python's
+    # collector off (distributed's actor calls leave reference cycles that held them, and
+    # with them a chain's records, until the collector ran).
+    from dawrap.runner import dask_chain, record as record_runner
+
+    model, mech, s_dp = problem
+    events = []
+    build, scatter = record_runner._Setup.initial_state, dask_chain.DistributedChain.__init__
+    monkeypatch.setattr(record_runner._Setup, "initial_state", lambda self, *a, **k: (
+        events.append(f"start {k.get('chain')}"), build(self, *a, **k))[1])
+    monkeypatch.setattr(dask_chain.DistributedChain, "__init__", lambda self, *a, **k: (
+        scatter(self, *a, **k), events.append(f"scattered {self.chain}"))[0])
+    gc.disable()
+    try:
+        dw.sample(model, mech, s_dp, N, draws=2, tune=0, chains=3, seed=1, progress=False,
+                  method=dw.Record(executor=client, partition=by_area()))
+        deadline = time.monotonic() + 30
+        while sum(client.run(_actors_held).values()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert sum(client.run(_actors_held).values()) == 0
+    finally:
+        gc.enable()
+    assert events == ["start 0", "scattered 0", "start 1", "scattered 1", "start 2",
+                      "scattered 2"]
 
 
 KW = dict(draws=14, tune=6, chains=1, cores=1, seed=7, progress=False)
