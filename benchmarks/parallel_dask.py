@@ -23,10 +23,12 @@ Measured, in one process, rounds interleaved (the machine is shared):
 
 With ``--census`` the problem is instead ``benchmarks/parallel_sweep.py``'s census model
 (8 states of 250 blocks, voting age x 3 races; the blocks', states' and the nation's
-histograms released, the nation at rho 2, so the pair move is on; three prior levels, so the
-collapsed move is on), grouped by state, the nation's cells shared: the iteration's census
-moves run in the groups, on the workers (:mod:`dawrap.samplers.group_moves`), and are
-part of the time per iteration.
+histograms released, the nation at ``--nation-rho``; three prior levels, so the collapsed
+move is on; the pair move by ``--pair-moves``), grouped by state, the nation's cells
+shared: the iteration's census moves run in the groups, on the workers
+(:mod:`dawrap.samplers.group_moves`), and are part of the time per iteration. With the
+nation's pieces pinned (rho 2) a cluster chain leaves the pair move out, which threads run
+on the whole database: compare with ``--nation-rho 0.05 --pair-moves 0.5``.
 
 With ``--memory`` only the cluster run, once (``--short`` iterations of ``--chains``
 chains, one after another on the cluster): the peak resident
@@ -34,7 +36,8 @@ memory of each worker process and of the client process (sampled every 0.1 s), a
 the size of the records (``n x record_size`` float64).
 
 Run: python benchmarks/parallel_dask.py [--records 1000000 --areas 2000 --regions 16
-     --categories 4 --short 3 --iterations 20 --rounds 3] [--by-area-groups 8] [--census]
+     --categories 4 --short 3 --iterations 20 --rounds 3] [--by-area-groups 8] [--census
+     [--nation-rho 0.05 --pair-moves 0.5]]
      [--memory [--chains 4]]
 """
 from __future__ import annotations
@@ -148,6 +151,11 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--by-area-groups", type=int, default=0)
     ap.add_argument("--census", action="store_true")
+    ap.add_argument("--pair-moves", default="auto", help="with --census: census.model's")
+    ap.add_argument("--nation-rho", type=float, default=2.0,
+                    help="with --census: the nation's rho (2: its pieces are pinned, and a "
+                         "cluster chain leaves the pair move out; 0.05 with --pair-moves 0.5: "
+                         "both moves run in the groups)")
     ap.add_argument("--memory", action="store_true")
     ap.add_argument("--chains", type=int, default=1, help="chains of the --memory run")
     args = ap.parse_args()
@@ -155,7 +163,8 @@ def main() -> None:
     if args.census:  # the census problem of parallel_sweep.py (this folder)
         from parallel_sweep import problem as census_problem
 
-        settings = argparse.Namespace(states=8, blocks=250, races=3, collapsed_moves="auto")
+        settings = argparse.Namespace(states=8, blocks=250, races=3, collapsed_moves="auto",
+                                      pair_moves=args.pair_moves, nation_rho=args.nation_rho)
         model, mech, s_dp, n, geo = census_problem(args.records, settings)
         part = None
         print(f"n = {n}, census: {geo.units[-1]} blocks in 8 states, {geo.cells} cells, "

@@ -30,7 +30,7 @@ long enough for a stable ESS takes hours on a shared 2-core machine.
 
 Run: python benchmarks/parallel_sweep.py [--records 1000000 --states 8 --blocks 250
      --races 3 --rounds 15 --tune 100 --draws 300 --ess-records 100000
-     --collapsed-moves auto] [--no-ess]
+     --collapsed-moves auto --pair-moves auto --nation-rho 2] [--no-ess]
 """
 from __future__ import annotations
 
@@ -133,7 +133,8 @@ def sweep_times(model, mech, s_dp, n: int, rounds: int) -> dict:
     for g in groups.values():
         g.close()
     return {name: statistics.median(v) for name, v in times.items()} | {
-        "groups": partition.groups, "shared": int(partition.shared_cells.shape[0])}
+        "groups": partition.groups, "shared": int(partition.shared_cells.shape[0]),
+        "parts": groups[1].moves}
 
 
 def mixing(model, mech, s_dp, n: int, tune: int, draws: int, threads) -> dict:
@@ -158,12 +159,12 @@ def mixing(model, mech, s_dp, n: int, tune: int, draws: int, threads) -> dict:
 def problem(records: int, args):
     """The model, mechanism, release, n and geography at ``records`` records."""
     geo, sizes, counts = synthetic(records, args.states, args.blocks, args.races)
-    collapsed = args.collapsed_moves
-    model = census.model(geo, totals=sizes, collapsed_moves=collapsed if collapsed == "auto"
-                         else float(collapsed))
+    number = lambda value: value if value == "auto" else float(value)
+    model = census.model(geo, totals=sizes, collapsed_moves=number(args.collapsed_moves),
+                         pair_moves=number(args.pair_moves))
     mech = census.discrete_gaussian(geo, [census.query("block", rho=0.5),
                                           census.query("state", rho=1.0),
-                                          census.query("nation", rho=2.0)])
+                                          census.query("nation", rho=args.nation_rho)])
     return model, mech, mech.release(census.records(counts), seed=1), int(sizes.sum()), geo
 
 
@@ -179,6 +180,11 @@ def main():
     parser.add_argument("--ess-records", type=int, default=None)
     parser.add_argument("--collapsed-moves", default="auto",
                         help="census.model's collapsed_moves: 'auto' (default) or a number")
+    parser.add_argument("--pair-moves", default="auto",
+                        help="census.model's pair_moves: 'auto' (default) or a number")
+    parser.add_argument("--nation-rho", type=float, default=2.0,
+                        help="the nation's rho (default 2: sigma 0.71, its 8 pieces pinned, "
+                             "so the pair move runs on the whole database)")
     parser.add_argument("--no-ess", action="store_true")
     args = parser.parse_args()
     model, mech, s_dp, n, geo = problem(args.records, args)
@@ -193,6 +199,8 @@ def main():
     print(f"control (a perfectly parallel nogil loop, same rounds): 2 threads / 1 thread "
           f"{t['control 1'] / t['control 2']:.2f}x")
     move, m1, m2 = t["move"], t[("move", 1)], t[("move", 2)]
+    print(f"moves: {model.records_move.name if model.records_move else None}; in the groups "
+          f"(threads): {[layout is not None for _, layout in t['parts']]}")
     print(f"the census moves (pair, then collapsed, before each iteration's sweep): on the "
           f"whole database {move:.4f} s; in the groups 1 thread {m1:.4f} s, 2 threads "
           f"{m2:.4f} s ({m1 / m2:.2f}x)")

@@ -153,9 +153,11 @@ class Record(Method):
         partition. The chains run one after another. The model and mechanism reach the
         workers by their :func:`dawrap.recipe`, so their factories must be importable
         there; theta's kernel must read the records only through ``stats``. Not with
-        ``threads`` (each worker sweeps its groups on one thread), nor with the extra move
-        (``interweave``, the model's ``records_move``; a move the model marks optional, as
-        the census model's automatic pair move, is left out with a warning).
+        ``threads`` (each worker sweeps its groups on one thread), nor with an extra move that
+        runs on the whole database (``interweave``; a model's ``records_move`` without a
+        group form, :mod:`dawrap.samplers.group_moves`): a move the model marks optional is
+        left out with a warning, another is refused. The census model's moves run in the
+        groups, on the workers.
     worker_timeout : float
         With ``executor``: seconds to wait for the workers' answer to one call (a sweep of
         their groups, a recount, a checkpoint's records; the chain's start and each kind

@@ -77,8 +77,11 @@ def collapsed_move(prior_unit: np.ndarray, rows: int, cells: int, parent: np.nda
     row of the probabilities at ``parent_off`` in theta and ``log kappa`` at
     ``theta[kappa_at]`` (``parent`` None: a top level, base ``alpha`` from ``log_alpha``
     at ``theta[alpha_at:]``, or ``fixed_alpha``). ``rate`` steps per person and iteration
-    (0: None, no move); ``optional``: the model's default chose it (a chain on a dask
-    cluster runs without it, after a warning). The mechanism must have a sparse statistic
+    (0: None, no move); ``optional``: the model's default chose it (where it cannot run, a
+    chain on a dask cluster with a partition that splits a unit's persons, it is left out
+    after a warning). The compiled move's ``group`` is its group form
+    (:mod:`dawrap.samplers.group_moves`): each group moves its persons and draws its rows
+    of p. The mechanism must have a sparse statistic
     with a separable density (the census releases do); with another the builder gives no
     move."""
     if rate == 0:
@@ -226,13 +229,18 @@ def _compile(prior_unit, parent, fixed, rows, cells, parents, top, alpha_fixed, 
                            state.kernel_state, state.move_state, state.clock,
                            state.cells), rate_seen, OK
 
-    def assign(x, records):
-        """Each row of p drawn by the group of its persons (a row without persons by group
-        0); None when a row's persons are in two groups."""
-        row = prior_unit[np.asarray(x[:, 0], np.int64)]
-        row_group = np.zeros(rows, np.int64)
-        row_group[row] = records
-        if not np.array_equal(row_group[row], records):
+    def assign(x, partition):
+        """Each row of p drawn by the group that owns the row's counts in the model's
+        statistic (``partition.stats``: the census model's partition gives each row to the
+        group of its units, whose persons alone can count there, a latent finest unit's
+        persons moving only within their public unit); None without that map or when a
+        person's row is another group's."""
+        stats = partition.stats
+        if stats is None or stats.shape[0] < rows * cells:
+            return None
+        row_group = np.ascontiguousarray(stats[:rows * cells:cells])
+        if not np.array_equal(row_group[prior_unit[np.asarray(x[:, 0], np.int64)]],
+                              partition.records):
             return None
         return row_group
 

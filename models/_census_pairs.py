@@ -250,7 +250,7 @@ def _compile(above, position, lo, hi, prior_unit, cells, rate, entries, nnz, log
                            state.kernel_state, state.move_state, state.clock,
                            state.cells), rate_seen, OK
 
-    def assign(x, records):
+    def assign(x, partition):
         """Any partition: a group's persons exchange cells among themselves."""
         return np.zeros(0, np.int64)
 

@@ -90,6 +90,10 @@ def in_turn(first: MoveBuilder | None, second: MoveBuilder | None) -> MoveBuilde
                  if move is not None]
         if not built:
             return None
+        for part, builder in built:  # what each part is (a chain may run them apart)
+            for attr in ("frees_shared_cells", "optional", "name"):
+                if not hasattr(part, attr):
+                    setattr(part, attr, getattr(builder, attr))
         move = built[0][0] if len(built) == 1 else _sequence(built[0][0], built[1][0])
         # the moves one by one, for a chain that runs each in its groups (group_moves)
         move.parts = tuple(part for m, _ in built for part in getattr(m, "parts", (m,)))

@@ -214,7 +214,11 @@ def model(geography: Geography, totals, *, invariant: str | None = None,
         0.5, each person once on average, when the release has a query above the finest
         level with noise sd at most 1.5 (``_census_pairs.PINNED_SIGMA``), else none. A chain
         on threads or on a dask cluster (``dw.Record(threads=...)``, ``executor=...``) runs
-        it in every group of its partition at once (:mod:`dawrap.samplers.group_moves`).
+        it in every group of its partition at once (:mod:`dawrap.samplers.group_moves`),
+        unless the cells the groups share are released so precisely that their pieces pin
+        each group's part (``dawrap.samplers.parallel.pieces_pinned``): then only the move
+        on the whole database frees them, and it runs there on threads, while a cluster
+        chain leaves it out (``"auto"``, with a warning) or refuses it (a number).
     collapsed_moves : "auto" or float
         Steps per person and iteration of the collapsed move
         (:mod:`dawrap.models._census_collapsed`: each person's cell redrawn from the Pólya
@@ -226,7 +230,8 @@ def model(geography: Geography, totals, *, invariant: str | None = None,
         for a rare cell), none with one level (``small_area``: parameters alpha, learned
         from every unit's counts). A chain on threads or on a dask cluster runs it in
         every group of its partition at once, each group drawing its units' rows of ``p``
-        (a partition that splits a unit's persons runs it on the whole database).
+        (on threads, a partition that does not give each unit's counts to one group runs it on
+        the whole database; a cluster chain then leaves it out).
 
     Returns
     -------

@@ -190,13 +190,17 @@ class MoveBuilder(NamedTuple):
     entries and its density, e.g. a move that changes two records at once and must weigh the
     cells both touch): ``build(mechanism)`` returns the compiled move ``(rng, state, s_dp,
     params, tuning) -> (state, accept_prob, status)``, or None for no move with this
-    mechanism. Called once per run, when the chain is set up. ``frees_shared_cells``: the
-    move changes records while keeping the totals of coarse cells (e.g. the census model's
+    mechanism. Called once per run, when the chain is set up. The compiled move may carry a
+    group form (its ``group`` attribute, :mod:`dawrap.samplers.group_moves`): a threaded
+    or cluster chain then runs it in every group at once. ``frees_shared_cells``: the move
+    changes records while keeping the totals of coarse cells (e.g. the census model's
     exchange of two persons' cells within a coarse unit), so precise cells shared by the
     groups of a threaded sweep do not stall the chain, and ``dw.sample`` does not warn
-    about them (:func:`dawrap.samplers.parallel.warn_pinned_pieces`). ``optional``: the
-    chain is exact without the move, which only speeds its mixing; where it cannot run (a
-    chain on a dask cluster, whose records stay on the workers) the run goes on without it,
+    about them (:func:`dawrap.samplers.parallel.warn_pinned_pieces`); such a move runs on
+    the whole database when the shared cells' pieces are pinned (in a group it could not
+    change a group's part of them). ``optional``: the chain is exact without the move,
+    which only speeds its mixing; where it cannot run (on a dask cluster, whose records stay
+    on the workers, a move that runs on the whole database) the run goes on without it,
     with a warning naming it, instead of being refused. A builder of several moves, which
     knows only when built which of them run, may set ``frees_shared_cells``, ``optional`` and
     ``name`` as attributes of the compiled move it returns: they then stand for the

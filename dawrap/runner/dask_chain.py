@@ -195,8 +195,9 @@ class GroupActor:
         # the model's records move in these groups (dawrap.samplers.group_moves): its parts'
         # group forms, what they read, and the entries of theta these groups draw
         parts = getattr(setup.move, "parts", (setup.move,))
-        self.moves = [(part.group, np.array(layout), np.array(entries)) for part, layout,
-                      entries in zip(parts, move_layouts, move_theta)]
+        self.moves = [None if layout is None else (part.group, np.array(layout),
+                                                   np.array(entries))
+                      for part, layout, entries in zip(parts, move_layouts, move_theta)]
 
     def _global(self, result):
         """A group's result with its record as an index of the whole database."""
@@ -320,26 +321,6 @@ class DistributedChain:
             raise ValueError("executor: a chain on a dask cluster needs the sparse path (a "
                              "mechanism with a separable density whose statistic is declared "
                              "with dw.declare_sparse): records must touch a few cells each")
-        parts = move_parts(setup, partition, state.x)
-        # the model's records move runs in the groups when every part of it can
-        grouped = bool(parts) and all(layout is not None for _, layout in parts)
-        self.move_layouts = [layout for _, layout in parts] if grouped else []
-        if grouped or setup.move is record.no_move:
-            pass
-        elif setup.move_optional:
-            warnings.warn(f"executor: the model's {setup.move_name} moves records on the "
-                          f"client (it has no form that runs in the partition's groups), and "
-                          f"a chain on a dask cluster keeps them on its workers: this chain "
-                          f"runs without it (still exact; it may mix more slowly)",
-                          UserWarning, stacklevel=4)
-        else:
-            raise ValueError(f"executor: the extra theta move (interweave, or the model's "
-                             f"records_move: {setup.move_name}) moves every record with "
-                             f"theta, on the client: run on a cluster with interweave=False "
-                             f"and without records_move (the census model's pair move: "
-                             f"census.model(..., pair_moves=0); the marginals model's: "
-                             f"marginals.model(..., ridge_moves=False, collapsed_moves=0)), "
-                             f"or without executor")
         reads = kernel_reads_records(model)
         if reads is not None:
             name = getattr(model.draw_theta, "name", None) or getattr(
@@ -369,9 +350,34 @@ class DistributedChain:
         # the pieces' inverse sd: constant for Gaussian noise (sent once, to the actors),
         # drawn each sweep with the latent variances for Laplace noise (sent with the pieces)
         self.latent = noise == "laplace"
-        piece_scale = parallel.first_piece_scale(
-            params, self.shared, G, self.latent,
-            mech.integer_statistic and not (grouped and setup.frees_shared_cells))
+        # The extra move's parts that run in the groups, on the workers; the others would
+        # move every record on the client: left out when optional (a warning), else refused.
+        parts = move_parts(setup, partition, x, parallel.pieces_pinned(
+            params, self.shared, G, self.latent, mech.integer_statistic))
+        left_out = [part for part, layout in parts if layout is None]
+        said = lambda part, name, default: getattr(part, name, default)
+        names = "; ".join(said(p, "name", setup.move_name) for p in left_out)
+        if any(not said(p, "optional", setup.move_optional) for p in left_out):
+            raise ValueError(
+                f"executor: the extra move ({names}) runs on the whole database, on the "
+                f"client, and a chain on a dask cluster keeps the records on its workers: it "
+                f"has no form that runs in the partition's groups (or, for the census pair "
+                f"move, the shared cells' pieces are pinned, which only a move on the whole "
+                f"database frees). Run on a cluster with interweave=False and without that "
+                f"move (census.model(..., pair_moves=0); marginals.model(..., "
+                f"ridge_moves=False, collapsed_moves=0)), or without executor")
+        if left_out:
+            warnings.warn(f"executor: the model's {names} runs on the whole database, on the "
+                          f"client (no form that runs in the partition's groups, or pinned "
+                          f"shared cells that only the whole database frees), and a chain on "
+                          f"a dask cluster keeps the records on its workers: this chain runs "
+                          f"without it (still exact; it may mix more slowly)",
+                          UserWarning, stacklevel=4)
+        self.move_layouts = [layout for _, layout in parts]  # None: left out
+        frees = any(said(p, "frees_shared_cells", setup.frees_shared_cells)
+                    for p, layout in parts if layout is not None)
+        piece_scale = parallel.first_piece_scale(params, self.shared, G, self.latent,
+                                                 mech.integer_statistic and not frees)
         self.piece_scale = piece_scale
         self.local_total = np.zeros((G, K))
         self.local_release = np.zeros((G, K))
@@ -394,8 +400,8 @@ class DistributedChain:
         rngs = parallel.group_generators(rng, G)
         # per part and worker, the entries of theta its groups draw (sent back after a move)
         self.move_theta = [[np.concatenate([part.group.theta_of(layout, g) for g in groups])
-                            for groups in self.assigned]
-                           for (part, _), layout in zip(parts, self.move_layouts)]
+                            if layout is not None else np.zeros(0, np.int64)
+                            for groups in self.assigned] for part, layout in parts]
         self.actors, self.own = [], []
         pending, scattered = [], []
         for w, (address, groups) in enumerate(zip(self.addresses, self.assigned)):
@@ -604,11 +610,16 @@ class DistributedChain:
         :meth:`dawrap.runner.parallel.GroupedChain.move`, the same floats; only a move whose
         every part has a group form runs here): ``(state, accept_rate, status)``."""
         rate = math.nan
-        for k in range(len(self.move_layouts)):
+        for k, layout in enumerate(self.move_layouts):
+            if layout is None:  # left out (a warning said so)
+                continue
             draw_pieces(self, rng, state)
+            if f"move {k}" not in self.called:  # its first call compiles it on the workers:
+                self.called.discard("move")      # the start's patience (_patience)
             got = self._call("move", "moving records", k, np.array(state.theta),
                              [self.local_release[groups] for groups in self.assigned],
                              self.piece_scale.copy() if self.latent else None)
+            self.called.add(f"move {k}")
             for groups, (own_cells, _), entries, (_, rows, t, drawn, _) in zip(
                     self.assigned, self.own, self.move_theta[k], got):
                 self.local_total[groups] = rows

@@ -93,7 +93,8 @@ class GroupedChain:
         self.threads = parallel.warn_threads(threads, G)
         self.batches = _batches(partition.sizes, self.threads)
         self.pool = ThreadPoolExecutor(self.threads) if self.threads > 1 else None
-        self.moves = move_parts(setup, partition, x)
+        self.moves = move_parts(setup, partition, x, parallel.pieces_pinned(
+            params, self.shared, G, self.latent, mech.integer_statistic))
 
     def close(self) -> None:
         """Stop the thread pool."""
@@ -305,20 +306,25 @@ def fold_sweep(chain, results, total, stats) -> int:
     return OK
 
 
-def move_parts(setup, partition, x) -> list:
+def move_parts(setup, partition, x, pinned: bool) -> list:
     """The model's records move as ``(part, layout)`` pairs, in order
     (:mod:`dawrap.samplers.group_moves`): a sequence of moves (``in_turn``) gives its parts;
     ``layout`` is what the part's group form reads in these groups, or None where the part
-    runs on the whole database (no group form, the partition splits what a group would
-    draw, or the model's statistic is moved per record rather than recounted)."""
+    runs on the whole database: it has no group form, the partition splits what a group
+    would draw, the model's statistic is moved per record rather than recounted, or the
+    part frees pinned shared cells (``frees_shared_cells``, the census pair move) and the
+    partition's pieces are ``pinned`` (:func:`dawrap.samplers.parallel.pieces_pinned`): in a
+    group such a move keeps the group's part of every shared cell, which the pieces pin, so
+    only on the whole database does it move how a shared cell splits between groups."""
     if setup.move is record.no_move:
         return []
     recounted = setup.lazy_stats or setup.model.stat_size == 0
     out = []
     for part in getattr(setup.move, "parts", (setup.move,)):
         group = getattr(part, "group", None)
-        out.append((part, group.assign(x, partition.records)
-                    if group is not None and recounted else None))
+        frees = getattr(part, "frees_shared_cells", setup.frees_shared_cells)
+        runs_in_groups = group is not None and recounted and not (pinned and frees)
+        out.append((part, group.assign(x, partition) if runs_in_groups else None))
     return out
 
 

@@ -467,6 +467,8 @@ def _run_chain(setup: _Setup, chain: int, rng, starts: list, tune: int, draws: i
     model, mech = setup.model, setup.mechanism
     start, starts[chain] = starts[chain], None
     if callable(start):
+        if control.stop.is_set():  # Ctrl-C before this chain began: nothing to build
+            return trace, 0
         start = start()
         setup.check_writes(*start, f"the starting database of chain {chain}")
     theta, x = start
@@ -482,6 +484,8 @@ def _run_chain(setup: _Setup, chain: int, rng, starts: list, tune: int, draws: i
     else:
         # The saved fields, laid out as a fresh state is (the entries path's per-cell block).
         state = setup.chain.arrange(setup.resumed_state(resumed), setup.s_dp, setup.params)
+        if control.executor is not None:  # the records go to the workers: no copy here
+            resumed.pop("x", None)
         for name, field in zip(record.Trace._fields, trace):
             field[:] = resumed[f"trace_{name}"]
         done = resumed["done"]
@@ -671,10 +675,11 @@ def _run_record(model, mechanism, s_dp, n, rngs, method, shared, stop) -> Output
                 setup.probe_records(saved["theta"])
                 setup.probe_theta(saved["theta"], saved["x"])
         probed = True
-    for c, start in enumerate(starts):
-        if not callable(start):  # (a later one is checked when built, in _run_chain)
-            setup.check_writes(*start, "init_x" if init_x is not None else
+    for c in range(chains):
+        if not callable(starts[c]):  # (a later one is checked when built, in _run_chain)
+            setup.check_writes(*starts[c], "init_x" if init_x is not None else
                                f"the starting database of chain {c}")
+    saved = None  # (no reference to a checkpoint's database beyond the chain's own)
     if shared.cores > 1 and chains > 1:
         _compile(setup, *starts[0], keep_stats)
     if control.stop.is_set():  # Ctrl-C while the functions were probed or compiled

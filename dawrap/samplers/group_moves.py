@@ -46,16 +46,18 @@ class GroupMove(NamedTuple):
         (by the chain, or by each worker of a cluster).
     run : ``(rng, theta, table, x, members, s_dp, params, total, owner, slot_of, g,
     local_total, local_release, piece_scale, layout) -> (accepted, proposed, status, record,
-    cell)``
+    cell, log_g_change)``
         numba-compiled (``nogil``): group ``g``'s move of its records ``members``, its shared
         cells weighed through its pieces (:func:`group_density_change_of`), its changes
         written by :func:`apply_group_change`. ``record`` and ``cell`` say where a record
-        touched a cell of another group (``status`` then ``BAD_PARTITION``).
-    assign : ``(x, records) -> layout or None``
-        From the database and each record's group (``Partition.records``): the array the
-        groups' ``run`` reads (e.g. which group draws which row of theta), or None when the
-        move cannot run in these groups (it then runs on the whole database, between the
-        sweeps).
+        touched a cell of another group (``status`` then ``BAD_PARTITION``);
+        ``log_g_change`` is the accepted changes' sum of the log density (the whole
+        database's when run as one group).
+    assign : ``(x, partition) -> layout or None``
+        From the database and the :class:`~dawrap.samplers.parallel.Partition`: the array
+        the groups' ``run`` reads (e.g. which group draws which row of theta), or None when
+        the move cannot run in these groups (it then runs on the whole database, between the
+        sweeps; a cluster chain leaves it out, or refuses it).
     theta_of : ``(layout, g) -> index array``
         The entries of theta group ``g``'s ``run`` writes (a cluster's workers send them back).
     """

@@ -125,7 +125,7 @@ __all__ = ["Partition", "check_partition", "shared_noise", "group_generators", "
            "draw_scales", "draw_pieces", "group_totals", "group_pass", "group_stats",
            "bind_groups", "GroupFunctions", "BAD_PARTITION", "BAD_STAT_PARTITION", "MAX_GROUPS",
            "GROUP_STREAM", "partition_error", "warn_threads", "warn_pinned_pieces",
-           "first_piece_scale", "info_of"]
+           "first_piece_scale", "pieces_pinned", "info_of"]
 
 # The slots of the templates below (those of dawrap.samplers.record's sweep, plus two).
 DRAW_RECORD = slot("(rng, theta, out)")
@@ -735,6 +735,25 @@ def first_piece_scale(params: np.ndarray, shared: np.ndarray, groups: int, laten
     scale = math.sqrt(groups) * params[shared] if K else np.zeros(0)
     warn_pinned_pieces(1.0 / scale, groups, integer_statistic)
     return scale
+
+
+def pieces_pinned(params: np.ndarray, shared: np.ndarray, groups: int, latent: bool,
+                  integer_statistic: bool) -> bool:
+    r"""Whether some shared cell's pieces are more precise than one record's contribution
+    (the condition :func:`warn_pinned_pieces` warns about, with the pieces' sd of
+    :func:`first_piece_scale`): a group's records can then hardly change their part of it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dawrap.samplers.parallel import pieces_pinned
+    >>> pieces_pinned(np.array([1.0]), np.array([0]), 4, False, True)   # sigma 1, 4 groups
+    True
+    """
+    if not integer_statistic or shared.shape[0] == 0:
+        return False
+    factor = math.sqrt(2.0) if latent else 1.0
+    return bool(np.min(factor / (math.sqrt(groups) * params[shared])) < 1.0)
 
 
 def warn_pinned_pieces(piece_sd: np.ndarray, groups: int, integer_statistic: bool) -> None:

@@ -140,12 +140,17 @@ def test_in_two_groups_with_the_nation_shared_the_law_is_the_same():
                            rate=1.0).build(mech).group
     state = _state(mech, s_dp, start.copy())
     records = ROW[state.x[:, 0].astype(int)]             # each person's group: their state
-    layout = group.assign(state.x, records)
+    owner = np.r_[np.repeat(ROW, CELLS), -np.ones(CELLS, int)]   # block cells; nation shared
+    # each state's row of p (the model statistic's counts) is its group's
+    by_state = parallel.Partition(records=records, cells=owner, stats=np.repeat([0, 1], CELLS))
+    layout = group.assign(state.x, by_state)
     assert layout.tolist() == [0, 1]
     assert group.theta_of(layout, 1).tolist() == [3, 4, 5]
-    # a partition that splits a state's persons cannot run the move in its groups
-    assert group.assign(state.x, np.r_[0, 1, np.zeros(len(records) - 2, int)]) is None
-    owner = np.r_[np.repeat(ROW, CELLS), -np.ones(CELLS, int)]   # block cells; nation shared
+    # a partition that gives a state's row to the other group's persons, or says nothing of
+    # the rows, cannot run the move in its groups
+    swapped = parallel.Partition(records=records, cells=owner, stats=np.repeat([1, 0], CELLS))
+    assert group.assign(state.x, swapped) is None
+    assert group.assign(state.x, parallel.Partition(records=records, cells=owner)) is None
     shared = np.flatnonzero(owner < 0)
     slot_of = np.full(mech.size, -1)
     slot_of[shared] = np.arange(len(shared))

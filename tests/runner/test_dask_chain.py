@@ -270,22 +270,27 @@ def test_a_hung_worker_stops_the_run_after_the_timeout_and_keeps_the_checkpoint(
 
 
 def test_the_census_moves_run_in_the_groups_and_draw_the_threads_draws(client):
-    # The census model's pair and collapsed moves (both on by default here: the nation's
-    # release is precise, the prior has three levels) have group forms
-    # (dawrap.samplers.group_moves): on a cluster each worker moves its groups' persons and
-    # draws its states' rows of p, the nation's cells split into pieces on the client; the
-    # draws are the threaded run's. A records move without a group form asked for by
-    # number is refused (interweave: test_bad_input_is_named).
-    # (the geography and release of test_parallel_runner's pinned-pieces test: the same
-    # compiled chain)
+    # The census model's pair and collapsed moves (three prior levels: the collapsed move
+    # is on by default) have group forms (dawrap.samplers.group_moves): on a cluster each
+    # worker moves its groups' persons and draws its states' rows of p, the nation's cells
+    # split into pieces on the client; the draws are the threaded run's. When the nation's
+    # pieces are pinned (sd sigma/sqrt(3) < 1), only the pair move on the whole database
+    # frees them: a cluster chain leaves it out with a warning ("auto") or refuses it (a
+    # number), and the collapsed move still runs on the workers.
+    # (the geography of test_parallel_runner's pinned-pieces test: the same compiled chain)
     geo = census.Geography({"nation": [0] * 6, "state": [0, 0, 1, 1, 2, 2],
                             "block": np.arange(6)}, {"age": 2})
     sizes = np.array([3, 2, 4, 1, 2, 3])
-    mech = census.discrete_gaussian(geo, [census.query("block", rho=1.0),
-                                          census.query("nation", rho=1.0)])
-    s_dp = mech.release(census.records(np.column_stack([sizes - 1, np.ones(6, int)])), seed=0)
     n = int(sizes.sum())
-    model = census.model(geo, totals=sizes)
+    x = census.records(np.column_stack([sizes - 1, np.ones(6, int)]))
+
+    def release(rho):
+        mech = census.discrete_gaussian(geo, [census.query("block", rho=1.0),
+                                              census.query("nation", rho=rho)])
+        return mech, mech.release(x, seed=0)
+
+    mech, s_dp = release(0.25)  # nation sigma 2: pieces of sd 1.15, free
+    model = census.model(geo, totals=sizes, pair_moves=0.5)
     assert "pair" in model.records_move.name and "collapsed" in model.records_move.name
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)  # nothing is left out
@@ -296,6 +301,14 @@ def test_the_census_moves_run_in_the_groups_and_draw_the_threads_draws(client):
     assert diagnostics.group(cluster, "posterior").attrs["executor"] == "dask"
     accept = diagnostics.group(cluster, "sample_stats")["move_accept"].values
     assert np.all(np.isfinite(accept)) and accept.mean() > 0
+    mech, s_dp = release(1.0)   # nation sigma 1: pieces of sd 0.58, pinned
+    with pytest.raises(ValueError, match=r"census pair move.*census.model\(..., pair_moves=0\)"):
+        dw.sample(model, mech, s_dp, n, draws=2, tune=0, executor=client, **FAST)
+    with pytest.warns(UserWarning, match="census pair move .* runs without it"):
+        idata = dw.sample(census.model(geo, totals=sizes), mech, s_dp, n, draws=5, tune=0,
+                          executor=client, **FAST)
+    accept = diagnostics.group(idata, "sample_stats")["move_accept"].values
+    assert np.all(np.isfinite(accept))  # the collapsed move ran
 
 
 def test_bad_input_is_named(problem, client):
