@@ -10,6 +10,7 @@ import pytest
 import dawrap as dw
 from dawrap import diagnostics
 from dawrap.models import beta_binomial, census, small_area
+from dawrap.runner import parallel as grouped_runner
 
 # Two areas in one region, two categories: released the area counts and the region's.
 SIZES, REGIONS, CATS = [2, 3], [0, 0], 2
@@ -138,6 +139,33 @@ def test_census_groups_by_state_and_shares_the_nation():
     runs = [dw.sample(model, mech, s_dp, int(sizes.sum()), draws=20, tune=5,
                       method=dw.Record(threads=t), **FAST) for t in (1, 2)]
     assert np.array_equal(draws(runs[0]), draws(runs[1]))
+
+
+def test_latent_blocks_emptied_at_the_start_refill_in_the_groups():
+    # Public state totals, latent blocks: the sweep moves a person between the blocks of
+    # their state, into blocks the start left empty (their released counts are negative).
+    # The collapsed move runs in the groups (one per state), each drawing the rows of p of
+    # its own blocks, whether or not they held anyone at the start; the same draws on 1
+    # and 2 threads.
+    geo = census.Geography({"state": [0, 0, 1, 1], "block": np.arange(4)}, {"age": 2})
+    model = census.model(geo, totals=[6, 6], invariant="state")
+    mech = census.discrete_gaussian(geo, [census.query("block", rho=0.05),
+                                          census.query("state", rho=1.0)])
+    s_dp = np.array([6.0, 2.0, -3.0, -2.0, 1.0, 3.0, -1.0, -4.0, 6.0, 1.0, 4.0, 3.0])
+    start = model.start_database(np.random.default_rng(0), None, 12, mech, s_dp, None)
+    assert sorted(set(start[:, 0].astype(int))) == [0, 2]   # blocks 1 and 3 start empty
+    layouts = []
+    real = grouped_runner.move_parts
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(grouped_runner, "move_parts",
+                      lambda *args: layouts.append(real(*args)) or layouts[-1])
+        runs = [dw.sample(model, mech, s_dp, 12, draws=60, tune=10,
+                          method=dw.Record(threads=t), **FAST) for t in (1, 2)]
+    assert np.array_equal(draws(runs[0]), draws(runs[1]))
+    assert all(layout is not None for parts in layouts for part, layout in parts
+               if "collapsed" in part.name)
+    shares = draws(runs[0], "p")      # the blocks' rows of p moved off their start
+    assert shares.std(axis=1).min() > 0
 
 
 @pytest.mark.slow
