@@ -60,7 +60,7 @@ import numpy as np
 
 from ..samplers import parallel, record
 from ..samplers.status import OK, BAD_SUPPORT
-from .parallel import draw_pieces, fold_recount, fold_sweep, move_parts
+from .parallel import draw_pieces, fold_recount, fold_sweep, later_rate, move_parts
 
 __all__ = ["DistributedChain", "GroupActor", "check_client", "cluster_partition",
            "kernel_reads_records", "logger"]
@@ -355,9 +355,8 @@ class DistributedChain:
         parts = move_parts(setup, partition, x, parallel.pieces_pinned(
             params, self.shared, G, self.latent, mech.integer_statistic))
         left_out = [part for part, layout in parts if layout is None]
-        said = lambda part, name, default: getattr(part, name, default)
-        names = "; ".join(said(p, "name", setup.move_name) for p in left_out)
-        if any(not said(p, "optional", setup.move_optional) for p in left_out):
+        names = "; ".join(getattr(p, "name", setup.move_name) for p in left_out)
+        if any(not getattr(p, "optional", setup.move_optional) for p in left_out):
             raise ValueError(
                 f"executor: the extra move ({names}) runs on the whole database, on the "
                 f"client, and a chain on a dask cluster keeps the records on its workers: it "
@@ -374,7 +373,7 @@ class DistributedChain:
                           f"without it (still exact; it may mix more slowly)",
                           UserWarning, stacklevel=4)
         self.move_layouts = [layout for _, layout in parts]  # None: left out
-        frees = any(said(p, "frees_shared_cells", setup.frees_shared_cells)
+        frees = any(getattr(p, "frees_shared_cells", setup.frees_shared_cells)
                     for p, layout in parts if layout is not None)
         piece_scale = parallel.first_piece_scale(params, self.shared, G, self.latent,
                                                  mech.integer_statistic and not frees)
@@ -629,9 +628,7 @@ class DistributedChain:
             status = fold_sweep(self, results, state.total, state.stats)
             if status != OK:
                 return state, math.nan, status
-            proposed = sum(r[1] for r in results)
-            got_rate = sum(r[0] for r in results) / proposed if proposed else math.nan
-            rate = rate if got_rate != got_rate else got_rate
+            rate = later_rate(rate, results)
         return state, rate, OK
 
     def _fresh(self, state):

@@ -22,8 +22,8 @@ import numpy as np
 from ..samplers import parallel, record
 from ..samplers.status import OK, BAD_SUPPORT
 
-__all__ = ["GroupedChain", "draw_pieces", "fold_recount", "fold_sweep", "move_parts",
-           "partition_for"]
+__all__ = ["GroupedChain", "draw_pieces", "fold_recount", "fold_sweep", "later_rate",
+           "move_parts", "partition_for"]
 
 
 def partition_for(method, model, mechanism, x) -> parallel.Partition:
@@ -159,6 +159,7 @@ class GroupedChain:
                 state, got, status = part(rng, state, s_dp, params, tuning)
                 if status == OK:
                     self.recount(state)
+                    rate = rate if got != got else got
             else:
                 group = part.group
                 table = group.prepare(state.theta)
@@ -168,11 +169,10 @@ class GroupedChain:
                     state.total, self.partition.cells, self.slot_of, g, self.local_total[g],
                     self.local_release[g], self.piece_scale, layout))
                 status = fold_sweep(self, results, state.total, state.stats)
-                proposed = sum(r[1] for r in results)
-                got = sum(r[0] for r in results) / proposed if proposed else float("nan")
+                if status == OK:
+                    rate = later_rate(rate, results)
             if status != OK:
                 return state, float("nan"), status
-            rate = rate if got != got else got
         return state, rate, OK
 
     def sweep(self, rng, state, table) -> tuple:
@@ -304,6 +304,14 @@ def fold_sweep(chain, results, total, stats) -> int:
         if not np.all(np.isfinite(stats)):
             return record.BAD_STATS
     return OK
+
+
+def later_rate(rate: float, results) -> float:
+    """The acceptance rate a move part's per-group ``results`` (accepted, proposed, ...)
+    report, where they proposed anything; else the earlier parts' ``rate`` (a sequence of
+    moves reports its last part that proposed, as ``in_turn``'s compiled sequence does)."""
+    proposed = sum(r[1] for r in results)
+    return sum(r[0] for r in results) / proposed if proposed else rate
 
 
 def move_parts(setup, partition, x, pinned: bool) -> list:

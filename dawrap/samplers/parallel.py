@@ -728,13 +728,18 @@ def first_piece_scale(params: np.ndarray, shared: np.ndarray, groups: int, laten
     [1.0]
     """
     K = shared.shape[0]
+    warn_pinned_pieces(_piece_sd(params, shared, groups, latent), groups, integer_statistic)
     if latent:
-        warn_pinned_pieces(math.sqrt(2.0) / (math.sqrt(groups) * params[shared]), groups,
-                           integer_statistic)
         return np.zeros(K)
-    scale = math.sqrt(groups) * params[shared] if K else np.zeros(0)
-    warn_pinned_pieces(1.0 / scale, groups, integer_statistic)
-    return scale
+    return math.sqrt(groups) * params[shared] if K else np.zeros(0)
+
+
+def _piece_sd(params: np.ndarray, shared: np.ndarray, groups: int, latent: bool
+              ) -> np.ndarray:
+    r"""The shared cells' pieces' sd: :math:`\sigma/\sqrt G` (``params`` holding
+    :math:`1/\sigma`), or for Laplace and geometric noise (``latent``) their root-mean-square
+    sd under the latent variance's prior, :math:`\sqrt 2\, b/\sqrt G`."""
+    return (math.sqrt(2.0) if latent else 1.0) / (math.sqrt(groups) * params[shared])
 
 
 def pieces_pinned(params: np.ndarray, shared: np.ndarray, groups: int, latent: bool,
@@ -752,8 +757,7 @@ def pieces_pinned(params: np.ndarray, shared: np.ndarray, groups: int, latent: b
     """
     if not integer_statistic or shared.shape[0] == 0:
         return False
-    factor = math.sqrt(2.0) if latent else 1.0
-    return bool(np.min(factor / (math.sqrt(groups) * params[shared])) < 1.0)
+    return bool(_piece_sd(params, shared, groups, latent).min() < 1.0)
 
 
 def warn_pinned_pieces(piece_sd: np.ndarray, groups: int, integer_statistic: bool) -> None:

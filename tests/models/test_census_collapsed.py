@@ -58,6 +58,13 @@ def _state(mech, s_dp, x):
                        np.zeros(0), np.zeros(0), np.zeros(2, np.int64))
 
 
+def _counts(x):
+    """The database's table of counts (blocks x cells), as :func:`_tables` lists them."""
+    counts = np.zeros((3, CELLS))
+    np.add.at(counts, (x[:, 0].astype(int), x[:, 1].astype(int)), 1.0)
+    return counts
+
+
 def _run(move, mech, s_dp, state, iterations, seed):
     rng = np.random.default_rng(seed)
     tables = _tables()
@@ -67,9 +74,7 @@ def _run(move, mech, s_dp, state, iterations, seed):
         state, accept, status = move(rng, state, s_dp, mech.params, False)
         assert status == 0
         accepted.append(accept)
-        counts = np.zeros((3, CELLS))
-        np.add.at(counts, (state.x[:, 0].astype(int), state.x[:, 1].astype(int)), 1.0)
-        visits[it] = key[counts.tobytes()]
+        visits[it] = key[_counts(state.x).tobytes()]
         p_drawn[it] = state.theta[:6]
     return state, visits, p_drawn, np.array(accepted)
 
@@ -173,9 +178,7 @@ def test_in_two_groups_with_the_nation_shared_the_law_is_the_same():
                                local_release[g], scale, layout)[2]
             assert status == 0
         state.total[shared] = local_total.sum(axis=0)
-        counts = np.zeros((3, CELLS))
-        np.add.at(counts, (state.x[:, 0].astype(int), state.x[:, 1].astype(int)), 1.0)
-        visits[it] = key[counts.tobytes()]
+        visits[it] = key[_counts(state.x).tobytes()]
         p_drawn[it] = state.theta[:6]
     assert np.array_equal(state.total, mech.total(state.x))
     tables, exact = _exact(mech, s_dp)
