@@ -11,14 +11,14 @@ cells are shared (split into pieces each sweep, drawn on the client).
 Measured, in one process, rounds interleaved (the machine is shared):
 
 * ``dw.sample`` of one chain with the serial sweep (``dw.Record()``, one thread), with
-  ``dw.Record(threads=2)``, and with ``dw.Record(executor=client)`` on a
+  ``dw.Record(groups=dw.parallel.Threads(2))``, and with ``dw.Record(groups=dw.parallel.Dask(client))`` on a
   ``LocalCluster(n_workers=2, processes=True, threads_per_worker=1)``; each run twice, with
   ``--short`` and with ``--short + --iterations`` iterations, and the time per iteration is
   the difference of their sampling times over ``--iterations`` (so the fixed costs, the
   starting database, scattering the records, compiling on the workers, cancel);
 * the cluster run's communication time per sweep: the client's wall time of a sweep less
   the slowest worker's time inside its sweep (reported by the chain,
-  ``dawrap.runner.dask_chain.logger``), and the workers' compute time per sweep;
+  ``dawrap.runner.backends.dask.logger``), and the workers' compute time per sweep;
 * the load average before and after (the 2 cores are shared with other jobs).
 
 With ``--census`` the problem is instead ``benchmarks/parallel_sweep.py``'s census model
@@ -53,7 +53,7 @@ import numpy as np
 
 import dawrap as dw
 from dawrap.models import small_area
-from dawrap.runner.dask_chain import logger
+from dawrap.runner.backends.dask import logger
 
 
 class _Timings(logging.Handler):
@@ -124,7 +124,7 @@ def memory(model, mech, s_dp, n: int, client, part, iterations: int, chains: int
     watcher.start()
     began = time.perf_counter()
     try:
-        seconds(model, mech, s_dp, n, dw.Record(executor=client, partition=part), iterations,
+        seconds(model, mech, s_dp, n, dw.Record(groups=dw.parallel.Dask(client, partition=part)), iterations,
                 chains)
     finally:
         done.set()
@@ -194,8 +194,8 @@ def main() -> None:
     logger.addHandler(timings)
     logger.setLevel(logging.INFO)
     methods = {"serial": dw.Record(),
-               "threads=2": dw.Record(threads=2, partition=part),
-               "dask 2 workers": dw.Record(executor=client, partition=part)}
+               "threads=2": dw.Record(groups=dw.parallel.Threads(2, partition=part)),
+               "dask 2 workers": dw.Record(groups=dw.parallel.Dask(client, partition=part))}
     try:
         for name, method in methods.items():  # compile everywhere first (not timed)
             seconds(model, mech, s_dp, n, method, 1)

@@ -30,7 +30,7 @@ def run(model, mech, s_dp, n: int, tune: int, draws: int, threads):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the R-hat warning: the table says it
         idata = dw.sample(model, mech, s_dp, n, draws=draws, tune=tune, chains=2, seed=5,
-                          progress=False, method=dw.Record(threads=threads))
+                          progress=False, method=dw.Record(groups=dw.parallel.Threads(threads) if threads else None))
     seconds = time.perf_counter() - began
     p = diagnostics.group(idata, "posterior")["p"].values
     flat = p.reshape(p.shape[0], p.shape[1], -1)

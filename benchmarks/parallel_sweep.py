@@ -20,7 +20,7 @@ three one after the other, and the medians are reported):
 * a control: the same ratio for a loop that is perfectly parallel (independent uniform
   draws in a ``nogil`` function, on 1 thread then split over 2), timed in the same rounds:
   what this machine gave two threads at that moment;
-* the mixing cost of the pieces: ``dw.sample`` serial and with ``threads=2``, one chain of
+* the mixing cost of the pieces: ``dw.sample`` serial and on ``dw.parallel.Threads(2)``, one chain of
   ``--tune`` + ``--draws`` iterations each from the same seed, bulk ESS per iteration (one
   sweep each) of the worst parameter entry and of the nation's probabilities and
   ``log_alpha``; and ESS per wall-second of the worst entry.
@@ -46,7 +46,7 @@ from concurrent.futures import ThreadPoolExecutor
 import dawrap as dw
 from dawrap import diagnostics
 from dawrap.models import census
-from dawrap.runner.parallel import GroupedChain
+from dawrap.runner.grouped import GroupedChain
 from dawrap.runner.record import _Setup
 
 
@@ -91,12 +91,10 @@ def sweep_times(model, mech, s_dp, n: int, rounds: int) -> dict:
     rng = np.random.default_rng(0)
     theta, x = setup.initial_state(rng, None, None, probe=True)
     states = {name: setup.fresh_state(theta.copy(), x.copy()) for name in ("serial", 1, 2)}
-    partition = model.partition(x, mech)
-    groups = {t: GroupedChain(setup, partition, t, np.random.Generator(np.random.PCG64(
-        np.random.SeedSequence(1))), states[t].x) for t in (1, 2)}
+    groups = {t: GroupedChain(setup, dw.parallel.Threads(t), np.random.Generator(
+        np.random.PCG64(np.random.SeedSequence(1))), states[t], chain=0) for t in (1, 2)}
     for t, g in groups.items():
         g.recount(states[t])
-    table = groups[1].fns.table(theta)
     chain_rng = {name: np.random.default_rng(2) for name in states}
 
     def once(name):
@@ -111,7 +109,7 @@ def sweep_times(model, mech, s_dp, n: int, rounds: int) -> dict:
             states[name] = setup.chain.sweep(chain_rng[name], states[name], s_dp,
                                              setup.params)[0]
         else:
-            groups[name].sweep(chain_rng[name], states[name], table)
+            groups[name].sweep(chain_rng[name], states[name])
         return time.perf_counter() - began
 
     timed = (*states, "move", ("move", 1), ("move", 2))
@@ -141,7 +139,7 @@ def mixing(model, mech, s_dp, n: int, tune: int, draws: int, threads) -> dict:
     """Bulk ESS per iteration of the worst entry, the nation's p and log_alpha; ESS/s."""
     began = time.perf_counter()
     idata = dw.sample(model, mech, s_dp, n, draws=draws, tune=tune, chains=1, seed=5,
-                      progress=False, method=dw.Record(threads=threads))
+                      progress=False, method=dw.Record(groups=dw.parallel.Threads(threads) if threads else None))
     seconds = time.perf_counter() - began
     post = diagnostics.group(idata, "posterior")
     ess = {}

@@ -32,21 +32,23 @@ _LAZY = {
     "Geometric": ".mechanisms", "DiscreteGaussian": ".mechanisms", "Box": ".mechanisms",
     "Sparse": ".mechanisms", "NoiseLaw": ".mechanisms", "declare_sparse": ".mechanisms.separable",
     "box_sensitivity": ".mechanisms.sensitivity",
-    "sample": ".sampling", "METHODS": ".sampling", "Partition": ".samplers.parallel",
+    "sample": ".sampling", "METHODS": ".sampling",
+    # dawrap 0.2's name of dw.parallel.Partition (kept working, not listed)
+    "Partition": ".samplers.parallel",
     "Record": ".methods", "Suffstat": ".methods", "Naive": ".methods",
     "NonPrivate": ".methods", "OPS": ".methods",
     "compare": ".studies.compare", "Comparison": ".studies.compare", "mmd2": ".studies.compare",
     "calibrate": ".studies.calibration", "Calibration": ".studies.calibration",
 }
 #: Public submodules, imported on first access as attributes (``dw.kernels``).
-_SUBMODULES = {"kernels": ".samplers.kernels", "random": ".random",
+_SUBMODULES = {"kernels": ".samplers.kernels", "random": ".random", "parallel": ".parallel",
                "diagnostics": ".diagnostics", "synthetic": ".studies.synthetic"}
 
 __all__ = ["Model", "ExponentialFamily", "NonCentred", "PreparedDraw", "recipe",
            "Mechanism", "Laplace", "Gaussian", "Geometric", "DiscreteGaussian", "NoiseLaw", "Box",
-           "Sparse", "declare_sparse", "box_sensitivity", "sample", "METHODS", "Partition", "Record", "Suffstat", "Naive", "NonPrivate",
+           "Sparse", "declare_sparse", "box_sensitivity", "sample", "METHODS", "Record", "Suffstat", "Naive", "NonPrivate",
            "OPS",
-           "kernels", "random", "diagnostics", "synthetic",
+           "kernels", "random", "parallel", "diagnostics", "synthetic",
            "compare", "Comparison", "mmd2", "calibrate", "Calibration", "__version__"]
 
 

@@ -58,6 +58,8 @@ class Method:
     name: ClassVar[str] = ""
     #: Whether the method samples from the release ``s_dp`` (else from ``confidential``).
     uses_release: ClassVar[bool] = True
+    #: Options of earlier versions the method converts (init-only, with a FutureWarning).
+    former_options: ClassVar[tuple] = ()
     #: Whether ``dw.sample(init_theta=...)`` applies.
     takes_init_theta: ClassVar[bool] = False
 
@@ -102,6 +104,36 @@ class Method:
                                        f"{per_draw} values x 8 bytes, twice)")]
 
 
+def _groups_of_old_options(groups, threads, partition, executor, worker_timeout):
+    """``groups`` from dawrap 0.2's ``threads``, ``partition``, ``executor`` and
+    ``worker_timeout`` (a FutureWarning saying what to write instead)."""
+    import warnings
+
+    from .parallel import Dask, Threads
+
+    if groups is not None:
+        raise ValueError("groups replaces threads, partition, executor and worker_timeout: "
+                         "pass only groups=dw.parallel.Threads(...) or dw.parallel.Dask(...)")
+    if executor is not None and threads is not None:
+        raise ValueError("executor and threads are two ways to sweep a chain's groups: pass "
+                         "groups=dw.parallel.Dask(client) or groups=dw.parallel.Threads(k)")
+    if executor is not None:
+        new = Dask(executor, partition, 600.0 if worker_timeout is None else worker_timeout)
+        said = "groups=dw.parallel.Dask(client, partition=..., timeout=...)"
+    elif threads is not None:
+        if worker_timeout is not None:
+            raise ValueError("worker_timeout is for a dask cluster: "
+                             "groups=dw.parallel.Dask(client, timeout=...)")
+        new, said = Threads(threads, partition), "groups=dw.parallel.Threads(k, partition=...)"
+    else:
+        raise ValueError("partition is for a chain's groups: pass "
+                         "groups=dw.parallel.Threads(k, partition=...) or "
+                         "dw.parallel.Dask(client, partition=...)")
+    warnings.warn(f"dw.Record(threads=, partition=, executor=, worker_timeout=) are replaced by "
+                  f"{said}", FutureWarning, stacklevel=4)
+    return new
+
+
 @dataclasses.dataclass(frozen=True)
 class Record(Method):
     """The exact record-level sampler (Ju et al. 2022), :mod:`dawrap.samplers.record`.
@@ -135,36 +167,20 @@ class Record(Method):
         record_size)``, and ``draw``, the draw each was taken at): the multiple imputations
         behind :func:`dawrap.studies.synthetic.datasets`. Not with ``checkpoint`` or
         ``resume`` (a checkpoint does not hold them). Default 0: none.
-    threads : int, optional
-        Sweep each chain's records on this many threads (:mod:`dawrap.samplers.parallel`):
-        the records are split into groups touching disjoint released cells (``partition``,
-        or the model's own), each group swept with its own generator, so the draws for a
-        seed are the same for every number of threads (``threads=1`` gives them on one).
-        Default None: the serial sweep (other draws for the same seed, same posterior).
-        Needs a mechanism whose statistic is declared sparse (:func:`dawrap.declare_sparse`).
-    partition : dawrap.Partition, optional
-        The groups (with ``threads`` or ``executor``); default: the model's
-        (``Model(partition=...)``).
-    executor : dask.distributed.Client, optional
-        Sweep each chain's groups on the workers of this dask cluster
-        (:mod:`dawrap.runner.dask_chain`): every worker holds the records of its groups for
-        the whole run, and per sweep only theta, the shared cells' pieces and the groups'
-        cell totals move; the draws are bit-identical to ``threads`` with the same
-        partition. The chains run one after another. The model and mechanism reach the
-        workers by their :func:`dawrap.recipe`, so their factories must be importable
-        there; theta's kernel must read the records only through ``stats``. Not with
-        ``threads`` (each worker sweeps its groups on one thread), nor with an extra move that
-        runs on the whole database (``interweave``; a model's ``records_move`` without a
-        group form, :mod:`dawrap.samplers.group_moves`): a move the model marks optional is
-        left out with a warning, another is refused. The census model's moves run in the
-        groups, on the workers.
-    worker_timeout : float
-        With ``executor``: seconds to wait for the workers' answer to one call (a sweep of
-        their groups, a recount, a checkpoint's records; the chain's start and each kind
-        of call's first, which compile code on the workers, wait at least 600 s). A worker
-        that does not answer in time, hung rather than lost (a deadlock, a stopped process,
-        a machine swapping), stops the run with a ``RuntimeError`` naming it; the checkpoint
-        folder keeps the last checkpoint written. Default 600.
+    groups : dawrap.parallel.Threads or dawrap.parallel.Dask, optional
+        Sweep each chain's records in groups (:mod:`dawrap.parallel`): on threads of this
+        process (``dw.parallel.Threads(4)``) or on the workers of a dask cluster
+        (``dw.parallel.Dask(client)``). The records are split into groups touching disjoint
+        released cells (the option's ``partition``, or the model's own), each group swept
+        with its own generator, so the draws for a seed are the same on any backend and any
+        number of threads or workers. Default None: the serial sweep (other draws for the
+        same seed, same posterior). Needs a mechanism whose statistic is declared sparse
+        (:func:`dawrap.declare_sparse`).
+    threads, partition, executor, worker_timeout
+        The options of dawrap 0.2 that ``groups`` replaces (a ``FutureWarning``):
+        ``threads=k, partition=p`` is ``groups=dw.parallel.Threads(k, partition=p)``,
+        ``executor=client, worker_timeout=t`` is ``groups=dw.parallel.Dask(client,
+        timeout=t)``.
 
     Examples
     --------
@@ -183,6 +199,7 @@ class Record(Method):
 
     name: ClassVar[str] = "record"
     takes_init_theta: ClassVar[bool] = True
+    former_options: ClassVar[tuple] = ("threads", "partition", "executor", "worker_timeout")
     interweave: bool | int | None = None
     jumps: bool | None = None
     sweeps: int = 1
@@ -192,12 +209,15 @@ class Record(Method):
     checkpoint_every: int = 1000
     resume: object = None
     databases: int = 0
-    threads: int | None = None
-    partition: object = None
-    executor: object = None
-    worker_timeout: float = 600.0
+    groups: object = None
+    # dawrap 0.2's options, which groups replaces (converted with a FutureWarning)
+    threads: dataclasses.InitVar[int | None] = None
+    partition: dataclasses.InitVar[object] = None
+    executor: dataclasses.InitVar[object] = None
+    worker_timeout: dataclasses.InitVar[float | None] = None
 
-    def __post_init__(self):
+    def __post_init__(self, threads=None, partition=None, executor=None,
+                      worker_timeout=None):
         object.__setattr__(self, "sweeps",
                            as_count(self.sweeps, "sweeps", maximum=MAX_COUNT))
         object.__setattr__(self, "databases", as_count(self.databases, "databases", minimum=0,
@@ -210,36 +230,18 @@ class Record(Method):
                            as_count(self.checkpoint_every, "checkpoint_every",
                                     maximum=MAX_COUNT))
         as_choice(self.scan, "scan", ("systematic", "random"))
-        if self.threads is not None:
-            object.__setattr__(self, "threads", as_count(self.threads, "threads",
-                                                         maximum=MAX_COUNT))
-        if self.partition is not None:
-            from .samplers.parallel import Partition
+        if any(v is not None for v in (threads, partition, executor, worker_timeout)):
+            object.__setattr__(self, "groups", _groups_of_old_options(
+                self.groups, threads, partition, executor, worker_timeout))
+        from .parallel import Dask, Threads
 
-            if not isinstance(self.partition, Partition):
-                raise TypeError(f"partition must be a dawrap.Partition, got "
-                                f"{type(self.partition).__name__}")
-            if self.threads is None and self.executor is None:
-                raise ValueError("partition is for the parallel sweep: pass threads too "
-                                 "(threads=1 runs its groups on one thread), or executor")
-        timeout = self.worker_timeout
-        if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real) or \
-                not 0 < timeout < math.inf:
-            raise ValueError(f"worker_timeout must be a number of seconds > 0, got "
-                             f"{timeout!r}")
-        if self.executor is not None:
-            from .runner.dask_chain import check_client
-
-            check_client(self.executor)
-            if self.threads is not None:
-                raise ValueError("executor and threads are two ways to sweep a chain's groups "
-                                 "(a dask cluster's workers, or threads of this process): pass "
-                                 "one of them (on a cluster each worker sweeps its groups on "
-                                 "one thread; run more workers to use more cores)")
-            if self.interweave:
-                raise ValueError("interweave moves every record with theta, which a chain on "
-                                 "a dask cluster keeps on its workers: pass interweave=False "
-                                 "with executor")
+        if self.groups is not None and not isinstance(self.groups, (Threads, Dask)):
+            raise TypeError(f"groups must be dw.parallel.Threads(...) or dw.parallel.Dask(...), "
+                            f"got {type(self.groups).__name__}")
+        if self.interweave and isinstance(self.groups, Dask):
+            raise ValueError("interweave moves every record with theta, which a chain on a dask "
+                             "cluster keeps on its workers: pass interweave=False with "
+                             "groups=dw.parallel.Dask(...)")
         iw = self.interweave
         if iw is not None and not isinstance(iw, (bool, np.bool_)) and not (
                 isinstance(iw, numbers.Integral) and iw >= 0):
@@ -263,7 +265,7 @@ class Record(Method):
             return landscape(model, mechanism, s_dp, n)
 
         iw = self.interweave
-        if iw is None and self.executor is not None:
+        if iw is None and getattr(self.groups, "chains_in_turn", False):
             iw = 0  # the move needs every record on the client (the records are on a cluster)
         if iw is None:
             # Where the release is explained by separate modes, the move (with its jumps) is
@@ -307,10 +309,8 @@ class Record(Method):
     def attrs(self):
         out = {"interweave": int(self.interweave or 0), "jumps": int(bool(self.jumps)),
                "sweeps": self.sweeps, "scan": self.scan}
-        if self.threads is not None:
-            out["threads"] = self.threads
-        if self.executor is not None:
-            out["executor"] = "dask"
+        if self.groups is not None:
+            out.update(self.groups.attrs())
         return out
 
     #: The four of :data:`dawrap.samplers.record.SAMPLE_STATS`, and one to spare.
@@ -541,7 +541,7 @@ def as_method(method, options: dict) -> Method:
         raise ValueError(f"method must be one of {tuple(METHODS)} or a dawrap method object "
                          f"(dw.Record(...), dw.Suffstat(...), ...), got {method!r}")
     cls = METHODS[method]
-    fields = {f.name for f in dataclasses.fields(cls)}
+    fields = set(_options(cls))
     own = {k: v for k, v in options.items() if k in fields}
     stray = {k: v for k, v in options.items() if k not in fields}
     unknown = sorted(k for k in stray if k not in _DEFAULTS)
@@ -562,6 +562,13 @@ def as_method(method, options: dict) -> Method:
     return cls(**own)
 
 
+def _options(cls) -> dict:
+    """A method's options and their defaults: its fields, and the options of earlier
+    versions it still converts (``former_options``, init-only: not fields)."""
+    return {**{f.name: f.default for f in dataclasses.fields(cls)},
+            **{name: None for name in cls.former_options}}
+
+
 def _is_default(value, default) -> bool:
     if value is None or default is None:
         return value is default
@@ -572,5 +579,5 @@ def _is_default(value, default) -> bool:
 #: it still means "not used", so option sets written for earlier versions keep working.
 _FORMER_DEFAULTS = {"variant": "gibbs"}
 #: Every method-specific option: the method it belongs to and its default.
-_DEFAULTS = {f.name: (cls.name, f.default) for cls in METHODS.values()
-             for f in dataclasses.fields(cls)}
+_DEFAULTS = {name: (cls.name, default) for cls in METHODS.values()
+             for name, default in _options(cls).items()}

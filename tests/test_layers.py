@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "dawrap"
 
 #: Layer of each subpackage / top-level module; a module may import from its own layer and
 #: lower ones.
-LAYERS = {"model": 0, "mechanisms": 0, "samplers": 1, "runner": 2, "methods": 3,
+LAYERS = {"model": 0, "mechanisms": 0, "samplers": 1, "runner": 2, "methods": 3, "parallel": 3,
           "sampling": 3, "pymc": 3, "studies": 4, "cli": 5, "demo": 5}
 
 

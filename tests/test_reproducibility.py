@@ -95,7 +95,8 @@ def _marginals_problem():
 MODEL_CASES = {
     "census_serial": (_census_problem, {}),
     "census_threads": (_census_problem, {"threads": 2}),
-    "small_area_laplace_threads": (_small_area_problem, {"threads": 2}),
+    "small_area_laplace_threads": (_small_area_problem, {"threads": 2, "partition": (
+        np.repeat([0, 1], [2, 3]), [0, 0, 1, 1, -1, -1], [0, 0, 1, 1])}),
     "marginals": (_marginals_problem, {}),
 }
 
@@ -118,10 +119,12 @@ def posterior_digest(idata) -> str:
 def test_pinned_model_draws(case):
     build, options = MODEL_CASES[case]
     model, mech, s_dp, n = build()
-    if case.startswith("small_area"):  # records by area; the region's cells shared
-        options = dict(options, partition=dw.Partition(
-            records=np.repeat([0, 1], [2, 3]), cells=[0, 0, 1, 1, -1, -1], stats=[0, 0, 1, 1]))
-    method = dw.Record(**options)
+    groups = None
+    if "threads" in options:  # the small-area records by area, the region's cells shared
+        partition = options.get("partition")
+        groups = dw.parallel.Threads(options["threads"], partition and dw.parallel.Partition(
+            *partition))
+    method = dw.Record(groups=groups)
     idata = dw.sample(model, mech, s_dp, n, draws=6, tune=10, chains=2, cores=1, seed=7,
                       progress=False, method=method)
     assert posterior_digest(idata) == MODEL_DIGESTS[case], f"{case}: draws changed"

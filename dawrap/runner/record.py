@@ -30,8 +30,7 @@ from ..mechanisms.base import Mechanism, as_records
 from ..model.model import Model
 from ..model.protocols import MoveBuilder, no_records
 from .modes import jump_mixture, landscape
-from .dask_chain import DistributedChain, cluster_partition
-from .parallel import GroupedChain, partition_for
+from .grouped import GroupedChain
 from .starts import initial_values, noise_variance, release_informed_theta
 
 __all__ = ["run_record"]
@@ -388,8 +387,7 @@ class Control:
         self.progress = progress  # a dawrap.runner.progress.Progress, or None
         self.checkpoint, self.every, self.settings = checkpoint, every, settings or {}
         self.checkpoint_error = None  # the first checkpoint write that failed, if any
-        self.threads, self.method = None, None  # threads per chain (the parallel sweep)
-        self.executor = None  # a dask client holding each chain's groups on its workers
+        self.groups = None  # where each chain's groups run (dw.parallel.Threads or Dask)
 
 
 def _new_traces(chains: int, draws: int, theta_size: int, size: int,
@@ -421,7 +419,7 @@ def _advance(setup: _Setup, rng, state, start: int, stop: int, tune: int, trace,
     bound to :func:`record.step`); a plain Python ``draw_theta`` is called here, once per
     iteration, its theta written into the kernel state that :func:`record.given_theta`
     reads, and the iteration is then the same compiled loop, run for one iteration. With
-    ``groups`` (``threads``), the iterations of :meth:`GroupedChain.advance`.
+    ``groups`` (``dw.Record(groups=...)``), the iterations of :meth:`GroupedChain.advance`.
     """
     model, chain, inputs = setup.model, setup.chain, setup.inputs
     if groups is not None:
@@ -443,7 +441,7 @@ def _advance(setup: _Setup, rng, state, start: int, stop: int, tune: int, trace,
     if status == record.OK and stop == tune + trace.theta.shape[0]:
         # The chain's last iteration: the same check as every refresh, so that a run shorter
         # than REFRESH_EVERY iterations is checked too (one pass over x, once).
-        if isinstance(groups, DistributedChain):  # x is on the workers
+        if groups is not None:  # group by group (on a cluster x is on the workers)
             done, status = stop, groups.consistency(state)
         else:
             done, status = stop, chain.consistency(state, setup.s_dp)[2]
@@ -484,38 +482,30 @@ def _run_chain(setup: _Setup, chain: int, rng, starts: list, tune: int, draws: i
     else:
         # The saved fields, laid out as a fresh state is (the entries path's per-cell block).
         state = setup.chain.arrange(setup.resumed_state(resumed), setup.s_dp, setup.params)
-        if control.executor is not None:  # the records go to the workers: no copy here
-            resumed.pop("x", None)
+        if control.groups is not None and control.groups.chains_in_turn:
+            resumed.pop("x", None)  # the records go to the workers: no copy here
         for name, field in zip(record.Trace._fields, trace):
             field[:] = resumed[f"trace_{name}"]
         done = resumed["done"]
     total_iterations = tune + draws
     groups = None
-    if control.executor is not None:  # the groups on the workers of a dask cluster
-        groups = DistributedChain(setup, cluster_partition(control.method, model, mech,
-                                                           state.x),
-                                  control.executor, rng, state, chain,
-                                  timeout=control.method.worker_timeout)
-        state = groups.state  # the records are on the workers now (no copy left here)
+    if control.groups is not None:  # the chain's groups, on threads or a cluster's workers
+        groups = GroupedChain(setup, control.groups, rng, state, chain)
+        state = groups.state  # on a cluster the records are on the workers (no copy here)
         x = None
-    elif control.threads is not None:  # the within-chain parallel sweep
-        groups = GroupedChain(setup, partition_for(control.method, model, mech, state.x),
-                              control.threads, rng, state.x)
     if groups is not None:
         groups.recount(state)
         if resumed is not None:
             if "group_rng_states" not in resumed:
                 raise ValueError(f"resume: chain {chain}'s checkpoint was written without "
-                                 f"threads (the serial sweep): resume it without threads "
-                                 f"or executor")
+                                 f"groups (the serial sweep): resume it without groups")
             groups.restore(resumed["group_rng_states"])
     elif resumed is not None and "group_rng_states" in resumed:
-        raise ValueError(f"resume: chain {chain}'s checkpoint was written with threads (the "
-                         f"parallel sweep, whose groups' generators it holds): resume it with "
-                         f"dw.Record(threads=...), any number of threads, or executor=")
+        raise ValueError(f"resume: chain {chain}'s checkpoint was written with groups (whose "
+                         f"generators it holds): resume it with dw.Record(groups=...), on "
+                         f"threads or a cluster, any number of them")
     # Calls of about CHUNK_SECONDS (chains.Chunks), each ending at a checkpoint when one is
     # due: Ctrl-C waits for one call, not for thousands of costly iterations.
-    distributed = isinstance(groups, DistributedChain)
     chunks, every = Chunks(), control.every if control.checkpoint is not None else None
     try:
         while done < total_iterations and not control.stop.is_set():
@@ -527,8 +517,8 @@ def _run_chain(setup: _Setup, chain: int, rng, starts: list, tune: int, draws: i
             state = _advance(setup, rng, state, done, stop, tune, trace, groups)
             chunks.timed(stop - done, time.perf_counter() - began)
             if due and stop == due[0] + 1:  # the sweeps write x in place: a copy
-                databases[keep_at.index(due[0])] = (groups.records() if distributed
-                                                    else state.x.copy())
+                databases[keep_at.index(due[0])] = (state.x.copy() if groups is None
+                                                    else groups.records())
             saved_before = done // control.every
             done = stop
             if control.progress is not None:
@@ -537,8 +527,8 @@ def _run_chain(setup: _Setup, chain: int, rng, starts: list, tune: int, draws: i
                                                    or done == total_iterations):
                 try:
                     save_chain(control.checkpoint, chain, done=done,
-                               state=state._replace(x=groups.records()) if distributed
-                               else state, rng=rng,
+                               state=state if groups is None
+                               else state._replace(x=groups.records()), rng=rng,
                                trace=trace, settings=control.settings,
                                group_states=None if groups is None
                                else groups.generator_states())
@@ -633,18 +623,17 @@ def _run_record(model, mechanism, s_dp, n, rngs, method, shared, stop) -> Output
                 else run_fingerprint(model, mechanism),
                 **({"jumps": 1} if method.jumps else {}),
                 # threads and a cluster make the same draws: either resumes the other
-                **({"parallel": 1} if method.threads is not None
-                   or method.executor is not None else {}),
+                **({"parallel": 1} if method.groups is not None else {}),
                 # the groups decide the draws: another partition would resume a different
                 # chain (a model's own partition is in its fingerprint)
-                **({"partition": _partition_digest(method.partition)}
-                   if method.partition is not None else {})}
+                **({"partition": _partition_digest(method.groups.partition)}
+                   if method.groups is not None and method.groups.partition is not None
+                   else {})}
     bar = Progress("dawrap record", chains, tune + draws, enabled=shared.progress)
     control = Control(checkpoint if checkpoint is not None else resume,
                       method.checkpoint_every, settings, bar)
     control.stop = stop  # set by Ctrl-C (deferred_interrupt), polled between chunks
-    control.threads, control.method = method.threads, method
-    control.executor = method.executor
+    control.groups = method.groups
     # The jumps' proposal: a Gaussian per mode of the release (dawrap.runner.modes).
     proposal = jump_mixture(landscape(model, mechanism, s_dp, n)) if method.jumps else None
     setup = _Setup(model, mechanism, s_dp, n, interweave, sweeps, random_scan, proposal)
@@ -659,7 +648,7 @@ def _run_record(model, mechanism, s_dp, n, rngs, method, shared, stop) -> Output
     # On a cluster the chains run one after another and each scatters its records to the
     # workers: a chain's start is built when it begins (from its own generator: the same
     # draws), so the client holds one chain's database at a time, not every chain's.
-    later = method.executor is not None
+    later = method.groups is not None and method.groups.chains_in_turn
     for c, (rng, saved) in enumerate(zip(rngs, resumed)):
         if saved is None and later and probed:
             starts.append(functools.partial(setup.initial_state, rng, thetas and thetas[c],
@@ -701,7 +690,7 @@ def _run_record(model, mechanism, s_dp, n, rngs, method, shared, stop) -> Output
                                tuple(tune + d for d in keep_draws))
              for c, (rng, saved) in enumerate(zip(rngs, resumed))],
             # on a cluster the chains run one after another, each on every worker
-            1 if method.executor is not None else shared.cores,
+            1 if later else shared.cores,
             on_interrupt=control.stop.set)
     traces, kept = _finished(results, tune, draws, control)
     reported = [c for c, (t, _) in enumerate(results) if any(t is u for u in traces)]

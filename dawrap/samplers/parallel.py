@@ -124,7 +124,7 @@ from .status import OK, BAD_ENTRIES, BAD_RATIO, BAD_RECORD, BAD_STATS
 __all__ = ["Partition", "check_partition", "shared_noise", "group_generators", "merge_units",
            "draw_scales", "draw_pieces", "group_totals", "group_pass", "group_stats",
            "bind_groups", "GroupFunctions", "BAD_PARTITION", "BAD_STAT_PARTITION", "MAX_GROUPS",
-           "GROUP_STREAM", "partition_error", "warn_threads", "warn_pinned_pieces",
+           "GROUP_STREAM", "partition_error", "warn_pinned_pieces",
            "first_piece_scale", "pieces_pinned", "info_of"]
 
 # The slots of the templates below (those of dawrap.samplers.record's sweep, plus two).
@@ -700,15 +700,6 @@ def partition_error(record: int, cell: int, group: int, owner: int, statistic: s
             f"of the {statistic}, which the partition gives to group {owner}: records of "
             f"different groups must touch disjoint cells (or cells marked -1, shared); "
             f"declare a partition whose groups own every cell their records can move to")
-
-
-def warn_threads(threads: int, groups: int) -> int:
-    """The threads a chain uses: at most one per group (a warning when more were asked)."""
-    if threads > groups:
-        warnings.warn(f"threads = {threads} but the partition has {groups} group(s): "
-                      f"{groups} thread(s) will sweep them (the draws are the same)",
-                      UserWarning, stacklevel=4)
-    return min(threads, groups)
 
 
 def first_piece_scale(params: np.ndarray, shared: np.ndarray, groups: int, latent: bool,

@@ -15,7 +15,7 @@ from dawrap import diagnostics
 from dawrap.models import census, small_area
 from dawrap.models import _census_math as cm
 from dawrap.models._small_area_mechanism import discrete_gaussian_noise
-from dawrap.runner import parallel as grouped_runner
+from dawrap.runner import grouped as grouped_runner
 from dawrap.reference import BetaMixture, normalise_log_weights, relative_log_g
 
 GEO = census.Geography({"county": [0, 0, 0, 1], "tract": [0, 0, 1, 2], "block": [0, 1, 2, 3]},
@@ -343,7 +343,7 @@ def test_two_prior_levels_with_learned_alpha_and_kappa_are_exact(monkeypatch):
     real = grouped_runner.move_parts
     monkeypatch.setattr(grouped_runner, "move_parts",
                         lambda *args: layouts.append(real(*args)) or layouts[-1])
-    for how in ({}, {"method": dw.Record(threads=2)}):
+    for how in ({}, {"method": dw.Record(groups=dw.parallel.Threads(2))}):
         idata = _sample(model, mech, s_dp, sum(sizes), seed=11, **how)
         post = diagnostics.group(idata, "posterior")
         for name, draws, key in [("p_block", post["p"].values[:, :, 0, 0], "pb"),

@@ -1,4 +1,4 @@
-"""One chain's groups on the workers of a dask cluster (dawrap.runner.dask_chain): the draws
+"""One chain's groups on the workers of a dask cluster (dawrap.runner.backends.dask): the draws
 of the threaded run for the same seed, checkpoints, a lost worker, bad input named."""
 import contextlib
 import gc
@@ -16,7 +16,7 @@ import pytest
 import dawrap as dw
 from dawrap import diagnostics
 from dawrap.models import beta_binomial, census, small_area
-from dawrap.runner.dask_chain import kernel_reads_records
+from dawrap.runner.grouped import kernel_reads_records
 
 distributed = pytest.importorskip("distributed")
 
@@ -51,10 +51,10 @@ def problem():
     return model, mech, s_dp
 
 
-def by_area() -> dw.Partition:
+def by_area() -> dw.parallel.Partition:
     """Records grouped by area: the area cells are each area's, the regions' are shared."""
     areas = len(SIZES)
-    return dw.Partition(records=np.repeat(np.arange(areas), SIZES),
+    return dw.parallel.Partition(records=np.repeat(np.arange(areas), SIZES),
                         cells=np.r_[np.repeat(np.arange(areas), CATS),
                                     np.full(2 * CATS, -1)],
                         stats=np.repeat(np.arange(areas), CATS))
@@ -82,12 +82,13 @@ def test_the_draws_are_those_of_the_threads(problem, client, partition):
     part = by_area() if partition else None
     sweeps = 1
     if partition == "rows":
-        part, sweeps = dw.Partition(records=part.records, cells=part.cells), 2
+        part, sweeps = dw.parallel.Partition(records=part.records, cells=part.cells), 2
     threaded = dw.sample(model, mech, s_dp, N, draws=15, tune=5,
-                         method=dw.Record(threads=2, partition=part, sweeps=sweeps), **FAST)
+                         method=dw.Record(groups=dw.parallel.Threads(2, partition=part), sweeps=sweeps), **FAST)
     # the option by name (dw.sample's record options), or on the method object
-    how = (dict(executor=client) if part is None
-           else dict(method=dw.Record(executor=client, partition=part, sweeps=sweeps)))
+    how = (dict(groups=dw.parallel.Dask(client)) if part is None
+           else dict(method=dw.Record(groups=dw.parallel.Dask(client, partition=part),
+                                      sweeps=sweeps)))
     cluster = dw.sample(model, mech, s_dp, N, draws=15, tune=5, **how, **FAST)
     same(threaded, cluster)
     assert diagnostics.group(cluster, "posterior").attrs["executor"] == "dask"
@@ -154,19 +155,20 @@ def test_each_chain_starts_after_the_last_left_and_leaves_nothing(problem, clien
     # and a chain's actors are gone from the workers when the run ends, even with Python's
     # collector off (distributed's actor calls leave reference cycles that held them, and
     # with them a chain's records, until the collector ran).
-    from dawrap.runner import dask_chain, record as record_runner
+    from dawrap.runner import record as record_runner
+    from dawrap.runner.backends import dask as dask_backend
 
     model, mech, s_dp = problem
     events = []
-    build, scatter = record_runner._Setup.initial_state, dask_chain.DistributedChain.__init__
+    build, scatter = record_runner._Setup.initial_state, dask_backend.DaskBackend.start
     monkeypatch.setattr(record_runner._Setup, "initial_state", lambda self, *a, **k: (
         events.append(f"start {k.get('chain')}"), build(self, *a, **k))[1])
-    monkeypatch.setattr(dask_chain.DistributedChain, "__init__", lambda self, *a, **k: (
+    monkeypatch.setattr(dask_backend.DaskBackend, "start", lambda self, *a, **k: (
         scatter(self, *a, **k), events.append(f"scattered {self.chain}"))[0])
     gc.disable()
     try:
         dw.sample(model, mech, s_dp, N, draws=2, tune=0, chains=3, seed=1, progress=False,
-                  method=dw.Record(executor=client, partition=by_area()))
+                  method=dw.Record(groups=dw.parallel.Dask(client, partition=by_area())))
         deadline = time.monotonic() + 30
         while sum(client.run(_actors_held).values()) and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -185,7 +187,7 @@ def whole(problem):
     """An unbroken threaded run, checkpointed every 5 iterations."""
     model, mech, s_dp = problem
     return dw.sample(model, mech, s_dp, N, method=dw.Record(
-        threads=1, partition=by_area(), checkpoint_every=5), **KW)
+        groups=dw.parallel.Threads(1, partition=by_area()), checkpoint_every=5), **KW)
 
 
 @pytest.mark.parametrize("first,then", [("executor", "threads"), ("threads", "executor")])
@@ -194,16 +196,17 @@ def test_a_checkpoint_resumes_across_threads_and_cluster(problem, client, whole,
     """A cluster run's checkpoint is a threaded run's: each resumes the other, and the
     draws are those of the unbroken run."""
     model, mech, s_dp = problem
-    how = {"executor": dict(executor=client), "threads": dict(threads=2)}
-    method = dict(partition=by_area(), checkpoint_every=5)
+    how = {"executor": dw.parallel.Dask(client, partition=by_area()),
+           "threads": dw.parallel.Threads(2, partition=by_area())}
     with ctrl_c_at(10), pytest.warns(UserWarning, match="can be resumed"):
-        dw.sample(model, mech, s_dp, N, method=dw.Record(**how[first], checkpoint=tmp_path,
-                                                         **method), **KW)
+        dw.sample(model, mech, s_dp, N, method=dw.Record(groups=how[first], checkpoint=tmp_path,
+                                                         checkpoint_every=5), **KW)
     with np.load(tmp_path / "chain0.npz") as saved:
         assert int(saved["done"]) == 10 and "group_rng_states" in saved.files
         assert saved["x"].shape == (N, 2)
-    resumed = dw.sample(model, mech, s_dp, N, method=dw.Record(**how[then], resume=tmp_path,
-                                                               **method), **KW)
+    resumed = dw.sample(model, mech, s_dp, N, method=dw.Record(groups=how[then],
+                                                               resume=tmp_path,
+                                                               checkpoint_every=5), **KW)
     assert np.array_equal(values(resumed)["p"], values(whole)["p"])
     assert np.array_equal(values(resumed)["log_alpha"], values(whole)["log_alpha"])
 
@@ -236,25 +239,26 @@ def test_a_lost_worker_stops_the_run_and_keeps_the_checkpoint(problem, whole, tm
     """A worker killed at iteration 10 (after the checkpoint of iteration 10): the run
     stops with an error naming it; the checkpoint resumes to the unbroken run's draws."""
     model, mech, s_dp = problem
-    method = dict(partition=by_area(), checkpoint_every=5)
     with signalling_a_worker(signal.SIGKILL) as (own, kill_a_worker):
         with ctrl_c_at(10, kill_a_worker):
             with pytest.raises(RuntimeError, match=r"the dask worker tcp://\S+, which held "
                                                    r"groups \[.*\] of chain 0's records, was "
                                                    r"lost while sweeping"):
                 dw.sample(model, mech, s_dp, N, method=dw.Record(
-                    executor=own, checkpoint=tmp_path, **method), **KW)
+                    groups=dw.parallel.Dask(own, partition=by_area()), checkpoint=tmp_path,
+                    checkpoint_every=5), **KW)
     with np.load(tmp_path / "chain0.npz") as saved:
         assert int(saved["done"]) == 10
-    resumed = dw.sample(model, mech, s_dp, N, method=dw.Record(threads=1, resume=tmp_path,
-                                                               **method), **KW)
+    resumed = dw.sample(model, mech, s_dp, N, method=dw.Record(
+        groups=dw.parallel.Threads(1, partition=by_area()), resume=tmp_path,
+        checkpoint_every=5), **KW)
     assert np.array_equal(values(resumed)["p"], values(whole)["p"])
 
 
 def test_a_hung_worker_stops_the_run_after_the_timeout_and_keeps_the_checkpoint(
         problem, tmp_path, ctrl_c_at):
     """A worker stopped (SIGSTOP: alive to the scheduler, answering nothing) at iteration
-    10: the run stops once worker_timeout has passed, naming the worker, instead of waiting
+    10: the run stops once the timeout has passed, naming the worker, instead of waiting
     for ever; the checkpoint of iteration 10 is kept."""
     model, mech, s_dp = problem
     with signalling_a_worker(signal.SIGSTOP) as (own, stop_a_worker):
@@ -263,8 +267,8 @@ def test_a_hung_worker_stops_the_run_after_the_timeout_and_keeps_the_checkpoint(
                                                    r"groups \[.*\] of chain 0's records, did "
                                                    r"not answer within 2 s while sweeping"):
                 dw.sample(model, mech, s_dp, N, method=dw.Record(
-                    executor=own, checkpoint=tmp_path, partition=by_area(),
-                    checkpoint_every=5, worker_timeout=2), **KW)
+                    groups=dw.parallel.Dask(own, partition=by_area(), timeout=2),
+                    checkpoint=tmp_path, checkpoint_every=5), **KW)
     with np.load(tmp_path / "chain0.npz") as saved:
         assert int(saved["done"]) == 10
 
@@ -294,48 +298,51 @@ def test_the_census_moves_run_in_the_groups_and_draw_the_threads_draws(client):
     assert "pair" in model.records_move.name and "collapsed" in model.records_move.name
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)  # nothing is left out
-        cluster = dw.sample(model, mech, s_dp, n, draws=20, tune=5, executor=client, **FAST)
+        cluster = dw.sample(model, mech, s_dp, n, draws=20, tune=5, groups=dw.parallel.Dask(client), **FAST)
     threaded = dw.sample(model, mech, s_dp, n, draws=20, tune=5,
-                         method=dw.Record(threads=2), **FAST)
+                         method=dw.Record(groups=dw.parallel.Threads(2)), **FAST)
     same(threaded, cluster)
     assert diagnostics.group(cluster, "posterior").attrs["executor"] == "dask"
     accept = diagnostics.group(cluster, "sample_stats")["move_accept"].values
     assert np.all(np.isfinite(accept)) and accept.mean() > 0
     mech, s_dp = release(1.0)   # nation sigma 1: pieces of sd 0.58, pinned
     with pytest.raises(ValueError, match=r"census pair move.*census.model\(..., pair_moves=0\)"):
-        dw.sample(model, mech, s_dp, n, draws=2, tune=0, executor=client, **FAST)
+        dw.sample(model, mech, s_dp, n, draws=2, tune=0, groups=dw.parallel.Dask(client), **FAST)
     with pytest.warns(UserWarning, match="census pair move .* runs without it"):
         idata = dw.sample(census.model(geo, totals=sizes), mech, s_dp, n, draws=5, tune=0,
-                          executor=client, **FAST)
+                          groups=dw.parallel.Dask(client), **FAST)
     accept = diagnostics.group(idata, "sample_stats")["move_accept"].values
     assert np.all(np.isfinite(accept))  # the collapsed move ran
 
 
 def test_bad_input_is_named(problem, client):
     model, mech, s_dp = problem
-    with pytest.raises(TypeError, match="executor must be a dask.distributed.Client"):
-        dw.Record(executor="dask")
+    with pytest.raises(TypeError, match="client must be a dask.distributed.Client"):
+        dw.parallel.Dask("dask")
     with pytest.raises(ValueError, match="executor and threads are two ways"):
         dw.Record(executor=client, threads=2)
     for bad in (0, -1.0, float("nan"), float("inf"), True, "10"):
-        with pytest.raises(ValueError, match="worker_timeout must be a number of seconds"):
-            dw.Record(executor=client, worker_timeout=bad)
+        with pytest.raises(ValueError, match="timeout must be a number of seconds"):
+            dw.parallel.Dask(client, timeout=bad)
     with pytest.raises(ValueError, match="interweave moves every record"):
-        dw.Record(executor=client, interweave=True)
+        dw.Record(groups=dw.parallel.Dask(client), interweave=True)
+    # dawrap 0.2's options still work, saying what to write instead
+    with pytest.warns(FutureWarning, match=r"replaced by groups=dw.parallel.Dask"):
+        assert dw.Record(executor=client, worker_timeout=5).groups.timeout == 5
     bb_model, bb_mech = beta_binomial.model(), beta_binomial.laplace(epsilon=0.5)
-    with pytest.raises(ValueError, match="executor needs a partition of the records"):
+    with pytest.raises(ValueError, match=r"Dask\(.*\) needs a partition of the records"):
         dw.sample(bb_model, bb_mech, 312.4, 1000, draws=5, tune=2,
-                  method=dw.Record(executor=client), chains=1, progress=False)
+                  method=dw.Record(groups=dw.parallel.Dask(client)), chains=1, progress=False)
 
     # the model's statistic recounted on the workers checks the partition's stats too
     part = by_area()
-    wrong = dw.Partition(records=part.records, cells=part.cells,
+    wrong = dw.parallel.Partition(records=part.records, cells=part.cells,
                          stats=np.zeros_like(part.stats))  # every area's counts to area 0
     with pytest.raises(ValueError, match=r"record 40 \(group 1 of the partition\) touched "
                                          r"cell [345] of the model's statistic, which the "
                                          r"partition gives to group 0"):
         dw.sample(model, mech, s_dp, N, draws=5, tune=2,
-                  method=dw.Record(executor=client, partition=wrong), **FAST)
+                  method=dw.Record(groups=dw.parallel.Dask(client, partition=wrong)), **FAST)
 
 
 def test_a_model_the_workers_cannot_import_is_named(problem, client, monkeypatch):
@@ -350,8 +357,8 @@ def test_a_model_the_workers_cannot_import_is_named(problem, client, monkeypatch
     assert pickle.loads(pickle.dumps(model)).name == model.name  # fine on the client
     with pytest.raises(RuntimeError, match="could not rebuild the model and mechanism from "
                                            "their @dw.recipe factories.*dawrap_client_only"):
-        dw.sample(model, mech, s_dp, N, draws=2, tune=0, method=dw.Record(executor=client),
-                  **FAST)
+        dw.sample(model, mech, s_dp, N, draws=2, tune=0,
+                  method=dw.Record(groups=dw.parallel.Dask(client)), **FAST)
 
 
 def test_a_kernel_that_reads_the_records_is_refused():

@@ -1,4 +1,4 @@
-"""One chain on several threads (dawrap.runner.parallel): the same draws for 1, 2 or 3
+"""One chain on several threads (dawrap.runner.grouped on the threads backend): the same draws for 1, 2 or 3
 threads, the exact posterior with and without shared cells (discrete Gaussian, Laplace and
 geometric noise), bad input named."""
 import copy
@@ -10,7 +10,7 @@ import pytest
 import dawrap as dw
 from dawrap import diagnostics
 from dawrap.models import beta_binomial, census, small_area
-from dawrap.runner import parallel as grouped_runner
+from dawrap.runner import grouped as grouped_runner
 
 # Two areas in one region, two categories: released the area counts and the region's.
 SIZES, REGIONS, CATS = [2, 3], [0, 0], 2
@@ -44,11 +44,11 @@ def laplace_problem(request):
     return small_area.model(SIZES, CATS), mech, np.array(LAPLACE_RELEASE[request.param])
 
 
-def by_area(mech) -> dw.Partition:
+def by_area(mech) -> dw.parallel.Partition:
     """Records grouped by area: the area cells are each area's, the region's are shared."""
     records = np.repeat(np.arange(len(SIZES)), SIZES)
     cells = np.r_[np.repeat(np.arange(len(SIZES)), CATS), np.full(CATS, -1)]
-    return dw.Partition(records=records, cells=cells, stats=np.repeat(np.arange(len(SIZES)),
+    return dw.parallel.Partition(records=records, cells=cells, stats=np.repeat(np.arange(len(SIZES)),
                                                                       CATS))
 
 
@@ -60,12 +60,12 @@ def draws(idata, name="p"):
 def test_the_draws_do_not_depend_on_the_threads(problem):
     model, mech, s_dp = problem
     runs = [dw.sample(model, mech, s_dp, sum(SIZES), draws=30, tune=10, keep_stats=True,
-                      method=dw.Record(threads=t, partition=by_area(mech)), **FAST)
+                      method=dw.Record(groups=dw.parallel.Threads(t, partition=by_area(mech))), **FAST)
             for t in (1, 2)]
     with pytest.warns(UserWarning, match="threads = 3 but the partition has 2 group"):
         runs.append(dw.sample(model, mech, s_dp, sum(SIZES), draws=30, tune=10,
                               keep_stats=True,
-                              method=dw.Record(threads=3, partition=by_area(mech)), **FAST))
+                              method=dw.Record(groups=dw.parallel.Threads(3, partition=by_area(mech))), **FAST))
     for run in runs[1:]:
         assert np.array_equal(draws(run), draws(runs[0]))
         assert np.array_equal(draws(run, "log_alpha"), draws(runs[0], "log_alpha"))
@@ -96,7 +96,7 @@ def test_the_parallel_sweep_is_exact(problem, shared, check_posterior):
     # With the partition by area the region's cells are split into pieces each sweep; with
     # the model's own partition (by region: one group) none are. Both against enumeration.
     model, mech, s_dp = problem
-    method = dw.Record(threads=2, partition=by_area(mech) if shared else None)
+    method = dw.Record(groups=dw.parallel.Threads(2, partition=by_area(mech) if shared else None))
     assert_exact(model, mech, s_dp, method, check_posterior)
 
 
@@ -108,7 +108,7 @@ def test_shared_cells_under_laplace_and_geometric_noise_are_exact(laplace_proble
     # variances at their prior mean 2 b^2 (Gaussian pieces of the Laplace's variance)
     # fails this test.
     model, mech, s_dp = laplace_problem
-    assert_exact(model, mech, s_dp, dw.Record(threads=2, partition=by_area(mech)),
+    assert_exact(model, mech, s_dp, dw.Record(groups=dw.parallel.Threads(2, partition=by_area(mech))),
                  check_posterior)
 
 
@@ -117,7 +117,7 @@ def test_laplace_draws_do_not_depend_on_the_threads(laplace_problem):
     # the latent variances come from the chain's own generator, as the pieces do
     model, mech, s_dp = laplace_problem
     runs = [dw.sample(model, mech, s_dp, sum(SIZES), draws=30, tune=10,
-                      method=dw.Record(threads=t, partition=by_area(mech)), **FAST)
+                      method=dw.Record(groups=dw.parallel.Threads(t, partition=by_area(mech))), **FAST)
             for t in (1, 2)]
     for name in ("p", "log_alpha"):
         assert np.array_equal(draws(runs[1], name), draws(runs[0], name)), name
@@ -137,7 +137,7 @@ def test_census_groups_by_state_and_shares_the_nation():
     assert part.cells.tolist() == [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, -1, -1]
     s_dp = mech.release(x, seed=0)
     runs = [dw.sample(model, mech, s_dp, int(sizes.sum()), draws=20, tune=5,
-                      method=dw.Record(threads=t), **FAST) for t in (1, 2)]
+                      method=dw.Record(groups=dw.parallel.Threads(t)), **FAST) for t in (1, 2)]
     assert np.array_equal(draws(runs[0]), draws(runs[1]))
 
 
@@ -160,7 +160,7 @@ def test_latent_blocks_emptied_at_the_start_refill_in_the_groups():
         patch.setattr(grouped_runner, "move_parts",
                       lambda *args: layouts.append(real(*args)) or layouts[-1])
         runs = [dw.sample(model, mech, s_dp, 12, draws=60, tune=10,
-                          method=dw.Record(threads=t), **FAST) for t in (1, 2)]
+                          method=dw.Record(groups=dw.parallel.Threads(t)), **FAST) for t in (1, 2)]
     assert np.array_equal(draws(runs[0]), draws(runs[1]))
     assert all(layout is not None for parts in layouts for part, layout in parts
                if "collapsed" in part.name)
@@ -188,7 +188,7 @@ def test_pieces_more_precise_than_a_record_warn(rho, pair_moves, pinned):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         dw.sample(model, mech, mech.release(x, seed=0), int(sizes.sum()), draws=2, tune=0,
-                  method=dw.Record(threads=2), **FAST)
+                  method=dw.Record(groups=dw.parallel.Threads(2)), **FAST)
     said = [str(w.message) for w in caught if "pieces of noise sd" in str(w.message)]
     assert bool(said) == pinned, said
     if pinned:
@@ -213,9 +213,9 @@ def test_groups_recounting_the_statistic_give_the_running_sums_draws(problem, ow
     model, mech, s_dp = problem
     part = by_area(mech)
     if not owned:
-        part = dw.Partition(records=part.records, cells=part.cells)
+        part = dw.parallel.Partition(records=part.records, cells=part.cells)
     runs = [dw.sample(m, mech, s_dp, sum(SIZES), draws=30, tune=10,
-                      method=dw.Record(threads=2, partition=part, sweeps=2), **FAST)
+                      method=dw.Record(groups=dw.parallel.Threads(2, partition=part), sweeps=2), **FAST)
             for m in (per_record(model), model)]
     for name in ("p", "log_alpha"):
         assert np.array_equal(draws(runs[1], name), draws(runs[0], name)), name
@@ -224,43 +224,50 @@ def test_groups_recounting_the_statistic_give_the_running_sums_draws(problem, ow
 def test_a_wrong_statistic_partition_stops_with_its_cell(problem):
     model, mech, s_dp = problem
     part = by_area(mech)
-    wrong = dw.Partition(records=part.records, cells=part.cells,
+    wrong = dw.parallel.Partition(records=part.records, cells=part.cells,
                          stats=np.zeros_like(part.stats))  # area 1's counts given to area 0
     with pytest.raises(ValueError, match=r"record 2 \(group 1 of the partition\) touched cell "
                                          r"[23] of the model's statistic, which the "
                                          r"partition gives to group 0"):
         dw.sample(model, mech, s_dp, sum(SIZES), draws=5, tune=2,
-                  method=dw.Record(threads=2, partition=wrong), **FAST)
+                  method=dw.Record(groups=dw.parallel.Threads(2, partition=wrong)), **FAST)
 
 
 def test_a_wrong_partition_stops_with_its_cell(problem):
     model, mech, s_dp = problem
     part = by_area(mech)
-    wrong = dw.Partition(records=part.records, cells=np.r_[part.cells[:4], [0, 0]],
+    wrong = dw.parallel.Partition(records=part.records, cells=np.r_[part.cells[:4], [0, 0]],
                          stats=part.stats)  # the region's cells given to area 0
     with pytest.raises(ValueError, match=r"record 2 \(group 1 of the partition\) touched cell "
                                          r"[45] of the mechanism's statistic, which the "
                                          r"partition gives to group 0"):
         dw.sample(model, mech, s_dp, sum(SIZES), draws=5, tune=2,
-                  method=dw.Record(threads=2, partition=wrong), **FAST)
+                  method=dw.Record(groups=dw.parallel.Threads(2, partition=wrong)), **FAST)
 
 
 def test_bad_settings_are_named(problem):
     model, mech, s_dp = problem
-    with pytest.raises(ValueError, match="partition is for the parallel sweep: pass threads"):
-        dw.Record(partition=by_area(mech))
-    with pytest.raises(TypeError, match="partition must be a dawrap.Partition"):
-        dw.Record(threads=2, partition=[0, 1])
+    with pytest.raises(TypeError, match="partition must be a dawrap.parallel.Partition"):
+        dw.parallel.Threads(2, partition=[0, 1])
     with pytest.raises(ValueError, match="threads must be an integer >= 1"):
-        dw.Record(threads=0)
+        dw.Record(groups=dw.parallel.Threads(0))
+    with pytest.raises(TypeError, match=r"groups must be dw.parallel.Threads\(...\) or"):
+        dw.Record(groups=2)
+    # dawrap 0.2's options still work, saying what to write instead; a partition alone is
+    # refused
+    with pytest.warns(FutureWarning, match=r"replaced by groups=dw.parallel.Threads"):
+        groups = dw.Record(threads=2, partition=by_area(mech)).groups
+    assert groups.threads == 2 and groups.partition is not None
+    with pytest.raises(ValueError, match="partition is for a chain's groups"):
+        dw.Record(partition=by_area(mech))
     bb_model, bb_mech = beta_binomial.model(), beta_binomial.laplace(epsilon=0.5)
-    with pytest.raises(ValueError, match="threads needs a partition of the records"):
+    with pytest.raises(ValueError, match=r"Threads\(2\) needs a partition of the records"):
         dw.sample(bb_model, bb_mech, 312.4, 1000, draws=5, tune=2,
-                  method=dw.Record(threads=2), **FAST)
-    with pytest.raises(ValueError, match="needs the sparse path"):
+                  method=dw.Record(groups=dw.parallel.Threads(2)), **FAST)
+    with pytest.raises(ValueError, match="groups need the sparse path"):
         dw.sample(bb_model, bb_mech, 312.4, 1000, draws=5, tune=2,
-                  method=dw.Record(threads=2, partition=dw.Partition(np.zeros(1000, int),
-                                                                     [-1])), **FAST)
+                  method=dw.Record(groups=dw.parallel.Threads(2, partition=dw.parallel.Partition(
+                      np.zeros(1000, int), [-1]))), **FAST)
 
 
 def test_a_parallel_chain_resumes_bit_identically(problem, tmp_path, ctrl_c_at):
@@ -269,25 +276,25 @@ def test_a_parallel_chain_resumes_bit_identically(problem, tmp_path, ctrl_c_at):
 
     model, mech, s_dp = problem
     kw = dict(draws=30, tune=10, chains=1, cores=1, seed=7, progress=False)
-    method = dict(partition=by_area(mech), checkpoint_every=10)
-    whole = dw.sample(model, mech, s_dp, sum(SIZES), method=dw.Record(threads=1,
-                                                                         **method), **kw)
+    on = lambda threads, partition=by_area(mech): dw.parallel.Threads(threads, partition)
+    whole = dw.sample(model, mech, s_dp, sum(SIZES), method=dw.Record(
+        groups=on(1), checkpoint_every=10), **kw)
     with ctrl_c_at(20), pytest.warns(UserWarning, match="can be resumed"):
         dw.sample(model, mech, s_dp, sum(SIZES), method=dw.Record(
-            threads=2, checkpoint=tmp_path, **method), **kw)
+            groups=on(2), checkpoint=tmp_path, checkpoint_every=10), **kw)
     with np.load(tmp_path / "chain0.npz") as saved:
         assert int(saved["done"]) == 20 and "group_rng_states" in saved.files
-    with pytest.raises(ValueError, match="written with threads .* resume it with"):
+    with pytest.raises(ValueError, match="written with groups .* resume it with"):
         dw.sample(model, mech, s_dp, sum(SIZES), method=dw.Record(resume=tmp_path), **kw)
     # the same groups numbered the other way round: each group's generator would sweep the
     # other's records, a chain other than the one saved
     mine = by_area(mech)
     swapped = np.where(mine.cells >= 0, len(SIZES) - 1 - mine.cells, -1)
-    other = dw.Partition(records=len(SIZES) - 1 - mine.records, cells=swapped,
+    other = dw.parallel.Partition(records=len(SIZES) - 1 - mine.records, cells=swapped,
                          stats=len(SIZES) - 1 - mine.stats)
     with pytest.raises(ValueError, match="made with partition = "):
         dw.sample(model, mech, s_dp, sum(SIZES), method=dw.Record(
-            threads=2, resume=tmp_path, partition=other, checkpoint_every=10), **kw)
+            groups=on(2, other), resume=tmp_path, checkpoint_every=10), **kw)
     resumed = dw.sample(model, mech, s_dp, sum(SIZES), method=dw.Record(
-        threads=2, resume=tmp_path, **method), **kw)
+        groups=on(2), resume=tmp_path, checkpoint_every=10), **kw)
     assert np.array_equal(draws(resumed), draws(whole))
