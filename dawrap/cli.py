@@ -164,7 +164,7 @@ def _build(args, request: _Request):
         try:
             built.append(make(**kwargs))
         except (ValueError, TypeError) as err:  # a value the factory refuses: say whose
-            raise type(err)(f"{who}: {err}") from None
+            raise _same_kind(err)(f"{who}: {err}") from None
     return tuple(built)
 
 
@@ -231,7 +231,13 @@ def _checked_release(mech, values: list, where: str):
     try:
         return mech.check_release(values)
     except (ValueError, TypeError) as err:
-        raise type(err)(f"{where}: {err}") from None
+        raise _same_kind(err)(f"{where}: {err}") from None
+
+
+def _same_kind(err: Exception) -> type:
+    """TypeError or ValueError, as ``err`` is: the class of an error re-raised with the
+    option that caused it named (a subclass may not take a message alone)."""
+    return TypeError if isinstance(err, TypeError) else ValueError
 
 
 #: Largest release file read (a release is a few numbers).
@@ -351,7 +357,8 @@ def _add_sampling(parser, draws: int, tune: int, chains: int) -> None:
                         help=f"draws per chain after warm-up (default {draws})")
     parser.add_argument("--tune", type=count(0), default=tune,
                         help=f"warm-up iterations per chain (default {tune})")
-    parser.add_argument("--chains", type=count(1), default=chains, help=f"chains (default {chains})")
+    parser.add_argument("--chains", type=count(1), default=chains,
+                        help=f"chains (default {chains})")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="progress line on stderr (default: only on a terminal)")
 
