@@ -152,13 +152,18 @@ def datasets(result, m: int, *, kind: str = "imputed", model=None, size: int | N
     """
     import xarray as xr
 
+    try:
+        groups = diagnostics.group_names(result)
+    except (AttributeError, TypeError):
+        raise TypeError(f"result must be a result of dw.sample (arviz.InferenceData or "
+                        f"xarray.DataTree), got {type(result).__name__}") from None
     kind = as_choice(kind, "kind", ("imputed", "predictive"))
     m = as_count(m, "m")        # an integer, as every count of dawrap: 2.0 is refused
     if isinstance(fields, (str, bytes)):
         raise TypeError(f"fields must be a sequence of names, got {fields!r}: one name per "
                         f"field, e.g. [{fields!r}]")
     if kind == "imputed":
-        if "imputed_databases" not in diagnostics.group_names(result):
+        if "imputed_databases" not in groups:
             raise ValueError("kind='imputed' needs the imputed databases: run dw.sample with "
                              "databases=k (the record sampler keeps k per chain)")
         group = diagnostics.group(result, "imputed_databases")

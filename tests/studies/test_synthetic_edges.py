@@ -150,8 +150,10 @@ def test_predictive_with_another_model_says_which_model_it_needs(run):
         dw.synthetic.datasets(result, m=2, kind="predictive", model=beta_binomial)
 
 
-def test_datasets_names_bad_fields_and_kind(run):
+def test_datasets_names_bad_fields_kind_and_result(run):
     _, result = run
+    with pytest.raises(TypeError, match=r"result must be a result of dw.sample .* got dict"):
+        dw.synthetic.datasets({"posterior": None}, m=2)          # was an AttributeError
     with pytest.raises(TypeError, match=r"fields must be a sequence of names, got 'a'"):
         dw.synthetic.datasets(result, m=2, fields="a")                  # was 1 field 'a'
     with pytest.raises(TypeError, match=r"kind must be 'imputed' or 'predictive'"):
