@@ -11,26 +11,27 @@ from __future__ import annotations
 import argparse
 import time
 
-from dawrap._files import ensure_folder
-from dawrap.cli import _count, _output_file, _plots, _write_netcdf
+from dawrap._cli_args import count, output_file, plots, positive_number, write_netcdf
+from dawrap._files import as_path, ensure_folder
 
 __all__ = ["add_arguments", "run"]
 
 
 def add_arguments(demo: argparse.ArgumentParser) -> None:
     """The demo's options, on its subcommand's parser."""
-    demo.add_argument("--n", type=_count(1), default=100, help="records (default 100)")
+    demo.add_argument("--n", type=count(1), default=100, help="records (default 100)")
     demo.add_argument("--p", type=float, default=0.3, help="true Bernoulli p (default 0.3)")
-    demo.add_argument("--epsilon", type=float, default=0.1, help="privacy budget (default 0.1)")
-    demo.add_argument("--draws", type=_count(1), default=2000,
+    demo.add_argument("--epsilon", type=positive_number, default=0.1,
+                      help="privacy budget, a number > 0 (default 0.1)")
+    demo.add_argument("--draws", type=count(1), default=2000,
                       help="draws per chain (default 2000)")
-    demo.add_argument("--tune", type=_count(0), default=500,
+    demo.add_argument("--tune", type=count(0), default=500,
                       help="warm-up per chain (default 500)")
-    demo.add_argument("--chains", type=_count(1), default=4, help="chains (default 4)")
+    demo.add_argument("--chains", type=count(1), default=4, help="chains (default 4)")
     demo.add_argument("--methods", default="record,naive",
                       help="samplers, comma-separated: record and naive, and suffstat if "
                            "wanted (default record,naive)")
-    demo.add_argument("--repeats", type=_count(0), default=2000,
+    demo.add_argument("--repeats", type=count(0), default=2000,
                       help="repeated experiments for the coverage line, computed in closed "
                            "form (default 2000; 0 skips it)")
     demo.add_argument("--seed", type=int, default=2022, help="random seed (default 2022)")
@@ -133,12 +134,8 @@ def _plot_demo(path, draws: dict, exact, p: float, title: str) -> None:
 
 def run(args) -> int:
     """``dawrap demo``: see the module docstring."""
-    import numpy as np
-
-    import dawrap as dw
-    from . import diagnostics
-    from dawrap.models import beta_binomial
-
+    # Every argument and the output files first, before the imports of the work (numba,
+    # ArviZ: seconds), so that an error is reported at once and nothing is written.
     if not 0.0 < args.p < 1.0:
         raise ValueError(f"--p must be a probability strictly between 0 and 1, got {args.p}")
     if args.repeats < 0:
@@ -149,9 +146,17 @@ def run(args) -> int:
         raise ValueError(f"--methods must name record and naive, and may add suffstat, each "
                          f"once; got {args.methods!r}")
     methods = [m for m in DEMO_METHODS if m in methods]  # the table's order
-    out = ensure_folder(args.out, "--out")
-    for name in DEMO_FILES:  # before any work, not after
-        _output_file(out / name, args.force)
+    out = as_path(args.out, "--out")
+    for name in DEMO_FILES:  # before any work, not after (and the folder itself checked)
+        output_file(out / name, args.force)
+    ensure_folder(out, "--out")
+
+    import numpy as np
+
+    import dawrap as dw
+    from . import diagnostics
+    from dawrap.models import beta_binomial
+
     model = beta_binomial.model(a=1.0, b=1.0)
     mech = beta_binomial.laplace(epsilon=args.epsilon)
     x = model.simulate({"p": args.p}, args.n, seed=args.seed)
@@ -220,12 +225,12 @@ def run(args) -> int:
 
     print()
     idata = cmp.results["record"]
-    _write_netcdf(idata, out / DEMO_FILES[0], overwrite=args.force)
+    write_netcdf(idata, out / DEMO_FILES[0], overwrite=args.force)
     title = (f"n = {args.n}, epsilon = {args.epsilon:g}: s_dp = {s_dp[0]:.1f} "
              f"(true count {count})")
-    _plots(out, [(DEMO_FILES[1], lambda path: diagnostics.plot_trace(idata, path)),
-                 (DEMO_FILES[2], lambda path: _plot_demo(path, {m: d.ravel() for m, d in
-                                                                draws.items()},
-                                                         exact, args.p, title))],
-           overwrite=args.force)
+    plots(out, [(DEMO_FILES[1], lambda path: diagnostics.plot_trace(idata, path)),
+                (DEMO_FILES[2], lambda path: _plot_demo(path, {m: d.ravel() for m, d in
+                                                               draws.items()},
+                                                        exact, args.p, title))],
+          overwrite=args.force)
     return 0

@@ -267,7 +267,7 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method="record",
     if stop.is_set():  # Ctrl-C during a baseline's (short) run: honoured now
         raise KeyboardInterrupt("sampling interrupted")
     if method.name in ("record", "suffstat"):
-        _warn_if_unconverged(model, out.theta, method.name)
+        _warn_if_unconverged(model, out.theta, method)
         warn_if_missed(model, mechanism, s_dp, n, out.theta)  # a mode no chain visited
     return _label(model, mechanism, s_dp, n, out, method.name, root, elapsed, tune, draws,
                   {"compile_time": compile_time, **method.attrs()})
@@ -300,11 +300,13 @@ CHECK_BLOCK = 2_000_000
 NAMED = 8
 
 
-def _warn_if_unconverged(model: Model, theta: np.ndarray, method: str) -> None:
+def _warn_if_unconverged(model: Model, theta: np.ndarray, method) -> None:
     """One warning after sampling when some parameter has R-hat above :data:`RHAT_WARNING`
     (two chains or more) or a bulk ESS below :data:`ESS_PER_CHAIN` per chain, naming them:
     a stuck or slowly mixing chain must not pass silently. Constant parameters (a fixed
-    value) are not checked, nor runs of fewer than 4 draws per chain."""
+    value) are not checked, nor runs of fewer than 4 draws per chain. ``method`` is the
+    method object that ran (:mod:`dawrap.methods`); the warning advises only what applies
+    to it and to ``model`` (:func:`_remedies`)."""
     chains, draws = theta.shape[0], theta.shape[1]
     if draws < 4 or theta.shape[2] == 0:
         return
@@ -336,16 +338,56 @@ def _warn_if_unconverged(model: Model, theta: np.ndarray, method: str) -> None:
                                   for j in low[np.argsort(ess[low])]]))
     if not problems:
         return
-    advice = {"record": "; for the record sampler, interweave=True (a model with a "
-                        "non-centred map) mixes far better when the noise hides much of the "
-                        "data",
-              "suffstat": "; for suffstat, variant='marginal' mixes better when the noise "
-                          "dominates"}.get(method, "")
+    remedies = _remedies(model, method)
+    advice = f"; for this model and method also: {'; '.join(remedies)}" if remedies else ""
     warnings.warn(f"R-hat and ESS: {' and '.join(problems)}{checked}. The chains have not "
                   f"mixed enough for reliable estimates (Vehtari et al. 2021). Run longer "
                   f"(draws, tune), start the chains closer to the posterior (init_theta), or "
                   f"check the model{advice}; dw.diagnostics.summary(result) shows R-hat and "
                   f"ESS per parameter", RuntimeWarning, stacklevel=3)
+
+
+def _remedies(model: Model, method) -> list:
+    """What may make ``method``'s chains on ``model`` mix, beyond running longer (which
+    always applies): only what this model and method can do, so that the warning never
+    advises a setting the model refuses.
+
+    Derived from what the model declares it can do: the non-centred move for the record
+    sampler where the model has a non-centred map (and the chain's records are in this
+    process: not on a dask cluster); the marginal kernel for suffstat where the family
+    allows it; then, for the record sampler, the model's own ``remedies``
+    (:class:`~dawrap.Model`). A remedy the run already used is not repeated: a run that
+    interweaved is advised more steps.
+
+    Examples
+    --------
+    >>> import dawrap as dw
+    >>> from dawrap.models import beta_binomial, dirichlet_multinomial
+    >>> _remedies(beta_binomial.model(), dw.Record())[0][:16]
+    'interweave=True '
+    >>> _remedies(dirichlet_multinomial.model(alpha=[1, 1]), dw.Record())
+    []
+    """
+    from .runner.suffstat import has_marginal
+    from .samplers.interweave import DEFAULT_STEPS
+
+    remedies = []
+    if method.name == "record":
+        steps = method.interweave  # steps per iteration once prepared; None, True, False before
+        if steps is None or isinstance(steps, (bool, np.bool_)):
+            steps = DEFAULT_STEPS if steps else 0
+        if model.noncentred is not None and method.executor is None:
+            remedies.append("interweave=True (the model's non-centred move, which moves "
+                            "theta and every record together: it mixes far better when the "
+                            "noise hides much of the data)" if not steps else
+                            f"interweave={2 * steps} (more non-centred steps per iteration; "
+                            f"this run made {steps})")
+        remedies.extend(model.remedies)
+    elif method.name == "suffstat" and model.family is not None \
+            and has_marginal(model.family) and method.variant != "marginal":
+        remedies.append("variant='marginal' (theta updated with the statistic integrated "
+                        "out: it mixes better when the noise dominates)")
+    return remedies
 
 
 def _labels(model: Model) -> list:

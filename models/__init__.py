@@ -23,11 +23,20 @@ REGISTRY = ("beta_binomial", "poisson_gamma", "normal_mean", "gamma_exponential"
             "naive_bayes",
             "linear_regression")
 
-__all__ = [*REGISTRY, "REGISTRY", "BuiltinModel", "builtin_models"]
+__all__ = [*REGISTRY, "REGISTRY", "BuiltinModel", "builtin_model", "builtin_models"]
 
-for _name in REGISTRY:
-    globals()[_name] = importlib.import_module(f".{_name}", __name__)
-del _name
+
+def __getattr__(name: str) -> ModuleType:
+    """``dawrap.models.<name>``: a registered model's module, imported on first access
+    (PEP 562). Reading :data:`REGISTRY` imports none of them, so the command line checks a
+    model's name without waiting for numba."""
+    if name in REGISTRY:
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
 
 
 class BuiltinModel(NamedTuple):
@@ -46,8 +55,40 @@ class BuiltinModel(NamedTuple):
     mechanisms: dict
 
 
+def builtin_model(name: str) -> BuiltinModel:
+    """The model ``name`` of :data:`REGISTRY`, with its summary and factories; imports that
+    model's module only.
+
+    Parameters
+    ----------
+    name : str
+        A name in :data:`REGISTRY`.
+
+    Returns
+    -------
+    BuiltinModel
+
+    Examples
+    --------
+    >>> from dawrap.models import builtin_model
+    >>> builtin_model("beta_binomial").summary
+    'Bernoulli records with a Beta prior; the count is released.'
+    >>> builtin_model("beta")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: name must be one of ['beta_binomial', ...], got 'beta'
+    """
+    if name not in REGISTRY:
+        raise ValueError(f"name must be one of {list(REGISTRY)}, got {name!r}")
+    module = importlib.import_module(f".{name}", __name__)
+    paragraph = (module.__doc__ or "").strip().split("\n\n")[0]
+    mechanisms = {key: value for key, value in vars(module).items()
+                  if getattr(value, "is_recipe", False) and key != "model"}
+    return BuiltinModel(name, module, " ".join(paragraph.split()), module.model, mechanisms)
+
+
 def builtin_models() -> dict[str, BuiltinModel]:
-    """Every model of :data:`REGISTRY`, in its order, with its summary and factories.
+    """Every model of :data:`REGISTRY` (:func:`builtin_model`), in its order.
 
     Returns
     -------
@@ -62,12 +103,4 @@ def builtin_models() -> dict[str, BuiltinModel]:
     >>> sorted(entry.mechanisms)
     ['geometric', 'laplace']
     """
-    out = {}
-    for name in REGISTRY:
-        module = globals()[name]
-        paragraph = (module.__doc__ or "").strip().split("\n\n")[0]
-        mechanisms = {key: value for key, value in vars(module).items()
-                      if getattr(value, "is_recipe", False) and key != "model"}
-        out[name] = BuiltinModel(name, module, " ".join(paragraph.split()), module.model,
-                                 mechanisms)
-    return out
+    return {name: builtin_model(name) for name in REGISTRY}

@@ -327,6 +327,14 @@ def model(geography: Geography, totals, *, invariant: str | None = None,
         return census_partition(geography, mechanism, x, inv, idx[-1], groups is not None)
 
     level_text = ", ".join(f"{names[l]}={geography.units[l]}" for l in idx)
+    # What the convergence warning may advise beyond longer runs (the model has no
+    # non-centred map, so not interweave): with two or more prior levels a unit's rare cell
+    # mixes through the collapsed move, and more of its steps help (docs/census.md, "Where a
+    # unit's rare cell is empty": 4 steps per person against 2, fewer R-hats above 1.01).
+    more = min(100.0, 2 * collapsed_rate if collapsed_rate else COLLAPSED_RATE)
+    remedies = ((f"census.model(..., collapsed_moves={more:g}): more collapsed steps per "
+                 f"person and iteration (this model makes {collapsed_rate:g}), for a unit's "
+                 f"rare cells",) if len(idx) > 1 and more > collapsed_rate else ())
     return dw.Model(params=params, record_size=2, draw_record=fns.draw_record,
                     propose_record=fns.propose_record, prepared=fns.prepared,
                     draw_theta=kernel,
@@ -341,6 +349,7 @@ def model(geography: Geography, totals, *, invariant: str | None = None,
                                        parents[-1], units[-1] * cells,
                                        kappa_off + len(idx) - 2, rows * cells, alpha,
                                        collapsed_rate, optional=collapsed_moves == "auto")),
+                    remedies=remedies,
                     name=f"census({level_text}; {cells} cells; public totals of "
                          f"{names[inv]})")
 

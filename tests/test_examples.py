@@ -82,8 +82,10 @@ def test_cli_demo_makes_the_case(tmp_path, capsys):
 def test_cli_reports_bad_input(capsys):
     from dawrap.cli import main
 
-    assert main(["demo", "--epsilon", "-1", "--out", "unused"]) == 2
-    assert "epsilon must be a finite number > 0" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:  # the parser's check, before any import of work
+        main(["demo", "--epsilon", "-1", "--out", "unused"])
+    assert exit_.value.code == 2
+    assert "argument --epsilon: must be a finite number > 0, got -1" in capsys.readouterr().err
 
 
 @pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here

@@ -724,7 +724,7 @@ def cli_without_sampling():
             patch.setattr(module, name, fake)
         patch.setattr(calibration, "run_tasks", trials)
         patch.setattr(cli, "_demo", lambda args: 0)
-        patch.setattr(cli, "_plots", lambda out, plots: None)
+        patch.setattr(cli, "plots", lambda out, plots: None)
         yield
 
 

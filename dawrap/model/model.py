@@ -146,6 +146,17 @@ class Model:
         the record sweeps, leaving the joint posterior invariant (e.g. the census model's
         exchange of two records' cells, :mod:`dawrap.models._census_pairs`); a
         :class:`~dawrap.model.protocols.MoveBuilder` when it needs the run's mechanism.
+    remedies : sequence of str, optional
+        What else may make this model's record-sampler chains mix, beyond what follows from
+        its other arguments: each a short phrase naming the setting and what it does, e.g.
+        the census model's ``"census.model(..., collapsed_moves=4): more collapsed steps
+        per person and iteration (this model makes 2), for a unit's rare cells"``. When a
+        run's chains have not mixed, ``dw.sample``'s warning lists them after the remedies
+        that apply to every model (more draws and tune) and those that follow from the
+        model's capabilities (``interweave=True`` where it has ``noncentred``; for
+        ``method="suffstat"``, ``variant="marginal"`` where its ``family`` allows it). Only
+        advice: not part of what the model computes (a checkpoint's fingerprint leaves it
+        out).
 
     Examples
     --------
@@ -200,7 +211,7 @@ class Model:
                  name: str | None = None, dims: Mapping | None = None,
                  coords: Mapping | None = None, deterministics: Callable | None = None,
                  start_database: Callable | None = None, partition: Callable | None = None,
-                 records_move=None, stat_every: str = "record"):
+                 records_move=None, stat_every: str = "record", remedies=()):
         if not isinstance(params, Mapping) or not params:
             raise TypeError(f"params must be a non-empty dict of name -> shape, got {params!r}")
         self.params = {}
@@ -325,6 +336,11 @@ class Model:
         if deterministics is not None and not callable(deterministics):
             raise TypeError("deterministics must be callable (params) -> dict of draws")
         self.deterministics = deterministics
+        if not isinstance(remedies, (tuple, list)) or not all(
+                isinstance(r, str) and r.strip() for r in remedies):
+            raise TypeError(f"remedies must be a sequence of non-empty strings (one remedy "
+                            f"each), got {remedies!r}")
+        self.remedies = tuple(remedies)
         # a wrong name or shape is reported now, not after the chains have run
         self.posterior_variables(np.zeros((1, 1, self.theta_size)) if deterministics is None
                                  else self.pack(draw_prior(np.random.default_rng(0)),

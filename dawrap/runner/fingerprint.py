@@ -44,8 +44,8 @@ FORCE_VARIABLE = "DAWRAP_RESUME_UNVERIFIED"
 STATED = "__dawrap_fingerprint__"
 #: Types whose repr is their value, exactly.
 _PLAIN = (type(None), bool, int, float, str)
-#: Attributes that say how an object was built or locked, not what it computes.
-_SKIPPED = {"_recipe", "_frozen", "name"}
+#: Attributes that say how an object was built or locked, or advise, not what it computes.
+_SKIPPED = {"_recipe", "_frozen", "name", "remedies"}
 
 
 class Unverifiable(TypeError):

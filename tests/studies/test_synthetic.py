@@ -34,14 +34,15 @@ def test_rubins_rule_and_the_posterior_rule():
 
 def test_fully_synthetic_rule_and_reiters_fallback():
     m, b, ubar = len(Q), Q.var(ddof=1), U.mean()
-    fs = dw.synthetic.combine(Q, U, "fully_synthetic")
+    fs = dw.synthetic.combine(Q, U, "fully_synthetic", n=100, n_syn=100)   # T_f > u_bar
     assert fs.variance == pytest.approx((1 + 1 / m) * b - ubar)
     assert fs.df == pytest.approx((m - 1) * (1 - ubar / ((1 + 1 / m) * b)) ** 2)
     close = Q.mean() + 0.001 * (Q - Q.mean())       # b tiny: T <= 0
-    with pytest.raises(ValueError, match=r"T = \(1 \+ 1/m\) b - u_bar <= 0.*needs n and n_syn"):
+    with pytest.raises(ValueError, match=r"'fully_synthetic' needs n and n_syn.*\(n_syn / n\) "
+                                         r"u_bar"):
         dw.synthetic.combine(close, U, "fully_synthetic")
     fallback = dw.synthetic.combine(close, U, "fully_synthetic", n=1000, n_syn=500)
-    assert fallback.variance == pytest.approx(0.5 * ubar)
+    assert fallback.variance == pytest.approx(0.5 * ubar) and fallback.df == math.inf
 
 
 def test_as_if_real_is_the_first_analysis_alone():
@@ -58,7 +59,7 @@ def test_combine_names_bad_input():
         dw.synthetic.combine(Q, U[:5], "posterior")
     with pytest.raises(ValueError, match="needs m >= 2 datasets, got 1"):
         dw.synthetic.combine(Q[:1], U[:1], "multiple_imputation")
-    with pytest.raises(ValueError, match="variances finite and >= 0"):
+    with pytest.raises(ValueError, match="variances must be finite and >= 0"):
         dw.synthetic.combine(Q, -U, "posterior")
     with pytest.raises(ValueError, match=r"level must be in \(0, 1\)"):
         dw.synthetic.combine(Q, U, "posterior", level=95)
