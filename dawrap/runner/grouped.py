@@ -190,11 +190,13 @@ class GroupedChain:
         # the groups' inverse sd of the shared cells' pieces: sqrt(G) / sigma for Gaussian
         # noise, drawn each sweep with the latent variances for Laplace noise (draw_scales)
         self.latent = noise == "laplace"
-        self.moves = self._runnable(move_parts(setup, partition, x, parallel.pieces_pinned(
-            params, self.shared, G, self.latent, mech.integer_statistic)))
+        parts = move_parts(setup, partition, x, parallel.pieces_pinned(
+            params, self.shared, G, self.latent, mech.integer_statistic))
+        # the parts that run, with their index among the move's parts
+        self.moves = self._runnable(parts)
         # (no warning about pinned pieces when a move that runs frees them)
         frees = any(getattr(p, "frees_shared_cells", setup.frees_shared_cells)
-                    for p, layout in self.moves if layout is not None or backend.local)
+                    for _, p, _ in self.moves)
         self.piece_scale = parallel.first_piece_scale(params, self.shared, G, self.latent,
                                                       mech.integer_statistic and not frees)
         self.local_total = np.zeros((G, K))
@@ -208,8 +210,12 @@ class GroupedChain:
         order = np.argsort(partition.records, kind="stable")
         bounds = np.concatenate([[0], np.cumsum(partition.sizes)])
         rngs = parallel.group_generators(rng, G)
+        # per part of the move and worker, the entries of theta its groups draw (sent back)
+        self.move_theta = [[np.concatenate([p.group.theta_of(lay, g) for g in groups])
+                            if lay is not None else np.zeros(0, np.int64)
+                            for groups in self.assigned] for p, lay in parts]
         layouts, self.own = [], []
-        for groups in self.assigned:
+        for w, groups in enumerate(self.assigned):
             own_cells = np.flatnonzero(np.isin(partition.cells, groups))
             if setup.shared:
                 own_stats = own_cells
@@ -222,10 +228,8 @@ class GroupedChain:
                 groups=groups, ids=[order[bounds[g]:bounds[g + 1]] for g in groups],
                 cells=partition.cells, stats_owner=stats_owner, slot_of=slot_of,
                 piece_scale=self.piece_scale, rows_width=width, own_cells=own_cells,
-                own_stats=own_stats, move_layouts=[lay for _, lay in self.moves],
-                move_theta=[np.concatenate([p.group.theta_of(lay, g) for g in groups])
-                            if lay is not None else np.zeros(0, np.int64)
-                            for p, lay in self.moves]))
+                own_stats=own_stats, move_layouts=[lay for _, lay in parts],
+                move_theta=[entries[w] for entries in self.move_theta]))
         group_fns = parallel.bind_groups(
             fns, model.record_size, mech.size, model.stat_size,
             general=model.general_proposal, shared=setup.shared,
@@ -239,12 +243,13 @@ class GroupedChain:
             x=np.empty((0, model.record_size)))
 
     def _runnable(self, parts) -> list:
-        """The move's parts this backend runs: a part without a group form runs on the whole
-        database, which a backend that keeps the records on its workers cannot do: it is left
-        out there (a warning) when optional, else the run is refused."""
+        """The move's parts this backend runs, as ``(index, part, layout)``: a part without a
+        group form runs on the whole database, which a backend that keeps the records on its
+        workers cannot do: it is left out there (a warning) when optional, else the run is
+        refused."""
         setup, backend = self.setup, self.backend
         if backend.local:
-            return parts
+            return [(k, p, layout) for k, (p, layout) in enumerate(parts)]
         left_out = [part for part, layout in parts if layout is None]
         names = "; ".join(getattr(p, "name", setup.move_name) for p in left_out)
         if any(not getattr(p, "optional", setup.move_optional) for p in left_out):
@@ -263,7 +268,7 @@ class GroupedChain:
                           f"cluster keeps the records on its workers: this chain runs without "
                           f"it (still exact; it may mix more slowly)", UserWarning,
                           stacklevel=6)
-        return [(p, layout) for p, layout in parts if layout is not None]
+        return [(k, p, layout) for k, (p, layout) in enumerate(parts) if layout is not None]
 
     # -- the backend's workers ------------------------------------------------------------
 
@@ -414,7 +419,7 @@ class GroupedChain:
         ``(state, accept_rate, status)``; the rate is the last part's that proposed."""
         s_dp, params = self.setup.s_dp, self.setup.params
         rate = math.nan
-        for k, (part, layout) in enumerate(self.moves):
+        for k, part, layout in self.moves:
             if layout is None:  # (only on a backend whose records are state.x)
                 state, got, status = part(rng, state, s_dp, params, tuning)
                 if status == OK:
@@ -426,7 +431,7 @@ class GroupedChain:
                 got = self.backend.call("move", "moving records", k, np.array(state.theta),
                                         releases, scales)
                 for groups, (own_cells, _), (_, rows, t, drawn, _), layout_ in zip(
-                        self.assigned, self.own, got, self._move_theta(k)):
+                        self.assigned, self.own, got, self.move_theta[k]):
                     self.local_total[groups] = rows
                     state.total[own_cells] = t
                     state.theta[layout_] = drawn
@@ -437,12 +442,6 @@ class GroupedChain:
             if status != OK:
                 return state, math.nan, status
         return state, rate, OK
-
-    def _move_theta(self, k: int) -> list:
-        """Per worker, the entries of theta its groups draw in part ``k`` of the move."""
-        part, layout = self.moves[k]
-        return [np.concatenate([part.group.theta_of(layout, g) for g in groups])
-                for groups in self.assigned]
 
     def _fresh(self, state):
         """The running sums recomputed from the records, each group's added in group order,
