@@ -1,7 +1,7 @@
-"""dawrap._user_keys: a user's compiled function is keyed by everything numba compiles into a
-chain from it (its code, the functions it calls, the globals and closure values it reads), a
-chain bound to it is cached on disk, an edit never runs a stale chain, and what cannot be
-keyed safely just compiles."""
+"""dawrap.compile.user_keys: a user's compiled function is keyed by everything numba compiles
+into a chain from it (its code, the functions it calls, the globals and closure values it
+reads), a chain bound to it is cached on disk, an edit never runs a stale chain, and what
+cannot be keyed safely just compiles."""
 import importlib.util
 import json
 import os
@@ -13,7 +13,7 @@ import numba
 import numpy as np
 import pytest
 
-from dawrap import _templates, _user_keys
+from dawrap.compile import templates as _templates, user_keys as _user_keys
 from dawrap.model.protocols import first_outside
 
 #: A user's model file: ``record_support`` calls ``lower``, which reads the constant ``LOW``.
@@ -189,7 +189,8 @@ import json, os, sys
 sys.path.insert(0, sys.argv[1])
 import numpy as np
 import dawrap as dw
-from dawrap import _templates, diagnostics
+from dawrap import diagnostics
+from dawrap.compile import templates as _templates
 import usermodel as m
 model = dw.Model(params={"p": ()}, record_size=1, draw_record=m.draw_record,
                  draw_theta=m.draw_theta, model_stat=m.count, stat_size=1,

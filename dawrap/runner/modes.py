@@ -46,7 +46,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import _templates
+from ..compile import templates as _templates
 from .starts import FULL_COVARIANCE_UP_TO, noise_variance
 
 __all__ = ["Mode", "Landscape", "landscape", "spread_start", "jump_mixture",

@@ -34,7 +34,7 @@ import numba
 import numpy as np
 
 from ..mechanisms.base import as_records
-from .. import _templates
+from ..compile import templates as _templates
 from ..model.protocols import database_drawer
 from ..samplers import entries_path
 

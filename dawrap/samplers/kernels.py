@@ -40,7 +40,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from .. import _templates
+from ..compile import templates as _templates
 from .._checks import require_njit, scale_vector
 from ..model.protocols import Kernel, no_state
 
