@@ -234,8 +234,8 @@ def test_a_users_chain_loads_from_the_disk_cache_and_an_edit_never_runs_a_stale_
     assert warm["misses"] == 0 and warm["hits"] > 0
     assert warm["p"] == cold["p"]
     assert warm["entries"] == cold["entries"]
-    # A damaged entry of the user's chain is survived as a built-in one is (dawrap._cache):
-    # one warning naming the file, compiled again, the same draws.
+    # A damaged entry of the user's chain is survived as a built-in one is
+    # (dawrap.compile.cache): one warning naming the file, compiled again, the same draws.
     damaged = sorted(cache.rglob("*.run__*.nbc"))
     assert damaged
     for path in damaged:
