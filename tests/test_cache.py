@@ -74,6 +74,17 @@ def test_entries_land_in_the_configured_folder_and_not_in_the_package(tmp_path):
     assert warm["hits"] == 2 and not warm["warnings"]
 
 
+def test_the_documented_warning_class_keeps_its_0_2_path():
+    """docs/compile_cache.md named ``dawrap._cache.CacheWarning`` before the module moved
+    into dawrap.compile: that path still imports the same module (dawrap._compat)."""
+    import importlib
+
+    from dawrap.compile import cache
+
+    old = importlib.import_module("dawrap._cache")
+    assert old is cache and old.CacheWarning is cache.CacheWarning
+
+
 @pytest.mark.slow
 def test_the_default_folder_is_per_user_and_numba_cache_dir_moves_it(tmp_path):
     home = _child(HOME=tmp_path, XDG_CACHE_HOME=tmp_path / "xdg")
