@@ -20,7 +20,8 @@ for numba, SciPy or ArviZ (about 5 s of a cold import) to load the rest.
 """
 import importlib
 
-from . import _cache, _compat
+from . import _compat
+from .compile import cache as _cache
 
 __version__ = "0.2.0"
 
@@ -69,5 +70,6 @@ def __dir__():
 
 
 _compat.install()
-# numba caches dawrap's compiled code in a per-user folder, not in the package (dawrap._cache)
+# numba caches dawrap's compiled code in a per-user folder, not in the package
+# (dawrap.compile.cache)
 _cache.install()

@@ -178,9 +178,9 @@ def call_user(func, name: str, *args):
     """Call a user function once, turning a numba compile failure into a TypeError naming it.
 
     A user's compiled function with a stable key is called through a cached wrapper
-    (:func:`dawrap._templates.cached_caller`): in a later process its code loads from the
+    (:func:`dawrap.compile.templates.cached_caller`): in a later process its code loads from the
     disk cache instead of compiling again."""
-    from ._templates import cached_caller
+    from .compile.templates import cached_caller
 
     try:
         return cached_caller(func, len(args))(*args)

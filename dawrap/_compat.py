@@ -22,6 +22,8 @@ OLD_PATHS = {
     "dawrap.family": "dawrap.model.family",
     "dawrap.discrete": "dawrap.mechanisms.discrete",
     "dawrap.exact": "dawrap.reference",
+    # the documented warning class dawrap._cache.CacheWarning (docs/compile_cache.md, 0.2)
+    "dawrap._cache": "dawrap.compile.cache",
 }
 
 

@@ -140,35 +140,13 @@ def relative_log_g(mechanism, s_dp, totals) -> np.ndarray:
     return log_g - top
 
 
-class BetaMixture:
-    """A mixture of Beta(a_k, b_k) with weights w_k, vectorised (thousands of components).
-
-    Parameters
-    ----------
-    weights, a, b : array_like
-        Component weights (normalised here) and Beta parameters.
-
-    Examples
-    --------
-    >>> from dawrap.reference import BetaMixture
-    >>> mixture = BetaMixture([1.0, 1.0], a=[2.0, 5.0], b=[2.0, 1.0])   # Beta(2,2), Beta(5,1)
-    >>> round(mixture.mean(), 4)                                        # (1/2 + 5/6) / 2
-    0.6667
-    """
-
-    def __init__(self, weights, a, b):
-        w = np.asarray(weights, dtype=float)
-        # NaN or negative weights would otherwise be dropped silently and leave an empty
-        # mixture whose mean is 0.
-        if w.size == 0 or not np.all(np.isfinite(w)) or np.any(w < 0) or not w.max() > 0:
-            raise ValueError("weights must be finite, >= 0 and not all 0")
-        keep = w > 1e-300 * w.max()
-        self.weights = w[keep] / w[keep].sum()
-        self.a = np.asarray(a, dtype=float)[keep]
-        self.b = np.asarray(b, dtype=float)[keep]
+class _ScalarPosterior:
+    """What every exact posterior here gives of a scalar parameter (:class:`BetaMixture`,
+    :class:`Grid`, :class:`WeightedDraws`): :meth:`mean`, :meth:`std`, :meth:`cdf` and
+    :meth:`ppf`, documented once here and computed by each form in its own way."""
 
     def mean(self) -> float:
-        """The mean.
+        """The posterior mean.
 
         Returns
         -------
@@ -181,10 +159,78 @@ class BetaMixture:
         >>> round(beta.mean(), 6)                                # 2 / 5
         0.4
         """
-        return float(self.weights @ (self.a / (self.a + self.b)))
+        raise NotImplementedError  # each form computes its own
+
+    def std(self) -> float:
+        """The posterior standard deviation.
+
+        Returns
+        -------
+        float
+
+        Examples
+        --------
+        >>> from dawrap.reference import WeightedDraws
+        >>> WeightedDraws([1.0, 3.0], [0.0, 0.0]).std()          # two draws, equal weights
+        1.0
+        """
+        raise NotImplementedError
+
+    def cdf(self, x):
+        """The distribution function at ``x`` (a scalar or an array); for
+        :class:`WeightedDraws`, the weighted share of draws at or below ``x``.
+
+        Parameters
+        ----------
+        x : float or array_like
+
+        Returns
+        -------
+        numpy.ndarray
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dawrap.reference import Grid
+        >>> x = np.linspace(-8.0, 8.0, 4001)
+        >>> normal = Grid(x, -0.5 * x ** 2)                      # N(0, 1)
+        >>> normal.cdf([0.0])
+        array([0.5])
+        """
+        raise NotImplementedError
+
+    def ppf(self, q: float) -> float:
+        """The quantile of probability ``q`` (the inverse of :meth:`cdf`); for
+        :class:`WeightedDraws`, the smallest draw whose weighted share at or below it reaches
+        ``q``.
+
+        Parameters
+        ----------
+        q : float
+            A probability in (0, 1).
+
+        Returns
+        -------
+        float
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dawrap.reference import Grid
+        >>> x = np.linspace(-8.0, 8.0, 4001)
+        >>> normal = Grid(x, -0.5 * x ** 2)                      # N(0, 1)
+        >>> round(normal.ppf(0.975), 3)
+        1.96
+        """
+        raise NotImplementedError
+
+
+class _PosteriorDensity(_ScalarPosterior):
+    """A posterior with a density (:class:`BetaMixture`, :class:`Grid`): also :meth:`var` and
+    :meth:`pdf`, and the standard deviation from the variance."""
 
     def var(self) -> float:
-        """The variance.
+        """The posterior variance.
 
         Returns
         -------
@@ -197,24 +243,9 @@ class BetaMixture:
         >>> round(beta.var(), 6)                                 # 2 * 3 / (5**2 * 6)
         0.04
         """
-        a, b = self.a, self.b
-        second = (a * (a + 1)) / ((a + b) * (a + b + 1))
-        return float(self.weights @ second - self.mean() ** 2)
+        raise NotImplementedError
 
     def std(self) -> float:
-        """The standard deviation.
-
-        Returns
-        -------
-        float
-
-        Examples
-        --------
-        >>> from dawrap.reference import BetaMixture
-        >>> beta = BetaMixture([1.0], a=[2.0], b=[3.0])          # one component: Beta(2, 3)
-        >>> round(beta.std(), 6)
-        0.2
-        """
         return float(np.sqrt(self.var()))
 
     def pdf(self, x):
@@ -235,55 +266,63 @@ class BetaMixture:
         >>> beta.pdf([0.5])                                       # 12 x (1 - x)^2
         array([1.5])
         """
+        raise NotImplementedError
+
+
+class BetaMixture(_PosteriorDensity):
+    """A mixture of Beta(a_k, b_k) with weights w_k, vectorised (thousands of components).
+
+    Parameters
+    ----------
+    weights, a, b : array_like
+        Component weights (normalised here) and Beta parameters.
+
+    Examples
+    --------
+    >>> from dawrap.reference import BetaMixture
+    >>> mixture = BetaMixture([1.0, 1.0], a=[2.0, 5.0], b=[2.0, 1.0])   # Beta(2,2), Beta(5,1)
+    >>> round(mixture.mean(), 4)                                        # (1/2 + 5/6) / 2
+    0.6667
+    >>> mixture.cdf([0.5])                                             # (1/2 + 1/32) / 2
+    array([0.265625])
+    >>> round(mixture.ppf(0.265625), 6)
+    0.5
+    """
+
+    def __init__(self, weights, a, b):
+        w = np.asarray(weights, dtype=float)
+        # NaN or negative weights would otherwise be dropped silently and leave an empty
+        # mixture whose mean is 0.
+        if w.size == 0 or not np.all(np.isfinite(w)) or np.any(w < 0) or not w.max() > 0:
+            raise ValueError("weights must be finite, >= 0 and not all 0")
+        keep = w > 1e-300 * w.max()
+        self.weights = w[keep] / w[keep].sum()
+        self.a = np.asarray(a, dtype=float)[keep]
+        self.b = np.asarray(b, dtype=float)[keep]
+
+    def mean(self) -> float:
+        return float(self.weights @ (self.a / (self.a + self.b)))
+
+    def var(self) -> float:
+        a, b = self.a, self.b
+        second = (a * (a + 1)) / ((a + b) * (a + b + 1))
+        return float(self.weights @ second - self.mean() ** 2)
+
+    def pdf(self, x):
         x = np.atleast_1d(np.asarray(x, dtype=float))
         log_pdf = ((self.a - 1)[:, None] * np.log(x) + (self.b - 1)[:, None] * np.log1p(-x)
                    - special.betaln(self.a, self.b)[:, None])
         return self.weights @ np.exp(log_pdf)
 
     def cdf(self, x):
-        """The distribution function at ``x`` (a scalar or an array).
-
-        Parameters
-        ----------
-        x : float or array_like
-
-        Returns
-        -------
-        numpy.ndarray
-
-        Examples
-        --------
-        >>> from dawrap.reference import BetaMixture
-        >>> beta = BetaMixture([1.0], a=[2.0], b=[3.0])          # one component: Beta(2, 3)
-        >>> beta.cdf([0.5])
-        array([0.6875])
-        """
         x = np.atleast_1d(np.asarray(x, dtype=float))
         return self.weights @ special.betainc(self.a[:, None], self.b[:, None], x[None, :])
 
     def ppf(self, q: float) -> float:
-        """The quantile of probability ``q`` (the inverse of :meth:`cdf`).
-
-        Parameters
-        ----------
-        q : float
-            A probability in (0, 1).
-
-        Returns
-        -------
-        float
-
-        Examples
-        --------
-        >>> from dawrap.reference import BetaMixture
-        >>> beta = BetaMixture([1.0], a=[2.0], b=[3.0])          # one component: Beta(2, 3)
-        >>> round(beta.ppf(0.6875), 6)
-        0.5
-        """
         return float(optimize.brentq(lambda x: self.cdf(x)[0] - q, 0.0, 1.0, xtol=1e-14))
 
 
-class Grid:
+class Grid(_PosteriorDensity):
     """A univariate density known up to a constant on an increasing grid.
 
     Parameters
@@ -304,6 +343,8 @@ class Grid:
     >>> posterior = Grid(mu, -0.5 * mu ** 2 - 0.5 * (1.0 - mu) ** 2)
     >>> round(posterior.mean(), 6), round(posterior.var(), 6)
     (0.5, 0.5)
+    >>> posterior.pdf([0.5]).round(6)                         # 1 / sqrt(pi)
+    array([0.56419])
     """
 
     def __init__(self, grid, log_density):
@@ -317,125 +358,19 @@ class Grid:
         self._cdf = np.concatenate([[0.0], np.cumsum(steps)])
 
     def mean(self) -> float:
-        """The mean.
-
-        Returns
-        -------
-        float
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from dawrap.reference import Grid
-        >>> x = np.linspace(-8.0, 8.0, 4001)
-        >>> normal = Grid(x, -0.5 * x ** 2)                      # N(0, 1)
-        >>> round(normal.mean(), 6) + 0.0
-        0.0
-        """
         return float(np.trapezoid(self.grid * self.density, self.grid))
 
     def var(self) -> float:
-        """The variance.
-
-        Returns
-        -------
-        float
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from dawrap.reference import Grid
-        >>> x = np.linspace(-8.0, 8.0, 4001)
-        >>> normal = Grid(x, -0.5 * x ** 2)                      # N(0, 1)
-        >>> round(normal.var(), 6)
-        1.0
-        """
         m = self.mean()
         return float(np.trapezoid((self.grid - m) ** 2 * self.density, self.grid))
 
-    def std(self) -> float:
-        """The standard deviation.
-
-        Returns
-        -------
-        float
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from dawrap.reference import Grid
-        >>> x = np.linspace(-8.0, 8.0, 4001)
-        >>> normal = Grid(x, -0.5 * x ** 2)                      # N(0, 1)
-        >>> round(normal.std(), 6)
-        1.0
-        """
-        return float(np.sqrt(self.var()))
-
     def pdf(self, x):
-        """The density at ``x`` (a scalar or an array).
-
-        Parameters
-        ----------
-        x : float or array_like
-
-        Returns
-        -------
-        numpy.ndarray
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from dawrap.reference import Grid
-        >>> x = np.linspace(-8.0, 8.0, 4001)
-        >>> normal = Grid(x, -0.5 * x ** 2)                      # N(0, 1)
-        >>> normal.pdf([0.0]).round(6)                           # 1 / sqrt(2 pi)
-        array([0.398942])
-        """
         return np.interp(x, self.grid, self.density, left=0.0, right=0.0)
 
     def cdf(self, x):
-        """The distribution function at ``x`` (a scalar or an array).
-
-        Parameters
-        ----------
-        x : float or array_like
-
-        Returns
-        -------
-        numpy.ndarray
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from dawrap.reference import Grid
-        >>> x = np.linspace(-8.0, 8.0, 4001)
-        >>> normal = Grid(x, -0.5 * x ** 2)                      # N(0, 1)
-        >>> normal.cdf([0.0])
-        array([0.5])
-        """
         return np.interp(x, self.grid, self._cdf, left=0.0, right=1.0)
 
     def ppf(self, q: float) -> float:
-        """The quantile of probability ``q`` (the inverse of :meth:`cdf`).
-
-        Parameters
-        ----------
-        q : float
-            A probability in (0, 1).
-
-        Returns
-        -------
-        float
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from dawrap.reference import Grid
-        >>> x = np.linspace(-8.0, 8.0, 4001)
-        >>> normal = Grid(x, -0.5 * x ** 2)                      # N(0, 1)
-        >>> round(normal.ppf(0.975), 3)
-        1.96
-        """
         # Invert the piecewise-quadratic CDF of the piecewise-linear density.
         j = int(np.clip(np.searchsorted(self._cdf, q) - 1, 0, len(self.grid) - 2))
         x0, x1 = self.grid[j], self.grid[j + 1]
@@ -580,7 +515,7 @@ def positive_grid(log_density, lower: float, upper: float, points: int = 1500,
     return Grid(grid, np.array([log_density_at[t] for t in grid]))
 
 
-class WeightedDraws:
+class WeightedDraws(_ScalarPosterior):
     r"""A posterior as weighted draws: draws :math:`\theta_k` from the prior with weights
     :math:`w_k \propto p(s_{dp} \mid \theta_k)` (importance sampling), and the Monte Carlo
     error of each estimate from the weights.
@@ -609,6 +544,12 @@ class WeightedDraws:
     True
     >>> round(post.ess / theta.size, 2)         # sqrt(3) exp(-1/6) / 2 of the draws' worth
     0.73
+
+    Three draws of equal weight:
+
+    >>> even = WeightedDraws([1.0, 2.0, 3.0], [0.0, 0.0, 0.0])
+    >>> even.cdf([2.5]), even.ppf(0.5)
+    (array([0.66666667]), 2.0)
     """
 
     def __init__(self, draws, log_weights):
@@ -664,72 +605,15 @@ class WeightedDraws:
         return float(np.sqrt(np.sum(self.weights ** 2 * (values - self.expect(values)) ** 2)))
 
     def mean(self) -> float:
-        """The posterior mean.
-
-        Returns
-        -------
-        float
-
-        Examples
-        --------
-        >>> from dawrap.reference import WeightedDraws
-        >>> WeightedDraws([1.0, 3.0], [0.0, 0.0]).mean()
-        2.0
-        """
         return self.expect(self.draws)
 
     def std(self) -> float:
-        """The posterior standard deviation.
-
-        Returns
-        -------
-        float
-
-        Examples
-        --------
-        >>> from dawrap.reference import WeightedDraws
-        >>> WeightedDraws([1.0, 3.0], [0.0, 0.0]).std()
-        1.0
-        """
         return float(np.sqrt(self.expect((self.draws - self.mean()) ** 2)))
 
     def cdf(self, x):
-        """The weighted share of draws at or below ``x`` (a scalar or an array, as given).
-
-        Parameters
-        ----------
-        x : float or array_like
-
-        Returns
-        -------
-        numpy.ndarray
-
-        Examples
-        --------
-        >>> from dawrap.reference import WeightedDraws
-        >>> WeightedDraws([1.0, 2.0, 3.0], [0.0, 0.0, 0.0]).cdf([2.5])
-        array([0.66666667])
-        """
         x = np.asarray(x, dtype=float)
         at = np.searchsorted(self._sorted, x, side="right")
         return np.where(at > 0, self._cdf[np.maximum(at - 1, 0)], 0.0)
 
     def ppf(self, q: float) -> float:
-        """The smallest draw whose weighted share at or below it reaches ``q``.
-
-        Parameters
-        ----------
-        q : float
-            A probability in (0, 1).
-
-        Returns
-        -------
-        float
-
-        Examples
-        --------
-        >>> from dawrap.reference import WeightedDraws
-        >>> WeightedDraws([1.0, 2.0, 3.0], [0.0, 0.0, 0.0]).ppf(0.5)
-        2.0
-        """
         return float(self._sorted[min(np.searchsorted(self._cdf, q), self._sorted.size - 1)])

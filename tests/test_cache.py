@@ -1,6 +1,6 @@
-"""dawrap._cache: dawrap's compiled code is cached in its own folder (never in the installed
-package), a damaged entry is recompiled and replaced with one warning, and a folder that
-cannot be written means compiling in memory, with one warning. Each check runs in a fresh
+"""dawrap.compile.cache: dawrap's compiled code is cached in its own folder (never in the
+installed package), a damaged entry is recompiled and replaced with one warning, and a folder
+that cannot be written means compiling in memory, with one warning. Each check runs in a fresh
 process, as a user's next run would."""
 import json
 import os
@@ -22,7 +22,7 @@ import json, warnings
 import numpy as np
 warnings.simplefilter("always")
 with warnings.catch_warnings(record=True) as caught:
-    from dawrap import _cache, _templates
+    from dawrap.compile import cache as _cache, templates as _templates
     from dawrap.model.protocols import first_outside
     from dawrap.models import beta_binomial
     out = np.zeros(1)
@@ -57,9 +57,9 @@ def _child(**settings) -> dict:
 
 def _package_entries() -> set:
     import dawrap
-    from dawrap import _cache
+    from dawrap.compile import source
 
-    folders = {Path(p) for p in _cache.package_folders()} | {Path(dawrap.__file__).parent}
+    folders = {Path(p) for p in source.package_folders()} | {Path(dawrap.__file__).parent}
     return {p for folder in folders for ext in ("nbi", "nbc") for p in folder.rglob(f"*.{ext}")}
 
 
@@ -72,6 +72,17 @@ def test_entries_land_in_the_configured_folder_and_not_in_the_package(tmp_path):
     assert _package_entries() == before           # nothing written beside the source
     warm = _child(DAWRAP_CACHE_DIR=tmp_path / "cache")
     assert warm["hits"] == 2 and not warm["warnings"]
+
+
+def test_the_documented_warning_class_keeps_its_0_2_path():
+    """docs/compile_cache.md named ``dawrap._cache.CacheWarning`` before the module moved
+    into dawrap.compile: that path still imports the same module (dawrap._compat)."""
+    import importlib
+
+    from dawrap.compile import cache
+
+    old = importlib.import_module("dawrap._cache")
+    assert old is cache and old.CacheWarning is cache.CacheWarning
 
 
 @pytest.mark.slow
@@ -160,7 +171,7 @@ FOREIGN = """
 import json, sys, warnings
 warnings.simplefilter("always")
 with warnings.catch_warnings(record=True) as caught:
-    from dawrap import _cache
+    from dawrap.compile import cache as _cache
     from dawrap.samplers import loop
     if sys.argv[1] == "mine":
         import mine
@@ -175,7 +186,7 @@ print(json.dumps({"hits": sum(loop.unchanged.stats.cache_hits.values()),
 def test_another_programs_entries_are_replaced_without_a_warning(tmp_path):
     """A cache that dawrap's tests filled holds overloads whose types live in test modules,
     not importable in a user's next program: that program compiles its own entry without
-    calling the index damaged (dawrap._cache._FOREIGN), and the next run loads it."""
+    calling the index damaged (dawrap.compile.cache._FOREIGN), and the next run loads it."""
     (tmp_path / "mine.py").write_text("from typing import NamedTuple\n"
                                       "class State(NamedTuple):\n    value: float\n")
     env = _env(DAWRAP_CACHE_DIR=tmp_path / "cache")
@@ -295,7 +306,7 @@ CLOSURES = """
 import json, sys
 import numpy as np
 sys.path.insert(0, sys.argv[1])
-from dawrap import _templates
+from dawrap.compile import templates as _templates
 import factory
 out = []
 for k in sys.argv[2:]:

@@ -1,4 +1,4 @@
-"""dawrap._templates: bound copies are memoised, keyed only by what is stable across
+"""dawrap.compile.templates: bound copies are memoised, keyed only by what is stable across
 processes, and a built-in model's chain loads from the disk cache with the same draws (a
 user's model: tests/test_user_keys.py)."""
 import json
@@ -10,7 +10,7 @@ import numba
 import numpy as np
 import pytest
 
-from dawrap import _templates
+from dawrap.compile import source, templates as _templates
 from dawrap.model.protocols import first_outside
 from dawrap.models import beta_binomial
 
@@ -116,7 +116,7 @@ def test_the_cache_name_changes_with_the_package_source(monkeypatch):
     tag = _templates.cache_tag([first_outside], names)
     assert tag is not None and tag == _templates.cache_tag([first_outside], dict(names))
     assert _templates.cache_tag([first_outside], {"RECORD_SUPPORT": prompt_support}) is None
-    monkeypatch.setattr(_templates, "source_digest", lambda: "an edited package")
+    monkeypatch.setattr(source, "source_digest", lambda: "an edited package")
     assert _templates.cache_tag([first_outside], names) != tag
 
 
@@ -124,7 +124,8 @@ CHILD = """
 import json, sys
 import numpy as np
 import dawrap as dw
-from dawrap import _templates, diagnostics
+from dawrap import diagnostics
+from dawrap.compile import templates as _templates
 from dawrap.models import beta_binomial
 a = float(sys.argv[1])
 model, mech = beta_binomial.model(a=a, b=1), beta_binomial.laplace(0.5)
@@ -273,6 +274,6 @@ def test_no_template_reads_an_undeclared_placeholder():
                           for used in sorted(_templates._global_names(func.__code__))
                           if used.isupper() and used in names and names[used] is None]
     assert not found
-    assert {"dawrap._templates", "dawrap.mechanisms.base", "dawrap.mechanisms.separable",
+    assert {"dawrap.compile.templates", "dawrap.mechanisms.base", "dawrap.mechanisms.separable",
             "dawrap.runner.starts", "dawrap.runner.modes", "dawrap.samplers.record",
             "dawrap.samplers.entries_path"} <= set(declaring)

@@ -1,7 +1,7 @@
-"""dawrap._user_keys: a user's compiled function is keyed by everything numba compiles into a
-chain from it (its code, the functions it calls, the globals and closure values it reads), a
-chain bound to it is cached on disk, an edit never runs a stale chain, and what cannot be
-keyed safely just compiles."""
+"""dawrap.compile.user_keys: a user's compiled function is keyed by everything numba compiles
+into a chain from it (its code, the functions it calls, the globals and closure values it
+reads), a chain bound to it is cached on disk, an edit never runs a stale chain, and what
+cannot be keyed safely just compiles."""
 import importlib.util
 import json
 import os
@@ -13,7 +13,7 @@ import numba
 import numpy as np
 import pytest
 
-from dawrap import _templates, _user_keys
+from dawrap.compile import templates as _templates, user_keys as _user_keys
 from dawrap.model.protocols import first_outside
 
 #: A user's model file: ``record_support`` calls ``lower``, which reads the constant ``LOW``.
@@ -189,7 +189,8 @@ import json, os, sys
 sys.path.insert(0, sys.argv[1])
 import numpy as np
 import dawrap as dw
-from dawrap import _templates, diagnostics
+from dawrap import diagnostics
+from dawrap.compile import templates as _templates
 import usermodel as m
 model = dw.Model(params={"p": ()}, record_size=1, draw_record=m.draw_record,
                  draw_theta=m.draw_theta, model_stat=m.count, stat_size=1,
@@ -233,8 +234,8 @@ def test_a_users_chain_loads_from_the_disk_cache_and_an_edit_never_runs_a_stale_
     assert warm["misses"] == 0 and warm["hits"] > 0
     assert warm["p"] == cold["p"]
     assert warm["entries"] == cold["entries"]
-    # A damaged entry of the user's chain is survived as a built-in one is (dawrap._cache):
-    # one warning naming the file, compiled again, the same draws.
+    # A damaged entry of the user's chain is survived as a built-in one is
+    # (dawrap.compile.cache): one warning naming the file, compiled again, the same draws.
     damaged = sorted(cache.rglob("*.run__*.nbc"))
     assert damaged
     for path in damaged:

@@ -29,7 +29,7 @@ import json
 
 import numpy as np
 
-from .. import _templates
+from ..compile import templates as _templates
 from .._checks import (as_count, as_float_vector, as_positive_float, n_positional, require_arity,
                       require_njit)
 from ..model.recipe import reduce_by_recipe

@@ -50,7 +50,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from .. import _templates
+from ..compile import templates as _templates
 from .._checks import as_count, require_arity, require_njit
 
 __all__ = ["declare_sparse", "sparse_form", "laplace_coordinate", "gaussian_coordinate",

@@ -28,7 +28,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-from .. import _templates
+from ..compile import templates as _templates
 from .._checks import as_count, require_njit
 
 __all__ = ["ExponentialFamily", "require_family", "truncated_moments", "interval_probability",

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 import numba
 import numpy as np
 
-from .. import _templates
+from ..compile import templates as _templates
 from .._checks import as_count, n_positional, require_arity, require_njit
 from .labels import check_labels, posterior_variables
 from .protocols import (Kernel, MoveBuilder, NonCentred, PreparedDraw, anywhere,

@@ -37,7 +37,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from .. import _templates
+from ..compile import templates as _templates
 from .._checks import as_count, require_arity, require_njit, scale_vector
 
 __all__ = ["Kernel", "NonCentred", "PreparedDraw", "MoveBuilder", "no_state", "anywhere",

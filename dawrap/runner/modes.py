@@ -46,8 +46,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import _templates
-from .starts import FULL_COVARIANCE_UP_TO, noise_variance
+from ..compile import templates as _templates
+from .clt import FULL_COVARIANCE_UP_TO, noise_variance
 
 __all__ = ["Mode", "Landscape", "landscape", "spread_start", "jump_mixture",
            "warn_if_missed", "POOL", "RECORDS", "VALLEY_NATS", "MIN_WEIGHT", "WARN_WEIGHT",
@@ -121,7 +121,7 @@ class Landscape(NamedTuple):
         return len(self.modes) >= 2
 
 
-# The slots of the template below (dawrap._templates checks every binding against them):
+# The slots of the template below (_templates.bind checks every binding against them):
 # the model's record draw, the mechanism's statistic and their sizes.
 DRAW_RECORD = _templates.slot("(rng, theta, out): one record from f(. | theta)")
 STATISTIC = _templates.slot("(x_i, s_dp, out): the mechanism's statistic of a record")

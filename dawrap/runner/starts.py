@@ -34,9 +34,11 @@ import numba
 import numpy as np
 
 from ..mechanisms.base import as_records
-from .. import _templates
+from ..compile import templates as _templates
 from ..model.protocols import database_drawer
 from ..samplers import entries_path
+from .clt import FULL_COVARIANCE_UP_TO, noise_variance  # both part of this module's API too
+from .modes import landscape, spread_start
 
 __all__ = ["initial_values", "release_informed_theta", "noise_variance", "statistic_moments",
            "moments_from_entries", "record_variances",
@@ -47,12 +49,9 @@ __all__ = ["initial_values", "release_informed_theta", "noise_variance", "statis
 SUMMARISED_ABOVE = 1024
 #: Prior draws weighed per chain, and records simulated per draw.
 CANDIDATES, RECORDS = 64, 1000
-#: Releases longer than this are weighed with the covariance's diagonal only (the full one
-#: costs O(size^2) per record and O(size^3) per candidate).
-FULL_COVARIANCE_UP_TO = 32
 
 
-# The slots of the templates below (dawrap._templates checks every binding against them):
+# The slots of the templates below (_templates.bind checks every binding against them):
 # the mechanism's statistic (moments), or its entries (entry_moments), and their sizes.
 STATISTIC = _templates.slot("(x_i, s_dp, out): the mechanism's statistic of a record")
 ENTRIES = _templates.slot("(x_i, s_dp, index, value) -> count: the mechanism's statistic "
@@ -144,31 +143,6 @@ def record_variances(x, s_dp, mechanism, where: str = "the records drawn from th
     return statistic_moments(x, s_dp, mechanism.sampler_statistic, mechanism.size, False)
 
 
-def noise_variance(mechanism, rng=None, draws: int = 1000) -> np.ndarray | None:
-    """Variance of each coordinate of the mechanism's noise: the closed form when the
-    mechanism has one (:meth:`dawrap.Mechanism.noise_variance`), else estimated from ``draws``
-    noise draws (``rng`` defaults to a fixed seed). ``None`` when the mechanism cannot draw
-    releases or its statistic depends on the release."""
-    if mechanism.depends_on_release:
-        return None
-    known = mechanism.noise_variance()
-    if known is not None:
-        return np.asarray(known, dtype=np.float64).reshape(mechanism.size)
-    if not mechanism.can_draw_releases:
-        return None
-    rng = np.random.default_rng(20220101) if rng is None else rng
-    zero = np.zeros(mechanism.size)
-    try:
-        return np.var([mechanism.release_given_total(rng, zero) for _ in range(draws)], axis=0)
-    except Exception as err:  # noqa: BLE001 - the user's draw_release, called on a zero total
-        # Only a starting value and the interweaving decision rest on this estimate: a
-        # draw_release that cannot take a zero total must not stop a run that never needed it.
-        warnings.warn(f"could not estimate the noise variance from draw_release at a zero "
-                      f"total ({type(err).__name__}: {err}); chains start at prior draws and "
-                      f"interweaving stays off unless asked for", RuntimeWarning, stacklevel=2)
-        return None
-
-
 def simulated_contributions(model, mechanism, s_dp: np.ndarray, thetas: int = 8,
                             records: int = 16, seed: int = 20220102) -> np.ndarray | None:
     """The mechanism's statistic for ``records`` records from each of ``thetas`` prior draws,
@@ -255,8 +229,6 @@ def release_informed_theta(rng, model, mechanism, s_dp, n: int, noise: np.ndarra
     if noise is None:
         return None
     if chain is not None:
-        from .modes import landscape, spread_start  # modes builds on this module
-
         found = landscape(model, mechanism, s_dp, n)
         if found is not None and found.multimodal:
             return spread_start(found, rng, chain)

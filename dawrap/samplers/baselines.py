@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _templates
+from ..compile import templates as _templates
 from .output import Output
 from ..mechanisms.base import Mechanism, as_records, sum_statistic, with_release_argument
 from ..model.model import Model

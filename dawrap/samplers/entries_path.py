@@ -29,7 +29,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from .status import OK, BAD_ENTRIES, BAD_DRIFT, BAD_RECORD_SUPPORT
-from .._templates import slot
+from ..compile.templates import slot
 
 __all__ = ["merge_entries", "entries_sums", "entries_consistency", "check_entries",
            "compared_before_a_run", "DENSE_CHECK_CELLS", "REFRESH_CHECK_CELLS", "EntriesError", "guarded_pairs", "arm_pairs", "broken_pairs",

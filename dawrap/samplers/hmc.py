@@ -54,7 +54,8 @@ import numba
 import numpy as np
 
 from .._checks import as_count, as_positive_float, require_arity, require_njit
-from .kernels import Kernel, acceptance_probability
+from ..model.protocols import Kernel
+from .acceptance import acceptance_probability
 
 __all__ = ["hmc", "identity", "HmcState"]
 

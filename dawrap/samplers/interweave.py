@@ -36,7 +36,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from .. import _templates
+from ..compile import templates as _templates
 from .arrays import all_finite
 from .record import RecordState
 from .status import OK, BAD_RATIO, BAD_RECORD

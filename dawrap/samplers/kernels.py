@@ -40,13 +40,15 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from .. import _templates
+from ..compile import templates as _templates
 from .._checks import require_njit, scale_vector
 from ..model.protocols import Kernel, no_state
+from .acceptance import acceptance_probability
+from .hmc import hmc
 
 __all__ = ["Kernel", "metropolis", "adaptive_metropolis", "as_kernel",
            "acceptance_probability", "rw_propose", "rw_adapt", "rw_init_state",
-           "RandomWalkState"]
+           "RandomWalkState", "hmc"]
 
 
 #: The slot the templates below read, bound per model by :func:`as_kernel`.
@@ -98,33 +100,6 @@ def as_kernel(draw_theta, returns_accept: bool) -> Kernel:
     template = theta_step if returns_accept else theta_step_no_accept
     step = getattr(_templates.bind((template,), {"DRAW_THETA": draw_theta}), template.__name__)
     return Kernel(step, no_state, getattr(draw_theta, "__name__", "draw_theta"))
-
-
-@numba.njit(nogil=True, cache=True)
-def acceptance_probability(log_ratio):
-    """``min(1, exp(log_ratio))``, and 0 for NaN.
-
-    Parameters
-    ----------
-    log_ratio : float
-        The log Metropolis-Hastings ratio.
-
-    Returns
-    -------
-    float
-
-    Examples
-    --------
-    >>> import math
-    >>> import dawrap as dw
-    >>> dw.kernels.acceptance_probability(0.5), dw.kernels.acceptance_probability(math.nan)
-    (1.0, 0.0)
-    >>> dw.kernels.acceptance_probability(-1.0) == math.exp(-1.0)
-    True
-    """
-    if log_ratio != log_ratio:  # NaN: the proposal is rejected
-        return 0.0
-    return 1.0 if log_ratio >= 0.0 else math.exp(log_ratio)
 
 
 def check_scale_length(scale: np.ndarray, theta: np.ndarray, name: str) -> None:
@@ -473,16 +448,3 @@ def adaptive_metropolis(log_density, initial_scale=0.1, target: float | None = N
         return out, a
 
     return Kernel(step, lambda theta: rw_init_state(theta, initial), "adaptive_metropolis")
-
-
-__all__ += ["hmc"]
-
-
-def __getattr__(name: str):
-    """``hmc`` lives in its own module (:mod:`.hmc`), which imports this one: loaded on first
-    use, so that importing either module first works."""
-    if name == "hmc":
-        from .hmc import hmc
-
-        return hmc
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -43,7 +43,7 @@ A step that counts its calls, and the loop bound to it:
 
 >>> from typing import NamedTuple
 >>> import numba, numpy as np
->>> from dawrap import _templates
+>>> from dawrap.compile import templates as _templates
 >>> from dawrap.samplers import loop
 >>> class Info(NamedTuple):
 ...     status: int
@@ -67,7 +67,7 @@ from __future__ import annotations
 import numba
 from numba import literal_unroll
 
-from .. import _templates
+from ..compile import templates as _templates
 from .arrays import copy_into
 from .status import OK
 

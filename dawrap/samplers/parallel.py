@@ -115,7 +115,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from .._templates import slot
+from ..compile.templates import slot
 from ..mechanisms.separable import gaussian_coordinate, laplace_coordinate
 from .record import BLOCK, StepInfo, move_model_stat, sweep_table, take_proposal
 from .entries_path import merge_entries
@@ -670,7 +670,7 @@ def bind_groups(fns, record_size: int, size: int, stat_size: int, *, general: bo
     :func:`dawrap.samplers.record.bind_chain`; ``stats_owned`` when the partition says who
     owns the model statistic's cells; ``lazy_stats`` when the model's statistic is recounted
     once per iteration, :func:`group_stats`). Needs the entries path (``fns.nnz > 0``)."""
-    from .. import _templates
+    from ..compile import templates as _templates
     from ..model.protocols import no_prepared_proposal
 
     if fns.nnz == 0:

@@ -34,8 +34,8 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from .. import _templates
-from .._templates import slot
+from ..compile import templates as _templates
+from ..compile.templates import slot
 from ..model.protocols import (anywhere, draw_database, no_prepare, no_prepared_draw,
                                no_prepared_proposal, no_records)
 from .arrays import add_into, all_finite, copy_into

@@ -48,7 +48,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from .. import _templates
+from ..compile import templates as _templates
 from ..model.family import TRUNCATION_TEMPLATES, truncated_moments_of
 from . import loop
 from .arrays import copy_into

@@ -79,7 +79,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from .. import _templates
+from ..compile import templates as _templates
 from ..model.family import TRUNCATION_TEMPLATES, _as_vector
 from . import loop
 from .arrays import copy_into

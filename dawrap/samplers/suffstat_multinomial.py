@@ -78,7 +78,7 @@ from . import loop
 from .arrays import all_finite, copy_into
 from .kernels import acceptance_probability
 from .status import BAD_THETA, OK, TOO_MANY_REJECTIONS
-from .. import _templates
+from ..compile import templates as _templates
 from .suffstat import MAX_REJECTIONS, GibbsInfo, function_names, update_noise
 from .suffstat_marginal import MarginalInfo, schedule
 from .suffstat_densities import LOG_SQRT_2PI

@@ -251,7 +251,7 @@ def test_a_misspelt_statistic_slot_is_named():
     declared slots (STATISTIC, SIZE: ``None`` and ``0`` once, so a misspelt ``SIZ`` compiled
     a statistic of size 0 and summed nothing). A misspelt name is refused naming the slot
     meant; a missing one is named; the names spelt right give the records' sum."""
-    from dawrap import _templates
+    from dawrap.compile import templates as _templates
     from dawrap.mechanisms import base
     statistic = base.with_release_argument(identity)
     with pytest.raises(_templates.SlotError,

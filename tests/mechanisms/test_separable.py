@@ -124,7 +124,7 @@ def test_a_misspelt_entries_slot_is_named():
     ``None`` and two zeros once, so a misspelt ``NZZ`` compiled ``NNZ = 0`` in, and every
     record's pairs were refused as too many). A misspelt name is refused naming the slot
     meant, a missing one naming the slot and what it holds; the names spelt right bind."""
-    from dawrap import _templates
+    from dawrap.compile import templates as _templates
     entries = separable.entries_given_release(one_hot_entries)
     with pytest.raises(_templates.SlotError,
                        match="'NZZ' is not a slot .*mechanisms.separable; did you mean 'NNZ'"):

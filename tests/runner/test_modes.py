@@ -139,7 +139,7 @@ def test_a_misspelt_likelihood_slot_is_named():
     (DRAW_RECORD, STATISTIC, RECORD_SIZE, SIZE: ``None`` and zeros once, so a misspelt
     ``RECORDSIZE`` compiled records of size 0). A misspelt name is refused naming the slot
     meant, a missing one naming what it holds, before anything compiles."""
-    from dawrap import _templates
+    from dawrap.compile import templates as _templates
     model = beta_binomial.model(1.0, 1.0)
     mech = dw.Laplace(beta_binomial.count, 1.0)
     names = dict(DRAW_RECORD=model.draw_record, STATISTIC=mech.sampler_statistic,

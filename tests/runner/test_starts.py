@@ -311,7 +311,7 @@ def test_a_misspelt_moments_slot_is_named():
     SIZE, NNZ: ``None`` and zeros once, so a misspelt ``SIZ`` compiled moments of size 0).
     A misspelt name is refused naming the slot meant, a missing one naming what it holds,
     before anything compiles."""
-    from dawrap import _templates
+    from dawrap.compile import templates as _templates
     mech = dw.Laplace(normal_mean.total, 0.5, 2.0)
     with pytest.raises(_templates.SlotError,
                        match="'STATISTICS' is not a slot .*runner.starts; did you mean "

@@ -27,31 +27,28 @@ A bound copy is cached on disk when everything bound into it has a *stable key*
 (:func:`stable_key`): numbers, strings, tuples, arrays, compiled functions defined in the
 dawrap package itself (the built-in models included), closures over such values too, and a
 user's compiled functions defined in a file, keyed by their code, the functions they call and
-the globals and closure values they read (:mod:`dawrap._user_keys`). The key, together with a
-digest of the package's source, names the copy (its ``__qualname__``, which names numba's
-index file), so two bindings never share cache entries, and any change to the package's
-source or to a user's function starts new ones: a stale chain never runs. What has no key (a
-function typed at a prompt, a closure over an object) compiles once per process, and every
-later binding with the same values reuses it.
+the globals and closure values they read (:mod:`dawrap.compile.user_keys`). The key, together
+with a digest of the package's source (:func:`dawrap.compile.source.source_digest`), names
+the copy (its ``__qualname__``, which names numba's index file), so two bindings never share
+cache entries, and any change to the package's source or to a user's function starts new
+ones: a stale chain never runs. What has no key (a function typed at a prompt, a closure over
+an object) compiles once per process, and every later binding with the same values reuses
+it.
 """
 from __future__ import annotations
 
 import difflib
-import functools
 import hashlib
 import threading
 import types
-from pathlib import Path
 
 import numba
 import numpy as np
 from numba.core.registry import CPUDispatcher
 
-from . import _user_keys
-from ._cache import package_folders as _package_folders
+from . import source, user_keys
 
-__all__ = ["bind", "cache_tag", "stable_key", "source_digest", "slot", "Slot", "SlotError",
-           "cached_caller"]
+__all__ = ["bind", "cache_tag", "stable_key", "slot", "Slot", "SlotError", "cached_caller"]
 
 #: The largest constant array numba compiles into a function's code (bytes).
 FROZEN_ARRAY_BYTES = 10 ** 6
@@ -74,8 +71,8 @@ def slot(what: str) -> Slot:
 
     Examples
     --------
-    >>> from dawrap import _templates
-    >>> _templates.slot("(rng, theta, out): one record drawn from f(. | theta)")
+    >>> from dawrap.compile import templates
+    >>> templates.slot("(rng, theta, out): one record drawn from f(. | theta)")
     slot('(rng, theta, out): one record drawn from f(. | theta)')
     """
     return Slot(what)
@@ -163,7 +160,7 @@ def bind(templates, names: dict, inline=()) -> types.SimpleNamespace:
     Examples
     --------
     >>> import numba, numpy as np
-    >>> from dawrap import _templates
+    >>> from dawrap.compile import templates
     >>> @numba.njit
     ... def twice(v):
     ...     return 2.0 * v
@@ -172,7 +169,7 @@ def bind(templates, names: dict, inline=()) -> types.SimpleNamespace:
     ...     for i in range(values.shape[0]):
     ...         out[i] = FUNC(values[i])
     ...     return out
-    >>> bound = _templates.bind([apply_all], {"FUNC": twice})
+    >>> bound = templates.bind([apply_all], {"FUNC": twice})
     >>> bound.apply_all(np.array([1.0, 2.5]))
     array([2., 5.])
     """
@@ -202,7 +199,7 @@ def _bind(templates, names: dict, inline=frozenset()) -> types.SimpleNamespace:
         options = {"inline": "always"} if template.__name__ in inline else {}
         copies[template.__name__] = dispatcher = numba.njit(nogil=True, **options)(func)
         if tag is not None:
-            dispatcher.enable_caching()  # in dawrap's cache folder (dawrap._cache)
+            dispatcher.enable_caching()  # in dawrap's cache folder (dawrap.compile.cache)
     for namespace in namespaces.values():  # templates call each other's bound copies
         namespace.update(copies)
     return types.SimpleNamespace(**copies)
@@ -214,11 +211,12 @@ def cache_tag(templates, names: dict, inline=frozenset()) -> str | None:
     some value has no :func:`stable_key` or a template is not dawrap's own (the copies are
     then not cached)."""
     keys = {name: stable_key(value) for name, value in names.items()}
-    if any(key is None for key in keys.values()) or not all(map(_in_package, templates)):
+    if any(key is None for key in keys.values()) or not all(
+            map(source.defined_in_package, templates)):
         return None
     group = ",".join(f"{t.__module__}.{t.__qualname__}{'+inline' if t.__name__ in inline else ''}"
                      for t in templates)
-    return _digest(group, repr(sorted(keys.items())), source_digest())
+    return _digest(group, repr(sorted(keys.items())), source.source_digest())
 
 
 def _identity(value):
@@ -239,17 +237,17 @@ def stable_key(value):
     function defined in the dawrap package by its module, qualified name and the keys of its
     closure's values (the package's source is in :func:`cache_tag`); a user's compiled
     function by its code, the globals it reads, the functions it calls and the values it
-    closes over (:func:`dawrap._user_keys.function_key`), when it is defined in a file and
-    all of those have keys. Anything else (a lambda, an object, a function typed at a
+    closes over (:func:`dawrap.compile.user_keys.function_key`), when it is defined in a file
+    and all of those have keys. Anything else (a lambda, an object, a function typed at a
     prompt) has none.
 
     Examples
     --------
-    >>> from dawrap import _templates
+    >>> from dawrap.compile import templates
     >>> from dawrap.models import beta_binomial
-    >>> _templates.stable_key(beta_binomial.count)
+    >>> templates.stable_key(beta_binomial.count)
     ('fn', 'dawrap.models.beta_binomial', 'count', ())
-    >>> _templates.stable_key(lambda v: v) is None
+    >>> templates.stable_key(lambda v: v) is None
     True
     """
     return _key(value, frozenset())
@@ -275,31 +273,13 @@ def _key(value, visiting: frozenset):
         func = value.py_func
         if hasattr(func, "_template_tag"):  # a bound copy: as stable as what it was bound to
             return None if func._template_tag is None else ("bound", func.__qualname__)
-        if not _in_package(func):
-            return _user_keys.function_key(value, _key, visiting)
+        if not source.defined_in_package(func):
+            return user_keys.function_key(value, _key, visiting)
         cells = tuple(_key(c.cell_contents, visiting) for c in func.__closure__ or ())
         if any(c is None for c in cells):
             return None
         return ("fn", func.__module__, func.__qualname__, cells)
     return None
-
-
-def _in_package(func) -> bool:
-    """Defined in a source file of the dawrap package (its models included)."""
-    filename = func.__code__.co_filename
-    return any(filename.startswith(folder) for folder in _package_folders())
-
-
-@functools.lru_cache(maxsize=1)
-def source_digest() -> str:
-    """A digest of every source file of the installed dawrap package and its models: any
-    edit gives new cache names (numba itself checks only the template's own file)."""
-    digest = hashlib.sha256()
-    for folder in _package_folders():
-        for path in sorted(Path(folder).rglob("*.py")):
-            digest.update(str(path.relative_to(folder)).encode())
-            digest.update(path.read_bytes())
-    return digest.hexdigest()
 
 
 def _digest(*parts: str) -> str:
@@ -354,13 +334,13 @@ def cached_caller(func, nargs: int):
     Examples
     --------
     >>> import numba
-    >>> from dawrap import _templates
+    >>> from dawrap.compile import templates
     >>> from dawrap.models import beta_binomial
-    >>> _templates.cached_caller(beta_binomial.count, 2) is beta_binomial.count
+    >>> templates.cached_caller(beta_binomial.count, 2) is beta_binomial.count
     True
     """
     if (not isinstance(func, CPUDispatcher) or hasattr(func.py_func, "_template_tag")
-            or _in_package(func.py_func) or not 0 <= nargs < len(CALLERS)
+            or source.defined_in_package(func.py_func) or not 0 <= nargs < len(CALLERS)
             or stable_key(func) is None):
         return func
     template = CALLERS[nargs]

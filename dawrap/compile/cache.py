@@ -43,13 +43,16 @@ The same hook makes dawrap's entries safe to load:
 * **No writable folder** (item 12: a read-only home and install, as for a service account):
   every function compiles in memory for the process, with one warning, where numba would
   raise ``RuntimeError: cannot cache function ...: no locator available`` at import.
+* **A user's function keyed when it first compiles** (:func:`watch_compiles`, registered
+  with the locator): the values numba freezes into its code are those of that moment
+  (:mod:`dawrap.compile.user_keys` says why that decides whether a chain bound to it may be
+  cached).
 
 ``import dawrap`` stays light: :func:`install` registers the locator when numba's caching
 module is loaded (at once if it already is), before any dawrap module decorates a function.
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import importlib.abc
 import importlib.util
@@ -59,7 +62,10 @@ import sys
 import warnings
 from pathlib import Path
 
-__all__ = ["CacheWarning", "ENV", "FORMAT_FOLDER", "cache_folder", "install", "package_folders"]
+from . import source
+
+__all__ = ["CacheWarning", "ENV", "FORMAT_FOLDER", "cache_folder", "install",
+           "watch_compiles"]
 
 #: The environment variable that sets the cache folder.
 ENV = "DAWRAP_CACHE_DIR"
@@ -101,24 +107,6 @@ def _user_cache_folder() -> Path:
         return home / "Library" / "Caches" / "dawrap"
     base = os.environ.get("XDG_CACHE_HOME", "")
     return (Path(base) if os.path.isabs(base) else home / ".cache") / "dawrap"
-
-
-@functools.lru_cache(maxsize=1)
-def package_folders() -> tuple:
-    """The folders of the package's source: dawrap/ and that of dawrap.models."""
-    try:
-        models = importlib.util.find_spec("dawrap.models").submodule_search_locations or ()
-    except (ImportError, AttributeError, ValueError):  # no models: the package itself
-        models = ()
-    return tuple(str(Path(p).resolve()) + os.sep for p in (Path(__file__).parent, *models))
-
-
-def _in_package(filename: str) -> bool:
-    try:
-        resolved = str(Path(filename).resolve())
-    except (OSError, ValueError):
-        return False
-    return resolved.startswith(package_folders())
 
 
 # -- warnings, once per process ------------------------------------------------------------
@@ -217,7 +205,7 @@ def _register(caching) -> None:
 
         @classmethod
         def from_function(cls, py_func, py_file):
-            if not os.path.exists(py_file) or not _in_package(py_file):
+            if not os.path.exists(py_file) or not source.file_in_package(py_file):
                 return None  # not dawrap's: numba's own locators decide
             return cls(py_func, py_file)
 
@@ -246,8 +234,7 @@ def _register(caching) -> None:
     bytecode.FunctionIdentity._unique_ids = _RandomFunctionIds()
     caching.Cache.load_overload, caching.Cache.save_overload = load_overload, save_overload
     impl._locator_classes.insert(0, DawrapCacheLocator)
-    from . import _user_keys  # a user's function is keyed when it first compiles
-    _user_keys.watch_compiles()
+    watch_compiles()  # a user's function is keyed when it first compiles
 
 
 #: dawrap's locator class, once registered (:func:`install`); None before.
@@ -340,6 +327,41 @@ def _save(cache, key, data) -> None:
                    f"dawrap: could not write to the compiled-code cache folder "
                    f"{cache._cache_path} ({err.strerror or err}); the code is kept in memory "
                    f"for this process. Set {ENV} to a writable folder to keep it")
+
+
+# -- a user's function keyed when it first compiles -----------------------------------------
+_WATCHING: list = []
+
+
+def watch_compiles() -> None:
+    """Key every user function as numba starts compiling it (once per process; the module
+    docstring of :mod:`dawrap.compile.user_keys` says why). Called when dawrap's cache
+    locator is registered, while numba is being imported: only ``numba.core.event`` is
+    needed, which numba has loaded by then."""
+    if _WATCHING:
+        return
+    from numba.core import event
+
+    class FirstCompile(event.Listener):
+        """Records the key of each user function at the start of its first compile."""
+
+        def on_start(self, ev):
+            func = getattr(ev.data.get("dispatcher"), "py_func", None)
+            if func is None or hasattr(func, "_template_tag") or \
+                    str(getattr(func, "__module__", "")).partition(".")[0] in ("numba", "dawrap"):
+                return  # numba's own overloads, dawrap's functions and bound copies
+            try:
+                from . import templates  # not at the top: `import dawrap` must not import numba
+                templates.stable_key(ev.data["dispatcher"])
+            except Exception:  # noqa: BLE001 - a key that cannot be computed: none (no cache)
+                pass
+
+        def on_end(self, ev):
+            pass
+
+    listener = FirstCompile()
+    event.register("numba:compile", listener)
+    _WATCHING.append(listener)
 
 
 class _AfterNumbaCaching(importlib.abc.MetaPathFinder):

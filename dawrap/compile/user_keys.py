@@ -16,7 +16,7 @@ what is left would mean compiling helpers that every run calls less well. A disk
 removes all of it from every process after the first, as it does for the built-in models
 (``docs/compile_cache.md``; ``benchmarks/compile_profile.py`` measures both in fresh
 processes). The user's functions that the runner calls from Python go through cached
-wrappers (:func:`dawrap._templates.cached_caller`) for the same reason.
+wrappers (:func:`dawrap.compile.templates.cached_caller`) for the same reason.
 
 When it is safe
 ---------------
@@ -43,15 +43,16 @@ chain compiles in memory for the process, as before) when it cannot:
   way;
 * the versions of numba and numpy. The Python version and the CPU (target triple, name and
   features) are in numba's own index key, and the package's source in the binding's name
-  (:func:`dawrap._templates.cache_tag`).
+  (:func:`dawrap.compile.templates.cache_tag`).
 
 numba freezes a global's value when it compiles the function, and a chain reuses the code
 a function already has. So the key that counts is the one of the moment it first compiled:
-dawrap watches numba's compile events (:func:`watch_compiles`, registered with its cache
-locator, as soon as both numba and dawrap are imported) and keys every user function as it
-starts compiling. Later the function keeps that key while its globals keep their values,
-and has none once one is rebound (a script that sets ``SHIFT = 5`` after a first run). A
-function compiled before dawrap was imported has none: what was frozen is unknown.
+dawrap watches numba's compile events (:func:`dawrap.compile.cache.watch_compiles`,
+registered with its cache locator, as soon as both numba and dawrap are imported) and keys
+every user function as it starts compiling. Later the function keeps that key while its
+globals keep their values, and has none once one is rebound (a script that sets ``SHIFT = 5``
+after a first run). A function compiled before dawrap was imported has none: what was frozen
+is unknown.
 
 Not followed: a numba extension of the user's (an ``@overload_method`` on a type the
 function uses, registered elsewhere); after editing one, delete the cache folder.
@@ -67,7 +68,7 @@ import weakref
 
 import numpy as np
 
-__all__ = ["function_key", "watch_compiles", "code_digest", "LIBRARY_MODULES"]
+__all__ = ["function_key", "code_digest", "LIBRARY_MODULES"]
 
 #: Top-level packages whose modules a user's function may read as globals: their behaviour in
 #: compiled code is fixed by the Python, numba and numpy versions (in the key) or, for dawrap,
@@ -99,7 +100,8 @@ def function_key(dispatcher, key_of, visiting: frozenset = frozenset()):
         A ``numba.njit`` function defined outside the dawrap package.
     key_of : callable
         ``key_of(value, visiting)``: the stable key of a global or closure value
-        (:func:`dawrap._templates.stable_key`'s), None when it has none.
+        (:func:`dawrap.compile.templates.stable_key`'s), None when it has none. Passed in,
+        so that this module imports nothing of the templates module that calls it.
     visiting : frozenset
         The ids of the functions whose keys are being computed (cycles end there).
 
@@ -110,9 +112,9 @@ def function_key(dispatcher, key_of, visiting: frozenset = frozenset()):
     Examples
     --------
     >>> import numba
-    >>> from dawrap import _templates
+    >>> from dawrap.compile import templates
     >>> exec("@numba.njit\\ndef typed_at_a_prompt(v):\\n    return v")
-    >>> _templates.stable_key(typed_at_a_prompt) is None   # no file: never cached
+    >>> templates.stable_key(typed_at_a_prompt) is None   # no file: never cached
     True
     """
     func = dispatcher.py_func
@@ -230,37 +232,3 @@ def _plain(value):
         return None if any(i is None and v is not None for i, v in zip(items, value)) \
             else items
     return None
-
-
-
-_WATCHING: list = []
-
-
-def watch_compiles() -> None:
-    """Key every user function as numba starts compiling it (once per process; the module
-    docstring says why). Called when dawrap's cache locator is registered, while numba is
-    being imported: only ``numba.core.event`` is needed, which numba has loaded by then."""
-    if _WATCHING:
-        return
-    from numba.core import event
-
-    class FirstCompile(event.Listener):
-        """Records the key of each user function at the start of its first compile."""
-
-        def on_start(self, ev):
-            func = getattr(ev.data.get("dispatcher"), "py_func", None)
-            if func is None or hasattr(func, "_template_tag") or \
-                    str(getattr(func, "__module__", "")).partition(".")[0] in ("numba", "dawrap"):
-                return  # numba's own overloads, dawrap's functions and bound copies
-            try:
-                from . import _templates
-                _templates.stable_key(ev.data["dispatcher"])
-            except Exception:  # noqa: BLE001 - a key that cannot be computed: none (no cache)
-                pass
-
-        def on_end(self, ev):
-            pass
-
-    listener = FirstCompile()
-    event.register("numba:compile", listener)
-    _WATCHING.append(listener)
