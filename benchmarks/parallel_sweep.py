@@ -100,7 +100,7 @@ def sweep_times(model, mech, s_dp, n: int, rounds: int) -> dict:
     def once(name):
         began = time.perf_counter()
         if name == "move":  # the census moves on the whole database, as the serial chain
-            states["serial"] = setup.move(chain_rng[name], states["serial"], s_dp,
+            states["serial"] = setup.move.step(chain_rng[name], states["serial"], s_dp,
                                           setup.params, False)[0]
         elif isinstance(name, tuple):  # the same moves in the groups, as a threaded chain
             t = name[1]

@@ -46,7 +46,7 @@ import math
 
 import numpy as np
 
-from dawrap.model.protocols import MoveBuilder
+from dawrap.model.protocols import Move, MoveBuilder
 from dawrap.random import categorical, fill_categorical_table, guide_size
 from dawrap.samplers.entries_path import merge_entries
 from dawrap.samplers.group_moves import GroupMove, apply_group_change, group_density_change_of
@@ -66,6 +66,10 @@ __all__ = ["RATE", "FLOOR", "collapsed_move"]
 RATE = 2.0
 #: The smallest parent probability used in a Dirichlet parameter (the theta step's floor).
 FLOOR = 1e-300
+
+
+#: How messages name the move.
+NAME = "census collapsed move (census.model(..., collapsed_moves=0) turns it off)"
 
 
 def collapsed_move(prior_unit: np.ndarray, rows: int, cells: int, parent: np.ndarray | None,
@@ -99,10 +103,9 @@ def collapsed_move(prior_unit: np.ndarray, rows: int, cells: int, parent: np.nda
                         bool(top), fixed_alpha is not None, int(parent_off), int(kappa_at),
                         int(alpha_at), float(rate), mechanism.sparse.entries,
                         int(mechanism.sparse.nnz), mechanism.coordinate_log_density,
-                        int(mechanism.size))
+                        int(mechanism.size))._replace(name=NAME, optional=optional)
 
-    return MoveBuilder(build, "census collapsed move (census.model(..., collapsed_moves=0) "
-                       "turns it off)", optional=optional)
+    return MoveBuilder(build, NAME)
 
 
 def _compile(prior_unit, parent, fixed, rows, cells, parents, top, alpha_fixed, parent_off,
@@ -248,5 +251,4 @@ def _compile(prior_unit, parent, fixed, rows, cells, parents, top, alpha_fixed, 
         own = np.flatnonzero(row_group == g)
         return (own[:, None] * cells + np.arange(cells)).ravel()
 
-    move.group = GroupMove(prepare, run, assign, theta_of)
-    return move
+    return Move(move, group=GroupMove(prepare, run, assign, theta_of))

@@ -36,7 +36,7 @@ import math
 
 import numpy as np
 
-from dawrap.model.protocols import MoveBuilder
+from dawrap.model.protocols import Move, MoveBuilder
 from dawrap.samplers.entries_path import merge_entries
 from dawrap.samplers.group_moves import GroupMove, apply_group_change, group_density_change_of
 from dawrap.samplers.parallel import BAD_PARTITION
@@ -114,6 +114,10 @@ def unit_ranges(ancestors: np.ndarray):
     return position, lo, hi
 
 
+#: How messages name the move.
+NAME = "census pair move (census.model(..., pair_moves=0) turns it off)"
+
+
 def pair_move(ancestors: np.ndarray, prior_unit: np.ndarray, cells: int,
               rate="auto") -> MoveBuilder | None:
     """The pair move (module docstring) of a geography with ``ancestors`` (levels x finest
@@ -137,10 +141,10 @@ def pair_move(ancestors: np.ndarray, prior_unit: np.ndarray, cells: int,
             return None
         return _compile(above, position, lo, hi, prior_unit, int(cells), float(used),
                         mechanism.sparse.entries, int(mechanism.sparse.nnz),
-                        mechanism.coordinate_log_density, int(mechanism.size))
+                        mechanism.coordinate_log_density, int(mechanism.size))._replace(
+            name=NAME, frees_shared_cells=True, optional=rate == "auto")
 
-    return MoveBuilder(build, "census pair move (census.model(..., pair_moves=0) turns it "
-                       "off)", frees_shared_cells=True, optional=rate == "auto")
+    return MoveBuilder(build, NAME)
 
 
 def _compile(above, position, lo, hi, prior_unit, cells, rate, entries, nnz, log_density,
@@ -257,5 +261,4 @@ def _compile(above, position, lo, hi, prior_unit, cells, rate, entries, nnz, log
     def theta_of(layout, g):
         return np.zeros(0, np.int64)  # it draws no part of theta
 
-    move.group = GroupMove(prepare, run, assign, theta_of)
-    return move
+    return Move(move, group=GroupMove(prepare, run, assign, theta_of))

@@ -45,7 +45,7 @@ import math
 
 import numpy as np
 
-from dawrap.model.protocols import MoveBuilder
+from dawrap.model.protocols import Move, MoveBuilder
 from dawrap.samplers.entries_path import density_change_of, merge_entries
 from dawrap.samplers.record import RecordState
 from dawrap.samplers.status import BAD_ENTRIES, BAD_RATIO, OK
@@ -65,6 +65,10 @@ RATE = 2.0
 AUTO_MAX_RESIDUAL = 4096
 
 
+#: How messages name the move.
+NAME = "marginals collapsed move (marginals.model(..., collapsed_moves=0) turns it off)"
+
+
 def collapsed_move(structure, alpha: float, rate: float = RATE,
                    optional: bool = False) -> MoveBuilder | None:
     """The collapsed move (module docstring) of the decomposable model of ``structure`` with
@@ -78,12 +82,11 @@ def collapsed_move(structure, alpha: float, rate: float = RATE,
     def build(mechanism):
         if mechanism.sparse is None or mechanism.coordinate_log_density is None:
             return None
-        return _compile(structure, float(alpha), float(rate), mechanism.sparse.entries,
-                        int(mechanism.sparse.nnz), mechanism.coordinate_log_density,
-                        int(mechanism.size))
+        return Move(_compile(structure, float(alpha), float(rate), mechanism.sparse.entries,
+                             int(mechanism.sparse.nnz), mechanism.coordinate_log_density,
+                             int(mechanism.size)), NAME, optional=optional)
 
-    return MoveBuilder(build, "marginals collapsed move (marginals.model(..., "
-                       "collapsed_moves=0) turns it off)", optional=optional)
+    return MoveBuilder(build, NAME)
 
 
 def _compile(structure, alpha, rate, entries, nnz, log_density, size):

@@ -1,6 +1,6 @@
 """Pieces the ready-made models share: hyperparameter checks, the valid region of a
-non-negative total (Poisson and exponential records), the closures' compiler and the
-sequence of two records moves."""
+non-negative total (Poisson and exponential records), the closures' compiler and the memory
+check of a model's arrays."""
 import math
 import numbers
 import os
@@ -8,8 +8,6 @@ import os
 import numba
 import numpy as np
 
-from dawrap.model.protocols import MoveBuilder
-from dawrap.samplers.status import OK
 
 
 def positive(name: str, value) -> float:
@@ -73,51 +71,3 @@ def check_memory(entries: int, what: str) -> None:
     if need > total:
         raise ValueError(f"{what}: about {need / 1e9:.3g} GB of memory, more than this "
                          f"machine's {total / 1e9:.3g} GB")
-
-
-def in_turn(first: MoveBuilder | None, second: MoveBuilder | None) -> MoveBuilder | None:
-    """One ``records_move`` running ``first``'s move, then ``second``'s (either may be None,
-    or build None for a mechanism). Each leaves the posterior invariant, so their sequence
-    does. The acceptance rate reported is the second's (the first's when the second does not
-    run). Of the moves built for a mechanism: optional when all are, frees shared cells when
-    one does, named by them (set on the compiled move, see MoveBuilder)."""
-    if first is None or second is None:
-        return second if first is None else first
-
-    def build(mechanism):
-        built = [(move, builder) for move, builder in ((first.build(mechanism), first),
-                                                       (second.build(mechanism), second))
-                 if move is not None]
-        if not built:
-            return None
-        for part, builder in built:  # what each part is (a chain may run them apart)
-            for attr in ("frees_shared_cells", "optional", "name"):
-                if not hasattr(part, attr):
-                    setattr(part, attr, getattr(builder, attr))
-        move = built[0][0] if len(built) == 1 else _sequence(built[0][0], built[1][0])
-        # the moves one by one, for a chain that runs each in its groups (group_moves)
-        move.parts = tuple(part for m, _ in built for part in getattr(m, "parts", (m,)))
-        # what runs, said of the compiled move (it stands for the builder's: MoveBuilder)
-        move.frees_shared_cells = any(b.frees_shared_cells for _, b in built)
-        move.optional = all(b.optional for _, b in built)
-        move.name = "; ".join(b.name for _, b in built)
-        return move
-
-    return MoveBuilder(build, f"{first.name}; {second.name}",
-                       frees_shared_cells=first.frees_shared_cells or second.frees_shared_cells,
-                       optional=first.optional and second.optional)
-
-
-def _sequence(a, b):
-    # cached on disk only if both moves are (one over a large array cannot be, and numba
-    # would warn on each run that the sequence calling it cannot either)
-    @numba.njit(nogil=True, cache=getattr(a, "disk_cached", False)
-                and getattr(b, "disk_cached", False))
-    def move(rng, state, s_dp, params, tuning):
-        state, rate_a, status = a(rng, state, s_dp, params, tuning)
-        if status != OK:
-            return state, rate_a, status
-        state, rate_b, status = b(rng, state, s_dp, params, tuning)
-        return state, (rate_a if rate_b != rate_b else rate_b), status
-
-    return move

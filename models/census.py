@@ -61,6 +61,7 @@ released the block totals, the blocks by voting age and the tracts' detailed his
 
 >>> import numpy as np
 >>> import dawrap as dw
+from dawrap.model.protocols import MoveBuilder
 >>> from dawrap.models import census
 >>> geo = census.Geography({"tract": [0, 0, 0, 1, 1, 1], "block": np.arange(6)},
 ...                        {"voting_age": 2, "race": 3})
@@ -83,6 +84,7 @@ import numbers
 import numpy as np
 
 import dawrap as dw
+from dawrap.model.protocols import MoveBuilder
 
 from ._census_geography import (DETAILED, TOTAL, Geography, Query, as_geography, as_queries,
                                 query)
@@ -93,7 +95,6 @@ from ._census_collapsed import collapsed_move
 from ._census_pairs import pair_move
 from ._census_records import record_functions
 from ._census_release import Layout, discrete_gaussian, expected_counts, layout_of, statistic
-from ._shared import in_turn
 
 __all__ = ["Geography", "Query", "query", "as_geography", "as_queries", "DETAILED", "TOTAL",
            "model", "discrete_gaussian",
@@ -342,7 +343,7 @@ def model(geography: Geography, totals, *, invariant: str | None = None,
                     draw_prior=draw_prior,
                     theta_support=fns.theta_support, record_support=fns.record_support,
                     dims=dims, coords=coords, start_database=start, partition=partition,
-                    records_move=in_turn(
+                    records_move=MoveBuilder.in_turn(
                         pair_move(geography.ancestors, geography.ancestors[idx[-1]], cells,
                                   pair_moves),
                         collapsed_move(geography.ancestors[idx[-1]], units[-1], cells,

@@ -108,14 +108,13 @@ from typing import NamedTuple
 import numpy as np
 
 import dawrap as dw
-from dawrap.model.protocols import MoveBuilder
+from dawrap.model.protocols import Move, MoveBuilder
 
 from . import _graphical, _marginals_collapsed, _marginals_ridge, _marginals_start
 from ._junction_tree import Structure, junction_tree
 from ._marginal_release import MarginalRelease, Noise
 from ._marginals_exact import ExactPosterior, exact_posterior
 from ._marginals_tables import marginal
-from ._shared import in_turn
 
 __all__ = ["model", "mechanism", "laplace", "geometric", "gaussian", "discrete_gaussian",
            "from_measurements", "structure", "Domain", "Noise", "Structure", "MarginalRelease",
@@ -399,9 +398,12 @@ def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0,
             if scanned <= _marginals_collapsed.AUTO_MAX_RESIDUAL else 0.0
     else:
         collapsed_rate = float(collapsed_moves)
-    moves = in_turn(None if ridge is None else MoveBuilder(lambda mechanism: ridge, "ridge moves"),
-                    _marginals_collapsed.collapsed_move(tree, float(alpha), collapsed_rate,
-                                                        optional=collapsed_moves == "auto"))
+    ridge = None if ridge is None else Move(ridge, "marginals ridge moves (marginals.model(..., "
+                                            "ridge_moves=False) turns them off)")
+    moves = MoveBuilder.in_turn(
+        None if ridge is None else MoveBuilder(lambda mechanism: ridge, ridge.name),
+        _marginals_collapsed.collapsed_move(tree, float(alpha), collapsed_rate,
+                                            optional=collapsed_moves == "auto"))
 
     def start_database(rng, theta, n, mechanism, s_dp, init_x):
         if ridge is not None:

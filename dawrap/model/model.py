@@ -20,7 +20,7 @@ import numpy as np
 from ..compile import templates as _templates
 from .._checks import as_count, n_positional, require_arity, require_njit
 from .labels import check_labels, posterior_variables
-from .protocols import (Kernel, MoveBuilder, NonCentred, PreparedDraw, anywhere,
+from .protocols import (Kernel, Move, MoveBuilder, Moves, NonCentred, PreparedDraw, anywhere,
                         database_drawer, first_outside, no_proposal, no_statistic)
 from .recipe import reduce_by_recipe
 
@@ -318,18 +318,7 @@ class Model:
             raise TypeError("start_database must be callable (rng, theta, n, mechanism, s_dp, "
                             "init_x) -> x")
         self.start_database = start_database
-        if isinstance(records_move, MoveBuilder):
-            if not callable(records_move.build):
-                raise TypeError("records_move: MoveBuilder.build must be callable (mechanism) "
-                                "-> a numba.njit move or None")
-            self.records_move = records_move
-        else:
-            self.records_move = None if records_move is None else require_njit(
-                records_move, "records_move", "(rng, state, s_dp, params, tuning) -> (state, "
-                "accept_prob, status), or a dawrap.model.protocols.MoveBuilder")
-        if records_move is not None and not isinstance(records_move, MoveBuilder):
-            require_arity(records_move, "records_move", "(rng, state, s_dp, params, tuning) -> "
-                          "(state, accept_prob, status)", 5)
+        self.records_move = _records_move(records_move)
         if partition is not None and not callable(partition):
             raise TypeError("partition must be callable (x, mechanism) -> dawrap.Partition")
         self.partition = partition
@@ -537,3 +526,20 @@ class Model:
         lead = draws.shape[:-1]
         return {key: draws[..., self.slices[key]].reshape(lead + shape)
                 for key, shape in self.params.items()}
+
+
+def _records_move(records_move):
+    """``Model(records_move=...)`` checked: a :class:`~dawrap.model.protocols.Move`,
+    ``Moves`` or ``MoveBuilder``, or None; a bare compiled move is taken as ``Move(step)``."""
+    if records_move is None or isinstance(records_move, Moves):
+        return records_move
+    if isinstance(records_move, MoveBuilder):
+        if not callable(records_move.build):
+            raise TypeError("records_move: MoveBuilder.build must be callable (mechanism) "
+                            "-> a dawrap Move or None")
+        return records_move
+    move = records_move if isinstance(records_move, Move) else Move(records_move)
+    signature = "(rng, state, s_dp, params, tuning) -> (state, accept_prob, status)"
+    require_njit(move.step, "records_move", f"{signature}, a dawrap Move or a MoveBuilder")
+    require_arity(move.step, "records_move", signature, 5)
+    return move

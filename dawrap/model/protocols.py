@@ -25,8 +25,9 @@ function              signature                                   role
 ``record_support``    ``(x_i) -> bool``                           the record space
 ``start_database``    ``(rng, theta, n, mechanism, s_dp,          a chain's starting
                       init_x) -> x`` (Python)                     database (optional)
-``records_move``      ``(rng, state, s_dp, params, tuning) ->     a further move each
-                      (state, accept_prob, status)``              iteration (optional)
+``records_move``      :class:`Move`: ``step(rng, state, s_dp,     a further move each
+                      params, tuning) -> (state, accept_prob,     iteration (optional)
+                      status)``, or a :class:`MoveBuilder`
 ====================  ==========================================  ==========================
 """
 from __future__ import annotations
@@ -40,7 +41,7 @@ import numpy as np
 from ..compile import templates as _templates
 from .._checks import as_count, require_arity, require_njit, scale_vector
 
-__all__ = ["Kernel", "NonCentred", "PreparedDraw", "MoveBuilder", "no_state", "anywhere",
+__all__ = ["Kernel", "NonCentred", "PreparedDraw", "Move", "Moves", "MoveBuilder", "no_state", "anywhere",
            "no_statistic", "no_proposal", "no_records", "no_prepare", "no_prepared_draw",
            "no_prepared_proposal", "draw_database", "database_drawer", "prepared_names",
            "first_outside"]
@@ -185,26 +186,124 @@ class NonCentred(NamedTuple):
                              initial_scale=tuple(float(v) for v in scale), threshold=threshold)
 
 
+class Move(NamedTuple):
+    """A model's records move, run each iteration between theta's step and the record
+    sweeps (``Model(records_move=...)``), and what a chain needs to know of it.
+
+    Attributes
+    ----------
+    step : numba.njit function
+        ``(rng, state, s_dp, params, tuning) -> (state, accept_prob, status)``: the move on
+        the whole database, leaving the joint posterior invariant.
+    name : str
+        How messages name it (say how to turn it off).
+    group : dawrap.extend.GroupMove, optional
+        Its form that runs in every group of a grouped chain at once
+        (:mod:`dawrap.samplers.group_moves`); without one, a chain on threads runs it on the
+        whole database between the grouped sweeps and a chain on a cluster cannot run it.
+    optional : bool
+        The chain is exact without it (it only speeds mixing): where it cannot run (a dask
+        cluster) the run goes on without it, with a warning naming it, instead of being
+        refused.
+    frees_shared_cells : bool
+        It changes records while keeping the totals of coarse cells (e.g. the census
+        model's exchange of two persons' cells within a coarse unit), so precise cells shared
+        by the groups of a grouped chain do not stall it, and ``dw.sample`` does not warn
+        about them (:func:`dawrap.samplers.parallel.warn_pinned_pieces`); on threads it then
+        runs on the whole database when the shared cells' pieces are pinned (in a group it
+        could not change a group's part of them).
+
+    Examples
+    --------
+    >>> import numba
+    >>> from dawrap.model.protocols import Move
+    >>> @numba.njit
+    ... def stay(rng, state, s_dp, params, tuning):
+    ...     return state, 1.0, 0
+    >>> Move(stay, "stay").parts[0].name
+    'stay'
+    """
+    step: object
+    name: str = "records_move"
+    group: object = None
+    optional: bool = False
+    frees_shared_cells: bool = False
+
+    @property
+    def parts(self) -> tuple:
+        """The moves it runs, in order: itself."""
+        return (self,)
+
+
+class Moves(NamedTuple):
+    """Records moves run one after another (:meth:`of`): each leaves the posterior
+    invariant, so their sequence does. A grouped chain runs each part on its own (in its
+    groups where it has a group form); the compiled ``step`` runs them all on the whole
+    database, reporting the acceptance rate of the last part that proposed.
+
+    Examples
+    --------
+    >>> import numba
+    >>> from dawrap.model.protocols import Move, Moves
+    >>> @numba.njit
+    ... def stay(rng, state, s_dp, params, tuning):
+    ...     return state, 1.0, 0
+    >>> both = Moves.of(Move(stay, "a", optional=True), Move(stay, "b"))
+    >>> both.name, both.optional, len(both.parts)
+    ('a; b', False, 2)
+    """
+    parts: tuple
+    step: object
+
+    @classmethod
+    def of(cls, *moves) -> "Move | Moves":
+        """The sequence of ``moves`` (each a :class:`Move` or a :class:`Moves`), flattened;
+        a single move is returned as it is."""
+        parts = tuple(part for move in moves for part in move.parts)
+        if len(parts) == 1:
+            return parts[0]
+        step = parts[0].step
+        for part in parts[1:]:
+            step = _in_sequence(step, part.step)
+        return cls(parts, step)
+
+    @property
+    def name(self) -> str:
+        """The parts' names."""
+        return "; ".join(part.name for part in self.parts)
+
+    @property
+    def optional(self) -> bool:
+        """Optional when every part is."""
+        return all(part.optional for part in self.parts)
+
+    @property
+    def frees_shared_cells(self) -> bool:
+        """When some part does."""
+        return any(part.frees_shared_cells for part in self.parts)
+
+
+def _in_sequence(a, b):
+    """The compiled move running ``a`` then ``b`` (the rate of the last that proposed)."""
+    # cached on disk only if both moves are (one over a large array cannot be, and numba
+    # would warn on each run that the sequence calling it cannot either)
+    @numba.njit(nogil=True, cache=getattr(a, "disk_cached", False)
+                and getattr(b, "disk_cached", False))
+    def move(rng, state, s_dp, params, tuning):
+        state, rate_a, status = a(rng, state, s_dp, params, tuning)
+        if status != 0:  # (dawrap.samplers.status.OK)
+            return state, rate_a, status
+        state, rate_b, status = b(rng, state, s_dp, params, tuning)
+        return state, (rate_a if rate_b != rate_b else rate_b), status
+
+    return move
+
+
 class MoveBuilder(NamedTuple):
     """A model's ``records_move`` that depends on the run's mechanism (its statistic's
     entries and its density, e.g. a move that changes two records at once and must weigh the
-    cells both touch): ``build(mechanism)`` returns the compiled move ``(rng, state, s_dp,
-    params, tuning) -> (state, accept_prob, status)``, or None for no move with this
-    mechanism. Called once per run, when the chain is set up. The compiled move may carry a
-    group form (its ``group`` attribute, :mod:`dawrap.samplers.group_moves`): a threaded
-    or cluster chain then runs it in every group at once. ``frees_shared_cells``: the move
-    changes records while keeping the totals of coarse cells (e.g. the census model's
-    exchange of two persons' cells within a coarse unit), so precise cells shared by the
-    groups of a threaded sweep do not stall the chain, and ``dw.sample`` does not warn
-    about them (:func:`dawrap.samplers.parallel.warn_pinned_pieces`); such a move runs on
-    the whole database when the shared cells' pieces are pinned (in a group it could not
-    change a group's part of them). ``optional``: the chain is exact without the move,
-    which only speeds its mixing; where it cannot run (on a dask cluster, whose records stay
-    on the workers, a move that runs on the whole database) the run goes on without it,
-    with a warning naming it, instead of being refused. A builder of several moves, which
-    knows only when built which of them run, may set ``frees_shared_cells``, ``optional`` and
-    ``name`` as attributes of the compiled move it returns: they then stand for the
-    builder's.
+    cells both touch): ``build(mechanism)`` returns the :class:`Move` (or :class:`Moves`),
+    or None for no move with this mechanism. Called once per run, when the chain is set up.
 
     Examples
     --------
@@ -216,8 +315,28 @@ class MoveBuilder(NamedTuple):
     """
     build: object
     name: str = "records_move"
-    frees_shared_cells: bool = False
-    optional: bool = False
+
+    @classmethod
+    def in_turn(cls, *builders) -> "MoveBuilder | None":
+        """One builder running the moves of ``builders`` (None entries skipped) one after
+        another (:meth:`Moves.of`); a builder that builds None for a mechanism drops out.
+
+        Examples
+        --------
+        >>> from dawrap.model.protocols import MoveBuilder
+        >>> MoveBuilder.in_turn(None, MoveBuilder(lambda m: None, "b")).name
+        'b'
+        """
+        builders = [b for b in builders if b is not None]
+        if len(builders) <= 1:
+            return builders[0] if builders else None
+
+        def build(mechanism):
+            built = [b.build(mechanism) for b in builders]
+            built = [move for move in built if move is not None]
+            return Moves.of(*built) if built else None
+
+        return cls(build, "; ".join(b.name for b in builders))
 
 
 class PreparedDraw(NamedTuple):

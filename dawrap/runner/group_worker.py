@@ -87,9 +87,8 @@ class GroupWorker:
             layout.slot_of >= 0))))
         self.stats_rows = np.zeros((len(self.groups), layout.rows_width))
         self.theta = self.table = None
-        parts = getattr(setup.move, "parts", (setup.move,))
         self.moves = [None if lay is None else (part.group, np.array(lay), np.array(entries))
-                      for part, lay, entries in zip(parts, layout.move_layouts,
+                      for part, lay, entries in zip(setup.move.parts, layout.move_layouts,
                                                     layout.move_theta)]
 
     def _global(self, result):

@@ -129,15 +129,14 @@ def move_parts(setup, partition, x, pinned: bool) -> list:
     partition's pieces are ``pinned`` (:func:`dawrap.samplers.parallel.pieces_pinned`): in a
     group such a move keeps the group's part of every shared cell, which the pieces pin, so
     only on the whole database does it move how a shared cell splits between groups."""
-    if setup.move is record.no_move:
+    if setup.move.step is record.no_move:
         return []
     recounted = setup.lazy_stats or setup.model.stat_size == 0
     out = []
-    for part in getattr(setup.move, "parts", (setup.move,)):
-        group = getattr(part, "group", None)
-        frees = getattr(part, "frees_shared_cells", setup.frees_shared_cells)
-        runs_in_groups = group is not None and recounted and not (pinned and frees)
-        out.append((part, group.assign(x, partition) if runs_in_groups else None))
+    for part in setup.move.parts:
+        runs_in_groups = (part.group is not None and recounted
+                          and not (pinned and part.frees_shared_cells))
+        out.append((part, part.group.assign(x, partition) if runs_in_groups else None))
     return out
 
 
@@ -195,8 +194,7 @@ class GroupedChain:
         # the parts that run, with their index among the move's parts
         self.moves = self._runnable(parts)
         # (no warning about pinned pieces when a move that runs frees them)
-        frees = any(getattr(p, "frees_shared_cells", setup.frees_shared_cells)
-                    for _, p, _ in self.moves)
+        frees = any(p.frees_shared_cells for _, p, _ in self.moves)
         self.piece_scale = parallel.first_piece_scale(params, self.shared, G, self.latent,
                                                       mech.integer_statistic and not frees)
         self.local_total = np.zeros((G, K))
@@ -251,8 +249,8 @@ class GroupedChain:
         if backend.local:
             return [(k, p, layout) for k, (p, layout) in enumerate(parts)]
         left_out = [part for part, layout in parts if layout is None]
-        names = "; ".join(getattr(p, "name", setup.move_name) for p in left_out)
-        if any(not getattr(p, "optional", setup.move_optional) for p in left_out):
+        names = "; ".join(p.name for p in left_out)
+        if any(not p.optional for p in left_out):
             raise ValueError(
                 f"dw.parallel.Dask: the extra move ({names}) runs on the whole database, and "
                 f"a chain on a dask cluster keeps the records on its workers: it has no form "
@@ -421,7 +419,7 @@ class GroupedChain:
         rate = math.nan
         for k, part, layout in self.moves:
             if layout is None:  # (only on a backend whose records are state.x)
-                state, got, status = part(rng, state, s_dp, params, tuning)
+                state, got, status = part.step(rng, state, s_dp, params, tuning)
                 if status == OK:
                     self.recount(state)
                     rate = rate if got != got else got

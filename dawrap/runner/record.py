@@ -28,7 +28,7 @@ from ..samplers.interweave import make_move
 from ..samplers.kernels import Kernel, as_kernel, no_state
 from ..mechanisms.base import Mechanism, as_records
 from ..model.model import Model
-from ..model.protocols import MoveBuilder, no_records
+from ..model.protocols import Move, MoveBuilder, no_records
 from .modes import jump_mixture, landscape
 from .grouped import GroupedChain
 from .starts import initial_values, noise_variance, release_informed_theta
@@ -113,6 +113,10 @@ def _describe(state) -> str:
     return f"{type(state).__name__} {state!r}"[:200]
 
 
+#: The chain's move slot when no move runs.
+NO_MOVE = Move(record.no_move, "no move")
+
+
 class _Setup:
     """Everything a chain needs that is shared by all chains."""
 
@@ -144,27 +148,15 @@ class _Setup:
                        and not mechanism.depends_on_release
                        and model.stat_size == mechanism.size and not self.lazy_stats)
         if interweave:  # the number of non-centred steps per iteration
-            self.move, self.init_move_state = make_move(model.noncentred, self.fns,
-                                                        mechanism.size, interweave,
-                                                        jump_proposal)
+            step, self.init_move_state = make_move(model.noncentred, self.fns, mechanism.size,
+                                                   interweave, jump_proposal)
+            self.move = Move(step, "the non-centred move (interweave)")
         else:  # the model's own move, if any, in the same slot
             move = model.records_move
             if isinstance(move, MoveBuilder):  # built for this run's mechanism
                 move = move.build(mechanism)
-            self.move = record.no_move if move is None else move
+            self.move = NO_MOVE if move is None else move
             self.init_move_state = no_state
-        # what the builder says of its move, unless the built move says otherwise (a builder
-        # of several moves knows only when built which of them run: MoveBuilder)
-        said = model.records_move if interweave or self.move is record.no_move else self.move
-        flag = lambda name, default: getattr(said, name, getattr(model.records_move, name,
-                                                                 default))
-        # the move keeps coarse totals, so precise shared cells do not stall a threaded sweep
-        self.frees_shared_cells = (not interweave and self.move is not record.no_move
-                                   and flag("frees_shared_cells", False))
-        # a model's move the chain does without where it cannot run (a dask cluster)
-        self.move_optional = (not interweave and self.move is not record.no_move
-                              and flag("optional", False))
-        self.move_name = flag("name", "records_move")
         self.random_scan = random_scan
         self.inputs = record.Inputs(s_dp, self.params, sweeps)
         # A plain Python kernel until probe_theta finds draw_theta compiled.
@@ -181,7 +173,7 @@ class _Setup:
                                  random_scan=self.random_scan,
                                  batched=model.draw_records is not None,
                                  prepared=model.prepared is not None,
-                                 lazy_stats=self.lazy_stats, move=self.move,
+                                 lazy_stats=self.lazy_stats, move=self.move.step,
                                  kernel_step=self.kernel.step)
 
     @functools.cached_property

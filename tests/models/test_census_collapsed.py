@@ -11,7 +11,7 @@ from scipy import special
 from dawrap import diagnostics
 from dawrap.models import census
 from dawrap.models._census_collapsed import collapsed_move
-from dawrap.models._shared import in_turn
+from dawrap.model.protocols import MoveBuilder
 from dawrap.models._census_pairs import pair_move
 from dawrap.reference import normalise_log_weights, relative_log_g
 from dawrap.samplers import parallel
@@ -71,7 +71,7 @@ def _run(move, mech, s_dp, state, iterations, seed):
     key = {t.tobytes(): k for k, t in enumerate(tables)}
     visits, p_drawn, accepted = np.empty(iterations, np.int64), np.empty((iterations, 6)), []
     for it in range(iterations):
-        state, accept, status = move(rng, state, s_dp, mech.params, False)
+        state, accept, status = move.step(rng, state, s_dp, mech.params, False)
         assert status == 0
         accepted.append(accept)
         visits[it] = key[_counts(state.x).tobytes()]
@@ -221,18 +221,21 @@ def test_after_the_pair_move_the_records_law_is_the_same():
                                           census.query("nation", rho=2.0)])
     start = census.records(np.array([[2, 0, 0], [0, 1, 1], [0, 0, 1]]))
     s_dp = mech.release(start, seed=5)
-    builder = in_turn(pair_move(GEO.ancestors, ROW, CELLS, rate=1.0),
-                      collapsed_move(ROW, 2, CELLS, np.zeros(2, np.int64), 6, 9, 0, None))
-    assert builder.frees_shared_cells and not builder.optional
-    _, visits, _, _ = _run(builder.build(mech), mech, s_dp,
+    builder = MoveBuilder.in_turn(pair_move(GEO.ancestors, ROW, CELLS, rate=1.0),
+                                  collapsed_move(ROW, 2, CELLS, np.zeros(2, np.int64), 6, 9, 0,
+                                                 None))
+    built = builder.build(mech)
+    assert built.frees_shared_cells and not built.optional
+    assert ["pair" in part.name for part in built.parts] == [True, False]
+    _, visits, _, _ = _run(built, mech, s_dp,
                            _state(mech, s_dp, start.copy()), 15_000, seed=9)
     tables, exact = _exact(mech, s_dp)
     _check_tables(visits, tables, exact)
     # where the pair move builds nothing for a release, only the collapsed move runs, and it
     # does not keep coarse totals: the built move says so (the runner reads it)
     plain = census.discrete_gaussian(GEO, [census.query("block", rho=0.3)])
-    alone = in_turn(pair_move(GEO.ancestors, ROW, CELLS, rate="auto"),
-                    collapsed_move(ROW, 2, CELLS, None, 0, 0, 6, None)).build(plain)
+    alone = MoveBuilder.in_turn(pair_move(GEO.ancestors, ROW, CELLS, rate="auto"),
+                                collapsed_move(ROW, 2, CELLS, None, 0, 0, 6, None)).build(plain)
     assert not alone.frees_shared_cells and "pair" not in alone.name
     assert builder.build(mech).frees_shared_cells
 
@@ -240,7 +243,9 @@ def test_after_the_pair_move_the_records_law_is_the_same():
 def test_auto_runs_it_under_two_prior_levels_and_a_bad_rate_is_named():
     assert collapsed_move(ROW, 2, CELLS, None, 0, 0, 6, None, rate=0) is None
     two = census.model(GEO, SIZES, levels=("nation", "state")).records_move
-    assert "collapsed" in two.name and two.optional
+    assert "collapsed" in two.name
+    built = two.build(census.discrete_gaussian(GEO, [census.query("block", rho=0.3)]))
+    assert built.parts[-1].optional and "collapsed" in built.parts[-1].name
     one = census.model(GEO, SIZES, levels=("state",)).records_move
     assert one is None or "collapsed" not in one.name
     assert "collapsed" in census.model(GEO, SIZES, levels=("state",),
@@ -297,7 +302,7 @@ def test_census_model_gives_the_move_the_layout_of_its_theta(levels, invariant, 
     rng = np.random.default_rng(3)
     draws = np.empty((3000, rows * CELLS))
     for k in range(draws.shape[0]):
-        state, _, status = move(rng, state, s_dp, mech.params, False)
+        state, _, status = move.step(rng, state, s_dp, mech.params, False)
         assert status == 0 and np.array_equal(state.x, x)
         draws[k] = state.theta[:rows * CELLS]
     assert np.array_equal(state.theta[rows * CELLS:], theta[rows * CELLS:])

@@ -58,7 +58,7 @@ def test_the_move_leaves_the_records_posterior_given_theta_invariant():
     visits = np.empty(20_000, np.int64)
     accepted = []
     for it in range(visits.shape[0]):
-        state, accept, status = move(rng, state, s_dp, params, False)
+        state, accept, status = move.step(rng, state, s_dp, params, False)
         assert status == 0
         accepted.append(accept)
         k = np.bincount(state.x[:, 0].astype(int), weights=state.x[:, 1], minlength=3)

@@ -66,7 +66,7 @@ def test_the_move_alone_samples_the_exact_posterior_and_keeps_its_statistics(
         rng = np.random.default_rng(40 + chain)
         state = _state(model, mech, s_dp, x.copy(), rng)
         for it in range(iterations):
-            state, accept, status = move(rng, state, s_dp, mech.params, False)
+            state, accept, status = move.step(rng, state, s_dp, mech.params, False)
             assert status == 0
             accepted.append(accept)
             theta[chain, it], counts[chain, it] = state.theta, state.stats
@@ -120,9 +120,11 @@ def test_the_built_move_says_what_runs():
     # alone, the collapsed move is optional (a dask chain runs without it, with a warning);
     # with ridge moves, which are not, the sequence is not
     mech = marginals.gaussian(LEVELS, TABLES, rho=1.0)
-    alone = marginals.model(LEVELS, TABLES).records_move
-    assert alone.optional and "collapsed" in alone.name and alone.build(mech) is not None
+    alone = marginals.model(LEVELS, TABLES).records_move.build(mech)
+    assert alone.optional and "collapsed" in alone.name
     cycle = [(0, 1), (1, 2), (0, 2)]
     both = marginals.model(LEVELS, cycle).records_move.build(marginals.gaussian(LEVELS, cycle,
                                                                                 rho=1.0))
-    assert not both.optional and both.name.startswith("ridge moves; marginals collapsed")
+    assert not both.optional and both.name.startswith("marginals ridge moves (marginals.model(..., "
+                                                      "ridge_moves=False) turns them off); "
+                                                      "marginals collapsed")
