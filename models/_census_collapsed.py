@@ -49,7 +49,8 @@ import numpy as np
 from dawrap.model.protocols import Move, MoveBuilder
 from dawrap.random import categorical, fill_categorical_table, guide_size
 from dawrap.samplers.entries_path import merge_entries
-from dawrap.samplers.group_moves import GroupMove, apply_group_change, group_density_change_of
+from dawrap.samplers.group_moves import (GroupMove, apply_group_change, group_density_change_of,
+                                         whole_database)
 from dawrap.samplers.parallel import BAD_PARTITION
 from dawrap.samplers.record import RecordState
 from dawrap.samplers.status import BAD_ENTRIES, BAD_RATIO, OK
@@ -134,10 +135,11 @@ def _compile(prior_unit, parent, fixed, rows, cells, parents, top, alpha_fixed, 
         return base, weight, cumulative, guide
 
     @jit
-    def run(rng, theta, table, x, members, s_dp, params, total, owner, slot_of, g,
-            local_total, local_release, piece_scale, row_group):
+    def run(rng, theta, table, x, total, row_group, inputs, group):
         # group g's steps on its persons ``members`` and its rows of p (row_group[r] == g);
         # the whole database is group 0 of one, owning every cell (the serial move below)
+        s_dp, slot_of, g, members = inputs.s_dp, inputs.slot_of, group.g, group.members
+        local_total = group.local_total
         base, weight, cumulative, guide = table
         n = members.shape[0]
         # the persons by prior row (a counting sort, O(n + rows)): a row's persons hold a
@@ -191,8 +193,7 @@ def _compile(prior_unit, parent, fixed, rows, cells, parents, top, alpha_fixed, 
                                          sign, nnz, size, touched, delta, used)
             if used < 0:
                 return accepted, proposed, BAD_ENTRIES, i, -1, log_g_change
-            change, foreign = change_of(s_dp, total, touched, delta, used, params, owner,
-                                        slot_of, g, local_total, local_release, piece_scale)
+            change, foreign = change_of(total, touched, delta, used, inputs, group)
             if foreign >= 0:
                 return accepted, proposed, BAD_PARTITION, i, foreign, log_g_change
             if change != change:
@@ -220,11 +221,9 @@ def _compile(prior_unit, parent, fixed, rows, cells, parents, top, alpha_fixed, 
     def move(rng, state, s_dp, params, tuning):
         # the whole database as one group that owns every cell and draws every row
         theta, x, total = state.theta, state.x, state.total
-        no_slots, nothing = np.full(size, -1, np.int64), np.zeros(0)
+        inputs, group = whole_database(x, s_dp, params)
         accepted, proposed, status, i, j, change = run(
-            rng, theta, prepare(theta), x, np.arange(x.shape[0]), s_dp, params, total,
-            np.zeros(size, np.int64), no_slots, 0, nothing, nothing, nothing,
-            np.zeros(rows, np.int64))
+            rng, theta, prepare(theta), x, total, np.zeros(rows, np.int64), inputs, group)
         if status != OK:
             return state, math.nan, status
         rate_seen = accepted / proposed if proposed else math.nan

@@ -38,7 +38,8 @@ import numpy as np
 
 from dawrap.model.protocols import Move, MoveBuilder
 from dawrap.samplers.entries_path import merge_entries
-from dawrap.samplers.group_moves import GroupMove, apply_group_change, group_density_change_of
+from dawrap.samplers.group_moves import (GroupMove, apply_group_change, group_density_change_of,
+                                         whole_database)
 from dawrap.samplers.parallel import BAD_PARTITION
 from dawrap.samplers.record import RecordState
 from dawrap.samplers.status import BAD_ENTRIES, BAD_RATIO, OK
@@ -158,13 +159,14 @@ def _compile(above, position, lo, hi, prior_unit, cells, rate, entries, nnz, log
         return np.zeros(0)
 
     @jit
-    def run(rng, theta, table, x, members, s_dp, params, total, owner, slot_of, g,
-            local_total, local_release, piece_scale, layout):
+    def run(rng, theta, table, x, total, layout, inputs, group):
         # group g's proposals, its persons ``members`` exchanging cells among themselves
         # (the whole database is group 0 of one, owning every cell: the serial move below).
         # In a group, j is drawn among the group's persons of i's unit: from the exchanged
         # database the same j is drawn with the same probability, so the proposal stays
         # symmetric, whichever groups share the unit.
+        s_dp, slot_of, members, local_total = (inputs.s_dp, inputs.slot_of, group.members,
+                                               group.local_total)
         n = members.shape[0]
         # the persons by finest unit, units in nested order: a unit of any coarser level
         # holds a contiguous run of ranks (a counting sort, O(n + units)); each rank's unit
@@ -221,8 +223,7 @@ def _compile(above, position, lo, hi, prior_unit, cells, rate, entries, nnz, log
                                              value, sign, nnz, size, touched, delta, used)
             if used < 0:
                 return accepted, proposed, BAD_ENTRIES, i, -1, log_g_change
-            change, foreign = change_of(s_dp, total, touched, delta, used, params, owner,
-                                        slot_of, g, local_total, local_release, piece_scale)
+            change, foreign = change_of(total, touched, delta, used, inputs, group)
             if foreign >= 0:
                 return accepted, proposed, BAD_PARTITION, i, foreign, log_g_change
             log_alpha += change
@@ -242,11 +243,9 @@ def _compile(above, position, lo, hi, prior_unit, cells, rate, entries, nnz, log
     def move(rng, state, s_dp, params, tuning):
         # the whole database as one group that owns every cell
         theta, x, total = state.theta, state.x, state.total
-        nothing = np.zeros(0)
+        inputs, group = whole_database(x, s_dp, params)
         accepted, proposed, status, i, j, change = run(
-            rng, theta, nothing, x, np.arange(x.shape[0]), s_dp, params, total,
-            np.zeros(size, np.int64), np.full(size, -1, np.int64), 0, nothing, nothing,
-            nothing, np.zeros(0, np.int64))
+            rng, theta, np.zeros(0), x, total, np.zeros(0, np.int64), inputs, group)
         if status != OK:
             return state, math.nan, status
         rate_seen = accepted / proposed if proposed else math.nan

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..samplers import record
+from ..samplers.parallel import GroupInputs, GroupState
 from ..samplers.status import OK
 
 __all__ = ["GroupWorker", "WorkerLayout"]
@@ -80,12 +80,19 @@ class GroupWorker:
                             for a in range(len(layout.ids))]
             self.global_ids = np.concatenate(layout.ids).astype(np.int64) if layout.ids \
                 else np.zeros(0, np.int64)
-        self.piece_scale = np.array(layout.piece_scale)
-        # each of its groups' cells of the model's statistic (stat_every="iteration")
-        self.own_stats_of = [np.flatnonzero(layout.stats_owner == g) for g in self.groups]
+        # (writable copies: numba types read-only arrays apart, another compilation)
+        self.inputs = GroupInputs(setup.s_dp, np.asarray(setup.params, np.float64),
+                                  np.array(layout.cells), np.array(layout.slot_of),
+                                  np.array(layout.stats_owner), np.array(layout.piece_scale))
         self.local_total = np.zeros((len(self.groups), int(np.count_nonzero(
             layout.slot_of >= 0))))
         self.stats_rows = np.zeros((len(self.groups), layout.rows_width))
+        # each group's part: its records, rows, and cells of the model's statistic (those it
+        # recounts with stat_every="iteration"); its pieces are set before each pass
+        self.parts = [GroupState(g, self.members[a], self.local_total[a], np.zeros(0),
+                                 self.stats_rows[a],
+                                 np.flatnonzero(layout.stats_owner == g))
+                      for a, g in enumerate(self.groups)]
         self.theta = self.table = None
         self.moves = [None if lay is None else (part.group, np.array(lay), np.array(entries))
                       for part, lay, entries in zip(setup.move.parts, layout.move_layouts,
@@ -104,14 +111,18 @@ class GroupWorker:
             self.theta, self.table = theta, self.fns.table(theta)
         return self.table
 
+    def _with(self, local_release, piece_scale) -> None:
+        """This pass's pieces (its groups' rows) and their scales (None: unchanged)."""
+        if piece_scale is not None:
+            self.inputs = self.inputs._replace(piece_scale=np.array(piece_scale))
+        self.parts = [part._replace(local_release=local_release[a])
+                      for a, part in enumerate(self.parts)]
+
     def totals(self):
         """The groups' partial totals of the shared cells, recounted from the records:
         ``(local_total, results)``, a result ``(status, record, cell)`` per group."""
-        layout = self.layout
-        results = [self._global(self.fns.totals(self.x, self.setup.s_dp, self.members[a],
-                                                layout.cells, layout.slot_of, g,
-                                                self.local_total[a]))
-                   for a, g in enumerate(self.groups)]
+        results = [self._global(self.fns.totals(self.x, self.inputs, part))
+                   for part in self.parts]
         return self.local_total.copy(), results
 
     def set_sums(self, total, stats) -> None:
@@ -131,19 +142,15 @@ class GroupWorker:
         # copies: theta may change in place in the chain (threads), and arrays that arrive
         # from another process may be read-only, which numba types apart (a dask cluster)
         theta, local_release = np.array(theta), np.array(local_release)
-        if piece_scale is not None:
-            self.piece_scale = np.array(piece_scale)
-        table, setup, layout = self._table(theta), self.setup, self.layout
-        results = [self._global(self.fns.sweep(
-            self.rngs[a], theta, self.x, setup.s_dp, setup.params, self.members[a],
-            layout.cells, layout.slot_of, layout.stats_owner, g, self.total, self.stats,
-            self.stats_rows[a], self.local_total[a], local_release[a], self.piece_scale,
-            table)) for a, g in enumerate(self.groups)]
+        self._with(local_release, piece_scale)
+        table, layout = self._table(theta), self.layout
+        results = [self._global(self.fns.sweep(rng, theta, self.x, self.total, self.stats,
+                                               table, self.inputs, part))
+                   for rng, part in zip(self.rngs, self.parts)]
         recounts = []
-        if recount and setup.lazy_stats and all(r[2] == OK for r in results):
-            recounts = [self._global(self.fns.stats(
-                self.x, self.members[a], layout.stats_owner, self.own_stats_of[a], g,
-                self.stats, self.stats_rows[a])) for a, g in enumerate(self.groups)]
+        if recount and self.setup.lazy_stats and all(r[2] == OK for r in results):
+            recounts = [self._global(self.fns.stats(self.x, self.stats, self.inputs, part))
+                        for part in self.parts]
         rows = self.stats_rows.copy()
         self.stats_rows[:] = 0.0
         return (results, self.local_total.copy(), rows, self.total[layout.own_cells],
@@ -156,16 +163,14 @@ class GroupWorker:
         status, record, cell)`` per group."""
         began = time.perf_counter()
         theta, local_release = np.array(theta), np.array(local_release)  # (see sweep)
-        if piece_scale is not None:
-            self.piece_scale = np.array(piece_scale)
+        self._with(local_release, piece_scale)
         group, layout, entries = self.moves[k]
-        table, setup, own = group.prepare(theta), self.setup, self.layout
-        results = [self._global(group.run(
-            self.rngs[a], theta, table, self.x, self.members[a], setup.s_dp, setup.params,
-            self.total, own.cells, own.slot_of, g, self.local_total[a], local_release[a],
-            self.piece_scale, layout)[:5]) for a, g in enumerate(self.groups)]
-        return (results, self.local_total.copy(), self.total[own.own_cells], theta[entries],
-                time.perf_counter() - began)
+        table = group.prepare(theta)
+        results = [self._global(group.run(rng, theta, table, self.x, self.total, layout,
+                                          self.inputs, part)[:5])
+                   for rng, part in zip(self.rngs, self.parts)]
+        return (results, self.local_total.copy(), self.total[self.layout.own_cells],
+                theta[entries], time.perf_counter() - began)
 
     def sums(self, theta, log_g):
         """Each group's running sums recomputed from its records, and the check of its

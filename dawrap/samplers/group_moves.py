@@ -32,8 +32,11 @@ import math
 from typing import NamedTuple
 
 import numba
+import numpy as np
 
-__all__ = ["GroupMove", "group_density_change_of", "apply_group_change"]
+from .parallel import GroupInputs, GroupState
+
+__all__ = ["GroupMove", "group_density_change_of", "apply_group_change", "whole_database"]
 
 
 class GroupMove(NamedTuple):
@@ -44,12 +47,14 @@ class GroupMove(NamedTuple):
     prepare : ``(theta) -> table``
         numba-compiled: what every group's move reads from theta, built once per iteration
         (by the chain, or by each worker of a cluster).
-    run : ``(rng, theta, table, x, members, s_dp, params, total, owner, slot_of, g,
-    local_total, local_release, piece_scale, layout) -> (accepted, proposed, status, record,
-    cell, log_g_change)``
-        numba-compiled (``nogil``): group ``g``'s move of its records ``members``, its shared
-        cells weighed through its pieces (:func:`group_density_change_of`), its changes
-        written by :func:`apply_group_change`. ``record`` and ``cell`` say where a record
+    run : ``(rng, theta, table, x, total, layout, inputs, group) -> (accepted, proposed,
+    status, record, cell, log_g_change)``
+        numba-compiled (``nogil``): the move of group ``group.g``'s records
+        ``group.members`` (``inputs`` a :class:`~dawrap.samplers.parallel.GroupInputs`,
+        ``group`` a :class:`~dawrap.samplers.parallel.GroupState`), its shared cells weighed
+        through its pieces (:func:`group_density_change_of`), its changes written by
+        :func:`apply_group_change`; :func:`whole_database` gives the inputs of the move on
+        the whole database (one group owning every cell). ``record`` and ``cell`` say where a record
         touched a cell of another group (``status`` then ``BAD_PARTITION``);
         ``log_g_change`` is the accepted changes' sum of the log density (the whole
         database's when run as one group).
@@ -68,13 +73,12 @@ class GroupMove(NamedTuple):
 
 
 def group_density_change_of(log_density):
-    r"""The compiled ``(s_dp, total, touched, delta, used, params, owner, slot_of, g,
-    local_total, local_release, piece_scale) -> (change, cell)`` of a group's move: the log
-    density's change over the ``used`` pairs ``(touched, delta)`` of
+    r"""The compiled ``(total, touched, delta, used, inputs, group) -> (change, cell)`` of a
+    group's move: the log density's change over the ``used`` pairs ``(touched, delta)`` of
     :func:`~dawrap.samplers.entries_path.merge_entries`, a cell of the group's
-    (``owner[j] == g``) by the mechanism's separable ``log_density``, a shared cell
-    (``slot_of[j] = k >= 0``) by its piece, Gaussian of inverse sd ``piece_scale[k]``
-    around the group's partial total ``local_total[k]``:
+    (``inputs.owner[j] == group.g``) by the mechanism's separable ``log_density``, a shared
+    cell (``inputs.slot_of[j] = k >= 0``) by its piece, Gaussian of inverse sd
+    ``inputs.piece_scale[k]`` around the group's partial total ``group.local_total[k]``:
     :math:`\tfrac12 a_k^2[(r_k - T_k)^2 - (r_k - T_k - \delta)^2]`. A cell of another group
     gives ``(nan, cell)``. With ``owner`` all ``g`` and ``slot_of`` all -1 it is the whole
     database's change, term for term as
@@ -90,16 +94,24 @@ def group_density_change_of(log_density):
     >>> import numpy as np
     >>> from dawrap.mechanisms.separable import gaussian_coordinate
     >>> from dawrap.samplers.group_moves import group_density_change_of
+    >>> from dawrap.samplers.parallel import GroupInputs, GroupState
     >>> change_of = group_density_change_of(gaussian_coordinate)
-    >>> change_of(np.array([3.0, 0.0]), np.array([2.0, 0.0]), np.array([0, 1]),
-    ...           np.array([-1.0, 1.0]), 2, np.array([1.0, 1.0]), np.array([0, -1]),
-    ...           np.array([-1, 0]), 0, np.array([1.0]), np.array([2.0]), np.array([1.0]))
+    >>> inputs = GroupInputs(s_dp=np.array([3.0, 0.0]), params=np.array([1.0, 1.0]),
+    ...                      owner=np.array([0, -1]), slot_of=np.array([-1, 0]),
+    ...                      stats_owner=np.zeros(0, np.int64), piece_scale=np.array([1.0]))
+    >>> group = GroupState(0, np.zeros(0, np.int64), local_total=np.array([1.0]),
+    ...                    local_release=np.array([2.0]), stats_row=np.zeros(0),
+    ...                    own_stats=np.zeros(0, np.int64))
+    >>> change_of(np.array([2.0, 0.0]), np.array([0, 1]), np.array([-1.0, 1.0]), 2, inputs,
+    ...           group)
     (-1.0, -1)
     """
 
     @numba.njit(nogil=True)
-    def change_of(s_dp, total, touched, delta, used, params, owner, slot_of, g, local_total,
-                  local_release, piece_scale):
+    def change_of(total, touched, delta, used, inputs, group):
+        s_dp, params, owner, slot_of = inputs.s_dp, inputs.params, inputs.owner, inputs.slot_of
+        piece_scale, g = inputs.piece_scale, group.g
+        local_total, local_release = group.local_total, group.local_release
         change = 0.0
         for a in range(used):
             if delta[a] != 0.0:
@@ -129,3 +141,14 @@ def apply_group_change(total, local_total, slot_of, touched, delta, used):
             local_total[k] += delta[a]
         else:
             total[touched[a]] += delta[a]
+
+
+@numba.njit(nogil=True, cache=True)
+def whole_database(x, s_dp, params):
+    """The ``(inputs, group)`` of a records move's group form run on the whole database
+    ``x`` as one group (group 0, owning every cell; no shared cell): the serial move."""
+    size = s_dp.shape[0]
+    nothing, no_cells = np.zeros(0), np.zeros(0, np.int64)
+    inputs = GroupInputs(s_dp, params, np.zeros(size, np.int64), np.full(size, -1, np.int64),
+                         no_cells, nothing)
+    return inputs, GroupState(0, np.arange(x.shape[0]), nothing, nothing, nothing, no_cells)

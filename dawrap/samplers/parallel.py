@@ -111,6 +111,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -121,7 +122,7 @@ from .record import BLOCK, StepInfo, move_model_stat, sweep_table, take_proposal
 from .entries_path import merge_entries
 from .status import OK, BAD_ENTRIES, BAD_RATIO, BAD_RECORD, BAD_STATS
 
-__all__ = ["Partition", "check_partition", "shared_noise", "group_generators", "merge_units",
+__all__ = ["Partition", "GroupInputs", "GroupState", "check_partition", "shared_noise", "group_generators", "merge_units",
            "draw_scales", "draw_pieces", "group_totals", "group_pass", "group_stats",
            "bind_groups", "GroupFunctions", "BAD_PARTITION", "BAD_STAT_PARTITION", "MAX_GROUPS",
            "GROUP_STREAM", "partition_error", "warn_pinned_pieces",
@@ -151,6 +152,34 @@ LAZY_STATS = slot("bool: the model's statistic is recounted once per iteration "
                   "(group_stats), not moved per record")
 STATS_OWNED = slot("bool: the partition says which group owns each model-statistic cell "
                    "(else each group sums its changes in a row of its own)")
+
+class GroupInputs(NamedTuple):
+    """What every group of a chain reads of the release and the partition (one record for
+    the group pass, the recounts and a records move's group form)."""
+    #: The release and the mechanism's density parameters.
+    s_dp: np.ndarray
+    params: np.ndarray
+    #: The group owning each cell of the mechanism's statistic (-1: shared).
+    owner: np.ndarray
+    #: Each cell's slot among the shared cells (-1: owned by a group).
+    slot_of: np.ndarray
+    #: The group owning each cell of the model's statistic (empty: none declared).
+    stats_owner: np.ndarray
+    #: The inverse sd of each shared cell's pieces (this sweep's).
+    piece_scale: np.ndarray
+
+
+class GroupState(NamedTuple):
+    """One group's part of a sweep: its index, its records, and its rows of the shared
+    cells' partial totals and pieces and of the model's statistic."""
+    g: int
+    members: np.ndarray
+    local_total: np.ndarray
+    local_release: np.ndarray
+    stats_row: np.ndarray
+    #: The cells of the model's statistic the group owns (``stat_every="iteration"``).
+    own_stats: np.ndarray
+
 
 #: The status a group's pass returns when a record touched a cell another group owns
 #: (the declared partition is wrong); beyond :mod:`dawrap.samplers.status`'s codes.
@@ -436,10 +465,12 @@ def draw_pieces(rng, s_dp, total, shared, piece_scale, local_total, local_releas
             local_release[g, k] = local_total[g, k] + share + z[g] - mean
 
 
-def group_totals(x, s_dp, members, owner, slot_of, g, local_total):
+def group_totals(x, inputs, group):
     """Group ``g``'s partial totals of the shared cells into ``local_total`` (its row),
     checking the partition on its records: ``(status, record, cell)``, ``BAD_PARTITION``
     with the first record of the group that touches a cell another group owns."""
+    s_dp, owner, slot_of = inputs.s_dp, inputs.owner, inputs.slot_of
+    g, members, local_total = group.g, group.members, group.local_total
     index, value = np.empty(max(NNZ, 1), np.int64), np.empty(max(NNZ, 1))
     for k in range(local_total.shape[0]):
         local_total[k] = 0.0
@@ -480,10 +511,10 @@ def _owned_stats(x_i, proposal, stats, stats_owner, g, index, value, touched, de
     return (OK if finite else BAD_STATS), -1
 
 
-def group_pass(rng, theta, x, s_dp, params, members, owner, slot_of, stats_owner, g, total,
-               stats, stats_row, local_total, local_release, piece_scale, table):
-    """Step (b) of the module docstring for group ``g``: one sweep of its records
-    ``members`` (in order, or as many at random with ``RANDOM_SCAN``), as
+def group_pass(rng, theta, x, total, stats, table, inputs, group):
+    """Step (b) of the module docstring for group ``g`` (``group``, a :class:`GroupState`;
+    ``inputs`` the chain's :class:`GroupInputs`): one sweep of its records ``members`` (in
+    order, or as many at random with ``RANDOM_SCAN``), as
     :func:`dawrap.samplers.record.entries_pass` does, with the shared cells' pieces
     ``local_release`` (noise ``1/piece_scale``) against the group's partial totals
     ``local_total`` in place of their releases. Writes only the group's own cells of
@@ -493,6 +524,10 @@ def group_pass(rng, theta, x, s_dp, params, members, owner, slot_of, stats_owner
     where a ``BAD_PARTITION`` (a cell another group owns) or ``BAD_STAT_PARTITION`` (the
     same in the model's statistic) was met.
     """
+    s_dp, params, owner, slot_of = inputs.s_dp, inputs.params, inputs.owner, inputs.slot_of
+    stats_owner, piece_scale = inputs.stats_owner, inputs.piece_scale
+    g, members, local_total = group.g, group.members, group.local_total
+    local_release, stats_row = group.local_release, group.stats_row
     m = members.shape[0]
     nnz = max(NNZ, MODEL_NNZ)
     proposal, current = np.empty(RECORD_SIZE), np.empty(RECORD_SIZE)
@@ -595,7 +630,7 @@ def group_pass(rng, theta, x, s_dp, params, members, owner, slot_of, stats_owner
     return accepted, min_log_alpha, status, -1, -1
 
 
-def group_stats(x, members, stats_owner, own_stats, g, stats, stats_row):
+def group_stats(x, stats, inputs, group):
     r"""Group ``g``'s part of the model's statistic recounted from its records ``members``
     (in order), for a model with ``stat_every="iteration"`` after the iteration's sweeps:
     with ``STATS_OWNED`` into the cells of ``stats`` it owns (``own_stats``, zeroed first;
@@ -605,6 +640,8 @@ def group_stats(x, members, stats_owner, own_stats, g, stats, stats_row):
     Returns ``(status, record, cell)``: ``BAD_STAT_PARTITION`` with a record that counts in
     a cell another group owns (the check the per-record update made), ``BAD_ENTRIES`` for a
     broken entries function, ``BAD_STATS`` for a cell that is not finite."""
+    stats_owner = inputs.stats_owner
+    g, members, own_stats, stats_row = group.g, group.members, group.own_stats, group.stats_row
     current = np.empty(RECORD_SIZE)
     index, value = np.empty(max(MODEL_NNZ, 1), np.int64), np.empty(max(MODEL_NNZ, 1))
     buf = np.empty(MODEL_STAT_SIZE)

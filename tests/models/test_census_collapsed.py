@@ -172,10 +172,13 @@ def test_in_two_groups_with_the_nation_shared_the_law_is_the_same():
         table = group.prepare(state.theta)
         parallel.draw_pieces(rng, s_dp, state.total, shared, scale, local_total,
                              local_release)
+        inputs = parallel.GroupInputs(s_dp, mech.params, owner, slot_of,
+                                      np.zeros(0, np.int64), scale)
         for g in range(2):
-            status = group.run(rngs[g], state.theta, table, state.x, members[g], s_dp,
-                               mech.params, state.total, owner, slot_of, g, local_total[g],
-                               local_release[g], scale, layout)[2]
+            part = parallel.GroupState(g, members[g], local_total[g], local_release[g],
+                                       np.zeros(0), np.zeros(0, np.int64))
+            status = group.run(rngs[g], state.theta, table, state.x, state.total, layout,
+                               inputs, part)[2]
             assert status == 0
         state.total[shared] = local_total.sum(axis=0)
         visits[it] = key[_counts(state.x).tobytes()]
