@@ -35,7 +35,7 @@ model = census.model(geo, totals=sizes, levels=("nation", "state"))
 # One chain's records on two threads
 # ----------------------------------
 # The model splits itself by state (``model.partition``): four groups, here on two threads.
-run = dict(draws=500, tune=500, chains=2, seed=10, progress=False)
+run = dict(draws=1000, tune=1000, chains=2, seed=10, progress=False)
 one = dw.sample(model, mech, s_dp, n, method=dw.Record(threads=1), **run)
 two = dw.sample(model, mech, s_dp, n, method=dw.Record(threads=2), **run)
 
