@@ -73,6 +73,7 @@ html_theme = "pydata_sphinx_theme"
 html_title = f"dawrap {release}"
 html_static_path = ["_static"]
 html_css_files = ["dawrap.css"]   # wider article, nothing clipped at 1280 px
+html_js_files = ["dawrap.js"]     # module names in the navigation break at dots
 templates_path = ["_templates"]
 html_theme_options = {
     "navigation_with_keys": False,

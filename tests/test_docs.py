@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -380,3 +381,179 @@ def test_nothing_is_clipped_at_1280px(site, tmp_path):
     clipped = [f"{page.relative_to(site)}: {tag} needs {wide} px, has {room}: {text!r}"
                for page, report in zip(pages, reports) for tag, wide, room, text in report]
     assert not clipped, "\n".join(clipped)
+
+
+# Every Python code block of a guide page (README.md, docs/*.md, docs/guide/*.md) runs as
+# written, or says it is a fragment and links the full example that runs (issue 41: the
+# census, marginals and parallel pages used names they never defined). A block is one of:
+#
+# * README.md: a ```python block, run by tests/test_readme.py (every one, as one script);
+# * a ```python block of a docs page: run by this test, the page's blocks as one script;
+# * a {literalinclude} of a gallery example (executed by the build), of the package's own
+#   source (the code that runs), or of a script under examples/ that a test runs
+#   (SCRIPTS_RUN_BY_TESTS);
+# * a {code-block} python whose caption starts "A fragment" and links, with {doc}, a
+#   gallery page, or with {download}, a script of SCRIPTS_RUN_BY_TESTS.
+
+#: The gallery's output folders (docs/conf.py) and the example folders they are built from.
+GALLERY_SOURCES = {"auto_examples": "gallery", "catalogue": "models",
+                   "case_studies": "case_studies"}
+
+#: Scripts under examples/ that are not gallery pages, and the test files that run them.
+SCRIPTS_RUN_BY_TESTS = {
+    "examples/adult_marginals.py": "tests/test_docs.py",
+    "examples/pymc_logistic_regression.py": "tests/dawrap_pymc/test_pymc_posteriors.py",
+}
+
+FENCE = re.compile(r"^(?P<fence>`{3,})(?:\{(?P<directive>[\w-]+)\})?[ \t]*(?P<arg>[^\n]*)\n"
+                   r"(?P<body>.*?)^(?P=fence)[ \t]*$", re.S | re.M)
+
+
+def _guide_pages() -> list[Path]:
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
+            *sorted((ROOT / "docs" / "guide").glob("*.md"))]
+
+
+def _options(body: str) -> tuple[dict, str]:
+    """A MyST directive's ``:name: value`` options (a value may go on over indented lines)
+    and its content."""
+    options, lines, name = {}, body.splitlines(), None
+    k = 0
+    for k, line in enumerate(lines):
+        m = re.match(r":([\w-]+):\s*(.*)", line)
+        if m:
+            name = m.group(1)
+            options[name] = m.group(2)
+        elif name and line.startswith((" ", "\t")) and line.strip():
+            options[name] += " " + line.strip()
+        else:
+            break
+    else:
+        k = len(lines)
+    return options, "\n".join(lines[k:])
+
+
+def _executed_example(path: Path) -> bool:
+    """A gallery example that the build executes, or a script a test runs."""
+    rel = path.resolve().relative_to(ROOT.resolve()).as_posix() \
+        if path.resolve().is_relative_to(ROOT.resolve()) else str(path)
+    if re.fullmatch(r"examples/(gallery|models|case_studies)/plot_\w+\.py", rel):
+        return path.is_file()
+    runner = SCRIPTS_RUN_BY_TESTS.get(rel)
+    return bool(runner and path.is_file() and Path(rel).stem in (ROOT / runner).read_text())
+
+
+def _fragment_link_ok(caption: str, page: Path) -> bool:
+    """The caption says "A fragment" and links an executed example: a gallery page
+    ({doc}) or a script a test runs ({download})."""
+    if not caption.strip('"').startswith("A fragment"):
+        return False
+    for doc in re.findall(r"\{doc\}`(?:[^`<]*<)?([^`>]+)>?`", caption):
+        parts = doc.strip("/").split("/")
+        if len(parts) == 2 and parts[0] in GALLERY_SOURCES and _executed_example(
+                ROOT / "examples" / GALLERY_SOURCES[parts[0]] / f"{parts[1]}.py"):
+            return True
+    for target in re.findall(r"\{download\}`[^`<]*<([^`>]+)>`", caption):
+        if _executed_example(page.parent / target):
+            return True
+    return False
+
+
+def classify_code_blocks(page: Path, text: str) -> tuple[list[str], list[str]]:
+    """``(scripts, faults)`` for the Python code blocks of a guide page: the plain
+    ```python blocks this test must run (not README's: tests/test_readme.py runs them), and
+    a line for every block that is neither executed nor a marked fragment."""
+    scripts, faults = [], []
+    for m in FENCE.finditer(text):
+        directive, arg, body = m.group("directive"), m.group("arg").strip(), m.group("body")
+        line = text[:m.start()].count("\n") + 1
+        where = f"{page.relative_to(ROOT) if page.is_relative_to(ROOT) else page}:{line}"
+        if directive is None:
+            if arg == "python" and page != ROOT / "README.md":  # README's: test_readme.py
+                scripts.append(body)
+            continue
+        options, content = _options(body)
+        if directive == "literalinclude":
+            if options.get("language") != "python" and not arg.endswith(".py"):
+                continue
+            target = (page.parent / arg).resolve()
+            own_source = target.is_relative_to((ROOT / "dawrap").resolve())
+            if not (own_source or _executed_example(target)):
+                faults.append(f"{where}: includes {arg}, which neither the build nor a test "
+                              f"runs")
+        elif directive in ("code-block", "code", "sourcecode") and arg == "python":
+            if not _fragment_link_ok(options.get("caption", ""), page):
+                faults.append(f"{where}: a code block that no one runs, without a caption "
+                              f"\"A fragment ...\" linking the executed example")
+    return scripts, faults
+
+
+def test_every_guide_code_block_is_executed_or_a_marked_fragment():
+    faults = []
+    for page in _guide_pages():
+        faults += classify_code_blocks(page, page.read_text(encoding="utf-8"))[1]
+    assert not faults, "\n".join(faults)
+
+
+@pytest.mark.parametrize("block, fault", [
+    ("```python\nx = 1\n```", None),                                       # run by the test
+    ("```{code-block} python\nx = county_of_block\n```", "no one runs"),
+    ("```{code-block} python\n:caption: \"A fragment: see {doc}`/marginals`\"\n\nx = s_dp\n```",
+     "no one runs"),                                                       # not an example
+    ("```{code-block} python\n:caption: \"A fragment. In full:\n  {doc}`/catalogue/plot_census`\""
+     "\n\nx = s_dp\n```", None),
+    ("```{code-block} python\n:caption: \"A fragment: {doc}`/catalogue/plot_nothing`\"\n\nx\n```",
+     "no one runs"),
+    ("```{literalinclude} ../examples/gallery/plot_quickstart.py\n:language: python\n```", None),
+    ("```{literalinclude} ../examples/quickstart.py\n:language: python\n```", "neither"),
+    ("```{literalinclude} ../examples/adult_marginals.py\n:language: python\n```", None),
+    ("```{literalinclude} ../dawrap/_templates.py\n:language: python\n```", None),
+])
+def test_the_code_block_check_tells_fragments_from_executed_code(block, fault):
+    scripts, faults = classify_code_blocks(ROOT / "docs" / "page.md", f"# Page\n\n{block}\n")
+    if fault is None:
+        assert not faults, faults
+    else:
+        assert len(faults) == 1 and fault in faults[0], faults
+    assert len(scripts) == (block.startswith("```python"))
+
+
+@pytest.mark.slow
+def test_the_docs_pages_python_blocks_run(tmp_path):
+    """Each docs page's ```python blocks, joined in order, run as one fresh script."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.setdefault("MPLBACKEND", "Agg")
+    ran = 0
+    for page in _guide_pages()[1:]:
+        scripts = classify_code_blocks(page, page.read_text(encoding="utf-8"))[0]
+        if not scripts:
+            continue
+        folder = tmp_path / page.stem
+        folder.mkdir()
+        (folder / "page.py").write_text("\n\n".join(scripts))
+        done = subprocess.run([sys.executable, "page.py"], cwd=folder, capture_output=True,
+                              text=True, env=env, timeout=600)
+        assert done.returncode == 0, f"{page.relative_to(ROOT)}:\n{done.stderr[-3000:]}"
+        ran += 1
+    assert ran >= 1
+
+
+@pytest.mark.slow
+def test_the_adult_case_study_runs(capsys):
+    """examples/adult_marginals.py, shown in full on docs/marginals.md, at a small size
+    (the docs extra installs what it needs: pandas, statsmodels)."""
+    pytest.importorskip("statsmodels")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "adult_marginals", ROOT / "examples" / "adult_marginals.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # chains this short do not mix
+        module.main(draws=20, tune=20, m=3)
+    out = capsys.readouterr().out
+    assert "n = 46043, 10 attributes, 1,792,000 cells" in out
+    assert "gender_Male" in out and "3 synthetic datasets of 46043 records" in out

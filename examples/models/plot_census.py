@@ -6,7 +6,7 @@ census: nested geography, cross-classified persons, noisy tables per level
           \quad p^{(l)}_v \sim \mathrm{Dir}\big(\kappa_l\, p^{(l-1)}_{a(v)}\big), \quad
           x_i \sim \mathrm{Categorical}\big(p^{(L-1)}_{a(u_i)}\big),
 
-    s_{dp} = \big(T_q(x) + z_q\big)_q, \quad z_q \sim \mathcal N_{\mathbb Z}(0, 1/\rho_q).
+.. math:: s_{dp} = \big(T_q(x) + z_q\big)_q, \quad z_q \sim \mathcal N_{\mathbb Z}(0, 1/\rho_q).
 
 A record is a person ``[unit, cell]``: the finest geography unit they live in and their cell
 of the cross-classification (e.g. voting age x Hispanic origin x race). **Release
