@@ -2,11 +2,12 @@ r"""
 One chain on several cores, or on a dask cluster
 ================================================
 
-``dw.sample(..., cores=k)`` runs whole chains side by side. ``dw.Record(threads=k)`` spends
-``k`` cores on *one* chain: its records are split into groups that are swept at the same
-time, each on its own generator, so the draws for a seed do not depend on ``k``.
-``dw.Record(executor=client)`` sweeps the same groups on the workers of a dask cluster, with
-the same draws. How the records are split, and why it is exact: :doc:`/parallel`.
+``dw.sample(..., cores=k)`` runs whole chains side by side.
+``dw.Record(groups=dw.parallel.Threads(k))`` spends ``k`` cores on *one* chain: its records
+are split into groups that are swept at the same time, each on its own generator, so the
+draws for a seed do not depend on ``k``. ``dw.Record(groups=dw.parallel.Dask(client))``
+sweeps the same groups on the workers of a dask cluster, with the same draws. How the
+records are split, and why it is exact: :doc:`/parallel`.
 
 Below, a census release over a nation of 4 states of 10 blocks (persons by age x sex): the
 blocks' and the states' detailed histograms, and the nation's with little budget, so that its
@@ -36,8 +37,8 @@ model = census.model(geo, totals=sizes, levels=("nation", "state"))
 # ----------------------------------
 # The model splits itself by state (``model.partition``): four groups, here on two threads.
 run = dict(draws=1000, tune=1000, chains=2, seed=10, progress=False)
-one = dw.sample(model, mech, s_dp, n, method=dw.Record(threads=1), **run)
-two = dw.sample(model, mech, s_dp, n, method=dw.Record(threads=2), **run)
+one = dw.sample(model, mech, s_dp, n, method=dw.Record(groups=dw.parallel.Threads(1)), **run)
+two = dw.sample(model, mech, s_dp, n, method=dw.Record(groups=dw.parallel.Threads(2)), **run)
 
 
 def p(result):
@@ -55,7 +56,8 @@ print(f"{n} persons in {len(sizes)} blocks; threads=2 gives the draws of threads
 # records are scattered once and stay there).
 with Client(LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                          dashboard_address=None)) as client:
-    on_cluster = dw.sample(model, mech, s_dp, n, method=dw.Record(executor=client), **run)
+    on_a_cluster = dw.Record(groups=dw.parallel.Dask(client))
+    on_cluster = dw.sample(model, mech, s_dp, n, method=on_a_cluster, **run)
 print(f"a 2-worker dask cluster gives them too: {np.array_equal(p(one), p(on_cluster))}")
 summary = diagnostics.summary(on_cluster)
 print(f"worst R-hat {summary['r_hat'].max():.3f}, smallest bulk ESS "
