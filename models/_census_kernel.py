@@ -227,8 +227,8 @@ def theta_kernel(units, parents, cells: int, a0: float, b0: float, kappa_shape: 
         mean_accept = 0.0
         if hmc:
             for _ in range(hyper_steps):
-                u, a = hmc_step(rng, u, rows, rows[:0, 0], state, tuning)
-                mean_accept += a / hyper_steps
+                u, info = hmc_step(rng, u, rows, rows[:0, 0], state, tuning)
+                mean_accept += info.theta_accept / hyper_steps
             return u, mean_accept
         logp = alpha_logp_and_grad(u, rows)[0]
         for _ in range(hyper_steps):

@@ -49,7 +49,7 @@ __all__ = ["Kernel", "NonCentred", "PreparedDraw", "Move", "Moves", "MoveBuilder
 
 class Kernel(NamedTuple):
     """A theta kernel with per-chain state: a compiled ``step(rng, theta, x, stats, state,
-    tuning) -> (theta, accept_prob)`` and ``init_state(theta)``, the per-chain state that
+    tuning) -> (theta, info)`` and ``init_state(theta)``, the per-chain state that
     ``step`` may update in place while ``tuning`` (see :mod:`dawrap.kernels`): a float64
     array, or a NamedTuple of float64 arrays (typed fields, as the built-in kernels'
     ``RandomWalkState`` and ``HmcState``; a checkpoint stores them flattened).
@@ -57,13 +57,18 @@ class Kernel(NamedTuple):
     Attributes
     ----------
     step : numba.njit function
-        ``(rng, theta, x, stats, state, tuning) -> (theta, accept_prob)``; ``accept_prob``
-        NaN for a kernel that always moves.
+        ``(rng, theta, x, stats, state, tuning) -> (theta, info)``: ``info`` the step's
+        acceptance probability (NaN for a kernel that always moves), or a tuple of floats,
+        one per name in ``stats`` (e.g. HMC's acceptance probability, divergence, step size
+        and leapfrog steps).
     init_state : callable
         ``(theta) -> state``: a chain's state at the start of warm-up (a float64 array or a
         NamedTuple of them).
     name : str
         A label stored with results.
+    stats : tuple of str
+        The names of ``info``'s values: each becomes a variable of the result's
+        ``sample_stats`` (default: the acceptance probability alone, ``theta_accept``).
 
     Examples
     --------
@@ -84,9 +89,10 @@ class Kernel(NamedTuple):
     >>> state
     array([1.])
     """
-    step: object                     # njit (rng, theta, x, stats, state, tuning) -> (theta, a)
+    step: object                     # njit (rng, theta, x, stats, state, tuning) -> (theta, info)
     init_state: Callable             # (theta) -> float64 array or NamedTuple of them
     name: str = "kernel"
+    stats: tuple = ("theta_accept",)  # the names of info's values (sample stats)
 
 
 def no_state(theta) -> np.ndarray:

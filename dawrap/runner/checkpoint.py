@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ..samplers.arrays import flatten_state
-from ..samplers.record import SAMPLE_STATS, RecordState, Trace
+from ..samplers.record import RecordState, Trace, sample_stats
 from .fingerprint import FORCE_VARIABLE, UNVERIFIABLE
 from .._files import Lock, as_path, atomic_write, ensure_folder, is_held, kind_of, refuse_special
 
@@ -252,7 +252,8 @@ def _check_shapes(path: Path, data: dict, settings: dict) -> None:
     kept = draws if settings.get("keep_stats") else 0
     expected = {"theta": (theta_size,), "x": (n, record_size), "total": (size,),
                 "trace_theta": (draws, theta_size), "trace_total": (kept, size),
-                "trace_stats": (draws, len(SAMPLE_STATS))}
+                "trace_stats": (draws, len(sample_stats(
+                    tuple(settings.get("kernel_stats", ("theta_accept",))))))}
     for key in ("stats", "kernel_state", "move_state"):
         expected[key] = (data[key].shape[0],) if data[key].ndim == 1 else ("a vector",)
     for key, shape in expected.items():

@@ -27,6 +27,7 @@ import warnings
 import numpy as np
 
 from ..samplers import parallel, record
+from ..samplers.loop import as_floats
 from ..samplers.status import OK, BAD_SUPPORT
 from .group_worker import WorkerLayout
 
@@ -494,12 +495,12 @@ class GroupedChain:
         for it in range(start, stop):
             tuning = it < tune
             if setup.compiled_kernel:
-                theta_new, theta_accept = setup.kernel.step(
+                theta_new, kernel_info = setup.kernel.step(
                     rng, state.theta, state.x, state.stats.copy(), state.kernel_state, tuning)
             else:
                 x_view = state.x.view()
                 x_view.flags.writeable = False
-                theta_new, theta_accept = _theta_output(
+                theta_new, kernel_info = _theta_output(
                     model.draw_theta(rng, state.theta, x_view, state.stats.copy()), model,
                     "draw_theta")
             status = record.set_theta(state, theta_new)
@@ -527,6 +528,6 @@ class GroupedChain:
                 swept = parallel.info_of(accepted, n * inputs.sweeps, min_log_alpha, OK,
                                          move_accept)
                 info = record.RecordInfo(OK, swept.accept_rate, swept.min_accept_prob,
-                                         float(theta_accept), swept.move_accept)
+                                         as_floats(kernel_info), swept.move_accept)
                 setup.chain.keep(it - tune, state, info, *trace)
         return state, stop, OK

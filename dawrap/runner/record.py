@@ -106,6 +106,18 @@ def _theta_output(out, model: Model, name: str):
     return model.pack(theta, f"the theta returned by {name}"), float(accept)
 
 
+def _check_kernel_info(info, kernel) -> None:
+    """A Kernel step's ``info``: a number (its acceptance probability, ``stats`` of one
+    name) or a tuple of numbers, one per name of ``kernel.stats``."""
+    values = info if isinstance(info, tuple) else (info,)
+    if not all(is_real(v) for v in values):
+        raise TypeError(f"draw_theta.step returned (theta, info) with info {info!r}; expected "
+                        f"a float (the acceptance probability) or a tuple of floats")
+    if len(values) != len(kernel.stats):
+        raise ValueError(f"draw_theta.step's info has {len(values)} value(s) but the Kernel "
+                         f"names {len(kernel.stats)} (stats={kernel.stats}): one name per value")
+
+
 def _describe(state) -> str:
     """What a kernel state that is not one is, for the error."""
     if isinstance(state, np.ndarray):
@@ -113,6 +125,8 @@ def _describe(state) -> str:
     return f"{type(state).__name__} {state!r}"[:200]
 
 
+#: The sample stats of a theta kernel's info by default: its acceptance probability.
+KERNEL_STATS = ("theta_accept",)
 #: The chain's move slot when no move runs.
 NO_MOVE = Move(record.no_move, "no move")
 
@@ -311,8 +325,10 @@ class _Setup:
                                 f"NamedTuple of float64 arrays, got {_describe(kernel_state)}")
             out = call_user(kernel.step, "draw_theta.step", rng, state.theta, state.x,
                             state.stats, kernel_state, True)
-            if not isinstance(out, tuple):
-                raise TypeError("draw_theta.step must return (theta, accept_prob)")
+            if not isinstance(out, tuple) or len(out) != 2:
+                raise TypeError("draw_theta.step must return (theta, info)")
+            _check_kernel_info(out[1], kernel)
+            out = (out[0], np.nan)  # (its info checked)
         else:
             out = call_user(model.draw_theta, "draw_theta", rng, state.theta, state.x,
                             state.stats)
@@ -326,6 +342,12 @@ class _Setup:
                 else as_kernel(model.draw_theta, isinstance(out, tuple))
             self.compiled_kernel = True
             self.chain = self._bind()
+
+    @property
+    def sample_stats(self) -> tuple:
+        """The chain's sample stats, in column order: the record sweeps' and the theta
+        kernel's (its ``stats``: :func:`dawrap.samplers.record.sample_stats`)."""
+        return record.sample_stats(self.kernel.stats)
 
     def fresh_state(self, theta, x):
         """A chain's starting state: running sums from ``x``, the kernel's initial state."""
@@ -382,14 +404,15 @@ class Control:
         self.groups = None  # where each chain's groups run (dw.parallel.Threads or Dask)
 
 
-def _new_traces(chains: int, draws: int, theta_size: int, size: int,
-                keep_stats: bool) -> record.Trace:
+def _new_traces(chains: int, draws: int, theta_size: int, size: int, keep_stats: bool,
+                stat_count: int = len(record.SAMPLE_STATS)) -> record.Trace:
     """Every chain's output in one array per field, ``(chains, draws, ...)``: chain ``c``
     writes into its rows (:func:`_chain_trace`), and the result is these arrays, not a
     stacked copy of per-chain ones (the kept draws are the largest thing a run holds: at
-    10^6 census records, 1.9 GB, held twice by the stack)."""
+    10^6 census records, 1.9 GB, held twice by the stack). ``stat_count`` sample stats a
+    draw (:func:`dawrap.samplers.record.sample_stats`)."""
     return record.Trace(np.empty((chains, draws, theta_size)),
-                        np.empty((chains, draws, len(record.SAMPLE_STATS))),
+                        np.empty((chains, draws, stat_count)),
                         np.empty((chains, draws if keep_stats else 0, size)))
 
 
@@ -398,9 +421,10 @@ def _chain_trace(traces: record.Trace, chain: int) -> record.Trace:
     return record.Trace(*(field[chain] for field in traces))
 
 
-def _new_trace(draws: int, theta_size: int, size: int, keep_stats: bool) -> record.Trace:
+def _new_trace(draws: int, theta_size: int, size: int, keep_stats: bool,
+               stat_count: int = len(record.SAMPLE_STATS)) -> record.Trace:
     """One chain's output on its own (a compile run, a benchmark)."""
-    return _chain_trace(_new_traces(1, draws, theta_size, size, keep_stats), 0)
+    return _chain_trace(_new_traces(1, draws, theta_size, size, keep_stats, stat_count), 0)
 
 
 def _advance(setup: _Setup, rng, state, start: int, stop: int, tune: int, trace,
@@ -567,7 +591,8 @@ def _compile(setup: _Setup, theta, x, keep_stats: bool) -> None:
     copy of a few records (same types; no copy of a large database). Its outcome is unused."""
     state = setup.fresh_state(theta.copy(), x[:8].copy())
     rng = np.random.default_rng(0)
-    trace = _new_trace(1, theta.shape[0], setup.s_dp.shape[0], keep_stats)
+    trace = _new_trace(1, theta.shape[0], setup.s_dp.shape[0], keep_stats,
+                       len(setup.sample_stats))
     setup.chain.run(rng, state, setup.inputs, 0, 1, 0, *trace)  # (a Python kernel: theta)
 
 
@@ -605,6 +630,10 @@ def _run_record(model, mechanism, s_dp, n, rngs, method, shared, stop) -> Output
     chains = len(rngs)
     settings = {"model": model.fingerprint, "mechanism": mechanism.fingerprint, "n": n,
                 "draws": draws, "kernel": getattr(model.draw_theta, "name", "draw_theta"),
+                # a kernel's own sample stats (more columns of the trace's stats)
+                **({"kernel_stats": list(model.draw_theta.stats)}
+                   if isinstance(model.draw_theta, Kernel)
+                   and tuple(model.draw_theta.stats) != KERNEL_STATS else {}),
                 "tune": tune, "chains": chains, "keep_stats": bool(keep_stats),
                 "s_dp": [float(v) for v in s_dp], "seed": shared.seed_entropy,
                 "theta_size": model.theta_size, "record_size": model.record_size,
@@ -674,7 +703,8 @@ def _run_record(model, mechanism, s_dp, n, rngs, method, shared, stop) -> Output
     keep_draws = tuple((j + 1) * draws // count - 1 for j in range(count))
     databases = [np.empty((count, n, model.record_size)) if count else None
                  for _ in range(chains)]
-    out = _new_traces(chains, draws, model.theta_size, mechanism.size, keep_stats)
+    out = _new_traces(chains, draws, model.theta_size, mechanism.size, keep_stats,
+                      len(setup.sample_stats))
     with lock(control.checkpoint), bar:  # no other run may write the checkpoint meanwhile
         results = run_parallel(
             [functools.partial(_run_chain, setup, c, rng, starts, tune, draws, keep_stats,
@@ -695,7 +725,7 @@ def _run_record(model, mechanism, s_dp, n, rngs, method, shared, stop) -> Output
 
     sample_stats = {}
     stats = rows(out.stats)
-    for column, name in enumerate(record.SAMPLE_STATS):  # those a run reports (not NaN
+    for column, name in enumerate(setup.sample_stats):  # those a run reports (not NaN
         values = stats[:, :, column]                    # throughout)
         if not np.all(np.isnan(values)):
             sample_stats[name] = values

@@ -41,9 +41,12 @@ while tuning, which updates the kernel's state in place):
 
 >>> x = np.array([[1.0, 1.0, 0.5], [0.0, 1.0, -1.2], [1.0, 1.0, 2.0]])
 >>> beta, state = np.zeros(2), kernel.init_state(np.zeros(2))
->>> beta, accept_prob = kernel.step(np.random.default_rng(0), beta, x, np.zeros(0), state, True)
->>> beta.shape, 0.0 <= accept_prob <= 1.0
-((2,), True)
+>>> beta, info = kernel.step(np.random.default_rng(0), beta, x, np.zeros(0), state, True)
+>>> beta.shape, 0.0 <= info.theta_accept <= 1.0, info.diverging
+((2,), True, 0.0)
+
+Its info becomes the result's sample stats (``kernel.stats``): the acceptance probability,
+whether the trajectory diverged, the step size and the number of leapfrog steps.
 """
 from __future__ import annotations
 
@@ -57,7 +60,7 @@ from .._checks import as_count, as_positive_float, require_arity, require_njit
 from ..model.protocols import Kernel
 from .acceptance import acceptance_probability
 
-__all__ = ["hmc", "identity", "HmcState"]
+__all__ = ["hmc", "identity", "HmcState", "HmcInfo", "DIVERGENCE"]
 
 class HmcState(NamedTuple):
     """The per-chain state of :func:`hmc`, carried by the sampler and updated in place during
@@ -76,6 +79,19 @@ class HmcState(NamedTuple):
     m2: np.ndarray           # (d,) its sum of squared deviations
     g2: np.ndarray           # (d,) its sum of squared gradients
 
+
+class HmcInfo(NamedTuple):
+    """What one step of :func:`hmc` reports: each field a sample stat of the result."""
+    theta_accept: float  # the acceptance probability of the trajectory's end point
+    diverging: float     # 1.0 where the trajectory diverged (DIVERGENCE), else 0.0
+    step_size: float     # the leapfrog step it used (jittered)
+    n_steps: float       # the leapfrog steps it made
+
+
+#: A trajectory diverges when its log density stops being finite or its energy error
+#: exceeds this (Stan's threshold): the step size is too large for the posterior's curvature
+#: there, and the draws may miss that region.
+DIVERGENCE = 1000.0
 
 _FIRST_WINDOW = 50.0
 # Dual-averaging constants of Hoffman & Gelman (2014), section 3.2.1.
@@ -241,10 +257,13 @@ def hmc(logp_and_grad, step_size: float = 0.1, path_length: float = 2.0,
                     ok = False
                     break
                 p += (0.5 if l == n_steps - 1 else 1.0) * eps * grad
-        a = acceptance_probability(h0 + logp - 0.5 * np.sum(inv_mass * p * p)) if ok else 0.0
+        error = -(h0 + logp - 0.5 * np.sum(inv_mass * p * p)) if ok else math.inf
+        a = acceptance_probability(-error) if ok else 0.0
         accepted = a >= 1.0 or rng.random() < a
         if tuning:
             _adapt(state, u if accepted else u0, grad if accepted else grad0, a, goal)
-        return (bwd(u) if accepted else theta.copy()), a
+        diverging = 0.0 if error <= DIVERGENCE else 1.0
+        return ((bwd(u) if accepted else theta.copy()),
+                HmcInfo(a, diverging, eps, float(n_steps)))
 
-    return Kernel(step, init_state, "hmc")
+    return Kernel(step, init_state, "hmc", HmcInfo._fields)

@@ -65,14 +65,15 @@ A step that counts its calls, and the loop bound to it:
 from __future__ import annotations
 
 import numba
-from numba import literal_unroll
+from numba import literal_unroll, types
+from numba.extending import overload
 
 from ..compile import templates as _templates
 from .arrays import copy_into
 from .status import OK
 
 __all__ = ["run", "keep", "unchanged", "released_statistic", "bind", "sample_stat_names",
-           "STEP", "SCHEDULE", "KEPT_STATISTIC"]
+           "as_floats", "STEP", "SCHEDULE", "KEPT_STATISTIC"]
 
 STEP = _templates.slot("(rng, state, inputs) -> (state, info): one iteration; info's first "
                        "field is the status, the others the sample stats")
@@ -94,14 +95,64 @@ def released_statistic(state):
     return state.s_centre
 
 
+def as_floats(value):
+    """A kernel step's info as a tuple of floats: a lone number (an acceptance probability)
+    becomes a tuple of one, a tuple of floats stays as it is. Compiled code calls it through
+    its overload; in Python it is the same.
+
+    Examples
+    --------
+    >>> from dawrap.samplers.loop import as_floats
+    >>> as_floats(0.5), as_floats((0.5, 1.0))
+    ((0.5,), (0.5, 1.0))
+    """
+    return tuple(float(v) for v in value) if isinstance(value, tuple) else (float(value),)
+
+
+@overload(as_floats, jit_options={"nogil": True})
+def _as_floats(value):
+    if isinstance(value, (types.Float, types.Integer, types.Boolean)):
+        return lambda value: (float(value),)
+    if isinstance(value, types.BaseTuple) and all(isinstance(t, types.Float)
+                                                  for t in value.types):
+        return lambda value: value
+    raise numba.core.errors.TypingError(
+        f"a kernel step's info must be a number (its acceptance probability) or a tuple of "
+        f"floats (one per name in the Kernel's stats), got {value}")
+
+
+def _put(out_stats, row, k, value):
+    """Store one sample stat (a number) or a tuple of them from column ``k``; the next."""
+    out_stats[row, k] = value
+    return k + 1
+
+
+@overload(_put, jit_options={"nogil": True})
+def _put_overload(out_stats, row, k, value):
+    if isinstance(value, types.BaseTuple):
+        def put_all(out_stats, row, k, value):
+            for v in value:  # (a tuple of floats: as_floats)
+                out_stats[row, k] = v
+                k += 1
+            return k
+        return put_all
+
+    def put_one(out_stats, row, k, value):
+        out_stats[row, k] = value
+        return k + 1
+    return put_one
+
+
 def _store_stats(out_stats, row, info):
-    """The info's sample stats (every field after ``status``) into row ``row``, in order (by
-    index, not through a row view: a view costs a reference count per kept draw)."""
-    k = -1  # the status first: not stored
+    """The info's sample stats (every field after ``status``; a field may be a tuple of
+    them, as a theta kernel's info) into row ``row``, in order (by index, not through a row
+    view: a view costs a reference count per kept draw)."""
+    k, first = 0, True  # the status first: not stored
     for value in literal_unroll(info):
-        if k >= 0:
-            out_stats[row, k] = value
-        k += 1
+        if first:
+            first = False
+        else:
+            k = _put(out_stats, row, k, value)
 
 
 def keep(row, state, info, out_theta, out_stats, out_s):

@@ -40,13 +40,14 @@ from ..model.protocols import (anywhere, draw_database, no_prepare, no_prepared_
                                no_prepared_proposal, no_records)
 from .arrays import add_into, all_finite, copy_into
 from . import loop, entries_path
+from .loop import as_floats
 from .entries_path import (merge_entries, entries_sums, entries_consistency, prefetch,
                            PREFETCH_AHEAD, PREFETCH_FROM_CELLS)
 from ..mechanisms.separable import (gaussian_coordinate, laplace_coordinate, no_coordinate,
                                     no_entries, no_model_entries)
 
 __all__ = ["RecordFunctions", "RecordState", "StepInfo", "RecordInfo", "Trace", "Inputs",
-           "Chain", "SAMPLE_STATS", "bind_chain", "prepared_fields", "no_move", "given_theta",
+           "Chain", "SAMPLE_STATS", "sample_stats", "bind_chain", "prepared_fields", "no_move", "given_theta",
            "given_theta_state", "schedule", "running_total", "STATUS_MESSAGES",
            "REFRESH_EVERY", "BLOCK", "anywhere"]
 
@@ -191,11 +192,11 @@ class StepInfo(NamedTuple):
 
 class RecordInfo(NamedTuple):
     """What one iteration reports (:func:`step`): its status, then the sample stats, in the
-    order of :data:`SAMPLE_STATS` (the loop stores them, :func:`dawrap.samplers.loop.keep`)."""
+    order of :func:`sample_stats` (the loop stores them, :func:`dawrap.samplers.loop.keep`)."""
     status: int             # OK, or the code of what went wrong (see STATUS_MESSAGES)
     accept_rate: float      # fraction of record proposals accepted in the iteration's sweeps
     min_accept_prob: float  # smallest record acceptance probability met in the iteration
-    theta_accept: float     # the theta kernel's acceptance probability (NaN: none reported)
+    kernel: tuple           # the theta kernel's info, its Kernel.stats (theta_accept: NaN, none)
     move_accept: float      # the extra theta move's (NaN: no move)
 
 
@@ -203,7 +204,7 @@ class Trace(NamedTuple):
     """Preallocated per-chain output, one row per kept draw: the run loop's outputs
     (:func:`dawrap.samplers.loop.run`, called as ``chain.run(..., *trace)``)."""
     theta: np.ndarray  # (draws, theta_size)
-    stats: np.ndarray  # (draws, len(SAMPLE_STATS)): RecordInfo's sample stats, in order
+    stats: np.ndarray  # (draws, len(sample_stats(kernel))): RecordInfo's sample stats
     total: np.ndarray  # (draws, size), or (0, size) when not kept
 
 
@@ -248,16 +249,30 @@ class Chain(NamedTuple):
     arrange: object
 
 
-#: The per-iteration statistics the record sampler emits (the fields of :class:`RecordInfo`
-#: after its status, in order: each a column of ``Trace.stats`` and a variable of the
-#: result's ``sample_stats``), with what they mean. Those that are NaN
-#: throughout a run (no Metropolis theta kernel, no extra move) are left out of the result.
+#: The per-iteration statistics the record sampler emits with the default theta kernel info
+#: (the fields of :class:`RecordInfo` after its status, the kernel's expanded: each a column
+#: of ``Trace.stats`` and a variable of the result's ``sample_stats``), with what they mean.
+#: Those that are NaN throughout a run (no Metropolis theta kernel, no extra move) are left
+#: out of the result.
 SAMPLE_STATS = {
     "accept_rate": "fraction of record proposals accepted in the iteration's sweeps",
     "min_accept_prob": "smallest record acceptance probability met in the iteration",
     "theta_accept": "acceptance probability of the theta kernel (a Metropolis step)",
     "move_accept": "mean acceptance probability of the non-centred (interweaving) move",
 }
+
+
+def sample_stats(kernel_stats=("theta_accept",)) -> tuple:
+    """The names of the record chain's sample stats, in column order, for a theta kernel
+    whose info has the values ``kernel_stats`` (:attr:`dawrap.kernels.Kernel.stats`).
+
+    Examples
+    --------
+    >>> from dawrap.samplers.record import sample_stats
+    >>> sample_stats(("theta_accept", "divergent"))
+    ('accept_rate', 'min_accept_prob', 'theta_accept', 'divergent', 'move_accept')
+    """
+    return ("accept_rate", "min_accept_prob", *kernel_stats, "move_accept")
 
 
 def init(theta, x, inputs, kernel_state, move_state):
@@ -773,19 +788,19 @@ def step(rng, state, inputs):
     it = state.clock[0]
     tuning = it < state.clock[1]
     # A copy of the running statistic: a kernel that modifies its input cannot corrupt it.
-    theta_new, theta_accept = KERNEL_STEP(rng, state.theta, state.x, state.stats.copy(),
+    theta_new, kernel_info = KERNEL_STEP(rng, state.theta, state.x, state.stats.copy(),
                                           state.kernel_state, tuning)
     status = set_theta(state, theta_new)
     if status == OK and not THETA_SUPPORT(state.theta):
         status = BAD_SUPPORT
     if status != OK:
-        return state, RecordInfo(status, math.nan, math.nan, theta_accept, math.nan)
+        return state, RecordInfo(status, math.nan, math.nan, as_floats(kernel_info), math.nan)
     state, info = update_records(rng, state, inputs, tuning)
     if info.status == OK and (it + 1) % REFRESH_EVERY == 0:
         state, status = REFRESH(state, inputs.s_dp, inputs.params)
         info = StepInfo(info.accept_rate, info.min_accept_prob, status, info.move_accept)
     return state, RecordInfo(info.status, info.accept_rate, info.min_accept_prob,
-                             theta_accept, info.move_accept)
+                             as_floats(kernel_info), info.move_accept)
 
 
 #: Running sums may differ from a recomputation by rounding only: at most this fraction of

@@ -37,9 +37,33 @@ def test_hmc_recovers_the_exact_normal_mean_posterior(check_posterior, draws_of)
     exact = normal_mean.exact_posterior_gaussian(s_dp, N, NOISE, MU0, SD0, SIGMA)
     idata = dw.sample(model, mech, s_dp, N, draws=4000, tune=1000, seed=3)
     check_posterior(draws_of(idata, "mu"), exact)
-    accept = diagnostics.group(idata, "sample_stats")["theta_accept"].values
+    stats = diagnostics.group(idata, "sample_stats")
+    accept = stats["theta_accept"].values
     # dual averaging aimed at 0.8 from a step size far too large for this posterior
     assert 0.6 < accept.mean() < 0.95
+    # the kernel's info is the result's sample stats: the step size each chain froze
+    # (jittered by [0.8, 1.2]), the leapfrog steps (ceil(2 / step)), no divergence once tuned
+    step, steps = stats["step_size"].values, stats["n_steps"].values
+    assert np.all(step.max(axis=1) / step.min(axis=1) <= 1.2 / 0.8 + 1e-12)
+    assert np.array_equal(steps, np.minimum(64, np.ceil(2.0 / step)))
+    assert np.all(stats["diverging"].values == 0.0)
+
+
+def test_a_divergent_trajectory_is_reported():
+    # one step of size 50 on a posterior of sd about 0.14 (50 records N(mu, 1)): the energy
+    # error is far above 1000 (and the log density may overflow): diverging, rejected
+    kernel = dw.kernels.hmc(logp_and_grad, step_size=50.0, path_length=50.0)
+    x = np.random.default_rng(0).normal(1.0, 1.0, (50, 1))
+    theta = np.array([1.0])
+    state = kernel.init_state(theta)
+    moved, info = kernel.step(np.random.default_rng(1), theta, x, np.zeros(0), state, False)
+    assert info.diverging == 1.0 and info.theta_accept < 1e-100 and moved[0] == theta[0]
+    assert kernel.stats == ("theta_accept", "diverging", "step_size", "n_steps")
+    # a step that fits the posterior does not diverge
+    kernel = dw.kernels.hmc(logp_and_grad, step_size=0.05, path_length=0.2)
+    state = kernel.init_state(theta)
+    _, info = kernel.step(np.random.default_rng(1), theta, x, np.zeros(0), state, False)
+    assert info.diverging == 0.0 and info.n_steps == math.ceil(0.2 / info.step_size)
 
 
 D = 2

@@ -37,9 +37,12 @@ def _trace(draws, keep_total=True):
 
 
 def test_the_sample_stats_are_the_info_fields():
-    """SAMPLE_STATS (what the runner names sample_stats after) is RecordInfo's declaration,
-    in the order the loop stores the columns."""
-    assert loop.sample_stat_names(record.RecordInfo) == tuple(record.SAMPLE_STATS)
+    """SAMPLE_STATS (what the runner names sample_stats after, for the default kernel info)
+    is RecordInfo's declaration with the kernel's info in its place, in the order the loop
+    stores the columns."""
+    fields = loop.sample_stat_names(record.RecordInfo)
+    assert fields == ("accept_rate", "min_accept_prob", "kernel", "move_accept")
+    assert record.sample_stats() == tuple(record.SAMPLE_STATS)
     assert record.RecordInfo._fields[0] == "status"
 
 
@@ -64,7 +67,8 @@ def test_run_keeps_what_the_steps_report(compiled):
         if it >= tune:
             row = it - tune
             assert np.array_equal(trace.theta[row], state.theta)
-            assert np.array_equal(trace.stats[row], np.array(info[1:]), equal_nan=True)
+            flat = [info.accept_rate, info.min_accept_prob, *info.kernel, info.move_accept]
+            assert np.array_equal(trace.stats[row], np.array(flat), equal_nan=True)
             assert np.array_equal(trace.total[row], state.total)
     assert np.array_equal(by_loop.x, state.x)
     assert 0.0 < trace.stats[:, 0].min() and trace.stats[:, 0].max() <= 1.0  # accept_rate
