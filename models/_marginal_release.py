@@ -77,7 +77,8 @@ class Noise:
     ValueError: Noise('discrete_gaussian', scale=0.001, budget=0.01): ... gives rho = 1 / scale^2 = 1000000.0, not 0.01...
     """
 
-    __slots__ = ("kind", "scale")
+    # No __slots__: a run's fingerprint (dawrap.runner.fingerprint) digests a dawrap object
+    # by its __dict__, and a checkpointed run must stay verifiable.
 
     def __init__(self, kind: str, scale: float, budget: float | None = None):
         if not isinstance(kind, str) or kind not in KINDS:

@@ -150,6 +150,18 @@ def test_the_guarantee_cannot_be_changed_after_the_release_is_built():
     assert mech.privacy == before == {"epsilon": 0.5, "rho": 0.25, "rho_total": 0.375}
 
 
+def test_a_run_with_a_marginal_release_stays_verifiable_on_resume():
+    # a checkpoint resumes only the run that wrote it: the noises must have a digest
+    from dawrap.runner.fingerprint import UNVERIFIABLE, run_fingerprint
+
+    model = marginals.model(LEVELS, TABLES)
+    one = run_fingerprint(model, marginals.mechanism(LEVELS, TABLES, Noise.geometric(1.0)))
+    assert not [k for k, v in one.items() if v.startswith(UNVERIFIABLE)]
+    other = run_fingerprint(model, marginals.mechanism(LEVELS, TABLES, Noise.geometric(0.5)))
+    assert one["mechanism.noises"] != other["mechanism.noises"]
+    assert one["mechanism._privacy"] != other["mechanism._privacy"]
+
+
 def test_summed_budgets_are_shown_without_float_rounding():
     # 0.05 + 0.1 printed 0.15000000000000002
     mech = marginals.laplace(LEVELS, TABLES, [0.05, 0.1])
