@@ -159,8 +159,9 @@ def _compile(where, marginal, offsets, cells):
         if x_i.shape[0] != 2:
             return False
         u, c = x_i[0], x_i[1]
-        return 0 <= u < units and 0 <= c < n_cells and u == math.floor(u) \
-            and c == math.floor(c)
+        # without branches: a few nanoseconds a record update
+        return (0.0 <= u) & (u < units) & (u == np.floor(u)) & (0.0 <= c) & (c < n_cells) \
+            & (c == np.floor(c))
 
     @numba.njit(nogil=True, cache=cache, inline="always")
     def entries(x_i, index, value):
