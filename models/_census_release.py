@@ -122,7 +122,9 @@ def statistic(geography: Geography, queries):
     -------
     numba.njit function
         ``(x_i, out)``; a record that is not ``[unit, cell]`` of the geography (another
-        length, a unit or cell out of range, NaN or fractional) contributes nothing.
+        length, a unit or cell out of range or NaN) contributes nothing (a fractional code is
+        read as its integer part: :meth:`Layout.check_records` refuses it where records
+        enter a release).
 
     Examples
     --------
@@ -154,18 +156,18 @@ def _compile(where, marginal, offsets, cells):
     cache = max(where.nbytes, marginal.nbytes) <= 10 ** 6
 
     @numba.njit(nogil=True, cache=cache, inline="always")
-    def is_record(x_i):
-        # [unit, cell], each a whole number in range (NaN fails the comparisons too)
+    def in_range(x_i):
+        # [unit, cell], each in range (NaN fails the comparisons too); a fractional code is
+        # refused where records enter a release (Layout.check_records), not here: the check
+        # runs at every record update
         if x_i.shape[0] != 2:
             return False
         u, c = x_i[0], x_i[1]
-        # without branches: a few nanoseconds a record update
-        return (0.0 <= u) & (u < units) & (u == np.floor(u)) & (0.0 <= c) & (c < n_cells) \
-            & (c == np.floor(c))
+        return 0 <= u < units and 0 <= c < n_cells
 
     @numba.njit(nogil=True, cache=cache, inline="always")
     def entries(x_i, index, value):
-        if not is_record(x_i):
+        if not in_range(x_i):
             return 0
         u, c = int(x_i[0]), int(x_i[1])
         for q in range(count):
@@ -176,7 +178,7 @@ def _compile(where, marginal, offsets, cells):
     @numba.njit(nogil=True, cache=cache)
     def census_statistic(x_i, out):
         out[:] = 0.0
-        if not is_record(x_i):
+        if not in_range(x_i):
             return
         u, c = int(x_i[0]), int(x_i[1])
         for q in range(count):

@@ -220,11 +220,13 @@ def table_statistic(levels: tuple, tables: tuple):
     attributes in the order given), declared sparse (one entry per table), and the
     tables' sizes.
 
-    A record that is not one of ``levels``' (not one level code per attribute, or a code
-    that is not a whole number in ``0..levels[a] - 1``: NaN, negative, too large, fractional)
-    contributes nothing: it can never be counted in a cell of another level or another
-    table. The check is one comparison per attribute, and a valid record's cells are those
-    it always had."""
+    A record of another length, or with a code outside ``[0, levels[a])`` (negative, too
+    large, NaN), contributes nothing: it can never be counted in a cell of another table or
+    beyond its own. (A fractional code inside the range is read as its integer part here;
+    :meth:`MarginalRelease.check_records` refuses it wherever records enter a release, and
+    records the sampler imputes are the model's, always whole numbers.) The check is two
+    comparisons per attribute without branches, and a valid record's cells are those it
+    always had."""
     sizes = np.array([math.prod(levels[a] for a in t) for t in tables], dtype=np.int64)
     width = max(len(t) for t in tables)
     attr = np.full((len(tables), width), -1, dtype=np.int64)
@@ -241,21 +243,21 @@ def table_statistic(levels: tuple, tables: tuple):
     jit = closure_jit(attr, stride, offset, length, upper)
 
     @numba.njit(nogil=True, cache=True, inline="always")  # upper: one float an attribute
-    def is_record(x_i):
+    def in_range(x_i):
         # every attribute, not only the tables': a record is counted in all its tables or
-        # in none (NaN fails the comparisons too). Without branches, inlined: a few
-        # nanoseconds a record update.
+        # in none (NaN fails the comparisons too). Without branches, inlined: about a
+        # nanosecond a record update (an integrality test here would cost five times more)
         if x_i.shape[0] != attributes:
             return False
         ok = True
         for a in range(attributes):
             v = x_i[a]
-            ok &= (0.0 <= v) & (v < upper[a]) & (v == np.floor(v))
+            ok &= (0.0 <= v) & (v < upper[a])
         return ok
 
     @jit
     def entries(x_i, index, value):
-        if not is_record(x_i):
+        if not in_range(x_i):
             return 0
         for m in range(count):
             j = offset[m]
@@ -268,7 +270,7 @@ def table_statistic(levels: tuple, tables: tuple):
     @jit
     def statistic(x_i, out):
         out[:] = 0.0
-        if not is_record(x_i):
+        if not in_range(x_i):
             return
         for m in range(count):
             j = offset[m]

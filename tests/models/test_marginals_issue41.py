@@ -198,14 +198,15 @@ def test_a_secure_release_refuses_records_that_are_not_levels(records, message):
             release()
 
 
-def test_a_record_that_is_not_levels_contributes_to_no_cell_of_any_table():
+def test_a_record_outside_the_levels_contributes_to_no_cell_of_any_table():
     mech = marginals.mechanism(LEVELS, TABLES, [Noise.geometric(1.0),
                                                 Noise.discrete_gaussian(1.0)])
     entries = sparse_form(mech.statistic).entries
     index, value = np.empty(2, np.int64), np.empty(2)
     out = np.empty(mech.size)
-    for record in ([0, 2, 0], [0, -1, 0], [0.5, 0, 0], [np.nan, 0, 0], [0, 0], [0, 0, 0, 0],
-                   [1e300, 0, 0], [0, 0, -0.5]):
+    # (a fractional code inside the range is refused where records enter: check_records)
+    for record in ([0, 2, 0], [0, -1, 0], [np.nan, 0, 0], [0, 0], [0, 0, 0, 0],
+                   [1e300, 0, 0], [0, 0, -0.5], [0, 0, 2.5], [np.inf, 0, 0]):
         x_i = np.array(record, float)
         out[:] = 7.0
         mech.statistic(x_i, out)
