@@ -11,12 +11,17 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["Geography", "Query", "query", "as_geography", "as_queries", "DETAILED", "TOTAL"]
+__all__ = ["Geography", "Query", "query", "as_geography", "as_queries", "DETAILED", "TOTAL",
+           "MAX_CELLS"]
 
 #: ``query(..., marginal=DETAILED)``: the full cross-classified histogram of each unit.
 DETAILED = "detailed"
 #: ``query(..., marginal=TOTAL)``: each unit's number of persons.
 TOTAL = "total"
+#: Most cells of the cross-classification :class:`Geography` accepts by default: the model
+#: and the release hold arrays of every cell for every unit (a marginal's index alone is 8
+#: bytes a cell and attribute), so more is refused before anything is allocated.
+MAX_CELLS = 10 ** 6
 
 
 def _name(value, what: str) -> str:
@@ -40,6 +45,9 @@ class Geography:
         The attributes a person is cross-classified by and their numbers of categories, e.g.
         ``{"voting_age": 2, "hispanic": 2, "race": 63}`` (252 cells); an int ``K`` is
         ``{"category": K}``. A person's cell is the row-major index of their categories.
+    max_cells : int
+        Refuse attributes of more cells than this (default :data:`MAX_CELLS`), before
+        anything is allocated.
 
     Attributes
     ----------
@@ -72,7 +80,7 @@ class Geography:
     ValueError: Geography: the finest level 'block' must give each unit its own code; ...
     """
 
-    def __init__(self, levels: Mapping, attributes):
+    def __init__(self, levels: Mapping, attributes, *, max_cells: int = MAX_CELLS):
         if not isinstance(levels, Mapping) or not levels:
             raise TypeError(f"Geography: levels must be a non-empty dict of level name -> the "
                             f"code of each finest unit's unit at that level, coarsest level "
@@ -123,6 +131,17 @@ class Geography:
         if self.cells < 2:
             raise ValueError(f"Geography: the attributes must have at least 2 cells in all, "
                              f"got {self.attributes}")
+        if isinstance(max_cells, bool) or not isinstance(max_cells, numbers.Real) \
+                or not max_cells >= 2:  # NaN fails too
+            raise ValueError(f"Geography: max_cells must be a number >= 2 (the most cells "
+                             f"the attributes may cross-classify persons into), got "
+                             f"{max_cells!r}")
+        if self.cells > max_cells:
+            raise ValueError(f"Geography: the attributes {self.attributes} cross-classify "
+                             f"persons into {self.cells:,} cells, more than max_cells = "
+                             f"{max_cells:,}: every unit holds a count and a probability for "
+                             f"each cell. Merge categories, model fewer attributes, or raise "
+                             f"max_cells")
 
     def level(self, name) -> int:
         """The index of level ``name`` (0 the coarsest), or an error listing the levels.

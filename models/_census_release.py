@@ -28,7 +28,8 @@ import dawrap as dw
 from ._census_geography import DETAILED, Geography, Query, as_geography, as_queries
 from ._small_area_mechanism import LevelledDiscreteGaussian
 
-__all__ = ["Layout", "statistic", "discrete_gaussian", "layout_of", "expected_counts"]
+__all__ = ["Layout", "statistic", "discrete_gaussian", "CensusRelease", "layout_of",
+           "expected_counts"]
 
 #: Compiled statistics by the digest of what they close over (one compilation per layout).
 _COMPILED: dict = {}
@@ -52,6 +53,46 @@ class Layout:
                               np.int64)
         self.offsets = np.concatenate([[0], np.cumsum(self.sizes)[:-1]]).astype(np.int64)
         self.size = int(self.sizes.sum())
+
+    def check_records(self, x, name: str = "x") -> np.ndarray:
+        """Records ``[unit, cell]`` as a float array ``(n, 2)``: each unit a whole number
+        among the finest level's units, each cell one among the attributes' cells (a
+        ValueError naming ``name``, the row and the column otherwise).
+
+        Parameters
+        ----------
+        x : array_like of shape (n, 2)
+        name : str
+            What the error calls ``x``.
+
+        Returns
+        -------
+        ndarray of shape (n, 2)
+
+        Examples
+        --------
+        >>> from dawrap.models import census
+        >>> geo = census.Geography({"block": [0, 1]}, 3)
+        >>> census.layout_of(census.discrete_gaussian(geo, [census.query("block")])
+        ...                  ).check_records([[0, 2], [1, 2.5]])
+        Traceback (most recent call last):
+        ...
+        ValueError: x[1, 1] = 2.5 is not a cell of the attributes {'category': 3} (0..2)
+        """
+        arr = np.asarray(x, dtype=np.float64)
+        if arr.ndim != 2 or arr.shape[1] != 2:
+            raise ValueError(f"{name} must have shape (n, 2): a record is [unit, cell], got "
+                             f"shape {arr.shape}")
+        geo = self.geography
+        limits = np.array([geo.units[-1], geo.cells])
+        bad = ~((arr >= 0) & (arr < limits) & (arr == np.floor(arr)))  # NaN is bad too
+        if np.any(bad):
+            i, column = (int(v[0]) for v in np.nonzero(bad))
+            what = f"a unit of level {geo.names[-1]!r}" if column == 0 else \
+                f"a cell of the attributes {geo.attributes}"
+            raise ValueError(f"{name}[{i}, {column}] = {float(arr[i, column])!r} is not {what} "
+                             f"(0..{limits[column] - 1})")
+        return arr
 
     def table(self, values: np.ndarray, q: int) -> np.ndarray:
         """Query ``q``'s block of a release (or total), as ``(units, marginal cells)``."""
@@ -80,7 +121,10 @@ def statistic(geography: Geography, queries):
     Returns
     -------
     numba.njit function
-        ``(x_i, out)``; a record outside the geography's units or cells contributes nothing.
+        ``(x_i, out)``; a record that is not ``[unit, cell]`` of the geography (another
+        length, a unit or cell out of range or NaN) contributes nothing (a fractional code is
+        read as its integer part: :meth:`Layout.check_records` refuses it where records
+        enter a release).
 
     Examples
     --------
@@ -112,11 +156,20 @@ def _compile(where, marginal, offsets, cells):
     cache = max(where.nbytes, marginal.nbytes) <= 10 ** 6
 
     @numba.njit(nogil=True, cache=cache, inline="always")
-    def entries(x_i, index, value):
+    def in_range(x_i):
+        # [unit, cell], each in range (NaN fails the comparisons too); a fractional code is
+        # refused where records enter a release (Layout.check_records), not here: the check
+        # runs at every record update
+        if x_i.shape[0] != 2:
+            return False
         u, c = x_i[0], x_i[1]
-        if not (0 <= u < units and 0 <= c < n_cells):  # NaN fails too
+        return 0 <= u < units and 0 <= c < n_cells
+
+    @numba.njit(nogil=True, cache=cache, inline="always")
+    def entries(x_i, index, value):
+        if not in_range(x_i):
             return 0
-        u, c = int(u), int(c)
+        u, c = int(x_i[0]), int(x_i[1])
         for q in range(count):
             index[q] = offsets[q] + where[q, u] * cells[q] + marginal[q, c]
             value[q] = 1.0
@@ -125,10 +178,9 @@ def _compile(where, marginal, offsets, cells):
     @numba.njit(nogil=True, cache=cache)
     def census_statistic(x_i, out):
         out[:] = 0.0
-        u, c = x_i[0], x_i[1]
-        if not (0 <= u < units and 0 <= c < n_cells):
+        if not in_range(x_i):
             return
-        u, c = int(u), int(c)
+        u, c = int(x_i[0]), int(x_i[1])
         for q in range(count):
             out[offsets[q] + where[q, u] * cells[q] + marginal[q, c]] += 1.0
 
@@ -158,7 +210,7 @@ def layout_of(mechanism) -> Layout | None:
 
 
 @dw.recipe
-def discrete_gaussian(geography: Geography, queries) -> LevelledDiscreteGaussian:
+def discrete_gaussian(geography: Geography, queries) -> "CensusRelease":
     r"""The census release: every query's table with discrete Gaussian noise,
     :math:`\sigma_q = 1/\sqrt{\rho_q}` (L2 sensitivity :math:`\sqrt2` per query); the release
     is :math:`\sum_q \rho_q`-zCDP, and each query's budget is reported as ``rho_<q>``.
@@ -173,8 +225,9 @@ def discrete_gaussian(geography: Geography, queries) -> LevelledDiscreteGaussian
 
     Returns
     -------
-    LevelledDiscreteGaussian
-        One block of coordinates per query: units of its level by its marginal's cells.
+    CensusRelease
+        A :class:`LevelledDiscreteGaussian`, one block of coordinates per query: units of its
+        level by its marginal's cells; records are checked where a release is computed.
 
     Examples
     --------
@@ -187,10 +240,61 @@ def discrete_gaussian(geography: Geography, queries) -> LevelledDiscreteGaussian
     >>> mech.size, mech.privacy["rho"], [round(s, 3) for s in mech.sigmas]
     (5, 0.75, [1.414, 2.0])
     """
-    stat = statistic(geography, queries)
-    layout = stat.census_layout
-    return LevelledDiscreteGaussian(stat, layout.sizes, [q.rho for q in layout.queries],
-                                    math.sqrt(2.0))
+    return CensusRelease(statistic(geography, queries))
+
+
+class CensusRelease(LevelledDiscreteGaussian):
+    r"""The census release of :func:`discrete_gaussian`: a :class:`LevelledDiscreteGaussian`
+    with one block per query, :math:`\sigma_q = 1/\sqrt{\rho_q}`, whose records are checked
+    (:meth:`Layout.check_records`) wherever the release or its total is computed from them:
+    a record that is not ``[unit, cell]`` of the geography is refused, naming its row, never
+    counted in another unit's or cell's count.
+
+    Parameters
+    ----------
+    stat : numba.njit function
+        The release's statistic (:func:`statistic`), carrying its :class:`Layout`.
+
+    Examples
+    --------
+    >>> from dawrap.models import census
+    >>> geo = census.Geography({"block": [0, 1]}, 2)
+    >>> mech = census.discrete_gaussian(geo, [census.query("block", rho=0.5)])
+    >>> mech.total([[0, 1], [1, 1]])
+    array([0., 1., 0., 1.])
+    >>> mech.total([[0], [1]])
+    Traceback (most recent call last):
+    ...
+    ValueError: x must have shape (n, 2): a record is [unit, cell], got shape (2, 1)
+    """
+
+    def __init__(self, stat):
+        layout = stat.census_layout
+        super().__init__(stat, layout.sizes, [q.rho for q in layout.queries], math.sqrt(2.0))
+
+    def total(self, x, s_dp=None) -> np.ndarray:
+        """The release's true counts (before noise) of the records ``x``, checked
+        (:meth:`Layout.check_records`); :meth:`release` computes its total here too.
+
+        Parameters
+        ----------
+        x : array_like of shape (n, 2)
+            Records ``[unit, cell]``.
+        s_dp : ignored
+            (The statistic does not depend on the release.)
+
+        Returns
+        -------
+        ndarray of shape (size,)
+
+        Examples
+        --------
+        >>> from dawrap.models import census
+        >>> geo = census.Geography({"block": [0, 1]}, 2)
+        >>> census.discrete_gaussian(geo, [census.query("block", "total")]).total([[1, 0]])
+        array([0., 1.])
+        """
+        return super().total(layout_of(self).check_records(x), s_dp)
 
 
 #: Where the budgets are given, for ``dawrap models`` (the factory has no budget argument).

@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import json
 import math
-from typing import NamedTuple
+import numbers
+import types
 
 import numba
 import numpy as np
 
 import dawrap as dw
+from dawrap.mechanisms._immutable import read_only
+from dawrap.mechanisms.noise import stated_budget
 
 from ._shared import closure_jit
 
@@ -30,9 +33,12 @@ KINDS = {"laplace": False, "geometric": True, "gaussian": False, "discrete_gauss
 #: L1 sensitivity of one table under replace-one neighbours (its L2 sensitivity is
 #: sqrt(2), so a zCDP budget is 2 / (2 sigma^2)).
 L1_SENSITIVITY = 2.0
+#: How closely a budget given to :class:`Noise` must agree with the one its scale gives
+#: (relative): float rounding of the derivation passes, another budget does not.
+BUDGET_TOLERANCE = 1e-9
 
 
-class Noise(NamedTuple):
+class Noise:
     r"""The noise added to every cell of one table.
 
     ``kind`` is ``"laplace"`` (density :math:`e^{-|z|/b}/2b`), ``"geometric"`` (integers,
@@ -42,6 +48,22 @@ class Noise(NamedTuple):
     MST record) or from a budget with :meth:`laplace`, :meth:`geometric`, :meth:`gaussian`,
     :meth:`discrete_gaussian`.
 
+    The guarantee is a function of the scale alone: :attr:`budget` is derived from it, never
+    stored beside it, so no budget can be stated that the noise does not give. A ``budget``
+    given to the constructor is only checked against the scale (a ValueError naming both
+    unless they agree to :data:`BUDGET_TOLERANCE`). A noise is immutable (its kind and scale
+    cannot be set once built); equal noises are those of the same kind and scale.
+
+    Parameters
+    ----------
+    kind : str
+        One of :data:`KINDS`.
+    scale : float
+        ``b`` or :math:`\sigma`, finite and > 0.
+    budget : float, optional
+        The epsilon (Laplace, geometric) or rho (Gaussian, discrete Gaussian) the scale is
+        meant to give: checked, not stored.
+
     Examples
     --------
     >>> from dawrap.models.marginals import Noise
@@ -49,13 +71,52 @@ class Noise(NamedTuple):
     Noise(kind='laplace', scale=4.0, budget=0.5)
     >>> Noise.gaussian(rho=0.25).privacy()          # sigma = 1 / sqrt(rho)
     {'rho': 0.25}
+    >>> Noise("discrete_gaussian", 0.001, budget=0.01)      # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: Noise('discrete_gaussian', scale=0.001, budget=0.01): ... gives rho = 1 / scale^2 = 1000000.0, not 0.01...
     """
 
-    kind: str
-    scale: float
-    #: The budget the scale was derived from (epsilon or rho), reported as given; None when
-    #: the noise was described by its scale (the budget then follows from it).
-    budget: float | None = None
+    # No __slots__: a run's fingerprint (dawrap.runner.fingerprint) digests a dawrap object
+    # by its __dict__, and a checkpointed run must stay verifiable.
+
+    def __init__(self, kind: str, scale: float, budget: float | None = None):
+        if not isinstance(kind, str) or kind not in KINDS:
+            raise ValueError(f"noise kind must be one of {tuple(KINDS)}, got {kind!r}")
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "scale", _positive(scale, "noise scale"))
+        if budget is not None:
+            stated = _positive(budget, "noise budget")
+            if not math.isclose(stated, self._exact_budget(), rel_tol=BUDGET_TOLERANCE):
+                name, formula = self._formula()
+                raise ValueError(
+                    f"Noise({kind!r}, scale={scale!r}, budget={budget!r}): {kind} noise of "
+                    f"scale {self.scale!r} gives {name} = {formula} = {self._exact_budget()!r}, "
+                    f"not {stated!r} (replace-one neighbours, L1 sensitivity 2, L2 sqrt(2)): "
+                    f"give the scale alone, or build the noise from its budget with "
+                    f"Noise.{kind}({name}=...)")
+
+    def __setattr__(self, name: str, value) -> None:
+        raise AttributeError(f"Noise objects are immutable: {name!r} cannot be set (the "
+                             f"guarantee follows from the kind and the scale); build a new "
+                             f"Noise instead")
+
+    def __delattr__(self, name: str) -> None:
+        self.__setattr__(name, None)
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, Noise):
+            return NotImplemented
+        return (self.kind, self.scale) == (other.kind, other.scale)
+
+    def __hash__(self) -> int:
+        return hash((Noise, self.kind, self.scale))
+
+    def __reduce__(self):
+        return Noise, (self.kind, self.scale)
+
+    def __repr__(self) -> str:
+        return f"Noise(kind={self.kind!r}, scale={self.scale!r}, budget={self.budget!r})"
 
     @classmethod
     def laplace(cls, epsilon: float) -> "Noise":
@@ -67,8 +128,7 @@ class Noise(NamedTuple):
         >>> Noise.laplace(1.0).scale
         2.0
         """
-        epsilon = _positive(epsilon, "epsilon")
-        return cls("laplace", L1_SENSITIVITY / epsilon, epsilon)
+        return cls("laplace", L1_SENSITIVITY / _positive(epsilon, "epsilon"))
 
     @classmethod
     def geometric(cls, epsilon: float) -> "Noise":
@@ -80,8 +140,7 @@ class Noise(NamedTuple):
         >>> Noise.geometric(0.5).scale
         4.0
         """
-        epsilon = _positive(epsilon, "epsilon")
-        return cls("geometric", L1_SENSITIVITY / epsilon, epsilon)
+        return cls("geometric", L1_SENSITIVITY / _positive(epsilon, "epsilon"))
 
     @classmethod
     def gaussian(cls, rho: float) -> "Noise":
@@ -93,8 +152,7 @@ class Noise(NamedTuple):
         >>> Noise.gaussian(0.25).scale
         2.0
         """
-        rho = _positive(rho, "rho")
-        return cls("gaussian", 1.0 / math.sqrt(rho), rho)
+        return cls("gaussian", 1.0 / math.sqrt(_positive(rho, "rho")))
 
     @classmethod
     def discrete_gaussian(cls, rho: float) -> "Noise":
@@ -106,24 +164,33 @@ class Noise(NamedTuple):
         >>> Noise.discrete_gaussian(4.0).scale
         0.5
         """
-        rho = _positive(rho, "rho")
-        return cls("discrete_gaussian", 1.0 / math.sqrt(rho), rho)
+        return cls("discrete_gaussian", 1.0 / math.sqrt(_positive(rho, "rho")))
 
-    def checked(self) -> "Noise":
-        """This noise, its kind and scale checked (a ValueError naming what is wrong).
+    @property
+    def pure(self) -> bool:
+        """Whether the guarantee is pure epsilon-DP (Laplace, geometric), else rho-zCDP."""
+        return self.kind in ("laplace", "geometric")
+
+    def _formula(self) -> tuple[str, str]:
+        return ("epsilon", "2 / scale") if self.pure else ("rho", "1 / scale^2")
+
+    def _exact_budget(self) -> float:
+        """epsilon = 2 / b, or rho = (sqrt 2)^2 / (2 sigma^2) = 1 / sigma^2: from the scale."""
+        return L1_SENSITIVITY / self.scale if self.pure else 1.0 / self.scale ** 2
+
+    @property
+    def budget(self) -> float:
+        """The guarantee of one table with this noise, derived from the scale: epsilon for
+        Laplace and geometric noise, rho for the Gaussian kinds (float rounding of the
+        derivation removed, :func:`dawrap.mechanisms.noise.stated_budget`).
 
         Examples
         --------
         >>> from dawrap.models.marginals import Noise
-        >>> Noise("uniform", 1.0).checked()
-        Traceback (most recent call last):
-        ...
-        ValueError: noise kind must be one of ('laplace', 'geometric', 'gaussian', 'discrete_gaussian'), got 'uniform'
+        >>> Noise("geometric", 4.0).budget, Noise.gaussian(0.1).budget
+        (0.5, 0.1)
         """
-        if self.kind not in KINDS:
-            raise ValueError(f"noise kind must be one of {tuple(KINDS)}, got {self.kind!r}")
-        budget = None if self.budget is None else _positive(self.budget, "noise budget")
-        return Noise(self.kind, _positive(self.scale, "noise scale"), budget)
+        return stated_budget([self._exact_budget()])
 
     def privacy(self) -> dict:
         r"""The guarantee of one table with this noise (replace-one neighbours): epsilon
@@ -135,18 +202,13 @@ class Noise(NamedTuple):
         >>> Noise("geometric", 4.0).privacy(), Noise("gaussian", 2.0).privacy()
         ({'epsilon': 0.5}, {'rho': 0.25})
         """
-        if self.kind in ("laplace", "geometric"):
-            value = L1_SENSITIVITY / self.scale
-            return {"epsilon": value if self.budget is None else self.budget}
-        value = 1.0 / self.scale ** 2
-        return {"rho": value if self.budget is None else self.budget}
+        return {self._formula()[0]: self.budget}
 
 
 def _positive(value, name: str) -> float:
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a number, got {value!r}") from None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    out = float(value)
     if not 0.0 < out < math.inf:
         raise ValueError(f"{name} must be finite and > 0, got {value!r}")
     return out
@@ -156,7 +218,15 @@ def table_statistic(levels: tuple, tables: tuple):
     """``(statistic, sizes)``: the compiled statistic writing a record's one-hot cell of each
     table in ``tables`` (attribute index tuples; each table flattened in C order over its
     attributes in the order given), declared sparse (one entry per table), and the
-    tables' sizes."""
+    tables' sizes.
+
+    A record of another length, or with a code outside ``[0, levels[a])`` (negative, too
+    large, NaN), contributes nothing: it can never be counted in a cell of another table or
+    beyond its own. (A fractional code inside the range is read as its integer part here;
+    :meth:`MarginalRelease.check_records` refuses it wherever records enter a release, and
+    records the sampler imputes are the model's, always whole numbers.) The check is two
+    comparisons per attribute without branches, and a valid record's cells are those it
+    always had."""
     sizes = np.array([math.prod(levels[a] for a in t) for t in tables], dtype=np.int64)
     width = max(len(t) for t in tables)
     attr = np.full((len(tables), width), -1, dtype=np.int64)
@@ -168,10 +238,27 @@ def table_statistic(levels: tuple, tables: tuple):
         for p in range(len(t)):
             stride[m, p] = math.prod(levels[a] for a in t[p + 1:])
     count = len(tables)
-    jit = closure_jit(attr, stride, offset, length)
+    upper = np.array(levels, dtype=np.float64)
+    attributes = len(levels)
+    jit = closure_jit(attr, stride, offset, length, upper)
+
+    @numba.njit(nogil=True, cache=True, inline="always")  # upper: one float an attribute
+    def in_range(x_i):
+        # every attribute, not only the tables': a record is counted in all its tables or
+        # in none (NaN fails the comparisons too). Without branches, inlined: about a
+        # nanosecond a record update (an integrality test here would cost five times more)
+        if x_i.shape[0] != attributes:
+            return False
+        ok = True
+        for a in range(attributes):
+            v = x_i[a]
+            ok &= (0.0 <= v) & (v < upper[a])
+        return ok
 
     @jit
     def entries(x_i, index, value):
+        if not in_range(x_i):
+            return 0
         for m in range(count):
             j = offset[m]
             for p in range(length[m]):
@@ -183,6 +270,8 @@ def table_statistic(levels: tuple, tables: tuple):
     @jit
     def statistic(x_i, out):
         out[:] = 0.0
+        if not in_range(x_i):
+            return
         for m in range(count):
             j = offset[m]
             for p in range(length[m]):
@@ -227,6 +316,29 @@ def _part(statistic, noise: Noise, size: int) -> dw.Mechanism:
                                contribution=dw.Sparse(cells=1))
 
 
+def _table_budget(part: dw.Mechanism) -> float:
+    r"""One table's epsilon (Laplace, geometric: :math:`2/b`) or rho (Gaussian, discrete
+    Gaussian: :math:`1/\sigma^2`), from the scale of the noise its mechanism draws."""
+    scale = float(part.noise.scale[0])
+    if part.noise.family in ("laplace", "geometric"):
+        return L1_SENSITIVITY / scale
+    return 1.0 / scale ** 2
+
+
+def _composed(parts: tuple, noises: tuple) -> types.MappingProxyType:
+    """The guarantee of the tables together (:attr:`MarginalRelease.privacy`)."""
+    epsilons = [_table_budget(p) for p, n in zip(parts, noises) if n.pure]
+    rhos = [_table_budget(p) for p, n in zip(parts, noises) if not n.pure]
+    out = {}
+    if epsilons:
+        out["epsilon"] = stated_budget(epsilons)
+    if rhos:
+        out["rho"] = stated_budget(rhos)
+    if epsilons and rhos:  # pure epsilon-DP tables are (eps^2 / 2)-zCDP
+        out["rho_total"] = stated_budget(rhos + [e * e / 2.0 for e in epsilons])
+    return types.MappingProxyType(out)
+
+
 class MarginalRelease(dw.Mechanism):
     """Marginal tables of categorical records, each with its own noise (module docstring);
     built by :func:`dawrap.models.marginals.mechanism`.
@@ -241,26 +353,32 @@ class MarginalRelease(dw.Mechanism):
 
     def __init__(self, levels: tuple, tables: tuple, noises: tuple, attributes: tuple):
         self.levels, self.tables, self.attributes = levels, tables, attributes
-        self.noises = tuple(n.checked() for n in noises)
+        noises = tuple(noises)
+        if len(noises) != len(tables) or not all(isinstance(n, Noise) for n in noises):
+            raise TypeError(f"MarginalRelease: noises must hold one Noise per table "
+                            f"({len(tables)}), got {noises!r}")
+        self.noises = noises
         statistic, self.sizes = table_statistic(levels, tables)
         parts = []
         for m, (table, noise, size) in enumerate(zip(tables, self.noises, self.sizes)):
             one, _ = table_statistic(levels, (table,))
             parts.append(_part(one, noise, size))
         self._parts = tuple(parts)
+        self._privacy = _composed(parts, self.noises)
         inverse = np.concatenate([p.params[:-1] for p in parts])
-        form = np.concatenate([np.full(s, 0.0 if n.kind in ("laplace", "geometric") else 1.0)
+        form = np.concatenate([np.full(s, 0.0 if n.pure else 1.0)
                                for n, s in zip(self.noises, self.sizes)])
-        pure = all(n.kind in ("laplace", "geometric") for n in self.noises)
-        epsilon = sum(n.privacy().get("epsilon", 0.0) for n in self.noises)
+        pure = all(n.pure for n in self.noises)
+        # the exact sum (privacy shows it with float rounding removed)
+        epsilon = math.fsum(_table_budget(p) for p in parts) if pure else None
         super().__init__(statistic, mixed_log_density, size=sum(self.sizes),
                          params=np.r_[inverse, form, sum(p.params[-1] for p in parts)],
-                         draw_release=self._draw, epsilon=epsilon if pure else None,
+                         draw_release=self._draw, epsilon=epsilon,
                          name="MarginalRelease", coordinate_log_density=mixed_coordinate,
                          noise_variance=np.concatenate([p.noise_variance() for p in parts]))
         self.integer_statistic = all(KINDS[n.kind] for n in self.noises)
-        self._integer = np.concatenate([np.full(s, KINDS[n.kind])
-                                        for n, s in zip(self.noises, self.sizes)])
+        self._integer = read_only(np.concatenate([np.full(s, KINDS[n.kind])
+                                                  for n, s in zip(self.noises, self.sizes)]))
 
     @property
     def fingerprint(self) -> str:
@@ -276,17 +394,21 @@ class MarginalRelease(dw.Mechanism):
 
     @property
     def privacy(self) -> dict:
-        eps = sum(n.privacy().get("epsilon", 0.0) for n in self.noises)
-        rho = sum(n.privacy().get("rho", 0.0) for n in self.noises)
-        out = {}
-        if eps > 0:
-            out["epsilon"] = eps
-        if rho > 0:
-            out["rho"] = rho
-        if eps > 0 and rho > 0:  # pure epsilon-DP tables are (eps^2 / 2)-zCDP
-            out["rho_total"] = rho + sum(n.privacy().get("epsilon", 0.0) ** 2 / 2.0
-                                         for n in self.noises)
-        return out
+        r"""The release's guarantee under replace-one neighbours, computed when it was built
+        from the noise each table's mechanism draws: ``epsilon``, the sum over the Laplace
+        and geometric tables of :math:`2/b`; ``rho``, the sum over the Gaussian ones of
+        :math:`1/\sigma^2`; with both, ``rho_total``, the zCDP of the whole (an
+        :math:`\epsilon`-DP table is :math:`\epsilon^2/2`-zCDP). The sums are shown with
+        their float rounding removed (:func:`dawrap.mechanisms.noise.stated_budget`: 0.05 +
+        0.1 is 0.15); :attr:`epsilon` keeps the exact float sum.
+
+        Examples
+        --------
+        >>> from dawrap.models import marginals
+        >>> marginals.laplace([2, 2], [(0,), (1,)], epsilon=[0.05, 0.1]).privacy
+        {'epsilon': 0.15}
+        """
+        return dict(self._privacy)
 
     def check_release(self, s_dp) -> np.ndarray:
         s = super().check_release(s_dp)
@@ -385,7 +507,13 @@ class MarginalRelease(dw.Mechanism):
         """A release of the records ``x``: simulated (``seed``) or, with ``secure=True`` and
         integer noise on every table, for publication (each table through its own
         :class:`dawrap.Geometric` or :class:`dawrap.DiscreteGaussian` with a one-hot
-        contribution domain: records outside the levels count as nothing).
+        contribution domain).
+
+        Either way the records are checked first (:meth:`check_records`): a record that is
+        not one level code per attribute, each a whole number in its attribute's range, is
+        refused with a ValueError naming its row and attribute, before any noise is drawn
+        and before anything is released, so that no table counts it in a wrong cell. (The
+        error is the curator's, who holds the records; it is not part of any release.)
 
         Parameters
         ----------
@@ -406,6 +534,10 @@ class MarginalRelease(dw.Mechanism):
         >>> mech = marginals.gaussian({"a": 2, "b": 3}, [("a",)], rho=1e6)   # sigma 0.001
         >>> mech.release([[0, 2], [1, 2], [1, 0]], seed=1).round(2)
         array([1., 2.])
+        >>> marginals.geometric({"a": 2, "b": 3}, [("a",)], 1.0).release([[0, 3]], secure=True)
+        Traceback (most recent call last):
+        ...
+        ValueError: x[0, 1] = 3.0 is not a level of attribute 'b' (0..2)
         """
         if not secure:
             return super().release(x, seed)
@@ -417,6 +549,7 @@ class MarginalRelease(dw.Mechanism):
             raise ValueError(f"secure=True needs integer noise on every table (geometric or "
                              f"discrete_gaussian): floating-point {floating[0]} noise leaks "
                              f"(Mironov 2012)")
+        x = self.check_records(x)
         return np.concatenate([p.release(x, secure=True) for p in self._parts])
 
     def __repr__(self) -> str:

@@ -45,7 +45,8 @@ import numpy as np
 from . import _graphical
 from ._marginal_release import MarginalRelease
 
-__all__ = ["release_fit", "balanced_records", "start_database", "FLOOR", "IPF_SWEEPS", "IPF_TOLERANCE"]
+__all__ = ["release_fit", "balanced_records", "start_database", "check_mechanism", "FLOOR",
+           "IPF_SWEEPS", "IPF_TOLERANCE"]
 
 #: Records a cell of a noisy table counts at least (negative noisy counts are clipped to it).
 FLOOR = 0.5
@@ -244,11 +245,47 @@ def balanced_records(model, theta: np.ndarray, n: int, rng: np.random.Generator)
     return x[rng.permutation(n)].astype(np.float64)
 
 
+def check_mechanism(model, mechanism) -> None:
+    """A ValueError, naming both, unless a :class:`MarginalRelease` ``mechanism`` is over the
+    model's attributes: the same names and numbers of levels, in the same order. (Its
+    statistic reads a record's level codes by position: a record of the model whose level is
+    beyond the release's would fall outside its tables, and a renamed or reordered attribute
+    would be counted as another.) Another mechanism is not checked.
+
+    Parameters
+    ----------
+    model : dawrap.Model
+        A model of :func:`dawrap.models.marginals.model`.
+    mechanism : dawrap.Mechanism
+
+    Examples
+    --------
+    >>> from dawrap.models import marginals
+    >>> from dawrap.models._marginals_start import check_mechanism
+    >>> model = marginals.model({"a": 3, "b": 2}, [("a", "b")])
+    >>> check_mechanism(model, marginals.laplace({"a": 2, "b": 2}, [("a", "b")], 1.0))
+    Traceback (most recent call last):
+    ...
+    ValueError: the mechanism releases tables of the attributes {'a': 2, 'b': 2}, but the model's records have {'a': 3, 'b': 2}: build both from the same levels (names, numbers of levels, order)
+    """
+    if not isinstance(mechanism, MarginalRelease):
+        return
+    domain = model.domain
+    if tuple(mechanism.levels) != tuple(domain.levels) or \
+            tuple(mechanism.attributes) != tuple(domain.attributes):
+        theirs = dict(zip(mechanism.attributes, mechanism.levels))
+        mine = dict(zip(domain.attributes, domain.levels))
+        raise ValueError(f"the mechanism releases tables of the attributes {theirs}, but the "
+                         f"model's records have {mine}: build both from the same levels "
+                         f"(names, numbers of levels, order)")
+
+
 def start_database(model, rng, theta, n: int, mechanism, s_dp, init_x) -> np.ndarray:
     """The database a chain starts from (``Model(start_database=)``): ``init_x`` when given;
     else ``n`` records from :func:`release_fit` of a redraw of the release (module docstring);
-    with a mechanism that is not a :class:`MarginalRelease` over the model's attributes,
-    ``n`` records from the chain's starting ``theta``.
+    with a mechanism that is not a :class:`MarginalRelease`, ``n`` records from the chain's
+    starting ``theta``. A :class:`MarginalRelease` over other attributes than the model's is
+    refused (:func:`check_mechanism`).
 
     Parameters
     ----------
@@ -271,10 +308,10 @@ def start_database(model, rng, theta, n: int, mechanism, s_dp, init_x) -> np.nda
     -------
     ndarray of shape (n, number of attributes)
     """
+    check_mechanism(model, mechanism)
     if init_x is not None:
         return init_x
-    if isinstance(mechanism, MarginalRelease) and tuple(mechanism.levels) == \
-            tuple(model.structure.levels):
+    if isinstance(mechanism, MarginalRelease):
         s = np.asarray(s_dp, dtype=np.float64)
         if mechanism.can_draw_releases:
             s = mechanism.release_given_total(rng, s)

@@ -4,13 +4,18 @@ per level)."""
 from __future__ import annotations
 
 import math
+import numbers
+import types
+from collections.abc import Iterable
 
 import numpy as np
 
 import dawrap as dw
+from dawrap._checks import as_positive_float
 from dawrap.mechanisms import NoiseLaw, separable
 from dawrap.mechanisms.discrete_gaussian import discrete_gaussian_log_normaliser
 from dawrap.mechanisms.gaussian import gaussian_log_density
+from dawrap.mechanisms.noise import LARGEST_INTEGER_SCALE, stated_budget, usable_scale
 
 __all__ = ["LevelledDiscreteGaussian", "discrete_gaussian_noise"]
 
@@ -43,13 +48,20 @@ class LevelledDiscreteGaussian(dw.Mechanism):
 
     def __init__(self, statistic, sizes, rho, sensitivity: float):
         self.sizes = tuple(int(s) for s in sizes)  # tuples: immutable, as the mechanism
-        self.rho = tuple(float(r) for r in rho)
-        if len(self.rho) != len(self.sizes) or not all(r > 0 and math.isfinite(r)
-                                                         for r in self.rho):
-            raise ValueError(f"LevelledDiscreteGaussian: one positive finite rho per level "
-                             f"({len(self.sizes)}), got {rho!r}")
-        self.sensitivity = float(sensitivity)
-        self.sigmas = tuple(self.sensitivity / math.sqrt(2.0 * r) for r in self.rho)
+        given = None if isinstance(rho, (str, bytes)) or not isinstance(rho, Iterable) \
+            else tuple(rho)
+        if given is None or len(given) != len(self.sizes) or not all(
+                isinstance(r, numbers.Real) and not isinstance(r, bool) and 0 < r < math.inf
+                for r in given):  # NaN fails too
+            raise ValueError(f"LevelledDiscreteGaussian: rho must hold one positive finite "
+                             f"number per level ({len(self.sizes)}), got {rho!r}")
+        self.rho = tuple(float(r) for r in given)
+        self.sensitivity = as_positive_float(sensitivity, "sensitivity")
+        self.sigmas = tuple(
+            usable_scale(self.sensitivity / math.sqrt(2.0 * r), f"rho = {r!r} with sensitivity "
+                         f"= {self.sensitivity!r}", "sigma = sensitivity / sqrt(2 rho)",
+                         LARGEST_INTEGER_SCALE, "LevelledDiscreteGaussian")
+            for r in self.rho)
         inverse = np.concatenate([np.full(s, 1.0 / sg) for s, sg in zip(self.sizes,
                                                                           self.sigmas)])
         norm = sum(s * discrete_gaussian_log_normaliser(sg)
@@ -61,6 +73,12 @@ class LevelledDiscreteGaussian(dw.Mechanism):
                          # the declared law: integer releases, exact variances, suffstat
                          noise=NoiseLaw.of("discrete_gaussian",
                                            np.repeat(self.sigmas, self.sizes)))
+        # the guarantee of the noise drawn, rho_l = sensitivity^2 / (2 sigma_l^2), computed
+        # once from the sigmas (never from rho alone)
+        levels = [self.sensitivity ** 2 / (2.0 * sg ** 2) for sg in self.sigmas]
+        self._privacy = types.MappingProxyType(
+            {**{f"rho_{l}": stated_budget([r]) for l, r in enumerate(levels)},
+             "rho": stated_budget(levels), "sensitivity": self.sensitivity})
 
     def _draw(self, rng, t):
         return np.asarray(t, np.float64) + discrete_gaussian_noise(
@@ -68,8 +86,17 @@ class LevelledDiscreteGaussian(dw.Mechanism):
 
     @property
     def privacy(self) -> dict:
-        out = {f"rho_{l}": r for l, r in enumerate(self.rho)}
-        return {**out, "rho": sum(self.rho), "sensitivity": self.sensitivity}
+        """Each level's budget ``rho_<l>`` and their sum ``rho`` (zCDP composes), computed
+        from the sigma of the noise each level draws (float rounding removed,
+        :func:`dawrap.mechanisms.noise.stated_budget`), and the sensitivity.
+
+        Examples
+        --------
+        >>> from dawrap.models import small_area
+        >>> small_area.discrete_gaussian([0, 0], categories=2, rho=(0.1, 0.2)).privacy
+        {'rho_0': 0.1, 'rho_1': 0.2, 'rho': 0.3, 'sensitivity': 1.4142135623730951}
+        """
+        return dict(self._privacy)
 
 
 def discrete_gaussian_noise(rng, sigma) -> np.ndarray:

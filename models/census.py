@@ -86,8 +86,8 @@ import numpy as np
 import dawrap as dw
 from dawrap.model.protocols import MoveBuilder
 
-from ._census_geography import (DETAILED, TOTAL, Geography, Query, as_geography, as_queries,
-                                query)
+from ._census_geography import (DETAILED, MAX_CELLS, TOTAL, Geography, Query, as_geography,
+                                as_queries, query)
 from ._census_kernel import theta_kernel
 from ._census_partition import partition as census_partition
 from ._census_collapsed import RATE as COLLAPSED_RATE
@@ -97,7 +97,7 @@ from ._census_records import record_functions
 from ._census_release import Layout, discrete_gaussian, expected_counts, layout_of, statistic
 
 __all__ = ["Geography", "Query", "query", "as_geography", "as_queries", "DETAILED", "TOTAL",
-           "model", "discrete_gaussian",
+           "MAX_CELLS", "model", "discrete_gaussian",
            "statistic", "records", "layout_of", "start_database", "controlled_rounding",
            "HYPER_KERNELS"]
 

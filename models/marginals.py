@@ -103,6 +103,7 @@ from __future__ import annotations
 import math
 import numbers
 import re
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -225,6 +226,25 @@ def _tables(domain: Domain, tables, argument: str) -> tuple:
     return tuple(domain.index(t, argument) for t in tables)
 
 
+def _released(domain: Domain, marginals) -> tuple:
+    """The tables a mechanism releases (at least one), as attribute index tuples."""
+    tables = _tables(domain, marginals, "marginals")
+    if not tables:
+        raise ValueError(f"marginals must list at least one table to release (attribute sets "
+                         f"of {domain.attributes}), got {marginals!r}")
+    return tables
+
+
+def _clique_limit(value) -> float:
+    """``max_clique_cells`` checked: a number >= 1 (``math.inf``: no limit); NaN, which no
+    comparison refuses, would silently apply none."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) \
+            or not value >= 1:  # NaN fails too
+        raise ValueError(f"max_clique_cells must be a number >= 1 (the most cells a clique "
+                         f"may have; math.inf for no limit), got {value!r}")
+    return value
+
+
 def structure(levels, marginals=(), cliques=None, *,
               max_clique_cells: int = MAX_CLIQUE_CELLS, allow_uncovered: bool = False
               ) -> Structure:
@@ -240,7 +260,7 @@ def structure(levels, marginals=(), cliques=None, *,
     cliques : sequence of attribute sets, optional
         The structure, instead of the one the tables imply.
     max_clique_cells : int
-        Refuse a clique with more cells than this.
+        Refuse a clique with more cells than this (a number >= 1; ``math.inf``: no limit).
     allow_uncovered : bool
         Accept ``cliques`` that leave a released table outside every clique. The model then
         assumes the conditional independences of ``cliques`` among that table's attributes;
@@ -265,6 +285,7 @@ def structure(levels, marginals=(), cliques=None, *,
     ValueError: cliques: no clique contains the released table ('a', 'c')...
     """
     domain = Domain.of(levels)
+    max_clique_cells = _clique_limit(max_clique_cells)
     released = _tables(domain, marginals, "marginals")
     given = released if cliques is None else _tables(domain, cliques, "cliques")
     tree = junction_tree(domain.levels, given)
@@ -306,7 +327,9 @@ def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0,
     Parameters
     ----------
     levels : dict or sequence
-        The attributes (:class:`Domain`).
+        The attributes (:class:`Domain`). A release of :func:`mechanism` over other
+        attributes (other names, numbers of levels or order) is refused by ``dw.sample``
+        before anything is drawn, naming both.
     marginals : sequence of attribute sets
         The released tables (names or indices).
     cliques, max_clique_cells, allow_uncovered
@@ -406,6 +429,9 @@ def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0,
                                             optional=collapsed_moves == "auto"))
 
     def start_database(rng, theta, n, mechanism, s_dp, init_x):
+        # given whatever the start: the one hook that sees the mechanism before sampling,
+        # where a release over other attributes is refused (as the census model's)
+        _marginals_start.check_mechanism(out, mechanism)
         if ridge is not None:
             _marginals_ridge.check_release(out, mechanism)
         if start == "release":
@@ -419,8 +445,7 @@ def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0,
                    prepared=dw.PreparedDraw(fns["prepare"], fns["draw_from_table"]),
                    theta_support=fns["theta_support"], record_support=fns["record_support"],
                    name=f"marginals({shown})", dims=dims, coords=coords or None,
-                   start_database=start_database if start == "release" or ridge is not None
-                   else None, records_move=moves,
+                   start_database=start_database, records_move=moves,
                    propose_record=fns["propose_attribute"] if proposal == "attribute"
                    else None)
     out.structure, out.domain, out.alpha = tree, domain, float(alpha)
@@ -432,7 +457,7 @@ def _noises(noise, count: int) -> tuple:
     items = [noise] * count if isinstance(noise, Noise) else list(noise)
     if len(items) != count or not all(isinstance(n, Noise) for n in items):
         raise ValueError(f"noise must be one Noise or one per table ({count}), got {noise!r}")
-    return tuple(n.checked() for n in items)
+    return tuple(items)
 
 
 @dw.recipe
@@ -464,7 +489,7 @@ def mechanism(levels, marginals, noise) -> MarginalRelease:
     {'epsilon': 2.0}
     """
     domain = Domain.of(levels)
-    tables = _tables(domain, marginals, "marginals")
+    tables = _released(domain, marginals)
     return MarginalRelease(domain.levels, tables, _noises(noise, len(tables)),
                            domain.attributes)
 
@@ -500,7 +525,7 @@ def laplace(levels, marginals, epsilon) -> MarginalRelease:
     {'epsilon': 1.0}
     """
     domain = Domain.of(levels)
-    tables = _tables(domain, marginals, "marginals")
+    tables = _released(domain, marginals)
     return mechanism(domain, tables, [Noise.laplace(e) for e in
                                       _budgets(epsilon, len(tables), "epsilon")])
 
@@ -530,7 +555,7 @@ def geometric(levels, marginals, epsilon) -> MarginalRelease:
     ((6,), True)
     """
     domain = Domain.of(levels)
-    tables = _tables(domain, marginals, "marginals")
+    tables = _released(domain, marginals)
     return mechanism(domain, tables, [Noise.geometric(e) for e in
                                       _budgets(epsilon, len(tables), "epsilon")])
 
@@ -558,7 +583,7 @@ def gaussian(levels, marginals, rho) -> MarginalRelease:
     ({'rho': 0.75}, array([2., 4.]))
     """
     domain = Domain.of(levels)
-    tables = _tables(domain, marginals, "marginals")
+    tables = _released(domain, marginals)
     return mechanism(domain, tables, [Noise.gaussian(r) for r in
                                       _budgets(rho, len(tables), "rho")])
 
@@ -586,7 +611,7 @@ def discrete_gaussian(levels, marginals, rho) -> MarginalRelease:
     {'rho': 1.0}
     """
     domain = Domain.of(levels)
-    tables = _tables(domain, marginals, "marginals")
+    tables = _released(domain, marginals)
     return mechanism(domain, tables, [Noise.discrete_gaussian(r) for r in
                                       _budgets(rho, len(tables), "rho")])
 
@@ -619,5 +644,13 @@ def from_measurements(levels, measurements, kind: str = "gaussian") -> MarginalR
     >>> mech.size, round(mech.privacy["rho"], 12)             # replace-one: 3 / sigma^2
     (11, 0.03)
     """
+    if isinstance(measurements, (str, bytes, dict)) or not isinstance(
+            measurements, Sequence) or not measurements:
+        raise ValueError(f"measurements must be a non-empty list of (attribute set, sigma) "
+                         f"pairs, one per measured table, got {measurements!r}")
+    for k, pair in enumerate(measurements):
+        if isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence) or len(pair) != 2:
+            raise ValueError(f"measurements[{k}] must be a pair (attribute set, sigma), e.g. "
+                             f"(('a', 'b'), 10.0), got {pair!r}")
     pairs = [(attrs, Noise(kind, scale)) for attrs, scale in measurements]
     return mechanism(levels, [a for a, _ in pairs], [n for _, n in pairs])

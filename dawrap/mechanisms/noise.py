@@ -37,7 +37,7 @@ import numpy as np
 from .._checks import as_count
 
 __all__ = ["NoiseLaw", "FAMILIES", "SMALLEST_SCALE", "LARGEST_SCALE", "LARGEST_INTEGER_SCALE",
-           "usable_scale", "inverse_scale_params"]
+           "usable_scale", "inverse_scale_params", "stated_budget"]
 
 #: ``family`` -> (the form of its log density in ``s - t``, whether the noise is an integer).
 FAMILIES = {"laplace": ("laplace", False), "geometric": ("laplace", True),
@@ -292,3 +292,37 @@ def inverse_scale_params(inverse_scale: float, size: int, log_normaliser: float)
     densities take. The normaliser is computed once, not per record update (a log costs as
     much as the rest)."""
     return np.r_[np.full(size, inverse_scale), size * log_normaliser]
+
+
+#: Significant digits a stated budget is shown with when only float rounding lies beyond them.
+BUDGET_DIGITS = 12
+
+
+def stated_budget(values) -> float:
+    """The privacy budget of the noises whose budgets are ``values``, summed (composition),
+    as it is reported: their exact float sum (:func:`math.fsum`), shown with
+    :data:`BUDGET_DIGITS` significant digits when that moves it by no more than the float
+    rounding of the terms (4 ulps a term: each was derived from a noise scale, and each
+    derivation rounds once or twice), else unchanged. ``0.05 + 0.1`` is then ``0.15``, not
+    ``0.15000000000000002``, while a budget such as ``1/3`` keeps all its digits: the
+    rounding never moves a budget by more than the floats it was computed from can resolve.
+
+    Parameters
+    ----------
+    values : iterable of float
+        The budgets (epsilons, or rhos), each derived from the noise actually added.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from dawrap.mechanisms.noise import stated_budget
+    >>> stated_budget([0.05, 0.1]), stated_budget([1 / 3])
+    (0.15, 0.3333333333333333)
+    """
+    values = [float(v) for v in values]
+    exact = math.fsum(values)
+    shown = float(f"{exact:.{BUDGET_DIGITS}g}")
+    return shown if abs(shown - exact) <= 4 * len(values) * math.ulp(exact) else exact

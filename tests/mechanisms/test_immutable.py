@@ -11,7 +11,7 @@ import pytest
 
 import dawrap as dw
 from dawrap.mechanisms import Box, Sparse
-from dawrap.models import contingency, dirichlet_multinomial, small_area
+from dawrap.models import census, contingency, dirichlet_multinomial, marginals, small_area
 
 
 @numba.njit
@@ -48,6 +48,11 @@ BUILDERS = {
     "subclass": lambda: Shifted(2.0),
     "small_area": lambda: small_area.discrete_gaussian([0, 0], categories=2, rho=(0.5, 0.5)),
     "contingency": lambda: contingency.laplace((2, 2), [(0,), (1,)], epsilon=[1.0, 1.0]),
+    "marginals": lambda: marginals.mechanism({"a": 2, "b": 2}, [("a",), ("a", "b")],
+                                             [marginals.Noise.geometric(1.0),
+                                              marginals.Noise.discrete_gaussian(0.5)]),
+    "census": lambda: census.discrete_gaussian(census.Geography({"block": [0, 1]}, 2),
+                                               [census.query("block", rho=0.5)]),
 }
 
 #: Everything a guarantee, the noise or the sampler reads, whether or not a class holds it
@@ -56,7 +61,8 @@ READ = ("sensitivity", "epsilon", "sigma", "scale", "alpha", "contribution", "si
         "statistic", "sampler_statistic", "log_density", "params", "truncation",
         "integer_statistic", "sparse", "coordinate_log_density", "depends_on_release", "name",
         "_draw_release", "_guarantee", "_density_params", "_noise_variance", "_secure_noise",
-        "noise_variance", "privacy", "rho", "sigmas", "sizes", "half_width", "_frozen")
+        "noise_variance", "privacy", "rho", "sigmas", "sizes", "half_width", "_frozen",
+        "noises", "_parts", "_privacy", "_integer", "levels", "tables", "attributes")
 
 
 def _description(mech):
@@ -118,6 +124,18 @@ def test_what_a_mechanism_holds_cannot_be_changed_in_place():
     table = BUILDERS["contingency"]()
     table.noise_variance()[:] = 0.0
     assert np.all(table.noise_variance() == 2.0 * 2.0 ** 2)
+    # a marginal release's noises and guarantee (issue 41)
+    release = BUILDERS["marginals"]()
+    with pytest.raises(AttributeError, match="immutable"):
+        release.noises[0].scale = 1e-3
+    with pytest.raises(TypeError):
+        release._privacy["epsilon"] = 1e9
+    with pytest.raises(ValueError, match="read-only"):
+        release._integer[:] = False
+    release.privacy["rho"] = 1e9                  # a copy
+    assert release.privacy == {"epsilon": 1.0, "rho": 0.5, "rho_total": 1.0}
+    with pytest.raises(TypeError):
+        BUILDERS["census"]()._privacy["rho"] = 1e9
 
 
 @dw.recipe

@@ -352,12 +352,19 @@ def test_the_start_keeps_init_x_and_falls_back_to_theta_for_another_mechanism():
     rng = np.random.default_rng(1)
     mine = np.array([[0.0, 2.0], [1.0, 1.0]])
     assert start_database(model, rng, None, 2, mech, np.zeros(6), mine) is mine
-    other = marginals.laplace([3, 2], [(0, 1)], epsilon=1.0)      # other attributes
+    other = dw.Laplace(_dummy, epsilon=1.0)                       # not a MarginalRelease
     theta = model.pack({"p_x0_x1": [[0, 0, 1.0], [0, 0, 0]]})
-    x = start_database(model, rng, theta, 5, other, np.zeros(6), None)
+    x = start_database(model, rng, theta, 5, other, np.zeros(1), None)
     assert (x == [0, 2]).all()                                    # from theta, as start="theta"
+    # a MarginalRelease over other attributes is refused, init_x or not (issue 41 item 3)
+    for init_x in (None, mine):
+        with pytest.raises(ValueError, match=r"attributes \{'x0': 3, 'x1': 2\}, but the "
+                                             r"model's records have \{'x0': 2, 'x1': 3\}"):
+            start_database(model, rng, theta, 2, marginals.laplace([3, 2], [(0, 1)], 1.0),
+                           np.zeros(6), init_x)
+    # every start has the hook that checks the mechanism
     assert model.start_database is not None
-    assert marginals.model([2, 3], [(0, 1)], start="theta").start_database is None
+    assert marginals.model([2, 3], [(0, 1)], start="theta").start_database is not None
     with pytest.raises(ValueError, match=r"start must be one of \('release', 'theta'\), "
                                          r"got 'prior'"):
         marginals.model([2, 3], [(0, 1)], start="prior")

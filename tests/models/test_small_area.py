@@ -87,9 +87,15 @@ def test_an_init_x_of_other_sizes_is_refused_naming_the_sizes():
 def test_a_model_and_mechanism_of_other_areas_are_named_as_such():
     """A model of 4 areas and a mechanism of 3: the sampler crashed (SIGSEGV) or blamed
     declare_sparse; now the mismatch is named (a record outside the mechanism's areas
-    contributes nothing to its statistic, never a write out of range)."""
+    contributes nothing to its statistic, never a write out of range; the mechanism's own
+    total refuses it, naming it: issue 41)."""
     mech = small_area.discrete_gaussian(REGIONS, 3, rho=(0.5, 0.5))
-    assert mech.total(small_area.records([10, 10, 10, 10]))[:9].sum() == 30
+    out = np.ones(mech.size)
+    mech.statistic(np.array([3.0, 0.0]), out)                     # area 3 of 0..2
+    assert not out.any()
+    with pytest.raises(ValueError, match=r"x\[30, 0\] = 3.0 is not a unit of level 'area' "
+                                         r"\(0..2\)"):
+        mech.total(small_area.records([10, 10, 10, 10]))
     with pytest.raises(ValueError, match="the mechanism releases tables over 3 finest units"):
         dw.sample(small_area.model([10, 10, 10, 10], 3), mech, np.zeros(mech.size), 40,
                   draws=10, tune=0, chains=1, progress=False)
