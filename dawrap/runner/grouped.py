@@ -30,6 +30,7 @@ from ..samplers import parallel, record
 from ..samplers.loop import as_floats
 from ..samplers.status import OK, BAD_SUPPORT
 from .group_worker import WorkerLayout
+from .theta_output import theta_output
 
 __all__ = ["GroupedChain", "assign", "kernel_reads_records", "move_parts", "partition_for"]
 
@@ -487,8 +488,6 @@ class GroupedChain:
         """Iterations ``start..stop-1`` (as :func:`dawrap.samplers.record.step` with the
         grouped sweep), each kept draw stored by the chain's ``keep`` (the run loop's):
         ``(state, done, status)``."""
-        from .record import _theta_output  # (that module imports this one)
-
         setup = self.setup
         model, inputs = setup.model, setup.inputs
         n = self.partition.records.shape[0]
@@ -500,7 +499,7 @@ class GroupedChain:
             else:
                 x_view = state.x.view()
                 x_view.flags.writeable = False
-                theta_new, kernel_info = _theta_output(
+                theta_new, kernel_info = theta_output(
                     model.draw_theta(rng, state.theta, x_view, state.stats.copy()), model,
                     "draw_theta")
             status = record.set_theta(state, theta_new)

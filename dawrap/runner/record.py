@@ -31,6 +31,7 @@ from ..model.model import Model
 from ..model.protocols import Move, MoveBuilder, no_records
 from .modes import jump_mixture, landscape
 from .grouped import GroupedChain
+from .theta_output import theta_output
 from .starts import initial_values, noise_variance, release_informed_theta
 
 __all__ = ["run_record"]
@@ -92,18 +93,6 @@ def _probe_prepared(model: Model, rng, theta: np.ndarray, record_: np.ndarray) -
         if not is_real(log_ratio):
             raise TypeError(f"prepared.propose_record must return a float log ratio, got "
                             f"{type(log_ratio).__name__}")
-
-
-def _theta_output(out, model: Model, name: str):
-    """Normalise a kernel's return value to ``(theta, accept_prob)``, validating theta."""
-    if isinstance(out, tuple) and len(out) != 2:
-        raise ValueError(f"{name} must return theta or (theta, accept_prob), got a tuple of "
-                         f"{len(out)}")
-    theta, accept = (out if isinstance(out, tuple) else (out, np.nan))
-    if not is_real(accept):
-        raise TypeError(f"{name} returned (theta, accept_prob) with accept_prob of type "
-                        f"{type(accept).__name__}; expected a float")
-    return model.pack(theta, f"the theta returned by {name}"), float(accept)
 
 
 def _check_kernel_info(info, kernel) -> None:
@@ -332,7 +321,7 @@ class _Setup:
         else:
             out = call_user(model.draw_theta, "draw_theta", rng, state.theta, state.x,
                             state.stats)
-        _theta_output(out, model, "draw_theta")
+        theta_output(out, model, "draw_theta")
         if model.theta_compiled:
             theta_part = out[0] if isinstance(out, tuple) else out
             if not isinstance(theta_part, np.ndarray):
@@ -450,7 +439,7 @@ def _advance(setup: _Setup, rng, state, start: int, stop: int, tune: int, trace,
         for it in range(start, stop):
             out = model.draw_theta(rng, state.theta, x_view, state.stats.copy())
             given = state.kernel_state  # record.given_theta_state: theta, then accept_prob
-            given[:-1], given[-1] = _theta_output(out, model, "draw_theta")
+            given[:-1], given[-1] = theta_output(out, model, "draw_theta")
             state, done, status = chain.run(rng, state, inputs, it, it + 1, tune, *trace)
             if status != record.OK:
                 break
