@@ -24,7 +24,6 @@ True
 from __future__ import annotations
 
 import dataclasses
-import math
 import numbers
 from typing import ClassVar, NamedTuple
 

@@ -69,9 +69,8 @@ def exact_posterior(mechanism, s_dp, sizes, categories: int, a0: float = 2.0, b0
     tables = list(itertools.product(*per_area))
     counts = np.array([np.concatenate(t) for t in tables])  # (tables, areas * c)
     # The release's totals: area counts, then region counts (from the statistic itself).
-    from dawrap.models.small_area import records
-
-    totals = np.array([mechanism.total(records(sizes, _categories(t, sizes)))
+    areas = np.repeat(np.arange(len(sizes)), sizes).astype(float)
+    totals = np.array([mechanism.total(np.column_stack([areas, _categories(t, sizes)]))
                        for t in tables])
     log_g = relative_log_g(mechanism, s_dp, totals)
     eta_1d = np.linspace(*span, grid + 1)

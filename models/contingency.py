@@ -37,8 +37,8 @@ import numpy as np
 import dawrap as dw
 
 from ._shared import check_memory, closure_jit
-from dawrap.mechanisms import separable
-from dawrap.mechanisms.laplace import laplace_log_density
+from dawrap.extend import laplace_coordinate
+from dawrap.extend import laplace_log_density
 from dawrap.models import dirichlet_multinomial as _dm
 
 __all__ = ["model", "laplace", "margin_matrix", "exact_posterior"]
@@ -279,7 +279,7 @@ def laplace(levels, margins, epsilon) -> dw.Mechanism:
     params = np.r_[1.0 / scale, -np.sum(np.log(2.0 * scale))]
     mech = dw.Mechanism(statistic, laplace_log_density, size=size,
                         params=params, epsilon=float(eps.sum()), name="ContingencyLaplace",
-                        coordinate_log_density=separable.laplace_coordinate,
+                        coordinate_log_density=laplace_coordinate,
                         draw_release=lambda rng, t: t + rng.laplace(0.0, scale),
                         noise=dw.NoiseLaw.of("laplace", scale))
     return mech

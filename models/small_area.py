@@ -48,7 +48,7 @@ import dawrap as dw
 
 from . import census
 from ._small_area_exact import exact_posterior
-from ._small_area_mechanism import LevelledDiscreteGaussian
+from .census.levelled import LevelledDiscreteGaussian
 
 __all__ = ["model", "records", "discrete_gaussian", "LevelledDiscreteGaussian",
            "exact_posterior", "statistics"]

@@ -37,8 +37,6 @@ KNOWN_CYCLES = [
     # being removed in issue 42
     {"dawrap.mechanisms.base", "dawrap.mechanisms.noise", "dawrap.mechanisms.gaussian",
      "dawrap.mechanisms.discrete_gaussian"},
-    # being removed in issue 42
-    {"dawrap.models._small_area_exact", "dawrap.models.small_area"},
 ]
 
 
@@ -125,6 +123,42 @@ def test_the_layer_check_sees_an_upward_import(path, source):
     compile module importing any other layer, at module level or inside a function,
     absolutely or relatively, is caught."""
     assert _upward(PACKAGE / path, source)
+
+
+# -- the models use dawrap's public names and its extension surface only ----------------------
+#: What the built-in models (models/, installed as dawrap.models) may import of dawrap: its
+#: public package and submodules, and dawrap.extend for what a model or move author needs.
+MODELS_MAY_IMPORT = {"dawrap", "dawrap.extend", "dawrap.random", "dawrap.reference",
+                     "dawrap.diagnostics"}
+MODEL_FILES = sorted(path for name, path in MODULE_FILES.items()
+                     if name.startswith("dawrap.models"))
+
+
+def _beyond_the_surface(path: Path, source: str | None = None) -> list[str]:
+    return sorted({t for t in _imports(path, source) if not t.startswith("dawrap.models")
+                   and t not in MODELS_MAY_IMPORT})
+
+
+@pytest.mark.parametrize("path", MODEL_FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_a_model_imports_only_the_public_api_and_the_extension_surface(path):
+    beyond = _beyond_the_surface(path)
+    assert not beyond, f"{path.relative_to(ROOT)} imports dawrap internals {beyond}: " \
+                       f"export what it needs from dawrap.extend"
+
+
+@pytest.mark.parametrize("source", ["from dawrap.samplers.record import RecordState\n",
+                                    "def f():\n    from dawrap.mechanisms import separable\n",
+                                    "import dawrap.runner.record\n"])
+def test_the_surface_check_sees_an_internal_import(source):
+    assert _beyond_the_surface(ROOT / "models" / "census" / "pairs.py", source)
+
+
+def test_the_extension_surface_names_exist():
+    """Every name dawrap.extend lists imports (a moved name would fail only at use)."""
+    import dawrap.extend
+
+    for name in dawrap.extend.__all__:
+        assert getattr(dawrap.extend, name) is not None, name
 
 
 # -- no import cycle between files ---------------------------------------------------------

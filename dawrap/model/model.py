@@ -144,7 +144,7 @@ class Model:
         ``(rng, state, s_dp, params, tuning) -> (state, accept_prob, status)``: a further
         move of the records (and theta) once per iteration, after theta's kernel and before
         the record sweeps, leaving the joint posterior invariant (e.g. the census model's
-        exchange of two records' cells, :mod:`dawrap.models._census_pairs`); a
+        exchange of two records' cells, :mod:`dawrap.models.census.pairs`); a
         :class:`~dawrap.model.protocols.MoveBuilder` when it needs the run's mechanism.
     remedies : sequence of str, optional
         What else may make this model's record-sampler chains mix, beyond what follows from

@@ -247,7 +247,7 @@ class GroupedChain:
         group form runs on the whole database, which a backend that keeps the records on its
         workers cannot do: it is left out there (a warning) when optional, else the run is
         refused."""
-        setup, backend = self.setup, self.backend
+        backend = self.backend
         if backend.local:
             return [(k, p, layout) for k, (p, layout) in enumerate(parts)]
         left_out = [part for part, layout in parts if layout is None]

@@ -467,7 +467,6 @@ def _run_chain(setup: _Setup, chain: int, rng, starts: list, tune: int, draws: i
     ``databases`` (an array of ``(len(keep_at), n, record_size)``) the imputed database at
     the end of iteration ``keep_at[j]`` is copied into ``databases[j]``: a chunk ends
     there."""
-    model, mech = setup.model, setup.mechanism
     start, starts[chain] = starts[chain], None
     if callable(start):
         if control.stop.is_set():  # Ctrl-C before this chain began: nothing to build

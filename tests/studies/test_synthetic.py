@@ -2,7 +2,7 @@
 rules against their formulas (Rubin 1987; Raghunathan, Reiter & Rubin 2003; Reiter 2002),
 the imputed databases against the imputed statistic of the draw they were taken at, and bad
 input named. The exactness of the datasets' distribution is checked against enumeration in
-tests/models/test_marginals.py."""
+tests/models/marginals/test_marginals.py."""
 import math
 
 import numpy as np

@@ -13,7 +13,7 @@ marginal table :math:`m` and :math:`z_m` its noise: Laplace or geometric
 **Structure.** By default the junction tree is derived from the released tables: attributes
 that appear in a common table are joined, the graph is triangulated by greedy min-fill
 elimination, and its maximal cliques are joined by a maximum-weight spanning tree
-(:func:`structure`; the rule in full in ``models/_junction_tree.py``). Each released table
+(:func:`structure`; the rule in full in ``models/marginals/junction_tree.py``). Each released table
 then lies inside a clique, and attributes that share no table are conditionally independent
 given the rest. ``cliques=`` gives the structure instead (it is triangulated the same way).
 A clique of more than ``max_clique_cells`` cells is refused, naming it: theta and each
@@ -41,7 +41,7 @@ records are drawn from a fit of the release: the release redrawn with fresh nois
 start apart), clipped at half a record a cell, fitted by iterative proportional fitting on
 the junction tree from a random consistent theta (theta stays in the support, nothing is
 O(domain)), and ``n`` records drawn from the fit with systematic draws, so that every cell
-the fit expects a record in starts occupied (``models/_marginals_start.py``).
+the fit expects a record in starts occupied (``models/_start.py``).
 ``start="theta"`` draws them from the chain's starting theta instead.
 
 **Unreleased 3-way interactions.** A clique of three attributes whose three 2-way tables are
@@ -49,14 +49,14 @@ released has a 3-way interaction the release does not identify: its counts can m
 line that keeps every released table fixed, and the record sampler crosses it only slowly.
 By default (``ridge_moves=True``) each iteration also draws the position on such lines
 exactly, theta integrated out, and then theta given the moved records
-(``models/_marginals_ridge.py``).
+(``models/_ridge.py``).
 
 **Cells that empty.** Under a small ``alpha`` a cell a chain empties is drawn at a theta of
 order :math:`\exp(-1/\alpha_C)` and then seldom proposed again, however the release reads.
 By default (``collapsed_moves="auto"``) each iteration also redraws every record from the
 hyper-Dirichlet's predictive given the other records (theta integrated out: an empty cell
 keeps the mass :math:`\alpha_C / (\alpha_S + n_{S,-i})`), accepted with the release's density
-ratio alone, and then theta given the records (``models/_marginals_collapsed.py``).
+ratio alone, and then theta given the records (``models/_collapsed.py``).
 
 **Releases.** Neighbouring databases replace one record (n is public, as everywhere in
 dawrap): each table has L1 sensitivity 2 and L2 sensitivity :math:`\sqrt2`, so Laplace or
@@ -109,13 +109,13 @@ from typing import NamedTuple
 import numpy as np
 
 import dawrap as dw
-from dawrap.model.protocols import Move, MoveBuilder
+from dawrap.extend import Move, MoveBuilder
 
-from . import _graphical, _marginals_collapsed, _marginals_ridge, _marginals_start
-from ._junction_tree import Structure, junction_tree
-from ._marginal_release import MarginalRelease, Noise
-from ._marginals_exact import ExactPosterior, exact_posterior
-from ._marginals_tables import marginal
+from . import graphical as _graphical, collapsed as _collapsed, ridge as _ridge, start as _start
+from .junction_tree import Structure, junction_tree
+from .release import MarginalRelease, Noise
+from .exact import ExactPosterior, exact_posterior
+from .tables import marginal
 
 __all__ = ["model", "mechanism", "laplace", "geometric", "gaussian", "discrete_gaussian",
            "from_measurements", "structure", "Domain", "Noise", "Structure", "MarginalRelease",
@@ -351,17 +351,17 @@ def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0,
         Each iteration, also move the records along the unreleased 3-way interaction of
         every clique of three attributes whose 2-way tables are released (an exact Gibbs
         step on the line of counts that keeps every released table fixed, theta integrated
-        out; ``models/_marginals_ridge.py``). The release given to ``dw.sample`` must then
+        out; ``models/_ridge.py``). The release given to ``dw.sample`` must then
         be of the model's own ``marginals`` (checked). Nothing to do without such a clique.
     collapsed_moves : "auto" or float
         Steps per record and iteration of the collapsed move
-        (``models/_marginals_collapsed.py``: each record redrawn from the hyper-Dirichlet's
+        (``models/_collapsed.py``: each record redrawn from the hyper-Dirichlet's
         predictive given the other records, theta integrated out, then theta drawn afresh),
         which keeps a cell that holds no record from sticking at a theta near zero under a
         small ``alpha`` (``docs/marginals.md``); 0 turns it off. A step scans the residual
         cells of every clique but the root, so ``"auto"`` (default) runs
-        ``_marginals_collapsed.RATE`` steps per record when those residuals have at most
-        ``_marginals_collapsed.AUTO_MAX_RESIDUAL`` cells in all, else none. A chain on a dask
+        ``_collapsed.RATE`` steps per record when those residuals have at most
+        ``_collapsed.AUTO_MAX_RESIDUAL`` cells in all, else none. A chain on a dask
         cluster runs without it: with ``"auto"`` after a warning, with a number > 0 it is
         refused.
 
@@ -414,28 +414,28 @@ def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0,
     shown = ", ".join(" x ".join(domain.attributes[a] for a in sorted(q)) for q in tree.cliques)
 
     released = _tables(domain, marginals, "marginals")
-    ridge = _marginals_ridge.make_move(tree, float(alpha), released) if ridge_moves else None
+    ridge = _ridge.make_move(tree, float(alpha), released) if ridge_moves else None
     if collapsed_moves == "auto":
         scanned = int(_graphical.layout(tree).res_size[1:].sum())   # cells a step scans
-        collapsed_rate = _marginals_collapsed.RATE \
-            if scanned <= _marginals_collapsed.AUTO_MAX_RESIDUAL else 0.0
+        collapsed_rate = _collapsed.RATE \
+            if scanned <= _collapsed.AUTO_MAX_RESIDUAL else 0.0
     else:
         collapsed_rate = float(collapsed_moves)
     ridge = None if ridge is None else Move(ridge, "marginals ridge moves (marginals.model(..., "
                                             "ridge_moves=False) turns them off)")
     moves = MoveBuilder.in_turn(
         None if ridge is None else MoveBuilder(lambda mechanism: ridge, ridge.name),
-        _marginals_collapsed.collapsed_move(tree, float(alpha), collapsed_rate,
+        _collapsed.collapsed_move(tree, float(alpha), collapsed_rate,
                                             optional=collapsed_moves == "auto"))
 
     def start_database(rng, theta, n, mechanism, s_dp, init_x):
         # given whatever the start: the one hook that sees the mechanism before sampling,
         # where a release over other attributes is refused (as the census model's)
-        _marginals_start.check_mechanism(out, mechanism)
+        _start.check_mechanism(out, mechanism)
         if ridge is not None:
-            _marginals_ridge.check_release(out, mechanism)
+            _ridge.check_release(out, mechanism)
         if start == "release":
-            return _marginals_start.start_database(out, rng, theta, n, mechanism, s_dp,
+            return _start.start_database(out, rng, theta, n, mechanism, s_dp,
                                                    init_x)
         return init_x if init_x is not None else out.simulate(theta, n, seed=rng)
 

@@ -2,7 +2,7 @@ r"""The compiled functions of the decomposable model (see :mod:`dawrap.models.ma
 built once per structure and prior.
 
 theta is the concatenation of the clique marginals :math:`p_C`, each a table over the
-clique's attributes in the order of :class:`~dawrap.models._junction_tree.Structure`
+clique's attributes in the order of :class:`~dawrap.models.marginals.junction_tree.Structure`
 (separator first, then residual), flattened in C order: the entries of one separator
 configuration :math:`x_S` are contiguous, and divided by their sum they are the conditional
 :math:`p(x_R \mid x_S)` from which a record's residual attributes are drawn. The model's
@@ -27,8 +27,8 @@ import numpy as np
 
 import dawrap as dw
 
-from ._junction_tree import Structure
-from ._shared import closure_jit
+from .junction_tree import Structure
+from .._shared import closure_jit
 
 __all__ = ["Layout", "layout", "functions", "log_dirichlet_fill"]
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dawrap.models import census, small_area
-from dawrap.models._small_area_mechanism import LevelledDiscreteGaussian
+from dawrap.models.census.levelled import LevelledDiscreteGaussian
 
 GEO = census.Geography({"tract": [0, 0, 1], "block": [0, 1, 2]}, {"age": 2, "race": 2})
 QUERIES = [census.query("block", "total", rho=0.1), census.query("block", "age", rho=0.2),

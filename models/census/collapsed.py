@@ -46,17 +46,17 @@ import math
 
 import numpy as np
 
-from dawrap.model.protocols import Move, MoveBuilder
+from dawrap.extend import Move, MoveBuilder
 from dawrap.random import categorical, fill_categorical_table, guide_size
-from dawrap.samplers.entries_path import merge_entries
-from dawrap.samplers.group_moves import (GroupMove, apply_group_change, group_density_change_of,
+from dawrap.extend import merge_entries
+from dawrap.extend import (GroupMove, apply_group_change, group_density_change_of,
                                          whole_database)
-from dawrap.samplers.parallel import BAD_PARTITION
-from dawrap.samplers.record import RecordState
-from dawrap.samplers.status import BAD_ENTRIES, BAD_RATIO, OK
+from dawrap.extend import BAD_PARTITION
+from dawrap.extend import RecordState
+from dawrap.extend import BAD_ENTRIES, BAD_RATIO, OK
 
-from ._census_math import dirichlet_into
-from ._shared import closure_jit
+from .draws import dirichlet_into
+from .._shared import closure_jit
 
 __all__ = ["RATE", "FLOOR", "collapsed_move"]
 

@@ -45,13 +45,13 @@ import math
 
 import numpy as np
 
-from dawrap.model.protocols import Move, MoveBuilder
-from dawrap.samplers.entries_path import density_change_of, merge_entries
-from dawrap.samplers.record import RecordState
-from dawrap.samplers.status import BAD_ENTRIES, BAD_RATIO, OK
+from dawrap.extend import Move, MoveBuilder
+from dawrap.extend import density_change_of, merge_entries
+from dawrap.extend import RecordState
+from dawrap.extend import BAD_ENTRIES, BAD_RATIO, OK
 
-from . import _graphical
-from ._shared import closure_jit
+from . import graphical as _graphical
+from .._shared import closure_jit
 
 __all__ = ["RATE", "AUTO_MAX_RESIDUAL", "collapsed_move"]
 

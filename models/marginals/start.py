@@ -42,8 +42,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _graphical
-from ._marginal_release import MarginalRelease
+from . import graphical as _graphical
+from .release import MarginalRelease
 
 __all__ = ["release_fit", "balanced_records", "start_database", "check_mechanism", "FLOOR",
            "IPF_SWEEPS", "IPF_TOLERANCE"]
@@ -146,7 +146,7 @@ def release_fit(model, mechanism: MarginalRelease, s: np.ndarray, rng: np.random
 
     >>> import numpy as np
     >>> from dawrap.models import marginals
-    >>> from dawrap.models._marginals_start import release_fit
+    >>> from dawrap.models.marginals.start import release_fit
     >>> levels, tables = [2, 2, 2], [(0, 1), (1, 2)]
     >>> model = marginals.model(levels, tables)
     >>> mech = marginals.gaussian(levels, tables, rho=1e8)
@@ -208,7 +208,7 @@ def balanced_records(model, theta: np.ndarray, n: int, rng: np.random.Generator)
     --------
     >>> import numpy as np
     >>> from dawrap.models import marginals
-    >>> from dawrap.models._marginals_start import balanced_records
+    >>> from dawrap.models.marginals.start import balanced_records
     >>> model = marginals.model([2, 3], [(0, 1)])
     >>> theta = model.pack({"p_x0_x1": [[0.25, 0.25, 0.0], [0.125, 0.125, 0.25]]})
     >>> x = balanced_records(model, theta, 8, np.random.default_rng(0))
@@ -261,7 +261,7 @@ def check_mechanism(model, mechanism) -> None:
     Examples
     --------
     >>> from dawrap.models import marginals
-    >>> from dawrap.models._marginals_start import check_mechanism
+    >>> from dawrap.models.marginals.start import check_mechanism
     >>> model = marginals.model({"a": 3, "b": 2}, [("a", "b")])
     >>> check_mechanism(model, marginals.laplace({"a": 2, "b": 2}, [("a", "b")], 1.0))
     Traceback (most recent call last):

@@ -11,11 +11,11 @@ from collections.abc import Iterable
 import numpy as np
 
 import dawrap as dw
-from dawrap._checks import as_positive_float
-from dawrap.mechanisms import NoiseLaw, separable
-from dawrap.mechanisms.discrete_gaussian import discrete_gaussian_log_normaliser
-from dawrap.mechanisms.gaussian import gaussian_log_density
-from dawrap.mechanisms.noise import LARGEST_INTEGER_SCALE, stated_budget, usable_scale
+from dawrap.extend import as_positive_float
+from dawrap.extend import NoiseLaw, gaussian_coordinate
+from dawrap.extend import discrete_gaussian_log_normaliser
+from dawrap.extend import gaussian_log_density
+from dawrap.extend import LARGEST_INTEGER_SCALE, stated_budget, usable_scale
 
 __all__ = ["LevelledDiscreteGaussian", "discrete_gaussian_noise"]
 
@@ -69,7 +69,7 @@ class LevelledDiscreteGaussian(dw.Mechanism):
         super().__init__(statistic, gaussian_log_density, size=sum(self.sizes),
                          params=np.r_[inverse, -norm], draw_release=self._draw,
                          name="LevelledDiscreteGaussian",
-                         coordinate_log_density=separable.gaussian_coordinate,
+                         coordinate_log_density=gaussian_coordinate,
                          # the declared law: integer releases, exact variances, suffstat
                          noise=NoiseLaw.of("discrete_gaussian",
                                            np.repeat(self.sigmas, self.sizes)))
@@ -122,7 +122,7 @@ def discrete_gaussian_noise(rng, sigma) -> np.ndarray:
     Examples
     --------
     >>> import numpy as np
-    >>> from dawrap.models._small_area_mechanism import discrete_gaussian_noise
+    >>> from dawrap.models.census.levelled import discrete_gaussian_noise
     >>> z = discrete_gaussian_noise(np.random.default_rng(0), np.full(100_000, 2.0))
     >>> bool(abs(z.var() - 4.0) < 0.1), z.dtype
     (True, dtype('int64'))

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from dawrap.samplers.parallel import MAX_GROUPS, Partition, merge_units
+from dawrap.extend import MAX_GROUPS, Partition, merge_units
 
-from ._census_geography import Geography
-from ._census_release import layout_of
+from .geography import Geography
+from .release import layout_of
 
 __all__ = ["level_units", "partition"]
 
@@ -56,7 +56,7 @@ def partition(geography: Geography, mechanism, x, invariant: int, prior_finest: 
     --------
     >>> import numpy as np
     >>> from dawrap.models import census
-    >>> from dawrap.models._census_partition import partition
+    >>> from dawrap.models.census.partition import partition
     >>> geo = census.Geography({"nation": [0, 0, 0, 0], "state": [0, 0, 1, 1],
     ...                         "block": np.arange(4)}, 2)
     >>> mech = census.discrete_gaussian(geo, [census.query("block", rho=1.0),

@@ -40,12 +40,12 @@ is latent) from the model given what is public, O(queries) per record
 (:mod:`dawrap.samplers.record`, sparse path); the cell in O(1) from categorical tables of
 the rows of ``p`` that each sweep builds once (:class:`dawrap.PreparedDraw`). The theta
 step is one blocked, partially collapsed Gibbs pass over the hierarchy given the imputed counts
-(:mod:`dawrap.models._census_kernel`): concentrations by Metropolis with the level's
+(:mod:`dawrap.models.census.kernel`): concentrations by Metropolis with the level's
 probabilities integrated out, Chinese-restaurant table counts up the levels, :math:`\log\alpha`
 by HMC on its Dirichlet-multinomial marginal, then every probability from its conjugate
 Dirichlet down the levels. With two or more prior levels, each iteration also redraws every
 person's cell with their unit's probabilities integrated out (the Pólya urn of the unit,
-:mod:`dawrap.models._census_collapsed`), then those probabilities: a unit's empty rare
+:mod:`dawrap.models.census.collapsed`), then those probabilities: a unit's empty rare
 cell is then proposed at the urn's rate instead of at its near-zero probability. A chain
 starts from the release: each finest unit's records are drawn to match its noisy counts,
 clipped at zero, within its public total (:func:`start_database`).
@@ -61,7 +61,7 @@ released the block totals, the blocks by voting age and the tracts' detailed his
 
 >>> import numpy as np
 >>> import dawrap as dw
-from dawrap.model.protocols import MoveBuilder
+from dawrap.extend import MoveBuilder
 >>> from dawrap.models import census
 >>> geo = census.Geography({"tract": [0, 0, 0, 1, 1, 1], "block": np.arange(6)},
 ...                        {"voting_age": 2, "race": 3})
@@ -84,17 +84,17 @@ import numbers
 import numpy as np
 
 import dawrap as dw
-from dawrap.model.protocols import MoveBuilder
+from dawrap.extend import MoveBuilder
 
-from ._census_geography import (DETAILED, MAX_CELLS, TOTAL, Geography, Query, as_geography,
+from .geography import (DETAILED, MAX_CELLS, TOTAL, Geography, Query, as_geography,
                                 as_queries, query)
-from ._census_kernel import theta_kernel
-from ._census_partition import partition as census_partition
-from ._census_collapsed import RATE as COLLAPSED_RATE
-from ._census_collapsed import collapsed_move
-from ._census_pairs import pair_move
-from ._census_records import record_functions
-from ._census_release import Layout, discrete_gaussian, expected_counts, layout_of, statistic
+from .kernel import theta_kernel
+from .partition import partition as census_partition
+from .collapsed import RATE as COLLAPSED_RATE
+from .collapsed import collapsed_move
+from .pairs import pair_move
+from .records import record_functions
+from .release import Layout, discrete_gaussian, expected_counts, layout_of, statistic
 
 __all__ = ["Geography", "Query", "query", "as_geography", "as_queries", "DETAILED", "TOTAL",
            "MAX_CELLS", "model", "discrete_gaussian",
@@ -209,11 +209,11 @@ def model(geography: Geography, totals, *, invariant: str | None = None,
         ``hyper_kernel="metropolis"``, and every ``log_kappa``'s); default: adapted during
         warm-up, then frozen. HMC tunes itself during warm-up.
     pair_moves : "auto" or float
-        Proposals per person and iteration of the pair move (:mod:`dawrap.models._census_pairs`:
+        Proposals per person and iteration of the pair move (:mod:`dawrap.models.census.pairs`:
         two persons of the same unit of a coarser level exchange their cells, which keeps
         every total a precise coarse release pins); 0 turns it off. ``"auto"`` (default):
         0.5, each person once on average, when the release has a query above the finest
-        level with noise sd at most 1.5 (``_census_pairs.PINNED_SIGMA``), else none. A chain
+        level with noise sd at most 1.5 (``census.pairs.PINNED_SIGMA``), else none. A chain
         on threads or on a dask cluster (``dw.Record(threads=...)``, ``executor=...``) runs
         it in every group of its partition at once (:mod:`dawrap.samplers.group_moves`),
         unless the cells the groups share are released so precisely that their pieces pin
@@ -222,7 +222,7 @@ def model(geography: Geography, totals, *, invariant: str | None = None,
         chain leaves it out (``"auto"``, with a warning) or refuses it (a number).
     collapsed_moves : "auto" or float
         Steps per person and iteration of the collapsed move
-        (:mod:`dawrap.models._census_collapsed`: each person's cell redrawn from the Pólya
+        (:mod:`dawrap.models.census.collapsed`: each person's cell redrawn from the Pólya
         urn of their unit, the finest prior level's probabilities integrated out, then those
         probabilities drawn afresh), which keeps a unit's rare cell from sticking at zero
         (``docs/census.md``); 0 turns it off. ``"auto"`` (default): 2, each person twice
@@ -266,7 +266,7 @@ def model(geography: Geography, totals, *, invariant: str | None = None,
         raise ValueError(f"census.model: levels must be distinct geography levels "
                          f"{list(names)}, coarsest first, got {levels!r}")
     idx = [names.index(p) for p in prior]
-    cells, shape = geography.cells, geography.shape
+    cells = geography.cells
     if alpha is not None:
         alpha = np.asarray(alpha, float).reshape(-1)
         if alpha.shape != (cells,) or not np.all((alpha > 0) & np.isfinite(alpha)):

@@ -123,7 +123,7 @@ def junction_tree(levels, sets) -> Structure:
     --------
     The three two-way marginals of a cycle a - b - c - a close a triangle; a chain does not:
 
-    >>> from dawrap.models._junction_tree import junction_tree
+    >>> from dawrap.models.marginals.junction_tree import junction_tree
     >>> junction_tree((2, 2, 2), [(0, 1), (1, 2), (0, 2)]).cliques
     ((0, 1, 2),)
     >>> tree = junction_tree((2, 3, 2, 4), [(0, 1), (1, 2)])

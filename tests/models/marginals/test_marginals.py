@@ -13,9 +13,9 @@ from scipy import special
 import dawrap as dw
 from dawrap import diagnostics
 from dawrap.models import contingency, marginals
-from dawrap.models import _graphical
-from dawrap.models._junction_tree import Structure
-from dawrap.models._marginals_start import balanced_records, release_fit, start_database
+from dawrap.models.marginals import graphical as _graphical
+from dawrap.models.marginals.junction_tree import Structure
+from dawrap.models.marginals.start import balanced_records, release_fit, start_database
 
 KINDS = ("laplace", "geometric", "gaussian", "discrete_gaussian")
 
@@ -401,7 +401,7 @@ def test_the_attribute_proposal_draws_one_attribute_from_its_conditional():
 
 
 def test_ridge_moves_apply_to_unreleased_three_way_interactions_only():
-    from dawrap.models._marginals_ridge import ridges
+    from dawrap.models.marginals.ridge import ridges
     cycle = [(0, 1), (1, 2), (0, 2)]
     tree = marginals.structure((2, 2, 3), cycle)
     assert ridges(tree, cycle).tolist() == [[0, 1, 0, 2], [0, 0, 1, 2], [0, 0, 2, 1]]

@@ -21,10 +21,10 @@ import numba
 import numpy as np
 
 import dawrap as dw
-from dawrap.mechanisms._immutable import read_only
-from dawrap.mechanisms.noise import stated_budget
+from dawrap.extend import read_only
+from dawrap.extend import stated_budget
 
-from ._shared import closure_jit
+from .._shared import closure_jit
 
 __all__ = ["Noise", "MarginalRelease", "table_statistic", "KINDS"]
 

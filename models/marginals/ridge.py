@@ -43,10 +43,10 @@ import math
 
 import numpy as np
 
-from dawrap.samplers.status import OK
+from dawrap.extend import OK
 
-from . import _graphical
-from ._shared import closure_jit
+from . import graphical as _graphical
+from .._shared import closure_jit
 
 __all__ = ["ridges", "make_move", "check_release", "MOVES"]
 

@@ -13,8 +13,8 @@ from scipy import special
 import dawrap as dw
 from dawrap import diagnostics
 from dawrap.models import census, small_area
-from dawrap.models import _census_math as cm
-from dawrap.models._small_area_mechanism import discrete_gaussian_noise
+from dawrap.models.census import draws as cm
+from dawrap.models.census.levelled import discrete_gaussian_noise
 from dawrap.runner import grouped as grouped_runner
 from dawrap.reference import BetaMixture, normalise_log_weights, relative_log_g
 

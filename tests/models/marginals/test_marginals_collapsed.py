@@ -1,12 +1,12 @@
-"""The marginals model's collapsed move (models/_marginals_collapsed.py) on its own: with its
+"""The marginals model's collapsed move (models/marginals/collapsed.py) on its own: with its
 fresh draw of theta it samples the exact posterior (enumeration), keeps the running
 statistics, and is chosen by ``collapsed_moves`` as documented."""
 import numpy as np
 import pytest
 
 from dawrap import diagnostics
-from dawrap.models import _graphical, marginals
-from dawrap.models._marginals_collapsed import AUTO_MAX_RESIDUAL, collapsed_move
+from dawrap.models.marginals import graphical as _graphical, marginals
+from dawrap.models.marginals.collapsed import AUTO_MAX_RESIDUAL, collapsed_move
 from dawrap.samplers.record import RecordState
 
 #: Monte Carlo standard errors allowed (tests/conftest.py's Z)

@@ -6,7 +6,7 @@ import string
 
 import numpy as np
 
-from . import _graphical
+from . import graphical as _graphical
 
 __all__ = ["marginal"]
 

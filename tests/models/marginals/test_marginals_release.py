@@ -13,7 +13,7 @@ import pytest
 import dawrap as dw
 from dawrap.mechanisms.separable import sparse_form
 from dawrap.models import marginals
-from dawrap.models._marginal_release import table_statistic
+from dawrap.models.marginals.release import table_statistic
 from dawrap.models.marginals import Noise
 
 KINDS = ("laplace", "geometric", "gaussian", "discrete_gaussian")

@@ -1,4 +1,4 @@
-"""The census model's collapsed move (models/_census_collapsed.py) on its own: the law it
+"""The census model's collapsed move (models/census/collapsed.py) on its own: the law it
 leaves invariant, by enumeration, with its fresh draw of the probabilities; its
 bookkeeping of the running statistic; and its composition with the pair move."""
 import itertools
@@ -10,9 +10,9 @@ from scipy import special
 
 from dawrap import diagnostics
 from dawrap.models import census
-from dawrap.models._census_collapsed import collapsed_move
+from dawrap.models.census.collapsed import collapsed_move
 from dawrap.model.protocols import MoveBuilder
-from dawrap.models._census_pairs import pair_move
+from dawrap.models.census.pairs import pair_move
 from dawrap.reference import normalise_log_weights, relative_log_g
 from dawrap.samplers import parallel
 from dawrap.samplers.record import RecordState

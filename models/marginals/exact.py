@@ -24,7 +24,7 @@ import math
 import numpy as np
 from scipy import special
 
-from . import _graphical
+from . import graphical as _graphical
 
 __all__ = ["ExactPosterior", "exact_posterior", "MAX_TABLES"]
 

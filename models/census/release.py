@@ -25,8 +25,8 @@ import numpy as np
 
 import dawrap as dw
 
-from ._census_geography import DETAILED, Geography, Query, as_geography, as_queries
-from ._small_area_mechanism import LevelledDiscreteGaussian
+from .geography import DETAILED, Geography, Query, as_geography, as_queries
+from .levelled import LevelledDiscreteGaussian
 
 __all__ = ["Layout", "statistic", "discrete_gaussian", "CensusRelease", "layout_of",
            "expected_counts"]

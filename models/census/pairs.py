@@ -36,15 +36,15 @@ import math
 
 import numpy as np
 
-from dawrap.model.protocols import Move, MoveBuilder
-from dawrap.samplers.entries_path import merge_entries
-from dawrap.samplers.group_moves import (GroupMove, apply_group_change, group_density_change_of,
+from dawrap.extend import Move, MoveBuilder
+from dawrap.extend import merge_entries
+from dawrap.extend import (GroupMove, apply_group_change, group_density_change_of,
                                          whole_database)
-from dawrap.samplers.parallel import BAD_PARTITION
-from dawrap.samplers.record import RecordState
-from dawrap.samplers.status import BAD_ENTRIES, BAD_RATIO, OK
+from dawrap.extend import BAD_PARTITION
+from dawrap.extend import RecordState
+from dawrap.extend import BAD_ENTRIES, BAD_RATIO, OK
 
-from ._shared import closure_jit
+from .._shared import closure_jit
 
 __all__ = ["RATE", "PINNED_SIGMA", "auto_rate", "pair_move", "unit_ranges"]
 
@@ -68,7 +68,7 @@ def auto_rate(mechanism, finest: int) -> float:
     Examples
     --------
     >>> from dawrap.models import census
-    >>> from dawrap.models._census_pairs import auto_rate
+    >>> from dawrap.models.census.pairs import auto_rate
     >>> geo = census.Geography({"state": [0, 0, 1], "block": [0, 1, 2]}, 2)
     >>> precise = census.discrete_gaussian(geo, [census.query("block", rho=0.5),
     ...                                          census.query("state", rho=2.0)])
@@ -76,7 +76,7 @@ def auto_rate(mechanism, finest: int) -> float:
     ...     geo, [census.query("state", rho=0.1)]), 1)
     (0.5, 0.0)
     """
-    from ._census_release import layout_of
+    from .release import layout_of
 
     layout, sigmas = layout_of(mechanism), getattr(mechanism, "sigmas", None)
     if layout is None or sigmas is None:
@@ -96,7 +96,7 @@ def unit_ranges(ancestors: np.ndarray):
     Two units above three finest ones, unit 1 holding finest units 0 and 2:
 
     >>> import numpy as np
-    >>> from dawrap.models._census_pairs import unit_ranges
+    >>> from dawrap.models.census.pairs import unit_ranges
     >>> position, lo, hi = unit_ranges(np.array([[1, 0, 1], [0, 1, 2]]))
     >>> position.tolist(), lo.tolist(), hi.tolist()
     ([1, 0, 2], [[0, 1]], [[1, 3]])

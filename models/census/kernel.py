@@ -44,7 +44,7 @@ import numpy as np
 
 import dawrap as dw
 
-from ._census_math import (compress_counts, dirichlet_into, dm_log_likelihood,
+from .draws import (compress_counts, dirichlet_into, dm_log_likelihood,
                            dm_log_likelihood_grad, table_count)
 
 __all__ = ["theta_kernel", "CensusKernelState", "kappa_state", "FLOOR"]

@@ -1,4 +1,4 @@
-"""The census model's pair move (models/_census_pairs.py) on its own: the distribution it
+"""The census model's pair move (models/census/pairs.py) on its own: the distribution it
 leaves invariant, by enumeration, and its bookkeeping of the running statistic."""
 import itertools
 
@@ -8,7 +8,7 @@ from scipy import special
 
 from dawrap import diagnostics
 from dawrap.models import census
-from dawrap.models._census_pairs import pair_move, unit_ranges
+from dawrap.models.census.pairs import pair_move, unit_ranges
 from dawrap.reference import normalise_log_weights, relative_log_g
 from dawrap.samplers.record import RecordState
 
