@@ -28,7 +28,7 @@ def _source_copy(tmp_path: Path) -> Path:
     names = files.stdout.split() if files.returncode == 0 and files.stdout else None
     if names is None:  # not a git checkout: copy the package folders
         names = [str(p.relative_to(REPO)) for d in ("dawrap", "models") for p in
-                 (REPO / d).rglob("*.py")] + ["pyproject.toml", "README.md"]
+                 (REPO / d).rglob("*.py")] + ["pyproject.toml", "setup.py", "README.md"]
     for name in names:
         if (REPO / name).is_file():
             (src / name).parent.mkdir(parents=True, exist_ok=True)

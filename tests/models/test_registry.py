@@ -14,8 +14,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _public_model_modules() -> list[str]:
-    return sorted(p.stem for p in (ROOT / "models").glob("*.py")
-                  if not p.stem.startswith("_"))
+    """The public models: modules of models/, and the model families' subpackages."""
+    modules = [p.stem for p in (ROOT / "models").glob("*.py")]
+    packages = [p.parent.name for p in (ROOT / "models").glob("*/__init__.py")]
+    return sorted(name for name in modules + packages if not name.startswith("_"))
 
 
 def test_every_public_module_of_models_is_registered():

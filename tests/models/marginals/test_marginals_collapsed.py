@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from dawrap import diagnostics
-from dawrap.models.marginals import graphical as _graphical, marginals
+from dawrap.models import marginals
+from dawrap.models.marginals import graphical as _graphical
 from dawrap.models.marginals.collapsed import AUTO_MAX_RESIDUAL, collapsed_move
 from dawrap.samplers.record import RecordState
 
