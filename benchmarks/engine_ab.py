@@ -51,9 +51,13 @@ def engine(module, model, mech, theta, x, s_dp):
     """``go(sweeps) -> (seconds, theta draws)`` for ``module``'s chain of ``model``."""
     fns = module.RecordFunctions(model.draw_record, model.propose_record, model.model_stat,
                                  mech.sampler_statistic, mech.log_density)
-    chain = module.bind_chain(fns, model.record_size, mech.size, model.stat_size,
-                              shared=model.user_model_stat is mech.statistic,
-                              kernel_step=as_kernel(model.draw_theta, False).step)
+    sizes = (model.record_size, mech.size, model.stat_size)
+    shared, step = model.user_model_stat is mech.statistic, as_kernel(model.draw_theta, False).step
+    if hasattr(module, "SweepOptions"):  # (a version of record.py since issue 42)
+        chain = module.bind_chain(fns, module.SweepOptions(*sizes, shared=shared),
+                                  kernel_step=step)
+    else:
+        chain = module.bind_chain(fns, *sizes, shared=shared, kernel_step=step)
     inputs = module.Inputs(s_dp, mech.params, 1)
 
     def go(sweeps):

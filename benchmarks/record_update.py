@@ -115,8 +115,9 @@ def engine_chain(model, mech):
                                  mech.sampler_statistic, mech.log_density)
     shared = model.user_model_stat is mech.statistic
     kernel = as_kernel(model.draw_theta, False).step
-    return record.bind_chain(fns, model.record_size, mech.size, model.stat_size,
-                             shared=shared, kernel_step=kernel)
+    return record.bind_chain(fns, record.SweepOptions(model.record_size, mech.size,
+                                                      model.stat_size, shared=shared),
+                             kernel_step=kernel)
 
 
 def sweep_ir(model, mech, theta) -> str:

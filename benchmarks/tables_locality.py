@@ -75,7 +75,8 @@ class Case:
                                           model.record_support,
                                           **entries_path.entries_fields(model, mech))
         shared = model.user_model_stat is mech.statistic
-        chain = record.bind_chain(self.fns, 1, k, k, general=True, shared=shared,
+        chain = record.bind_chain(self.fns, record.SweepOptions(1, k, k, general=True,
+                                                                shared=shared),
                                   kernel_step=as_kernel(model.draw_theta, False).step)
         self.sweep = chain.sweep
         self.state = chain.init(p, x, record.Inputs(self.s_dp, mech.params, 1), np.empty(0),

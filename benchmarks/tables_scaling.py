@@ -46,8 +46,8 @@ def setup(model, mech, k, n, seed):
                                  model.record_support, **entries_path.entries_fields(model, mech))
     shared = model.user_model_stat is mech.statistic
     kernel = as_kernel(model.draw_theta, False).step
-    chain = record.bind_chain(fns, 1, k, k, general=model.general_proposal, shared=shared,
-                              kernel_step=kernel)
+    chain = record.bind_chain(fns, record.SweepOptions(1, k, k, general=model.general_proposal,
+                                                       shared=shared), kernel_step=kernel)
     inputs = record.Inputs(s_dp, mech.params, 1)
     state = chain.init(p, x, inputs, np.empty(0), np.empty(0))
     return state, s_dp, chain, inputs

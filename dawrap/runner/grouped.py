@@ -230,12 +230,8 @@ class GroupedChain:
                 piece_scale=self.piece_scale, rows_width=width, own_cells=own_cells,
                 own_stats=own_stats, move_layouts=[lay for _, lay in parts],
                 move_theta=[entries[w] for entries in self.move_theta]))
-        group_fns = parallel.bind_groups(
-            fns, model.record_size, mech.size, model.stat_size,
-            general=model.general_proposal, shared=setup.shared,
-            random_scan=setup.random_scan, batched=model.draw_records is not None,
-            prepared=model.prepared is not None, stats_owned=partition.stats is not None,
-            lazy_stats=setup.lazy_stats) if backend.local else None
+        group_fns = parallel.bind_groups(fns, setup.options, partition.stats is not None) \
+            if backend.local else None
         backend.start(setup, group_fns, layouts, x, [[rngs[g] for g in groups]
                                                      for groups in self.assigned],
                       state.total, state.stats)

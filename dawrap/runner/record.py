@@ -170,14 +170,17 @@ class _Setup:
     def _bind(self) -> record.Chain:
         """The compiled chain for this model, mechanism, kernel and move (compiled on first
         call, or loaded from numba's disk cache; see dawrap._templates)."""
-        model, mech = self.model, self.mechanism
-        return record.bind_chain(self.fns, model.record_size, mech.size, model.stat_size,
-                                 general=model.general_proposal, shared=self.shared,
-                                 random_scan=self.random_scan,
-                                 batched=model.draw_records is not None,
-                                 prepared=model.prepared is not None,
-                                 lazy_stats=self.lazy_stats, move=self.move.step,
-                                 kernel_step=self.kernel.step)
+        return record.bind_chain(self.fns, self.options, self.move.step, self.kernel.step)
+
+    @property
+    def options(self) -> record.SweepOptions:
+        """The sweep's sizes and compile-time flags for this model and mechanism."""
+        model = self.model
+        return record.SweepOptions(
+            model.record_size, self.mechanism.size, model.stat_size,
+            general=model.general_proposal, shared=self.shared, random_scan=self.random_scan,
+            batched=model.draw_records is not None, prepared=model.prepared is not None,
+            lazy_stats=self.lazy_stats)
 
     @functools.cached_property
     def noise(self):

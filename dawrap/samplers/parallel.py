@@ -700,15 +700,17 @@ class GroupFunctions:
     stats: object
 
 
-def bind_groups(fns, record_size: int, size: int, stat_size: int, *, general: bool,
-                shared: bool, random_scan: bool, batched: bool, prepared: bool,
-                stats_owned: bool, lazy_stats: bool = False) -> GroupFunctions:
-    """Compile the group pass for one model and mechanism (the options of
-    :func:`dawrap.samplers.record.bind_chain`; ``stats_owned`` when the partition says who
-    owns the model statistic's cells; ``lazy_stats`` when the model's statistic is recounted
-    once per iteration, :func:`group_stats`). Needs the entries path (``fns.nnz > 0``)."""
+def bind_groups(fns, options, stats_owned: bool) -> GroupFunctions:
+    """Compile the group pass for one model and mechanism (``options`` the
+    :class:`~dawrap.samplers.record.SweepOptions` of
+    :func:`~dawrap.samplers.record.bind_chain`, whose ``lazy_stats`` recounts the model's
+    statistic once per iteration, :func:`group_stats`; ``stats_owned`` when the partition
+    says who owns the model statistic's cells). Needs the entries path (``fns.nnz > 0``)."""
     from ..compile import templates as _templates
     from ..model.protocols import no_prepared_proposal
+
+    (record_size, size, stat_size, general, shared, random_scan, batched, prepared,
+     lazy_stats) = options
 
     if fns.nnz == 0:
         raise ValueError("threads: the within-chain parallel sweep needs the sparse path (a "

@@ -47,7 +47,7 @@ from ..mechanisms.separable import (gaussian_coordinate, laplace_coordinate, no_
                                     no_entries, no_model_entries)
 
 __all__ = ["RecordFunctions", "RecordState", "StepInfo", "RecordInfo", "Trace", "Inputs",
-           "Chain", "SAMPLE_STATS", "sample_stats", "bind_chain", "prepared_fields", "no_move", "given_theta",
+           "Chain", "SAMPLE_STATS", "sample_stats", "SweepOptions", "bind_chain", "prepared_fields", "no_move", "given_theta",
            "given_theta_state", "schedule", "running_total", "STATUS_MESSAGES",
            "REFRESH_EVERY", "BLOCK", "anywhere"]
 
@@ -966,40 +966,46 @@ CHAIN_TEMPLATES = (update_records, step)
 CHAIN_INLINED = ("update_records", "step")
 
 
-def bind_chain(fns: RecordFunctions, record_size: int, size: int, stat_size: int, *,
-               general: bool = False, shared: bool = False, random_scan: bool = False,
-               batched: bool = False, prepared: bool = False, lazy_stats: bool = False,
-               move=no_move, kernel_step=given_theta) -> Chain:
+class SweepOptions(NamedTuple):
+    """The sizes and compile-time flags of one model's record sweep (:func:`bind_chain`,
+    :func:`dawrap.samplers.parallel.bind_groups`): each flag is a constant of the compiled
+    code, whose branches for the other value are pruned."""
+    #: Floats per record, per mechanism statistic and per model statistic.
+    record_size: int
+    size: int
+    stat_size: int
+    #: Propose with ``propose_record`` (supplement Algorithm 2) instead of ``draw_record``.
+    general: bool = False
+    #: The model statistic is the mechanism's statistic, so its running sum moves by the
+    #: same difference and is not computed twice.
+    shared: bool = False
+    #: Visit ``n`` records drawn uniformly with replacement instead of each record in turn
+    #: (both leave the posterior invariant; systematic scan is the paper's).
+    random_scan: bool = False
+    #: Draw the proposals from ``f`` with ``fns.draw_records``, :data:`BLOCK` at a time
+    #: (ignored with ``general``).
+    batched: bool = False
+    #: The model has a :class:`dawrap.PreparedDraw` (``fns.prepare``, ``fns.draw_prepared``
+    #: and, for ``general``, ``fns.propose_prepared``): each sweep builds its table once and
+    #: proposes through it (with ``general``, only when the model gives
+    #: ``propose_prepared``), and databases are drawn through it.
+    prepared: bool = False
+    #: The model's statistic is recounted from the records once per iteration, after the
+    #: sweeps (:func:`recount_stats`; ``Model(stat_every="iteration")``), instead of moved
+    #: by every accepted record; not with ``shared``.
+    lazy_stats: bool = False
+
+
+def bind_chain(fns: RecordFunctions, options: SweepOptions, move=no_move,
+               kernel_step=given_theta) -> Chain:
     """Compile the record sampler for one model, mechanism, theta kernel and move.
 
     Parameters
     ----------
     fns : RecordFunctions
         The model's and the mechanism's compiled functions.
-    record_size, size, stat_size : int
-        Floats per record, per mechanism statistic and per model statistic.
-    general : bool
-        Propose with ``propose_record`` (supplement Algorithm 2) instead of ``draw_record``.
-    shared : bool
-        The model statistic is the mechanism's statistic, so its running sum moves by the
-        same difference and is not computed twice.
-    random_scan : bool
-        Visit ``n`` records drawn uniformly with replacement instead of each record in turn
-        (both leave the posterior invariant; systematic scan is the paper's).
-    batched : bool
-        Draw the proposals from ``f`` with ``fns.draw_records``, :data:`BLOCK` at a time
-        (ignored with ``general``). Without it the sweep compiles to the code it had before
-        the option existed: the flag is a compile-time constant and its branches are pruned.
-    prepared : bool
-        The model has a :class:`dawrap.PreparedDraw` (``fns.prepare``, ``fns.draw_prepared``
-        and, for ``general``, ``fns.propose_prepared``): each sweep builds its table once and
-        proposes through it (with ``general``, only when the model gives
-        ``propose_prepared``), and databases are drawn through it. Pruned like ``batched``
-        without it.
-    lazy_stats : bool
-        The model's statistic is recounted from the records once per iteration, after the
-        sweeps (:func:`recount_stats`; ``Model(stat_every="iteration")``), instead of moved
-        by every accepted record; not with ``shared``.
+    options : SweepOptions
+        The sizes and the sweep's compile-time flags.
     move : dispatcher
         The extra theta move, ``(rng, state, s_dp, params, tuning) -> (state, accept_prob,
         status)`` (:func:`dawrap.samplers.interweave.make_move`), or :func:`no_move`.
@@ -1014,6 +1020,8 @@ def bind_chain(fns: RecordFunctions, record_size: int, size: int, stat_size: int
         later processes (:mod:`dawrap._templates`). The entries path
         (:mod:`dawrap.samplers.entries_path`) is taken when ``fns.nnz > 0``.
     """
+    (record_size, size, stat_size, general, shared, random_scan, batched, prepared,
+     lazy_stats) = options
     if lazy_stats and shared:
         raise ValueError("bind_chain: lazy_stats needs a model statistic of its own (not "
                          "shared with the mechanism's, which the sweep keeps anyway)")

@@ -84,7 +84,8 @@ def test_the_draws_are_those_of_the_threads(problem, client, partition):
     if partition == "rows":
         part, sweeps = dw.parallel.Partition(records=part.records, cells=part.cells), 2
     threaded = dw.sample(model, mech, s_dp, N, draws=15, tune=5,
-                         method=dw.Record(groups=dw.parallel.Threads(2, partition=part), sweeps=sweeps), **FAST)
+                         method=dw.Record(groups=dw.parallel.Threads(2, partition=part),
+                                          sweeps=sweeps), **FAST)
     # the option by name (dw.sample's record options), or on the method object
     how = (dict(groups=dw.parallel.Dask(client)) if part is None
            else dict(method=dw.Record(groups=dw.parallel.Dask(client, partition=part),
@@ -298,7 +299,8 @@ def test_the_census_moves_run_in_the_groups_and_draw_the_threads_draws(client):
     assert "pair" in model.records_move.name and "collapsed" in model.records_move.name
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)  # nothing is left out
-        cluster = dw.sample(model, mech, s_dp, n, draws=20, tune=5, groups=dw.parallel.Dask(client), **FAST)
+        cluster = dw.sample(model, mech, s_dp, n, draws=20, tune=5,
+                            groups=dw.parallel.Dask(client), **FAST)
     threaded = dw.sample(model, mech, s_dp, n, draws=20, tune=5,
                          method=dw.Record(groups=dw.parallel.Threads(2)), **FAST)
     same(threaded, cluster)

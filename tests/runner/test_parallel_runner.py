@@ -1,4 +1,5 @@
-"""One chain on several threads (dawrap.runner.grouped on the threads backend): the same draws for 1, 2 or 3
+"""One chain on several threads (dawrap.runner.grouped, threads backend): the same draws for 1,
+2 or 3
 threads, the exact posterior with and without shared cells (discrete Gaussian, Laplace and
 geometric noise), bad input named."""
 import copy
@@ -48,8 +49,14 @@ def by_area(mech) -> dw.parallel.Partition:
     """Records grouped by area: the area cells are each area's, the region's are shared."""
     records = np.repeat(np.arange(len(SIZES)), SIZES)
     cells = np.r_[np.repeat(np.arange(len(SIZES)), CATS), np.full(CATS, -1)]
-    return dw.parallel.Partition(records=records, cells=cells, stats=np.repeat(np.arange(len(SIZES)),
+    return dw.parallel.Partition(records=records, cells=cells,
+                                 stats=np.repeat(np.arange(len(SIZES)),
                                                                       CATS))
+
+
+def on_threads(threads: int, partition=None, **options) -> dw.Record:
+    """The record sampler with each chain's groups on ``threads`` threads."""
+    return dw.Record(groups=dw.parallel.Threads(threads, partition), **options)
 
 
 def draws(idata, name="p"):
@@ -60,12 +67,12 @@ def draws(idata, name="p"):
 def test_the_draws_do_not_depend_on_the_threads(problem):
     model, mech, s_dp = problem
     runs = [dw.sample(model, mech, s_dp, sum(SIZES), draws=30, tune=10, keep_stats=True,
-                      method=dw.Record(groups=dw.parallel.Threads(t, partition=by_area(mech))), **FAST)
+                      method=on_threads(t, by_area(mech)), **FAST)
             for t in (1, 2)]
     with pytest.warns(UserWarning, match="threads = 3 but the partition has 2 group"):
         runs.append(dw.sample(model, mech, s_dp, sum(SIZES), draws=30, tune=10,
                               keep_stats=True,
-                              method=dw.Record(groups=dw.parallel.Threads(3, partition=by_area(mech))), **FAST))
+                              method=on_threads(3, by_area(mech)), **FAST))
     for run in runs[1:]:
         assert np.array_equal(draws(run), draws(runs[0]))
         assert np.array_equal(draws(run, "log_alpha"), draws(runs[0], "log_alpha"))
@@ -108,7 +115,7 @@ def test_shared_cells_under_laplace_and_geometric_noise_are_exact(laplace_proble
     # variances at their prior mean 2 b^2 (Gaussian pieces of the Laplace's variance)
     # fails this test.
     model, mech, s_dp = laplace_problem
-    assert_exact(model, mech, s_dp, dw.Record(groups=dw.parallel.Threads(2, partition=by_area(mech))),
+    assert_exact(model, mech, s_dp, on_threads(2, by_area(mech)),
                  check_posterior)
 
 
@@ -117,7 +124,7 @@ def test_laplace_draws_do_not_depend_on_the_threads(laplace_problem):
     # the latent variances come from the chain's own generator, as the pieces do
     model, mech, s_dp = laplace_problem
     runs = [dw.sample(model, mech, s_dp, sum(SIZES), draws=30, tune=10,
-                      method=dw.Record(groups=dw.parallel.Threads(t, partition=by_area(mech))), **FAST)
+                      method=on_threads(t, by_area(mech)), **FAST)
             for t in (1, 2)]
     for name in ("p", "log_alpha"):
         assert np.array_equal(draws(runs[1], name), draws(runs[0], name)), name
@@ -215,7 +222,7 @@ def test_groups_recounting_the_statistic_give_the_running_sums_draws(problem, ow
     if not owned:
         part = dw.parallel.Partition(records=part.records, cells=part.cells)
     runs = [dw.sample(m, mech, s_dp, sum(SIZES), draws=30, tune=10,
-                      method=dw.Record(groups=dw.parallel.Threads(2, partition=part), sweeps=2), **FAST)
+                      method=on_threads(2, part, sweeps=2), **FAST)
             for m in (per_record(model), model)]
     for name in ("p", "log_alpha"):
         assert np.array_equal(draws(runs[1], name), draws(runs[0], name)), name

@@ -128,7 +128,8 @@ def test_consistency_tolerates_rounding_only():
     fns = record.RecordFunctions(model.draw_record, model.propose_record, model.model_stat,
                                  mech.sampler_statistic, mech.log_density)
     s_dp = np.array([60.0])
-    chain = record.bind_chain(fns, model.record_size, mech.size, model.stat_size)
+    chain = record.bind_chain(fns, record.SweepOptions(model.record_size, mech.size,
+                                                       model.stat_size))
     state = chain.init(theta, x, record.Inputs(s_dp, mech.params, 1), np.empty(0), np.empty(0))
     assert chain.consistency(state, s_dp)[2] == record.OK
     state.total[0] += 1e-12 * x.sum()

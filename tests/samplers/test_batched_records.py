@@ -89,8 +89,8 @@ def test_batched_sweep_is_algorithm_1_with_proposals_drawn_ahead(model, mech, dr
     fns = record.RecordFunctions(model.draw_record, model.propose_record, model.model_stat,
                                  mech.sampler_statistic, mech.log_density,
                                  draw_records=draw_records)
-    chain = record.bind_chain(fns, model.record_size, mech.size, model.stat_size,
-                              batched=True, random_scan=random_scan)
+    chain = record.bind_chain(fns, record.SweepOptions(
+        model.record_size, mech.size, model.stat_size, batched=True, random_scan=random_scan))
     inputs = record.Inputs(s_dp, mech.params, 1)
     state = chain.init(theta, x.copy(), inputs, np.empty(0), np.empty(0))
     expected = reference_sweep(np.random.default_rng(9), theta, x, state.stats, state.total,

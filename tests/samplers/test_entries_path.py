@@ -107,7 +107,7 @@ def test_the_sweep_stops_on_entries_outside_the_statistic():
                                  mech.sampler_statistic, mech.log_density,
                                  entries=mech.sparse.entries, nnz=1,
                                  coordinate_log_density=mech.coordinate_log_density)
-    sweep = record.bind_chain(fns, 1, 3, 3).sweep
+    sweep = record.bind_chain(fns, record.SweepOptions(1, 3, 3)).sweep
     s_dp = np.zeros(3)
     x = np.zeros((4, 1))
     state = record.RecordState(np.full(3, 1 / 3), x, np.zeros(3), np.zeros(3), 0.0,
@@ -137,7 +137,8 @@ def test_the_sparse_sweep_reports_a_non_finite_model_statistic(model_nnz):
                                  entries=mech.sparse.entries, nnz=1,
                                  coordinate_log_density=mech.coordinate_log_density,
                                  **sparse_model)
-    sweep = record.bind_chain(fns, 1, 3, 3).sweep   # not shared: the model's own statistic
+    # not shared: the model's own statistic
+    sweep = record.bind_chain(fns, record.SweepOptions(1, 3, 3)).sweep
     x = np.zeros((50, 1))
     state = record.RecordState(np.full(3, 1 / 3), x, np.zeros(3), np.zeros(3), 0.0,
                                np.empty(0), np.empty(0), np.zeros(2, np.int64))
@@ -167,7 +168,8 @@ def test_naive_bayes_entries_agree_with_its_counts_on_every_record():
                                  mech.sampler_statistic, mech.log_density,
                                  **entries_path.entries_fields(model, mech))
     assert fns.model_nnz == len(J)
-    chain = record.bind_chain(fns, model.record_size, mech.size, model.stat_size)
+    chain = record.bind_chain(fns, record.SweepOptions(model.record_size, mech.size,
+                                                       model.stat_size))
     everyone = np.ones(len(recs), dtype=bool)
     assert chain.check_entries(recs, np.zeros(mech.size), everyone) == (-1, 0, 0)
     # A record out of range still contributes NaN (the dense statistic's answer).
@@ -300,7 +302,8 @@ def _sparse_chain(k=5, stat=None):
     fns = record.RecordFunctions(model.draw_record, model.propose_record,
                                  stat or model.model_stat, mech.sampler_statistic,
                                  mech.log_density, **entries_path.entries_fields(model, mech))
-    chain = record.bind_chain(fns, 1, k, k, general=True, shared=stat is None)
+    chain = record.bind_chain(fns, record.SweepOptions(1, k, k, general=True,
+                                                       shared=stat is None))
     return chain, mech
 
 

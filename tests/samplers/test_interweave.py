@@ -44,7 +44,7 @@ def test_a_nan_density_in_the_move_is_reported_not_rejected():
     params = s_dp.copy()
     fns = record.RecordFunctions(model.draw_record, model.propose_record, model.model_stat,
                                  normal_mean.gaussian(1.0).sampler_statistic, nan_off_the_start)
-    chain = record.bind_chain(fns, model.record_size, 1, model.stat_size)
+    chain = record.bind_chain(fns, record.SweepOptions(model.record_size, 1, model.stat_size))
     state = chain.init(theta, x.copy(), record.Inputs(s_dp, params, 1), np.empty(0),
                        np.empty(0))
     move, init_move_state = make_move(model.noncentred, fns, 1, 1)

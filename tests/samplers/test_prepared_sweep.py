@@ -61,7 +61,7 @@ def one_sweep(mech, general, propose_prepared):
                                  prepare=largest_cell, draw_prepared=draw_from_table,
                                  **({"propose_prepared": propose_from_table}
                                     if propose_prepared else {}))
-    chain = record.bind_chain(fns, 1, k, k, general=general, prepared=True)
+    chain = record.bind_chain(fns, record.SweepOptions(1, k, k, general=general, prepared=True))
     inputs = record.Inputs(s_dp, mech.params, 1)
     state = chain.init(theta, x, inputs, np.empty(0), np.empty(0))
     state, info = chain.sweep(np.random.default_rng(0), state, s_dp, mech.params)
@@ -289,7 +289,7 @@ def test_binding_a_prepared_sweep_without_the_table_functions_is_refused():
     fns = record.RecordFunctions(plain_draw, plain_proposal, dm.one_hot,
                                  mech.sampler_statistic, mech.log_density)
     with pytest.raises(ValueError, match="prepared=True needs fns.prepare"):
-        record.bind_chain(fns, 1, 8, 8, prepared=True)
+        record.bind_chain(fns, record.SweepOptions(1, 8, 8, prepared=True))
 
 
 # -- the table is built once per iteration -------------------------------------------------
@@ -322,7 +322,8 @@ def test_the_table_is_built_once_per_iteration_whatever_the_sweeps(path):
     fns = record.RecordFunctions(plain_draw, plain_proposal, dm.one_hot,
                                  mech.sampler_statistic, mech.log_density, **fields,
                                  prepare=counting_prepare, draw_prepared=draw_from_table)
-    chain = record.bind_chain(fns, 1, k, k, prepared=True, kernel_step=keep_theta)
+    chain = record.bind_chain(fns, record.SweepOptions(1, k, k, prepared=True),
+                              kernel_step=keep_theta)
     s_dp = np.full(k, n / k)
     inputs = record.Inputs(s_dp, mech.params, 3)
     theta = np.array([0.25, 0.25, 0.25, 0.25, 0.0])  # the last cell: the tables built

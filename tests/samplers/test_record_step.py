@@ -16,6 +16,10 @@ FNS = record.RecordFunctions(MODEL.draw_record, MODEL.propose_record, MODEL.mode
                              MECH.sampler_statistic, MECH.log_density)
 
 
+OPTIONS = record.SweepOptions(MODEL.record_size, MECH.size, MODEL.stat_size,
+                              shared=MODEL.user_model_stat is MECH.statistic)
+
+
 def _setup(n=60):
     x = MODEL.simulate({"p": 0.3}, n, seed=1)
     s_dp = MECH.release(x, seed=2)
@@ -25,9 +29,7 @@ def _setup(n=60):
 @pytest.fixture(scope="module")
 def compiled():
     """The chain with the model's compiled conjugate draw as its theta kernel."""
-    return record.bind_chain(FNS, MODEL.record_size, MECH.size, MODEL.stat_size,
-                             shared=MODEL.user_model_stat is MECH.statistic,
-                             kernel_step=as_kernel(MODEL.draw_theta, False).step)
+    return record.bind_chain(FNS, OPTIONS, kernel_step=as_kernel(MODEL.draw_theta, False).step)
 
 
 def _trace(draws, keep_total=True):
@@ -80,8 +82,7 @@ def test_a_failed_step_stops_the_loop_before_keeping_its_draw(compiled):
     step's status, and the row stays unwritten."""
     x, s_dp, inputs = _setup()
     state = compiled.init(MODEL.pack({"p": 0.3}), x.copy(), inputs, np.empty(0), np.empty(0))
-    given = record.bind_chain(FNS, MODEL.record_size, MECH.size, MODEL.stat_size,
-                              shared=MODEL.user_model_stat is MECH.statistic)
+    given = record.bind_chain(FNS, OPTIONS)
     state = state._replace(kernel_state=record.given_theta_state(np.array([np.nan])))
     trace = _trace(3)
     _, done, status = given.run(np.random.default_rng(0), state, inputs, 0, 3, 0, *trace)
@@ -94,8 +95,7 @@ def test_a_python_draw_theta_runs_through_the_same_loop():
     takes the theta and acceptance probability the runner wrote into the kernel state: the
     iteration keeps exactly them, and sweeps the records at that theta."""
     x, s_dp, inputs = _setup()
-    chain = record.bind_chain(FNS, MODEL.record_size, MECH.size, MODEL.stat_size,
-                              shared=MODEL.user_model_stat is MECH.statistic)
+    chain = record.bind_chain(FNS, OPTIONS)
     theta = MODEL.pack({"p": 0.3})
     state = chain.init(theta, x.copy(), inputs, record.given_theta_state(theta), np.empty(0))
     trace = _trace(2)

@@ -51,7 +51,8 @@ def test_compiled_sweep_matches_numpy_reference(model, mech, theta, n):
     s_dp = mech.release(model.simulate(theta, n, seed=2), seed=3)
     fns = record.RecordFunctions(model.draw_record, model.propose_record, model.model_stat,
                                  mech.sampler_statistic, mech.log_density)
-    chain = record.bind_chain(fns, model.record_size, mech.size, model.stat_size)
+    chain = record.bind_chain(fns, record.SweepOptions(model.record_size, mech.size,
+                                                       model.stat_size))
     inputs = record.Inputs(s_dp, mech.params, 1)
     state = chain.init(theta, x.copy(), inputs, np.empty(0), np.empty(0))
     expected = reference_sweep(np.random.default_rng(9), theta, x, state.stats, state.total,
@@ -130,7 +131,7 @@ def test_refresh_recomputes_running_sums():
     fns = record.RecordFunctions(model.draw_record, model.propose_record, model.model_stat,
                                  mech.sampler_statistic, mech.log_density)
     x = model.simulate(theta, 50, seed=0)
-    chain = record.bind_chain(fns, 1, 1, 1)
+    chain = record.bind_chain(fns, record.SweepOptions(1, 1, 1))
     state = chain.init(theta, x, record.Inputs(np.array([1.0]), mech.params, 1), np.empty(0),
                        np.empty(0))
     state.total[0] += 1e-10  # simulate rounding drift (far above what O(1) updates produce)
@@ -151,7 +152,7 @@ x = model.simulate(theta, 300, seed=1)
 s_dp = mech.release(x, seed=3)
 fns = record.RecordFunctions(model.draw_record, model.propose_record, model.model_stat,
                              mech.sampler_statistic, mech.log_density)
-chain = record.bind_chain(fns, 1, 1, 1)
+chain = record.bind_chain(fns, record.SweepOptions(1, 1, 1))
 inputs = record.Inputs(s_dp, mech.params, 1)
 state = chain.init(theta, x, inputs, np.empty(0), np.empty(0))
 for _ in range(5):

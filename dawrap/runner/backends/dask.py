@@ -25,6 +25,7 @@ import logging
 import pickle
 import time
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 
@@ -66,13 +67,24 @@ def _rebuild(blob: bytes):
             f"(installed or on their path, not a script's __main__)") from None
 
 
+class ChainRecipe(NamedTuple):
+    """What a worker rebuilds the chain's setup from: the model and mechanism pickled by
+    their recipes (``blob``), the release, ``n`` and the sweep's settings."""
+    blob: bytes
+    s_dp: np.ndarray
+    n: int
+    sweeps: int
+    random_scan: bool
+
+
 class GroupActor(GroupWorker):
     """A :class:`~dawrap.runner.group_worker.GroupWorker` living on a cluster's worker: it
-    rebuilds the model and mechanism from ``blob`` and compiles its group pass there."""
+    rebuilds the model and mechanism from its ``recipe`` and compiles its group pass there."""
 
-    def __init__(self, blob, s_dp, n, sweeps, random_scan, x, layout, rngs, total, stats):
+    def __init__(self, recipe: ChainRecipe, x, layout, rngs, total, stats):
         from ..record import _Setup
 
+        blob, s_dp, n, sweeps, random_scan = recipe
         # Arrays that arrive from another process may be read-only, which numba types apart
         # (another compilation, and the sweep writes x): writable copies, O(cells + n/W).
         x, s_dp = np.array(x), np.array(s_dp)
@@ -80,11 +92,7 @@ class GroupActor(GroupWorker):
             "cells", "stats_owner", "slot_of", "piece_scale", "own_cells", "own_stats")})
         model, mechanism = _rebuild(blob)
         setup = _Setup(model, mechanism, s_dp, n, 0, sweeps, random_scan, None)
-        fns = parallel.bind_groups(
-            setup.fns, model.record_size, mechanism.size, model.stat_size,
-            general=model.general_proposal, shared=setup.shared, random_scan=random_scan,
-            batched=model.draw_records is not None, prepared=model.prepared is not None,
-            stats_owned=layout.stats_owner.shape[0] > 0, lazy_stats=setup.lazy_stats)
+        fns = parallel.bind_groups(setup.fns, setup.options, layout.stats_owner.shape[0] > 0)
         super().__init__(setup, fns, layout, x, rngs, np.array(total), np.array(stats),
                          local=False)
 
@@ -125,6 +133,7 @@ class DaskBackend:
         except (TypeError, AttributeError, pickle.PicklingError) as err:
             raise TypeError(f"dw.parallel.Dask sends the model and mechanism to the dask "
                             f"workers, but they cannot be pickled: {err}") from err
+        recipe = ChainRecipe(blob, setup.s_dp, setup.n, setup.inputs.sweeps, setup.random_scan)
         self.addresses = self.addresses[:len(layouts)]
         self.assigned = [layout.groups for layout in layouts]
         pending, scattered = [], []
@@ -135,8 +144,8 @@ class DaskBackend:
                                           direct=True)
             scattered.append(records)
             pending.append(self.client.submit(
-                GroupActor, blob, setup.s_dp, setup.n, setup.inputs.sweeps, setup.random_scan,
-                records, layout, r, np.array(total), np.array(stats), workers=[address],
+                GroupActor, recipe, records, layout, r, np.array(total), np.array(stats),
+                workers=[address],
                 actor=True, pure=False, allow_other_workers=False))
         patience = self._patience("__init__")
         deadline = time.monotonic() + patience
