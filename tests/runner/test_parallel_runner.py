@@ -1,6 +1,5 @@
 """One chain on several threads (dawrap.runner.grouped, threads backend): the same draws for 1,
-2 or 3
-threads, the exact posterior with and without shared cells (discrete Gaussian, Laplace and
+2 or 3 threads, the exact posterior with and without shared cells (discrete Gaussian, Laplace and
 geometric noise), bad input named."""
 import copy
 import warnings
