@@ -407,10 +407,7 @@ class Suffstat(Method):
     def run(self, model, mechanism, s_dp, n, rngs, shared):
         from .runner.suffstat import run_suffstat
 
-        return run_suffstat(model, mechanism, s_dp, n, rngs, draws=shared.draws,
-                            tune=shared.tune, keep_stats=shared.keep_stats, cores=shared.cores,
-                            variant=self.variant, init_theta=shared.init_theta,
-                            progress=shared.progress)
+        return run_suffstat(model, mechanism, s_dp, n, rngs, self, shared)
 
     def attrs(self):
         return {"variant": self.variant}

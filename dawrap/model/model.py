@@ -212,6 +212,46 @@ class Model:
                  coords: Mapping | None = None, deterministics: Callable | None = None,
                  start_database: Callable | None = None, partition: Callable | None = None,
                  records_move=None, stat_every: str = "record", remedies=()):
+        self._set_params(params)
+        self.record_size = as_count(record_size, "record_size")
+        self._set_draws(draw_record, draw_theta, draw_prior)
+        self._set_statistic(model_stat, stat_size, stat_every)
+        self._set_proposals(propose_record, draw_records, prepared)
+        from .family import ExponentialFamily
+
+        if family is not None and not isinstance(family, ExponentialFamily):
+            raise TypeError(f"family must be a dawrap.ExponentialFamily, got "
+                            f"{type(family).__name__}")
+        self.family = family
+        self.theta_support = _optional_njit(theta_support, "theta_support", "(theta) -> bool",
+                                            1, anywhere)
+        self.record_support = _optional_njit(record_support, "record_support",
+                                             "(x_i) -> bool", 1, anywhere)
+        if noncentred is not None and not isinstance(noncentred, NonCentred):
+            raise TypeError(f"noncentred must be a dawrap.NonCentred, got "
+                            f"{type(noncentred).__name__}")
+        self.noncentred = None if noncentred is None else noncentred.checked()
+        self.name = name or getattr(draw_record, "__module__", "model")
+        self.dims, self.coords = check_labels(dims, coords, self.params)
+        self.start_database = _optional_callable(
+            start_database, "start_database", "(rng, theta, n, mechanism, s_dp, init_x) -> x")
+        self.records_move = _records_move(records_move)
+        self.partition = _optional_callable(partition, "partition",
+                                            "(x, mechanism) -> dawrap.Partition")
+        self.deterministics = _optional_callable(deterministics, "deterministics",
+                                                 "(params) -> dict of draws")
+        if not isinstance(remedies, (tuple, list)) or not all(
+                isinstance(r, str) and r.strip() for r in remedies):
+            raise TypeError(f"remedies must be a sequence of non-empty strings (one remedy "
+                            f"each), got {remedies!r}")
+        self.remedies = tuple(remedies)
+        # a wrong name or shape is reported now, not after the chains have run
+        self.posterior_variables(np.zeros((1, 1, self.theta_size)) if deterministics is None
+                                 else self.pack(draw_prior(np.random.default_rng(0)),
+                                                "draw_prior(rng)")[None, None])
+
+    def _set_params(self, params) -> None:
+        """The parameters' shapes and their slices of the flat theta."""
         if not isinstance(params, Mapping) or not params:
             raise TypeError(f"params must be a non-empty dict of name -> shape, got {params!r}")
         self.params = {}
@@ -225,15 +265,16 @@ class Model:
             self.slices[key] = slice(start, start + size)
             start += size
         self.theta_size = start
-        self.record_size = as_count(record_size, "record_size")
 
+    def _set_draws(self, draw_record, draw_theta, draw_prior) -> None:
+        """The record draw, theta's kernel and the prior draw, checked. Every user function's
+        arity is checked here: a wrong one would otherwise surface inside dw.sample as a
+        numba typing error naming neither function nor signature."""
         self.draw_record = require_njit(draw_record, "draw_record", "(rng, theta, out)")
-        # Every user function's arity is checked here: a wrong one would otherwise surface
-        # inside dw.sample as a numba typing error naming neither function nor signature.
         require_arity(draw_record, "draw_record", "(rng, theta, out)", 3)
         if isinstance(draw_theta, Kernel):  # e.g. dw.kernels.adaptive_metropolis(...)
             require_njit(draw_theta.step, "draw_theta.step",
-                         "(rng, theta, x, stats, state, tuning) -> (theta, accept_prob)")
+                         "(rng, theta, x, stats, state, tuning) -> (theta, info)")
             self.theta_compiled = True
         else:
             if not callable(draw_theta):
@@ -248,6 +289,8 @@ class Model:
         require_arity(draw_prior, "draw_prior", "(rng) -> theta", 1)
         self.draw_prior = draw_prior
 
+    def _set_statistic(self, model_stat, stat_size, stat_every) -> None:
+        """The model's statistic (its running sum reaches draw_theta) and when it moves."""
         if model_stat is None:
             if stat_size not in (None, 0):
                 raise ValueError("stat_size was given without model_stat")
@@ -268,20 +311,16 @@ class Model:
                              "model_stat (and stat_size)")
         self.stat_every = stat_every
 
-        if propose_record is None:
-            self.propose_record = no_proposal
-        else:
-            self.propose_record = require_njit(propose_record, "propose_record",
-                                               "(rng, theta, x_i, out) -> log_ratio")
-            require_arity(propose_record, "propose_record",
-                          "(rng, theta, x_i, out) -> log_ratio", 4)
+    def _set_proposals(self, propose_record, draw_records, prepared) -> None:
+        """How the sweep proposes a record: a general proposal, a block of draws from f, or
+        draws through a table built once per sweep."""
+        self.propose_record = _optional_njit(propose_record, "propose_record",
+                                             "(rng, theta, x_i, out) -> log_ratio", 4,
+                                             no_proposal)
         self.general_proposal = propose_record is not None
         # None when absent: the sweep's flag (dawrap.samplers.record) is whether it is given.
-        self.draw_records = None if draw_records is None else require_njit(
-            draw_records, "draw_records", "(rng, theta, out) with out of shape (m, record_size)")
-        if draw_records is not None:
-            require_arity(draw_records, "draw_records",
-                          "(rng, theta, out) with out of shape (m, record_size)", 3)
+        self.draw_records = _optional_njit(draw_records, "draw_records", "(rng, theta, out) "
+                                           "with out of shape (m, record_size)", 3, None)
         if prepared is not None and not isinstance(prepared, PreparedDraw):
             raise TypeError(f"prepared must be a dawrap.PreparedDraw, got "
                             f"{type(prepared).__name__}")
@@ -294,46 +333,6 @@ class Model:
             raise ValueError("prepared.propose_record was given without propose_record: "
                              "give the proposal without the table too (the reference, with "
                              "the same distribution)")
-        from .family import ExponentialFamily
-
-        if family is not None and not isinstance(family, ExponentialFamily):
-            raise TypeError(f"family must be a dawrap.ExponentialFamily, got "
-                            f"{type(family).__name__}")
-        self.family = family
-        self.theta_support = anywhere if theta_support is None else require_njit(
-            theta_support, "theta_support", "(theta) -> bool")
-        self.record_support = anywhere if record_support is None else require_njit(
-            record_support, "record_support", "(x_i) -> bool")
-        if theta_support is not None:
-            require_arity(theta_support, "theta_support", "(theta) -> bool", 1)
-        if record_support is not None:
-            require_arity(record_support, "record_support", "(x_i) -> bool", 1)
-        if noncentred is not None and not isinstance(noncentred, NonCentred):
-            raise TypeError(f"noncentred must be a dawrap.NonCentred, got "
-                            f"{type(noncentred).__name__}")
-        self.noncentred = None if noncentred is None else noncentred.checked()
-        self.name = name or getattr(draw_record, "__module__", "model")
-        self.dims, self.coords = check_labels(dims, coords, self.params)
-        if start_database is not None and not callable(start_database):
-            raise TypeError("start_database must be callable (rng, theta, n, mechanism, s_dp, "
-                            "init_x) -> x")
-        self.start_database = start_database
-        self.records_move = _records_move(records_move)
-        if partition is not None and not callable(partition):
-            raise TypeError("partition must be callable (x, mechanism) -> dawrap.Partition")
-        self.partition = partition
-        if deterministics is not None and not callable(deterministics):
-            raise TypeError("deterministics must be callable (params) -> dict of draws")
-        self.deterministics = deterministics
-        if not isinstance(remedies, (tuple, list)) or not all(
-                isinstance(r, str) and r.strip() for r in remedies):
-            raise TypeError(f"remedies must be a sequence of non-empty strings (one remedy "
-                            f"each), got {remedies!r}")
-        self.remedies = tuple(remedies)
-        # a wrong name or shape is reported now, not after the chains have run
-        self.posterior_variables(np.zeros((1, 1, self.theta_size)) if deterministics is None
-                                 else self.pack(draw_prior(np.random.default_rng(0)),
-                                                "draw_prior(rng)")[None, None])
 
     @property
     def fingerprint(self) -> str:
@@ -543,3 +542,20 @@ def _records_move(records_move):
     require_njit(move.step, "records_move", f"{signature}, a dawrap Move or a MoveBuilder")
     require_arity(move.step, "records_move", signature, 5)
     return move
+
+
+def _optional_njit(function, name: str, signature: str, arity: int, default):
+    """An optional user function: ``default`` when None, else checked compiled with ``arity``
+    positional arguments (a TypeError naming ``name`` and its ``signature`` otherwise)."""
+    if function is None:
+        return default
+    checked = require_njit(function, name, signature)
+    require_arity(function, name, signature, arity)
+    return checked
+
+
+def _optional_callable(function, name: str, signature: str):
+    """An optional Python callable, None or callable (a TypeError naming it otherwise)."""
+    if function is not None and not callable(function):
+        raise TypeError(f"{name} must be callable {signature}")
+    return function

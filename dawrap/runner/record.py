@@ -394,6 +394,7 @@ class Control:
         self.checkpoint, self.every, self.settings = checkpoint, every, settings or {}
         self.checkpoint_error = None  # the first checkpoint write that failed, if any
         self.groups = None  # where each chain's groups run (dw.parallel.Threads or Dask)
+        self.tune = 0  # warm-up iterations
 
 
 def _new_traces(chains: int, draws: int, theta_size: int, size: int, keep_stats: bool,
@@ -458,17 +459,16 @@ def _advance(setup: _Setup, rng, state, start: int, stop: int, tune: int, trace,
     return state
 
 
-def _run_chain(setup: _Setup, chain: int, rng, starts: list, tune: int, draws: int,
-               keep_stats: bool, control: Control, trace: record.Trace,
-               resumed: dict | None = None, databases: np.ndarray | None = None,
-               keep_at: tuple = ()):
+def _run_chain(setup: _Setup, chain: int, rng, starts: list, control: Control,
+               trace: record.Trace, resumed: dict | None = None,
+               databases: np.ndarray | None = None, keep_at: tuple = ()):
     """Run one chain in chunks, its draws written into ``trace`` (its rows of the run's
-    output, :func:`_chain_trace`); returns ``(trace, iterations done)``, which is short of
-    ``tune + draws`` only when the run was interrupted. ``starts[chain]`` is its ``(theta,
-    x)``, or a function building them (a cluster run's later chains); it is taken out of
-    the list, so that a cluster run keeps no copy of the records it scattered. With
-    ``databases`` (an array of ``(len(keep_at), n, record_size)``) the imputed database at
-    the end of iteration ``keep_at[j]`` is copied into ``databases[j]``: a chunk ends
+    output, :func:`_chain_trace`, one per kept draw); returns ``(trace, iterations done)``,
+    which is short of ``tune + draws`` only when the run was interrupted. ``starts[chain]``
+    is its ``(theta, x)``, or a function building them (a cluster run's later chains); it is
+    taken out of the list, so that a cluster run keeps no copy of the records it scattered.
+    With ``databases`` (an array of ``(len(keep_at), n, record_size)``) the imputed database
+    at the end of iteration ``keep_at[j]`` is copied into ``databases[j]``: a chunk ends
     there."""
     start, starts[chain] = starts[chain], None
     if callable(start):
@@ -494,7 +494,8 @@ def _run_chain(setup: _Setup, chain: int, rng, starts: list, tune: int, draws: i
         for name, field in zip(record.Trace._fields, trace):
             field[:] = resumed[f"trace_{name}"]
         done = resumed["done"]
-    total_iterations = tune + draws
+    tune = control.tune
+    total_iterations = tune + trace.theta.shape[0]
     groups = None
     if control.groups is not None:  # the chain's groups, on threads or a cluster's workers
         groups = GroupedChain(setup, control.groups, rng, state, chain)
@@ -645,7 +646,7 @@ def _run_record(model, mechanism, s_dp, n, rngs, method, shared, stop) -> Output
     control = Control(checkpoint if checkpoint is not None else resume,
                       method.checkpoint_every, settings, bar)
     control.stop = stop  # set by Ctrl-C (deferred_interrupt), polled between chunks
-    control.groups = method.groups
+    control.groups, control.tune = method.groups, tune
     # The jumps' proposal: a Gaussian per mode of the release (dawrap.runner.modes).
     proposal = jump_mixture(landscape(model, mechanism, s_dp, n)) if method.jumps else None
     setup = _Setup(model, mechanism, s_dp, n, interweave, sweeps, random_scan, proposal)
@@ -698,8 +699,8 @@ def _run_record(model, mechanism, s_dp, n, rngs, method, shared, stop) -> Output
                       len(setup.sample_stats))
     with lock(control.checkpoint), bar:  # no other run may write the checkpoint meanwhile
         results = run_parallel(
-            [functools.partial(_run_chain, setup, c, rng, starts, tune, draws, keep_stats,
-                               control, _chain_trace(out, c), saved, databases[c],
+            [functools.partial(_run_chain, setup, c, rng, starts, control,
+                               _chain_trace(out, c), saved, databases[c],
                                tuple(tune + d for d in keep_draws))
              for c, (rng, saved) in enumerate(zip(rngs, resumed))],
             # on a cluster the chains run one after another, each on every worker

@@ -254,15 +254,13 @@ def _support_basis(model: Model, family: ExponentialFamily, states) -> np.ndarra
     return starts if starts.shape[1] == wider.shape[1] else wider
 
 
-def _run_chain(runner, state, config, rng, draws, tune, keep_stats, theta_size, d, stats,
-               stop, bar, chain):
-    """One chain in chunks (``runner``: :func:`dawrap.samplers.loop.run` bound to the kernel,
-    whose info has ``stats`` sample stats); returns its outputs and the iterations done
-    (short of ``tune + draws`` only when ``stop`` was set by Ctrl-C)."""
-    out_theta = np.empty((draws, theta_size))
-    out_stats = np.empty((draws, stats))
-    out_s = np.empty((draws if keep_stats else 0, d))
-    done, total = 0, tune + draws
+def _run_chain(runner, state, config, rng, outputs, tune, stop, bar, chain):
+    """One chain in chunks (``runner``: :func:`dawrap.samplers.loop.run` bound to the kernel)
+    into ``outputs``, the loop's ``(out_theta, out_stats, out_s)`` of one row per kept draw;
+    returns them and the iterations done (short of ``tune + draws`` only when ``stop`` was
+    set by Ctrl-C)."""
+    out_theta, out_stats, out_s = outputs
+    done, total = 0, tune + out_theta.shape[0]
     chunks = Chunks()  # calls of about CHUNK_SECONDS: Ctrl-C is honoured promptly
     while done < total and not stop.is_set():
         start, end, began = done, chunks.stop(done, total), time.perf_counter()
@@ -275,12 +273,13 @@ def _run_chain(runner, state, config, rng, draws, tune, keep_stats, theta_size, 
     return out_theta, out_stats, out_s, done
 
 
-def run_suffstat(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, rngs, *,
-                 draws: int, tune: int, keep_stats: bool, cores: int,
-                 variant: str | None = None, init_theta=None,
-                 progress: bool | None = None) -> Output:
-    """Run one sufficient-statistic chain per generator in ``rngs`` (``variant``: see
-    :func:`choose_variant`; the kernel used is ``Output.sample_stats``' ``variant``)."""
+def run_suffstat(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, rngs,
+                 method, shared) -> Output:
+    """Run one sufficient-statistic chain per generator in ``rngs``: ``method`` a
+    :class:`dawrap.Suffstat` (its ``variant``: see :func:`choose_variant`), ``shared`` the
+    :class:`dawrap.methods.RunOptions` of every method (draws, tune, cores, ...)."""
+    draws, tune, keep_stats = shared.draws, shared.tune, shared.keep_stats
+    variant = method.variant
     family = require_family(model, "suffstat")
     _check_release_statistic(family, mechanism)
     noise_model(mechanism)
@@ -304,7 +303,7 @@ def run_suffstat(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, r
     # The sample stats are the fields of the kernel's info (dawrap.samplers.loop).
     info = suffstat_marginal.MarginalInfo if marginal else suffstat.GibbsInfo
     stat_names = loop.sample_stat_names(info)
-    thetas, _ = initial_values(model, len(rngs), n, init_theta, None)
+    thetas, _ = initial_values(model, len(rngs), n, shared.init_theta, None)
     states = [_initial_state(model, family, mechanism, config, rng, thetas and thetas[c])
               for c, rng in enumerate(rngs)]
     if marginal and not structured(family):
@@ -325,12 +324,14 @@ def run_suffstat(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, r
         if stop.is_set():
             raise KeyboardInterrupt("sampling interrupted before the chains started: no "
                                     "draws to return")
-        with Progress("dawrap suffstat", len(rngs), tune + draws, enabled=progress) as bar:
+        with Progress("dawrap suffstat", len(rngs), tune + draws,
+                      enabled=shared.progress) as bar:
             results = run_parallel(
-                [functools.partial(_run_chain, runner, st, config, rng, draws, tune,
-                                   keep_stats, model.theta_size, d, len(stat_names), stop,
-                                   bar, c)
-                 for c, (st, rng) in enumerate(zip(states, rngs))], cores, on_interrupt=stop.set)
+                [functools.partial(_run_chain, runner, st, config, rng, (
+                    np.empty((draws, model.theta_size)), np.empty((draws, len(stat_names))),
+                    np.empty((draws if keep_stats else 0, d))), tune, stop, bar, c)
+                 for c, (st, rng) in enumerate(zip(states, rngs))], shared.cores,
+                on_interrupt=stop.set)
     kept = [max(0, r[3] - tune) for r in results]
     if min(kept) < draws:  # interrupted: the chains that have draws, up to a common length
         results = [r for r, k in zip(results, kept) if k > 0]

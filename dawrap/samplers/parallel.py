@@ -524,10 +524,8 @@ def group_pass(rng, theta, x, total, stats, table, inputs, group):
     where a ``BAD_PARTITION`` (a cell another group owns) or ``BAD_STAT_PARTITION`` (the
     same in the model's statistic) was met.
     """
-    s_dp, params, owner, slot_of = inputs.s_dp, inputs.params, inputs.owner, inputs.slot_of
-    stats_owner, piece_scale = inputs.stats_owner, inputs.piece_scale
-    g, members, local_total = group.g, group.members, group.local_total
-    local_release, stats_row = group.local_release, group.stats_row
+    s_dp, params, owner, slot_of, stats_owner, piece_scale = inputs
+    g, members, local_total, local_release, stats_row, _ = group
     m = members.shape[0]
     nnz = max(NNZ, MODEL_NNZ)
     proposal, current = np.empty(RECORD_SIZE), np.empty(RECORD_SIZE)
@@ -617,16 +615,11 @@ def group_pass(rng, theta, x, total, stats, table, inputs, group):
             for j in range(RECORD_SIZE):
                 x[i, j] = proposal[j]
             accepted += 1
-    status = OK
-    if nan_seen:
-        status = BAD_RATIO
-    elif not finite:
-        status = BAD_STATS
-    else:
-        for a in range(m):
-            for j in range(RECORD_SIZE):
-                if not math.isfinite(x[members[a], j]):
-                    status = BAD_RECORD
+    status = BAD_RATIO if nan_seen else (OK if finite else BAD_STATS)
+    for a in range(m if status == OK else 0):
+        for j in range(RECORD_SIZE):
+            if not math.isfinite(x[members[a], j]):
+                status = BAD_RECORD
     return accepted, min_log_alpha, status, -1, -1
 
 
