@@ -36,6 +36,7 @@ from typing import Callable, ClassVar, NamedTuple
 import numpy as np
 
 from .._checks import require_arity, require_njit
+from ._immutable import Immutable
 
 __all__ = ["NoiseFamily", "Split", "ContinuousNoise", "register", "family_named", "registered",
            "of_coordinate", "nearest_totals"]
@@ -60,12 +61,12 @@ class ContinuousNoise(NamedTuple):
     gaussian_variance: float
 
 
-@dataclass(frozen=True, eq=False, repr=False)
-class NoiseFamily:
+@dataclass(eq=False, repr=False)
+class NoiseFamily(Immutable):
     r"""One family of independent additive noise per coordinate, :math:`s_{dp} = T + z`:
     what every part of the package asks of it. A subclass defines the methods below and the
     class attributes :attr:`split` and :attr:`flat_beyond_range`; an instance, registered
-    (:func:`register`), is the family.
+    (:func:`register`), is the family (immutable once built, as a mechanism).
 
     Parameters
     ----------
@@ -116,7 +117,7 @@ class NoiseFamily:
         require_njit(self.coordinate_log_density, "coordinate_log_density", sig)
         require_arity(self.coordinate_log_density, "coordinate_log_density", sig, 4)
         if self.continuous is None:
-            object.__setattr__(self, "continuous", self)
+            self.continuous = self
         elif not isinstance(self.continuous, NoiseFamily):
             raise TypeError(f"continuous must be a NoiseFamily, got {self.continuous!r}")
 
