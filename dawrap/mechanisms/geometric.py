@@ -7,8 +7,8 @@ import math
 import numpy as np
 
 from .._checks import as_count, as_positive_float
-from .base import Mechanism
 from . import discrete
+from .base import Mechanism
 from .domains import as_contribution, check_sensitivity
 from .families import ContinuousNoise, register
 from .laplace import LAPLACE, LaplaceFamily
