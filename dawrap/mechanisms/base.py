@@ -128,7 +128,8 @@ class Mechanism(Immutable):
     * ``draw_release``: simulated releases (:meth:`release`), hence calibration studies and
       release-informed starting values;
     * ``noise``: a :class:`~dawrap.mechanisms.NoiseLaw` saying the noise is additive,
-      independent per coordinate, Laplace, geometric, Gaussian or discrete Gaussian, with
+      independent per coordinate, of a registered noise family (Laplace, geometric,
+      Gaussian, discrete Gaussian or a user's, :mod:`dawrap.mechanisms.families`), with
       its scales: needed by the sufficient-statistic sampler (``method="suffstat"``); the
       exact posteriors of :mod:`dawrap.reference` then stay exact at releases far outside
       the statistic's range, and :meth:`noise_variance` follows from it. It is checked
@@ -141,9 +142,11 @@ class Mechanism(Immutable):
       (:mod:`dawrap.mechanisms.separable`);
     * ``truncation``: what the sufficient-statistic sampler needs of a truncated statistic.
 
-    A subclass (one module per noise family: :mod:`dawrap.mechanisms.laplace` is the model
-    to follow) checks its own arguments, calls this constructor, then sets its own
-    attributes, and overrides :attr:`privacy` to report its parameters. The publication path
+    A subclass (one module per noise family, beside the family's
+    :class:`~dawrap.mechanisms.families.NoiseFamily`: :mod:`dawrap.mechanisms.laplace` is
+    the model to follow) checks its own arguments, calls this constructor with the
+    family's densities, then sets its own attributes, and overrides :attr:`privacy` to
+    report its parameters. The publication path
     (``release(x, secure=True)``, :mod:`dawrap.mechanisms.publication`) is the built-in
     integer mechanisms' alone: it needs exact integer noise from a cryptographic source and
     a contribution domain (:mod:`dawrap.mechanisms.domains`).
@@ -181,7 +184,7 @@ class Mechanism(Immutable):
         pairs; by default the one declared with :func:`dawrap.declare_sparse`, if any. Only
         a separable mechanism can use it.
     noise : NoiseLaw, optional
-        The law of the noise, when it is one of the four families
+        The law of the noise, when it is of a registered noise family
         (:class:`~dawrap.mechanisms.NoiseLaw`, built with ``NoiseLaw.of``). A ValueError
         if ``log_density`` does not change as the law says; an integer family makes the
         releases integers.

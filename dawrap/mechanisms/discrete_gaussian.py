@@ -1,17 +1,20 @@
-r"""The discrete Gaussian mechanism for integer statistics (Canonne, Kamath & Steinke 2020),
-with its exact variance and normaliser and its publication path's exact noise."""
+r"""The discrete Gaussian noise family (:data:`DISCRETE_GAUSSIAN`) and mechanism for integer
+statistics (Canonne, Kamath & Steinke 2020), with its exact variance and normaliser and its
+publication path's exact noise."""
 from __future__ import annotations
 
 import math
 
 import numpy as np
 
+from . import discrete
 from .domains import as_contribution, check_sensitivity
-from .gaussian import Gaussian
+from .families import ContinuousNoise, register
+from .gaussian import GAUSSIAN, Gaussian, GaussianFamily
 from .noise import LARGEST_INTEGER_SCALE
 
 __all__ = ["DiscreteGaussian", "discrete_gaussian_variance", "discrete_gaussian_log_normaliser",
-           "NumpyIntegers"]
+           "NumpyIntegers", "DiscreteGaussianFamily", "DISCRETE_GAUSSIAN"]
 
 
 def discrete_gaussian_variance(sigma: float) -> float:
@@ -45,6 +48,39 @@ def discrete_gaussian_log_normaliser(sigma: float) -> float:
         return 0.5 * math.log(2 * math.pi) + math.log(sigma) + math.log1p(2 * correction)
     k = np.arange(1, int(40 * sigma) + 40)
     return math.log1p(2 * np.exp(-k * k / (2 * sigma * sigma)).sum())
+
+
+class DiscreteGaussianFamily(GaussianFamily):
+    r"""Discrete Gaussian noise, :math:`P(z) \propto e^{-z^2/(2\sigma^2)}` on the integers:
+    the Gaussian form (its normaliser does not depend on the integer total, so as a function
+    of the records its density is the Gaussian one), with its exact variance
+    (:func:`discrete_gaussian_variance`), the sufficient-statistic sampler's Gaussian noise
+    of that variance, and an exact integer sampler.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dawrap.mechanisms.discrete_gaussian import DISCRETE_GAUSSIAN
+    >>> DISCRETE_GAUSSIAN.variance(np.array([0.3])).round(4)    # far below 0.3^2
+    array([0.0077])
+    """
+
+    def variance(self, scale: np.ndarray) -> np.ndarray:
+        return np.array([discrete_gaussian_variance(float(s)) for s in scale])
+
+    def continuous_noise(self, scale: float, variance: float) -> ContinuousNoise:
+        # sigma^2 itself for sigma >= 1 (equal to the variance to 1e-16, and unchanged from
+        # earlier versions, so seeded runs repeat); the true variance below.
+        return ContinuousNoise(0.0, scale ** 2 if scale >= 1.0 else variance)
+
+    def exact_noise(self, scale) -> int:
+        return discrete.discrete_gaussian(scale)
+
+
+#: The discrete Gaussian family (integer noise).
+DISCRETE_GAUSSIAN = register(DiscreteGaussianFamily(
+    "discrete_gaussian", integer=True, log_density=GAUSSIAN.log_density,
+    coordinate_log_density=GAUSSIAN.coordinate_log_density, continuous=GAUSSIAN))
 
 
 class DiscreteGaussian(Gaussian):
@@ -87,7 +123,7 @@ class DiscreteGaussian(Gaussian):
     """
 
     _largest_sigma = LARGEST_INTEGER_SCALE
-    _noise_family = "discrete_gaussian"
+    _noise_family = DISCRETE_GAUSSIAN
 
     def __init__(self, statistic, sigma: float, *, size: int = 1,
                  truncation: tuple | None = None, contribution=None):
@@ -163,15 +199,12 @@ class DiscreteGaussian(Gaussian):
     def _draw(self, rng, t):
         """Simulation path: seeded, and exact in distribution (the same rational algorithm
         driven by NumPy's generator), but not for publication."""
-        from .discrete import discrete_gaussian
-
         source = NumpyIntegers(rng)
-        return [v + discrete_gaussian(self.sigma, source) for v in self._integer_total(t)]
+        return [v + discrete.discrete_gaussian(self.sigma, source)
+                for v in self._integer_total(t)]
 
     def _secure_noise(self) -> int:
-        from .discrete import discrete_gaussian
-
-        return discrete_gaussian(self.sigma)
+        return self._noise_family.exact_noise(self.sigma)
 
 
 class NumpyIntegers:

@@ -1,18 +1,21 @@
-r"""The Gaussian mechanism, and the Gaussian-form log density it shares with the discrete
-Gaussian one: :math:`\log g(s, t) = c - \sum_j (s_j - t_j)^2 / (2\sigma_j^2)`."""
+r"""The Gaussian noise family (:data:`GAUSSIAN`) and mechanism, and the Gaussian-form log
+density it shares with the discrete Gaussian one:
+:math:`\log g(s, t) = c - \sum_j (s_j - t_j)^2 / (2\sigma_j^2)`."""
 from __future__ import annotations
 
 import math
 import types
 
 import numba
+import numpy as np
 
 from .._checks import as_count, as_positive_float
 from . import separable
 from .base import Mechanism
+from .families import ContinuousNoise, NoiseFamily, Split, nearest_totals, register
 from .noise import LARGEST_SCALE, NoiseLaw, inverse_scale_params, usable_scale
 
-__all__ = ["Gaussian", "gaussian_log_density"]
+__all__ = ["Gaussian", "gaussian_log_density", "GaussianFamily", "GAUSSIAN"]
 
 
 @numba.njit(nogil=True, cache=True)
@@ -33,6 +36,48 @@ def gaussian_log_density(s_dp, t, params):
         z = (s_dp[j] - t[j]) * params[j]
         out -= 0.5 * z * z
     return out
+
+
+class GaussianFamily(NoiseFamily):
+    r"""Gaussian-form noise, :math:`P(z_j) \propto e^{-z_j^2/(2\sigma_j^2)}` (``params[j]``
+    is :math:`1/\sigma_j`): infinitely divisible, so a grouped chain splits a shared cell
+    into Gaussian pieces (:attr:`split`). The discrete Gaussian family is its integer
+    version (:class:`~dawrap.mechanisms.discrete_gaussian.DiscreteGaussianFamily`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dawrap.mechanisms.gaussian import GAUSSIAN
+    >>> GAUSSIAN.split, GAUSSIAN.continuous_noise(3.0, 9.0)
+    (<Split.PIECES: 'Gaussian pieces'>, ContinuousNoise(laplace_scale=0.0, gaussian_variance=9.0))
+    """
+
+    split = Split.PIECES
+
+    def variance(self, scale: np.ndarray) -> np.ndarray:
+        return scale ** 2
+
+    def log_shape(self, z: float) -> float:
+        return -0.5 * z * z
+
+    def relative_log_density(self, s: np.ndarray, t: np.ndarray,
+                             inverse_scale: np.ndarray) -> np.ndarray:
+        # (s - t)^2 - (s - m)^2 = (m - t)(2s - t - m): a product of representable numbers,
+        # not a difference of squares (which overflow at 1e155 and lose every unit below)
+        w, nearest = inverse_scale, nearest_totals(s, t)
+        with np.errstate(over="ignore", invalid="ignore"):
+            terms = (w * (nearest - t)) * (w * (2.0 * s - t - nearest))
+            # 0 * inf is NaN only where t equals the nearest total: that term is exactly 0.
+            terms[(t == nearest) & ~np.isfinite(terms)] = 0.0
+        return -0.5 * terms.sum(axis=1)
+
+    def continuous_noise(self, scale: float, variance: float) -> ContinuousNoise:
+        return ContinuousNoise(0.0, scale ** 2)
+
+
+#: The Gaussian family (real-valued noise).
+GAUSSIAN = register(GaussianFamily("gaussian", integer=False, log_density=gaussian_log_density,
+                                   coordinate_log_density=separable.gaussian_coordinate))
 
 
 class Gaussian(Mechanism):
@@ -65,7 +110,7 @@ class Gaussian(Mechanism):
     #: The largest usable sigma (see ``LARGEST_SCALE``).
     _largest_sigma = LARGEST_SCALE
     #: The family of the noise law it declares (:class:`~dawrap.mechanisms.NoiseLaw`).
-    _noise_family = "gaussian"
+    _noise_family = GAUSSIAN
 
     def __init__(self, statistic, sigma: float, *, size: int = 1,
                  truncation: tuple | None = None):
@@ -73,12 +118,13 @@ class Gaussian(Mechanism):
                                   "sigma", self._largest_sigma, f"dw.{type(self).__name__}")
         self._guarantee = types.MappingProxyType({})  # set by from_zcdp / from_gdp
         size = as_count(size, "size")
-        super().__init__(statistic, gaussian_log_density, size=size,
+        family = self._noise_family
+        super().__init__(statistic, family.log_density, size=size,
                          params=inverse_scale_params(1.0 / self.sigma, size,
                                                      -self._log_normaliser()),
                          name=type(self).__name__, truncation=truncation,
                          draw_release=self._draw,
-                         coordinate_log_density=separable.gaussian_coordinate)
+                         coordinate_log_density=family.coordinate_log_density)
         self.noise = NoiseLaw.of(self._noise_family, self.sigma, self._variance(), size=size)
 
     def _log_normaliser(self) -> float:

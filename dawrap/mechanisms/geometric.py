@@ -1,17 +1,52 @@
-r"""The two-sided geometric (discrete Laplace) mechanism for integer statistics, with its
-publication path's exact noise."""
+r"""The two-sided geometric (discrete Laplace) noise family (:data:`GEOMETRIC`) and mechanism
+for integer statistics, with its publication path's exact noise."""
 from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .._checks import as_count, as_positive_float
-from . import separable
+from . import discrete
 from .base import Mechanism
 from .domains import as_contribution, check_sensitivity
-from .laplace import laplace_log_density
+from .families import ContinuousNoise, register
+from .laplace import LAPLACE, LaplaceFamily
 from .noise import LARGEST_INTEGER_SCALE, NoiseLaw, inverse_scale_params, usable_scale
 
-__all__ = ["Geometric"]
+__all__ = ["Geometric", "GeometricFamily", "GEOMETRIC"]
+
+
+class GeometricFamily(LaplaceFamily):
+    r"""Two-sided geometric noise, :math:`P(z) \propto e^{-|z|/b}` on the integers: the
+    Laplace form (its normaliser does not depend on the integer total, so as a function of
+    the records its density is the Laplace one), with its own variance, the sufficient-
+    statistic sampler's Laplace noise of that variance, and an exact integer sampler.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dawrap.mechanisms.geometric import GEOMETRIC
+    >>> GEOMETRIC.variance(np.array([2.0])).round(4)    # 2 a / (1 - a)^2, a = e^(-1/2)
+    array([7.8354])
+    """
+
+    def variance(self, scale: np.ndarray) -> np.ndarray:
+        # The difference of two geometric counts of failures, each a / (1 - a)^2.
+        return 2.0 * np.exp(-1.0 / scale) / np.expm1(-1.0 / scale) ** 2
+
+    def continuous_noise(self, scale: float, variance: float) -> ContinuousNoise:
+        # Laplace noise of the same variance: scale sqrt(a) / (1 - a), within 1/(24 b) of b.
+        return ContinuousNoise(math.sqrt(variance / 2.0), 0.0)
+
+    def exact_noise(self, scale) -> int:
+        return discrete.discrete_laplace(scale)
+
+
+#: The two-sided geometric family (integer noise).
+GEOMETRIC = register(GeometricFamily(
+    "geometric", integer=True, log_density=LAPLACE.log_density,
+    coordinate_log_density=LAPLACE.coordinate_log_density, continuous=LAPLACE))
 
 
 class Geometric(Mechanism):
@@ -66,17 +101,17 @@ class Geometric(Mechanism):
             check_sensitivity(self.sensitivity, domain, 1, f"{epsilon:g}-DP")
         # log pmf = log((1 - a) / (1 + a)) - |z| epsilon / sensitivity: the Laplace form.
         log_alpha = -epsilon / self.sensitivity
-        super().__init__(statistic, laplace_log_density, size=size,
+        super().__init__(statistic, GEOMETRIC.log_density, size=size,
                          params=inverse_scale_params(
                              -log_alpha, size,
                              math.log(-math.expm1(log_alpha)) - math.log1p(self.alpha)),
                          epsilon=epsilon, name="Geometric", draw_release=self._draw,
                          truncation=truncation,
-                         coordinate_log_density=separable.laplace_coordinate)
+                         coordinate_log_density=GEOMETRIC.coordinate_log_density)
         self.integer_statistic = True
         self.contribution = domain
         # The difference of two geometric counts of failures, each of variance a / (1 - a)^2.
-        self.noise = NoiseLaw.of("geometric", self.sensitivity / epsilon,
+        self.noise = NoiseLaw.of(GEOMETRIC, self.sensitivity / epsilon,
                                  2.0 * self.alpha / self._success_probability() ** 2, size=size)
 
     @classmethod
@@ -134,10 +169,9 @@ class Geometric(Mechanism):
         return t + (rng.geometric(p, t.shape) - rng.geometric(p, t.shape))
 
     def _secure_noise(self) -> int:
-        from .discrete import as_fraction, discrete_laplace
-
         # The exact scale sensitivity / epsilon of the decimal parameters: no rounding.
-        return discrete_laplace(as_fraction(self.sensitivity) / as_fraction(self.epsilon))
+        return GEOMETRIC.exact_noise(discrete.as_fraction(self.sensitivity)
+                                     / discrete.as_fraction(self.epsilon))
 
     @property
     def privacy(self) -> dict:

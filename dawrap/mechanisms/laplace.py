@@ -1,17 +1,19 @@
-r"""The Laplace mechanism, and the Laplace-form log density it shares with the geometric one:
-:math:`\log g(s, t) = c - \sum_j |s_j - t_j| / b_j`."""
+r"""The Laplace noise family (:data:`LAPLACE`) and mechanism, and the Laplace-form log density
+it shares with the geometric one: :math:`\log g(s, t) = c - \sum_j |s_j - t_j| / b_j`."""
 from __future__ import annotations
 
 import math
 
 import numba
+import numpy as np
 
 from .._checks import as_count, as_positive_float
 from . import separable
 from .base import Mechanism
+from .families import ContinuousNoise, NoiseFamily, Split, nearest_totals, register
 from .noise import LARGEST_SCALE, NoiseLaw, inverse_scale_params, usable_scale
 
-__all__ = ["Laplace", "laplace_log_density"]
+__all__ = ["Laplace", "laplace_log_density", "LaplaceFamily", "LAPLACE"]
 
 
 @numba.njit(nogil=True, cache=True)
@@ -30,6 +32,45 @@ def laplace_log_density(s_dp, t, params):
     for j in range(s_dp.shape[0]):
         out -= abs(s_dp[j] - t[j]) * params[j]
     return out
+
+
+class LaplaceFamily(NoiseFamily):
+    r"""Laplace-form noise, :math:`P(z_j) \propto e^{-|z_j|/b_j}` (``params[j]`` is
+    :math:`1/b_j`): a scale mixture of normals, so a grouped chain splits a shared cell
+    through a latent variance (:attr:`split`), and beyond the totals' range the release
+    changes no posterior (:attr:`flat_beyond_range`). The geometric family is its integer
+    version (:class:`~dawrap.mechanisms.geometric.GeometricFamily`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dawrap.mechanisms.laplace import LAPLACE
+    >>> LAPLACE.variance(np.array([2.0])), LAPLACE.continuous_noise(2.0, 8.0)
+    (array([8.]), ContinuousNoise(laplace_scale=2.0, gaussian_variance=0.0))
+    """
+
+    split = Split.LATENT
+    flat_beyond_range = True
+
+    def variance(self, scale: np.ndarray) -> np.ndarray:
+        return 2.0 * scale ** 2
+
+    def log_shape(self, z: float) -> float:
+        return -z
+
+    def relative_log_density(self, s: np.ndarray, t: np.ndarray,
+                             inverse_scale: np.ndarray) -> np.ndarray:
+        # beyond the range, |s_j - t_j| = |s_j - m_j| + |m_j - t_j|: the first term is the
+        # same for every row
+        return -(np.abs(nearest_totals(s, t) - t) * inverse_scale).sum(axis=1)
+
+    def continuous_noise(self, scale: float, variance: float) -> ContinuousNoise:
+        return ContinuousNoise(scale, 0.0)
+
+
+#: The Laplace family (real-valued noise).
+LAPLACE = register(LaplaceFamily("laplace", integer=False, log_density=laplace_log_density,
+                                 coordinate_log_density=separable.laplace_coordinate))
 
 
 class Laplace(Mechanism):
@@ -69,13 +110,13 @@ class Laplace(Mechanism):
             f"{self.sensitivity!r}", "the noise scale sensitivity / epsilon", LARGEST_SCALE,
             "dw.Laplace")
         size = as_count(size, "size")
-        super().__init__(statistic, laplace_log_density, size=size,
+        super().__init__(statistic, LAPLACE.log_density, size=size,
                          params=inverse_scale_params(1.0 / self.scale, size,
                                                      -math.log(2.0 * self.scale)),
                          epsilon=epsilon, name="Laplace", truncation=truncation,
-                         coordinate_log_density=separable.laplace_coordinate,
+                         coordinate_log_density=LAPLACE.coordinate_log_density,
                          draw_release=lambda rng, t: t + rng.laplace(0.0, self.scale, t.shape))
-        self.noise = NoiseLaw.of("laplace", self.scale, 2.0 * self.scale ** 2, size=size)
+        self.noise = NoiseLaw.of(LAPLACE, self.scale, 2.0 * self.scale ** 2, size=size)
 
     @property
     def privacy(self) -> dict:

@@ -3,7 +3,8 @@ what needs more than its log density; and what the built-in noise families share
 of noise scales float64 can represent, the layout of their density parameters.
 
 A mechanism that adds independent noise to each coordinate of the total,
-:math:`s_{dp} = T + z`, of one of four families, says so in its ``noise`` attribute:
+:math:`s_{dp} = T + z`, of a registered noise family (:mod:`dawrap.mechanisms.families`),
+says so in its ``noise`` attribute. The built-in families:
 
 * ``"laplace"``: :math:`\log g(s, t) = c - \sum_j |s_j - t_j| / b_j`, on the reals;
 * ``"geometric"``: the same on the integers (two-sided geometric noise,
@@ -13,7 +14,9 @@ A mechanism that adds independent noise to each coordinate of the total,
 * ``"discrete_gaussian"``: the same on the integers (Canonne, Kamath & Steinke 2020);
 
 with ``scale`` the :math:`b_j` or the :math:`\sigma_j` and ``variance`` each coordinate's
-noise variance. The sufficient-statistic sampler reads the law (it needs the noise, not just
+noise variance. The law holds the family's name (``law.family``) and hands out the family
+itself (``law.kind``, a :class:`~dawrap.mechanisms.families.NoiseFamily`), which says
+everything else. The sufficient-statistic sampler reads the law (it needs the noise, not just
 its density), the exact posteriors of :mod:`dawrap.reference` use it to stay exact at releases
 far outside the range of the statistic (:meth:`NoiseLaw.relative_log_density`), and
 ``dw.sample``'s plausibility check to say when such a release changes nothing.
@@ -26,6 +29,8 @@ Laplace noise of scale 2 on each of three coordinates:
 >>> law = NoiseLaw.of("laplace", scale=2.0, size=3)
 >>> law.family, law.scale, law.variance                 # variance 2 b^2
 ('laplace', array([2., 2., 2.]), array([8., 8., 8.]))
+>>> law.kind
+LaplaceFamily('laplace')
 """
 from __future__ import annotations
 
@@ -35,13 +40,10 @@ from typing import NamedTuple
 import numpy as np
 
 from .._checks import as_count
+from .families import NoiseFamily, family_named
 
-__all__ = ["NoiseLaw", "FAMILIES", "SMALLEST_SCALE", "LARGEST_SCALE", "LARGEST_INTEGER_SCALE",
+__all__ = ["NoiseLaw", "SMALLEST_SCALE", "LARGEST_SCALE", "LARGEST_INTEGER_SCALE",
            "usable_scale", "inverse_scale_params", "stated_budget"]
-
-#: ``family`` -> (the form of its log density in ``s - t``, whether the noise is an integer).
-FAMILIES = {"laplace": ("laplace", False), "geometric": ("laplace", True),
-            "gaussian": ("gaussian", False), "discrete_gaussian": ("gaussian", True)}
 
 # Usable noise scales (Laplace and geometric scale sensitivity / epsilon, Gaussian sigma).
 # Inside [1e-150, 1e150] every constructor's arithmetic (the scale's square and inverse, the
@@ -62,7 +64,8 @@ class NoiseLaw(NamedTuple):
     Attributes
     ----------
     family : str
-        ``"laplace"``, ``"geometric"``, ``"gaussian"`` or ``"discrete_gaussian"``.
+        The name of a registered noise family: ``"laplace"``, ``"geometric"``,
+        ``"gaussian"``, ``"discrete_gaussian"`` or a user's (:attr:`kind` is the family).
     scale : ndarray of shape (size,)
         Each coordinate's :math:`b_j` (Laplace form: :math:`P(z_j) \propto e^{-|z_j|/b_j}`)
         or :math:`\sigma_j` (Gaussian form: :math:`P(z_j) \propto e^{-z_j^2/(2\sigma_j^2)}`).
@@ -84,21 +87,25 @@ class NoiseLaw(NamedTuple):
     variance: np.ndarray
 
     @classmethod
-    def of(cls, family: str, scale, variance=None, *, size: int | None = None) -> "NoiseLaw":
-        r"""A checked law: ``family`` one of :data:`FAMILIES`, ``scale`` (and ``variance``)
+    def of(cls, family: str | NoiseFamily, scale, variance=None, *,
+           size: int | None = None) -> "NoiseLaw":
+        r"""A checked law: ``family`` a registered noise family
+        (:func:`~dawrap.mechanisms.families.registered`), ``scale`` (and ``variance``)
         positive and finite, one value or one per coordinate.
 
         Parameters
         ----------
-        family : str
-            ``"laplace"``, ``"geometric"``, ``"gaussian"`` or ``"discrete_gaussian"``.
+        family : str or NoiseFamily
+            ``"laplace"``, ``"geometric"``, ``"gaussian"``, ``"discrete_gaussian"``, the
+            name of a family registered by the user, or a registered family itself.
         scale : float or array_like
             :math:`b_j` or :math:`\sigma_j` (see the class docstring).
         variance : float or array_like, optional
-            Each coordinate's noise variance; by default the family's, from ``scale``:
-            :math:`2b^2` (Laplace), :math:`2\alpha/(1-\alpha)^2` with
-            :math:`\alpha = e^{-1/b}` (geometric), :math:`\sigma^2` (Gaussian), the exact
-            discrete Gaussian variance (:mod:`dawrap.mechanisms.discrete_gaussian`).
+            Each coordinate's noise variance; by default the family's, from ``scale``
+            (:meth:`~dawrap.mechanisms.families.NoiseFamily.variance`): :math:`2b^2`
+            (Laplace), :math:`2\alpha/(1-\alpha)^2` with :math:`\alpha = e^{-1/b}`
+            (geometric), :math:`\sigma^2` (Gaussian), the exact discrete Gaussian variance
+            (:mod:`dawrap.mechanisms.discrete_gaussian`).
         size : int, optional
             The number of coordinates (single values are repeated); by default the length of
             ``scale``.
@@ -118,21 +125,35 @@ class NoiseLaw(NamedTuple):
         ...
         ValueError: noise family must be one of ['laplace', 'geometric', ...], got 'cauchy'
         """
-        if not isinstance(family, str) or family not in FAMILIES:
-            raise ValueError(f"noise family must be one of {list(FAMILIES)}, got {family!r}")
+        kind = family_named(family)
         scale = _positive_vector(scale, "noise scale", size)
         size = scale.shape[0]
         if variance is None:
-            variance = _family_variance(family, scale)
+            variance = kind.variance(scale)
         # A variance may be 0 to double precision (geometric noise at epsilon 1e150, discrete
         # Gaussian at sigma 1e-150: the noise is 0 with probability 1 - 1e-300 and less).
         variance = _positive_vector(variance, "noise variance", size, zero_allowed=True)
-        return cls(family, scale, variance)
+        return cls(kind.name, scale, variance)
+
+    @property
+    def kind(self) -> NoiseFamily:
+        """The noise family itself (:class:`~dawrap.mechanisms.families.NoiseFamily`), found
+        in the registry by :attr:`family`, its name: what the samplers and the exact
+        posteriors ask.
+
+        Examples
+        --------
+        >>> from dawrap.mechanisms import NoiseLaw
+        >>> NoiseLaw.of("geometric", scale=2.0).kind.continuous
+        LaplaceFamily('laplace')
+        """
+        return family_named(self.family)
 
     @property
     def form(self) -> str:
-        """``"laplace"`` or ``"gaussian"``: the form of :math:`\\log g` in :math:`s - t`,
-        shared by a continuous family and its integer version.
+        """``"laplace"`` or ``"gaussian"`` for the built-in families: the name of the
+        continuous family of the same form of :math:`\\log g` in :math:`s - t`, shared by a
+        continuous family and its integer version.
 
         Examples
         --------
@@ -140,7 +161,7 @@ class NoiseLaw(NamedTuple):
         >>> NoiseLaw.of("geometric", scale=2.0).form
         'laplace'
         """
-        return FAMILIES[self.family][0]
+        return self.kind.continuous.name
 
     @property
     def integer(self) -> bool:
@@ -152,14 +173,16 @@ class NoiseLaw(NamedTuple):
         >>> NoiseLaw.of("discrete_gaussian", scale=2.0).integer
         True
         """
-        return FAMILIES[self.family][1]
+        return self.kind.integer
 
     def relative_log_density(self, s_dp, totals) -> np.ndarray:
         r""":math:`\log g(s_{dp}, t)` for each row ``t`` of ``totals``, up to a constant the
         same for every row, computed so that it stays exact however far ``s_dp`` lies
         outside the totals (there, ``|1e300 - k|`` is one float for every count ``k``).
 
-        With :math:`m_j` the total nearest :math:`s_j` in each coordinate, the Laplace form is
+        The family computes it
+        (:meth:`~dawrap.mechanisms.families.NoiseFamily.relative_log_density`). With
+        :math:`m_j` the total nearest :math:`s_j` in each coordinate, the Laplace form is
         :math:`-\sum_j |m_j - t_j| / b_j` (the term :math:`|s_j - m_j|` is the same for every
         row), the Gaussian form :math:`-\tfrac12 \sum_j (m_j - t_j)(2s_j - t_j - m_j) /
         \sigma_j^2`.
@@ -188,15 +211,7 @@ class NoiseLaw(NamedTuple):
         """
         s = np.asarray(s_dp, dtype=np.float64)
         t = np.asarray(totals, dtype=np.float64).reshape(-1, self.scale.shape[0])
-        w = 1.0 / self.scale
-        nearest = np.clip(s, t.min(axis=0), t.max(axis=0))
-        if self.form == "laplace":
-            return -(np.abs(nearest - t) * w).sum(axis=1)
-        with np.errstate(over="ignore", invalid="ignore"):
-            terms = (w * (nearest - t)) * (w * (2.0 * s - t - nearest))
-            # 0 * inf is NaN only where t equals the nearest total: that term is exactly 0.
-            terms[(t == nearest) & ~np.isfinite(terms)] = 0.0
-        return -0.5 * terms.sum(axis=1)
+        return self.kind.relative_log_density(s, t, 1.0 / self.scale)
 
     def disagreement(self, log_density, params) -> str | None:
         """Where ``log_density(s_dp, t, params)`` is not of this law's form, as a sentence
@@ -235,7 +250,7 @@ class NoiseLaw(NamedTuple):
             t[j] = step
             change = float(log_density(origin, t, params)) - at_origin
             z = step / self.scale[j]
-            expected = -z if self.form == "laplace" else -0.5 * z * z
+            expected = self.kind.log_shape(z)
             if not math.isclose(change, expected, rel_tol=1e-9,
                                 abs_tol=1e-9 * (1.0 + abs(at_origin))):
                 return (f"at t - s_dp = {step:g} in coordinate {j} the log density changes by "
@@ -261,20 +276,6 @@ def _positive_vector(value, name: str, size: int | None, zero_allowed: bool = Fa
     arr = arr.copy()
     arr.flags.writeable = False
     return arr
-
-
-def _family_variance(family: str, scale: np.ndarray) -> np.ndarray:
-    """The variance of each coordinate's noise of ``family`` with ``scale``."""
-    if family == "laplace":
-        return 2.0 * scale ** 2
-    if family == "gaussian":
-        return scale ** 2
-    if family == "geometric":
-        # The difference of two geometric counts of failures, each a / (1 - a)^2.
-        return 2.0 * np.exp(-1.0 / scale) / np.expm1(-1.0 / scale) ** 2
-    from .discrete_gaussian import discrete_gaussian_variance
-
-    return np.array([discrete_gaussian_variance(float(s)) for s in scale])
 
 
 def usable_scale(scale: float, source: str, what: str, highest: float, mechanism: str) -> float:

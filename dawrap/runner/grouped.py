@@ -26,6 +26,7 @@ import warnings
 
 import numpy as np
 
+from ..mechanisms.families import Split, of_coordinate
 from ..samplers import parallel, record
 from ..samplers.loop import as_floats
 from ..samplers.status import OK, BAD_SUPPORT
@@ -110,8 +111,8 @@ def assign(sizes: np.ndarray, workers: int) -> list:
     --------
     >>> import numpy as np
     >>> from dawrap.runner.grouped import assign
-    >>> assign(np.array([5, 1, 3, 2]), 2)
-    [[0], [1, 2, 3]]
+    >>> assign(np.array([5, 1, 3, 2]), 2)      # 5 records, then 3 + 2, then 1 to the first
+    [[0, 1], [2, 3]]
     """
     load, out = np.zeros(workers), [[] for _ in range(workers)]
     for g in np.argsort(-sizes, kind="stable"):
@@ -177,9 +178,12 @@ class GroupedChain:
                                  f"workers: it needs a kernel that uses the records only "
                                  f"through stats (model_stat's sum), as the census and "
                                  f"small_area models' kernels do; or run on threads")
-        noise = parallel.shared_noise(fns.coordinate_log_density)
+        # the noise family of the separable density says how a shared cell is split and
+        # reads each cell's scale from the density's params (None: no family, no split)
+        family = of_coordinate(fns.coordinate_log_density)
+        split = None if family is None else family.split
         parallel.check_partition(partition, x.shape[0], mech.size, model.stat_size,
-                                 noise=noise, shared_statistic=setup.shared,
+                                 split=split, shared_statistic=setup.shared,
                                  model_nnz=fns.model_nnz)
         self.setup, self.partition, self.backend = setup, partition, backend
         G = partition.groups
@@ -189,15 +193,18 @@ class GroupedChain:
         slot_of[self.shared] = np.arange(K)
         params = np.asarray(setup.params, np.float64)
         # the groups' inverse sd of the shared cells' pieces: sqrt(G) / sigma for Gaussian
-        # noise, drawn each sweep with the latent variances for Laplace noise (draw_scales)
-        self.latent = noise == "laplace"
+        # noise, drawn each sweep with the latent variances for Laplace noise (draw_scales),
+        # from each shared cell's 1 / sigma or 1 / b
+        self.latent = split is Split.LATENT
+        self.inverse_scale = (family.cell_inverse_scale(params, self.shared)
+                              if split is not None else np.zeros(0))
         parts = move_parts(setup, partition, x, parallel.pieces_pinned(
-            params, self.shared, G, self.latent, mech.integer_statistic))
+            self.inverse_scale, G, self.latent, mech.integer_statistic))
         # the parts that run, with their index among the move's parts
         self.moves = self._runnable(parts)
         # (no warning about pinned pieces when a move that runs frees them)
         frees = any(p.frees_shared_cells for _, p, _ in self.moves)
-        self.piece_scale = parallel.first_piece_scale(params, self.shared, G, self.latent,
+        self.piece_scale = parallel.first_piece_scale(self.inverse_scale, G, self.latent,
                                                       mech.integer_statistic and not frees)
         self.local_total = np.zeros((G, K))
         self.local_release = np.zeros((G, K))
@@ -323,9 +330,9 @@ class GroupedChain:
         """Step (a) of :mod:`dawrap.samplers.parallel`: the shared cells' pieces (after their
         latent variances under Laplace or geometric noise), with the chain's generator."""
         if self.shared.shape[0]:
-            s_dp, params, total = self.setup.s_dp, self.setup.params, state.total
+            s_dp, total = self.setup.s_dp, state.total
             if self.latent:
-                parallel.draw_scales(rng, s_dp, total, params, self.shared,
+                parallel.draw_scales(rng, s_dp, total, self.inverse_scale, self.shared,
                                      self.partition.groups, self.piece_scale)
             parallel.draw_pieces(rng, s_dp, total, self.shared, self.piece_scale,
                                  self.local_total, self.local_release)

@@ -115,10 +115,10 @@ def check_plausible(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int
             f"{cost:.4g} nats below zero noise")
     if not np.isfinite(cost) or cost * 2.0 ** -52 > RESOLUTION_NATS:
         hint = ""
-        if mechanism.noise is not None and mechanism.noise.form == "laplace":
-            hint = (f"; with this mechanism's Laplace-form noise the posterior is the same "
-                    f"for every release beyond the range, so s_dp = {nearest[j]:g} in that "
-                    f"coordinate gives it exactly")
+        if mechanism.noise is not None and mechanism.noise.kind.flat_beyond_range:
+            hint = (f"; with this mechanism's {mechanism.noise.family} noise the posterior is "
+                    f"the same for every release beyond the range, so s_dp = {nearest[j]:g} in "
+                    f"that coordinate gives it exactly")
         raise ValueError(f"{what}; at this magnitude double precision cannot resolve the "
                          f"change of one record in the mechanism's log density (rounding "
                          f"error about {cost * 2.0 ** -52:.3g} nats), so no sampler can "

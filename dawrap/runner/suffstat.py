@@ -92,7 +92,8 @@ def noise_model(mech: Mechanism) -> tuple[float, float]:
     statistic is below one count, neither approximation is meaningful.
 
     The law is the mechanism's declared ``noise`` (:class:`dawrap.mechanisms.NoiseLaw`),
-    the same on every coordinate.
+    the same on every coordinate; its family says which continuous noise stands for it
+    (:meth:`~dawrap.mechanisms.families.NoiseFamily.continuous_noise`).
     """
     law = mech.noise
     if law is None:
@@ -102,16 +103,7 @@ def noise_model(mech: Mechanism) -> tuple[float, float]:
     if np.any(law.scale != law.scale[0]) or np.any(law.variance != law.variance[0]):
         raise ValueError(f"method='suffstat' needs the same noise on every coordinate; "
                          f"{mech.name}'s noise scales differ: {law.scale}")
-    scale, variance = float(law.scale[0]), float(law.variance[0])
-    if law.family == "laplace":
-        return scale, 0.0
-    if law.family == "geometric":
-        return math.sqrt(variance / 2.0), 0.0
-    if law.family == "discrete_gaussian":
-        # sigma^2 itself for sigma >= 1 (equal to the variance to 1e-16, and unchanged from
-        # earlier versions, so seeded runs repeat); the true variance below.
-        return 0.0, (scale ** 2 if scale >= 1.0 else variance)
-    return 0.0, scale ** 2  # gaussian
+    return law.kind.continuous_noise(float(law.scale[0]), float(law.variance[0]))
 
 
 def structured(family: ExponentialFamily) -> bool:

@@ -81,11 +81,15 @@ the joint :math:`p(x, V, r \mid \theta, s)` is invariant, hence its marginal
 :math:`b = \Delta_1/\epsilon`, whose normaliser does not depend on the integer :math:`T`: as
 a function of the records it is proportional to the continuous Laplace likelihood of scale
 :math:`b` (the argument made for the discrete Gaussian), so the same latent variances are
-exact for it. Which scheme a run uses follows from the mechanism's separable density
-(:func:`shared_noise`): the Gaussian term for the Gaussian pieces, the Laplace term
-(``params[j] = 1/b_j``) for the latent variances; any other noise with shared cells is
-refused (:func:`check_partition`), and a partition whose groups own every cell they touch
-(coarser groups) needs no pieces, whatever the noise.
+exact for it. Which scheme a run uses, and each shared cell's :math:`1/\sigma_j` or
+:math:`1/b_j`, the noise family of the mechanism's separable density says
+(:class:`~dawrap.mechanisms.families.NoiseFamily`: its ``split``, a
+:class:`~dawrap.mechanisms.families.Split`, and its ``cell_inverse_scale`` read from the
+mechanism's parameters; :mod:`dawrap.runner.grouped` asks it): this module receives the
+scheme and the inverse scales, and knows no noise family and no parameter layout. Noise
+without a split is refused when the partition shares cells (:func:`check_partition`), and
+a partition whose groups own every cell they touch (coarser groups) needs no pieces,
+whatever the noise.
 
 Model statistics: when the model's statistic is the mechanism's it follows the cells; when
 :attr:`Partition.stats` says which group owns each of its cells, groups write their own;
@@ -117,13 +121,13 @@ import numba
 import numpy as np
 
 from ..compile.templates import slot
-from ..mechanisms.separable import gaussian_coordinate, laplace_coordinate
+from ..mechanisms.families import Split
 from .record import BLOCK, StepInfo, move_model_stat, sweep_table, take_proposal
 from .entries_path import merge_entries
 from .status import OK, BAD_ENTRIES, BAD_RATIO, BAD_RECORD, BAD_STATS
 
-__all__ = ["Partition", "GroupInputs", "GroupState", "check_partition", "shared_noise", "group_generators", "merge_units",
-           "draw_scales", "draw_pieces", "group_totals", "group_pass", "group_stats",
+__all__ = ["Partition", "GroupInputs", "GroupState", "check_partition", "group_generators",
+           "merge_units", "draw_scales", "draw_pieces", "group_totals", "group_pass", "group_stats",
            "bind_groups", "GroupFunctions", "BAD_PARTITION", "BAD_STAT_PARTITION", "MAX_GROUPS",
            "GROUP_STREAM", "partition_error", "warn_pinned_pieces",
            "first_piece_scale", "pieces_pinned", "info_of"]
@@ -267,39 +271,16 @@ class Partition:
         return np.flatnonzero(self.cells < 0)
 
 
-def shared_noise(coordinate_log_density) -> str | None:
-    r"""How shared cells are split for a mechanism whose separable density has the term
-    ``coordinate_log_density`` (module docstring): ``"gaussian"`` (Gaussian pieces of sd
-    :math:`\sigma/\sqrt G`, ``params[j] = 1/\sigma_j``: Gaussian and discrete Gaussian
-    noise), ``"laplace"`` (a latent variance per shared cell first, ``params[j] = 1/b_j``:
-    Laplace and geometric noise), or None (no exact split).
-
-    Examples
-    --------
-    >>> import dawrap as dw
-    >>> from dawrap.models import beta_binomial
-    >>> from dawrap.samplers.parallel import shared_noise
-    >>> mech = dw.Geometric(beta_binomial.count, epsilon=0.5)
-    >>> shared_noise(mech.coordinate_log_density)
-    'laplace'
-    """
-    if coordinate_log_density is gaussian_coordinate:
-        return "gaussian"
-    if coordinate_log_density is laplace_coordinate:
-        return "laplace"
-    return None
-
-
 def check_partition(partition: Partition, n: int, size: int, stat_size: int, *,
-                    noise: str | None, shared_statistic: bool, model_nnz: int) -> None:
+                    split: Split | None, shared_statistic: bool, model_nnz: int) -> None:
     """Check ``partition`` against the run: its sizes, and shared cells only where they can
-    be split exactly (``noise``, :func:`shared_noise`: Gaussian, discrete Gaussian, Laplace
-    or geometric noise). A ValueError names what to do.
+    be split exactly (``split``: how the mechanism's noise family splits a shared cell,
+    :class:`~dawrap.mechanisms.families.Split`, or None). A ValueError names what to do.
 
     Examples
     --------
     >>> from dawrap.samplers.parallel import Partition, check_partition
-    >>> check_partition(Partition([0, 1], [0, -1]), 2, 2, 0, noise=None,
+    >>> check_partition(Partition([0, 1], [0, -1]), 2, 2, 0, split=None,
     ...                 shared_statistic=False, model_nnz=0)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
@@ -324,16 +305,16 @@ def check_partition(partition: Partition, n: int, size: int, stat_size: int, *,
                              "(dw.declare_sparse) that is not the mechanism's: leave it out "
                              "(each group then sums its own changes)")
     shared = partition.shared_cells
-    if noise not in ("gaussian", "laplace", None):
-        raise ValueError(f"check_partition: noise must be 'gaussian', 'laplace' or None, got "
-                         f"{noise!r}")
-    if shared.size and noise is None:
+    if split is not None and not isinstance(split, Split):
+        raise TypeError(f"check_partition: split must be a dawrap.mechanisms.families.Split "
+                        f"or None, got {split!r}")
+    if shared.size and split is None:
         raise ValueError(
             f"threads: the partition shares cell {int(shared[0])} between groups, and shared "
-            f"cells are split exactly only for Gaussian, discrete Gaussian, Laplace or "
-            f"geometric noise (a separable density with gaussian_coordinate or "
-            f"laplace_coordinate); with this mechanism's noise, declare coarser groups that "
-            f"own every cell they touch, or run without threads")
+            f"cells are split exactly only for noise whose family says how: Gaussian, "
+            f"discrete Gaussian, Laplace or geometric noise (a separable density of a noise "
+            f"family, dawrap.mechanisms.families); with this mechanism's noise, declare "
+            f"coarser groups that own every cell they touch, or run without threads")
 
 
 def group_generators(rng: np.random.Generator, groups: int) -> list:
@@ -417,13 +398,14 @@ def _inverse_latent(rng, kappa):
 
 
 @numba.njit(nogil=True, cache=True)
-def draw_scales(rng, s_dp, total, params, shared, groups, piece_scale):
-    r"""Step (a0) of the module docstring (Laplace and geometric noise): for each shared
-    cell ``shared[k]`` a latent variance :math:`V` from :math:`p(V \mid c) \propto V^{-1/2}
-    \exp(-c^2/2V - V/2b^2)`, :math:`c` the release ``s_dp[j]`` minus the total
-    ``total[j]`` and ``params[j]`` the cell's :math:`1/b`, stored as the groups' inverse sd
-    ``piece_scale[k]`` :math:`= \sqrt{G/V}` (``groups`` is :math:`G`); one or two normals and
-    at most one uniform of ``rng`` per cell.
+def draw_scales(rng, s_dp, total, inverse_scale, shared, groups, piece_scale):
+    r"""Step (a0) of the module docstring (:attr:`Split.LATENT
+    <dawrap.mechanisms.families.Split.LATENT>`: Laplace and geometric noise): for each
+    shared cell ``shared[k]`` a latent variance :math:`V` from :math:`p(V \mid c) \propto
+    V^{-1/2} \exp(-c^2/2V - V/2b^2)`, :math:`c` the release ``s_dp[j]`` minus the total
+    ``total[j]`` and ``inverse_scale[k]`` the cell's :math:`1/b`, stored as the groups'
+    inverse sd ``piece_scale[k]`` :math:`= \sqrt{G/V}` (``groups`` is :math:`G`); one or two
+    normals and at most one uniform of ``rng`` per cell.
 
     Examples
     --------
@@ -438,8 +420,8 @@ def draw_scales(rng, s_dp, total, params, shared, groups, piece_scale):
     root_groups = math.sqrt(groups)
     for k in range(shared.shape[0]):
         j = shared[k]
-        inverse_u = _inverse_latent(rng, abs(s_dp[j] - total[j]) * params[j])
-        piece_scale[k] = root_groups * params[j] * math.sqrt(inverse_u)
+        inverse_u = _inverse_latent(rng, abs(s_dp[j] - total[j]) * inverse_scale[k])
+        piece_scale[k] = root_groups * inverse_scale[k] * math.sqrt(inverse_u)
 
 
 @numba.njit(nogil=True, cache=True)
@@ -734,38 +716,39 @@ def partition_error(record: int, cell: int, group: int, owner: int, statistic: s
             f"declare a partition whose groups own every cell their records can move to")
 
 
-def first_piece_scale(params: np.ndarray, shared: np.ndarray, groups: int, latent: bool,
+def first_piece_scale(inverse_scale: np.ndarray, groups: int, latent: bool,
                       integer_statistic: bool) -> np.ndarray:
     r"""The groups' inverse sd of the shared cells' pieces before the first sweep, with
-    :func:`warn_pinned_pieces`' check: :math:`\sqrt G/\sigma` (``params`` holding
-    :math:`1/\sigma`) for Gaussian noise, constant for the run; zeros for Laplace and
-    geometric noise (``latent``), whose scales :func:`draw_scales` draws every sweep. For
-    those the check uses the pieces' root-mean-square sd under the latent variance's prior
-    (mean :math:`2b^2`), :math:`\sqrt 2\, b/\sqrt G`.
+    :func:`warn_pinned_pieces`' check, from each shared cell's ``inverse_scale`` (the noise
+    family's :math:`1/\sigma_j` or :math:`1/b_j`): :math:`\sqrt G/\sigma` for Gaussian
+    pieces, constant for the run; zeros for latent variances (``latent``: Laplace and
+    geometric noise), whose scales :func:`draw_scales` draws every sweep. For those the
+    check uses the pieces' root-mean-square sd under the latent variance's prior (mean
+    :math:`2b^2`), :math:`\sqrt 2\, b/\sqrt G`.
 
     Examples
     --------
     >>> import numpy as np
     >>> from dawrap.samplers.parallel import first_piece_scale
-    >>> first_piece_scale(np.array([0.1, 0.5]), np.array([1]), 4, False, False).tolist()
+    >>> first_piece_scale(np.array([0.5]), 4, False, False).tolist()   # sigma 2, 4 groups
     [1.0]
     """
-    K = shared.shape[0]
-    warn_pinned_pieces(_piece_sd(params, shared, groups, latent), groups, integer_statistic)
+    K = inverse_scale.shape[0]
+    warn_pinned_pieces(_piece_sd(inverse_scale, groups, latent), groups, integer_statistic)
     if latent:
         return np.zeros(K)
-    return math.sqrt(groups) * params[shared] if K else np.zeros(0)
+    return math.sqrt(groups) * inverse_scale if K else np.zeros(0)
 
 
-def _piece_sd(params: np.ndarray, shared: np.ndarray, groups: int, latent: bool
-              ) -> np.ndarray:
-    r"""The shared cells' pieces' sd: :math:`\sigma/\sqrt G` (``params`` holding
-    :math:`1/\sigma`), or for Laplace and geometric noise (``latent``) their root-mean-square
-    sd under the latent variance's prior, :math:`\sqrt 2\, b/\sqrt G`."""
-    return (math.sqrt(2.0) if latent else 1.0) / (math.sqrt(groups) * params[shared])
+def _piece_sd(inverse_scale: np.ndarray, groups: int, latent: bool) -> np.ndarray:
+    r"""The shared cells' pieces' sd: :math:`\sigma/\sqrt G` (``inverse_scale`` holding
+    :math:`1/\sigma`), or with latent variances (``latent``, ``inverse_scale`` holding
+    :math:`1/b`) their root-mean-square sd under the latent variance's prior,
+    :math:`\sqrt 2\, b/\sqrt G`."""
+    return (math.sqrt(2.0) if latent else 1.0) / (math.sqrt(groups) * inverse_scale)
 
 
-def pieces_pinned(params: np.ndarray, shared: np.ndarray, groups: int, latent: bool,
+def pieces_pinned(inverse_scale: np.ndarray, groups: int, latent: bool,
                   integer_statistic: bool) -> bool:
     r"""Whether some shared cell's pieces are more precise than one record's contribution
     (the condition :func:`warn_pinned_pieces` warns about, with the pieces' sd of
@@ -775,12 +758,12 @@ def pieces_pinned(params: np.ndarray, shared: np.ndarray, groups: int, latent: b
     --------
     >>> import numpy as np
     >>> from dawrap.samplers.parallel import pieces_pinned
-    >>> pieces_pinned(np.array([1.0]), np.array([0]), 4, False, True)   # sigma 1, 4 groups
+    >>> pieces_pinned(np.array([1.0]), 4, False, True)   # sigma 1, 4 groups
     True
     """
-    if not integer_statistic or shared.shape[0] == 0:
+    if not integer_statistic or inverse_scale.shape[0] == 0:
         return False
-    return bool(_piece_sd(params, shared, groups, latent).min() < 1.0)
+    return bool(_piece_sd(inverse_scale, groups, latent).min() < 1.0)
 
 
 def warn_pinned_pieces(piece_sd: np.ndarray, groups: int, integer_statistic: bool) -> None:

@@ -43,8 +43,8 @@ from . import loop, entries_path
 from .loop import as_floats
 from .entries_path import (merge_entries, entries_sums, entries_consistency, prefetch,
                            PREFETCH_AHEAD, PREFETCH_FROM_CELLS)
-from ..mechanisms.separable import (gaussian_coordinate, laplace_coordinate, no_coordinate,
-                                    no_entries, no_model_entries)
+from ..mechanisms.families import of_coordinate
+from ..mechanisms.separable import no_coordinate, no_entries, no_model_entries
 
 __all__ = ["RecordFunctions", "RecordState", "StepInfo", "RecordInfo", "Trace", "Inputs",
            "Chain", "SAMPLE_STATS", "sample_stats", "SweepOptions", "bind_chain", "prepared_fields", "no_move", "given_theta",
@@ -1031,10 +1031,10 @@ def bind_chain(fns: RecordFunctions, options: SweepOptions, move=no_move,
     names = {name.upper(): value for name, value in fns._asdict().items()}
     names.update(RECORD_SIZE=record_size, MECH_STAT_SIZE=size, MODEL_STAT_SIZE=stat_size,
                  PREPARED=prepared, LAZY_STATS=lazy_stats,
-                 # Densities known to read params[j] for cell j alone (and params[-1]):
-                 # their parameters can live in the per-cell block.
-                 CELL_PARAMS=fns.nnz > 0 and fns.coordinate_log_density in (
-                     laplace_coordinate, gaussian_coordinate),
+                 # A noise family's coordinate density reads params[j] for cell j alone:
+                 # its parameters can live in the per-cell block.
+                 CELL_PARAMS=fns.nnz > 0 and of_coordinate(
+                     fns.coordinate_log_density) is not None,
                  CELL_COUNTS=fns.nnz > 0 and stat_size == size)
     records = _templates.bind(RECORD_TEMPLATES, names)
     sweep_template, pass_template = ((entries_sweep, entries_pass) if fns.nnz > 0

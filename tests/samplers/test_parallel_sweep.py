@@ -8,8 +8,8 @@ from scipy import integrate, stats
 import dawrap as dw
 from dawrap.models import beta_binomial
 from dawrap.samplers import parallel
-from dawrap.samplers.parallel import (Partition, check_partition, draw_pieces, draw_scales,
-                                      shared_noise)
+from dawrap.mechanisms.families import Split, of_coordinate
+from dawrap.samplers.parallel import Partition, check_partition, draw_pieces, draw_scales
 
 
 def test_pieces_follow_the_gaussian_conditioned_on_their_sum():
@@ -65,10 +65,11 @@ def test_latent_variances_follow_their_conditional_law():
     cases = len(LATENT_CASES)
     b = np.array([case[0] for case in LATENT_CASES])
     c = np.array([case[1] for case in LATENT_CASES])
-    s_dp, total, params = 10.0 + c, np.full(cases, 10.0), 1.0 / b
+    s_dp, total, inverse_b = 10.0 + c, np.full(cases, 10.0), 1.0 / b
     shared = np.repeat(np.arange(cases), draws)
     piece_scale = np.empty(shared.shape[0])
-    draw_scales(np.random.default_rng(11), s_dp, total, params, shared, groups, piece_scale)
+    draw_scales(np.random.default_rng(11), s_dp, total, inverse_b[shared], shared, groups,
+                piece_scale)
     sd = np.sqrt(groups / piece_scale ** 2).reshape(cases, draws)
     for k, (scale, residual) in enumerate(LATENT_CASES):
         assert np.all(np.isfinite(sd[k]) & (sd[k] > 0)), (scale, residual)
@@ -91,12 +92,32 @@ def test_a_wrong_latent_law_fails_the_check():
     assert stats.kstest(np.full(draws, np.sqrt(2.0) * b), sd_cdf(b, c)).pvalue < 1e-6
 
 
-def test_the_noise_says_how_shared_cells_are_split():
+def test_the_noise_family_says_how_shared_cells_are_split():
     count = beta_binomial.count
-    assert shared_noise(dw.Laplace(count, epsilon=0.5).coordinate_log_density) == "laplace"
-    assert shared_noise(dw.Geometric(count, epsilon=0.5).coordinate_log_density) == "laplace"
-    assert shared_noise(dw.Gaussian(count, sigma=1.0).coordinate_log_density) == "gaussian"
-    assert shared_noise(None) is None
+
+    def split_of(mech):
+        family = of_coordinate(mech.coordinate_log_density)
+        return None if family is None else family.split
+
+    assert split_of(dw.Laplace(count, epsilon=0.5)) is Split.LATENT
+    assert split_of(dw.Geometric(count, epsilon=0.5)) is Split.LATENT
+    assert split_of(dw.Gaussian(count, sigma=1.0)) is Split.PIECES
+    assert split_of(dw.DiscreteGaussian(count, sigma=1.0)) is Split.PIECES
+    assert of_coordinate(None) is None
+
+
+def test_the_family_reads_the_shared_cells_scales_from_the_params():
+    """The split's 1/b or 1/sigma per shared cell, as the grouped chain hands it to
+    draw_scales and first_piece_scale (params[j] for the built-in families; the geometric's
+    is epsilon / sensitivity, not 1 / (sensitivity / epsilon))."""
+    count, cells = beta_binomial.count, np.array([2, 0])
+    for mech in (dw.Laplace(count, epsilon=0.5, size=3), dw.Gaussian(count, 2.0, size=3),
+                 dw.Geometric(count, epsilon=0.3, sensitivity=0.7, size=3),
+                 dw.DiscreteGaussian(count, 3.0, size=3)):
+        inverse = mech.noise.kind.cell_inverse_scale(mech.params, cells)
+        assert inverse.tolist() == mech.params[cells].tolist()
+    geometric = dw.Geometric(count, epsilon=0.3, sensitivity=0.7)
+    assert geometric.noise.kind.cell_inverse_scale(geometric.params, np.array([0]))[0] == 0.3 / 0.7
 
 
 def test_partition_checks_name_the_argument():
@@ -109,22 +130,23 @@ def test_partition_checks_name_the_argument():
     part = Partition(records=[0, 1, 1], cells=[0, 1, -1])
     with pytest.raises(ValueError, match=r"partition.records must give one group per record "
                                          r"\(n = 4\)"):
-        check_partition(part, 4, 3, 0, noise="gaussian", shared_statistic=False, model_nnz=0)
+        check_partition(part, 4, 3, 0, split=Split.PIECES, shared_statistic=False, model_nnz=0)
     with pytest.raises(ValueError, match=r"mechanism's statistic \(size = 2\)"):
-        check_partition(part, 3, 2, 0, noise="gaussian", shared_statistic=False, model_nnz=0)
+        check_partition(part, 3, 2, 0, split=Split.PIECES, shared_statistic=False, model_nnz=0)
     with pytest.raises(ValueError, match="shares cell 2 .* Gaussian, discrete Gaussian, "
                                          "Laplace or geometric"):
-        check_partition(part, 3, 3, 0, noise=None, shared_statistic=False, model_nnz=0)
-    with pytest.raises(ValueError, match="noise must be 'gaussian', 'laplace' or None"):
-        check_partition(part, 3, 3, 0, noise="student", shared_statistic=False, model_nnz=0)
+        check_partition(part, 3, 3, 0, split=None, shared_statistic=False, model_nnz=0)
+    with pytest.raises(TypeError, match="split must be a dawrap.mechanisms.families.Split or "
+                                        "None, got 'laplace'"):
+        check_partition(part, 3, 3, 0, split="laplace", shared_statistic=False, model_nnz=0)
     # Laplace and geometric noise are split exactly (latent variances)
-    check_partition(part, 3, 3, 0, noise="laplace", shared_statistic=False, model_nnz=0)
+    check_partition(part, 3, 3, 0, split=Split.LATENT, shared_statistic=False, model_nnz=0)
     # without shared cells any noise will do
-    check_partition(Partition([0, 1, 1], [0, 1, 1]), 3, 3, 0, noise=None,
+    check_partition(Partition([0, 1, 1], [0, 1, 1]), 3, 3, 0, split=None,
                     shared_statistic=False, model_nnz=0)
     with pytest.raises(ValueError, match="partition.stats is for a model statistic declared"):
         check_partition(Partition([0, 1, 1], [0, 1, 1], stats=[0, 1]), 3, 3, 2,
-                        noise="gaussian", shared_statistic=False, model_nnz=0)
+                        split=Split.PIECES, shared_statistic=False, model_nnz=0)
 
 
 def test_merge_units_balances_records_and_keeps_units_whole():
