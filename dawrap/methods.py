@@ -232,15 +232,14 @@ class Record(Method):
         if any(v is not None for v in (threads, partition, executor, worker_timeout)):
             object.__setattr__(self, "groups", _groups_of_old_options(
                 self.groups, threads, partition, executor, worker_timeout))
-        from .parallel import Dask, Threads
+        from .parallel import check_option
 
-        if self.groups is not None and not isinstance(self.groups, (Threads, Dask)):
-            raise TypeError(f"groups must be dw.parallel.Threads(...) or dw.parallel.Dask(...), "
-                            f"got {type(self.groups).__name__}")
-        if self.interweave and isinstance(self.groups, Dask):
-            raise ValueError("interweave moves every record with theta, which a chain on a dask "
-                             "cluster keeps on its workers: pass interweave=False with "
-                             "groups=dw.parallel.Dask(...)")
+        if self.groups is not None:
+            check_option(self.groups)
+            if self.interweave and not self.groups.local:
+                raise ValueError(f"interweave moves every record with theta, which "
+                                 f"{self.groups!r} keeps on its workers: pass "
+                                 f"interweave=False with it")
         iw = self.interweave
         if iw is not None and not isinstance(iw, (bool, np.bool_)) and not (
                 isinstance(iw, numbers.Integral) and iw >= 0):
@@ -264,7 +263,7 @@ class Record(Method):
             return landscape(model, mechanism, s_dp, n)
 
         iw = self.interweave
-        if iw is None and getattr(self.groups, "chains_in_turn", False):
+        if iw is None and self.groups is not None and not self.groups.local:
             iw = 0  # the move needs every record on the client (the records are on a cluster)
         if iw is None:
             # Where the release is explained by separate modes, the move (with its jumps) is

@@ -12,7 +12,19 @@ for the mathematics, :mod:`dawrap.runner.grouped` for the iteration). The option
 Each group has its own generator, and the chain folds the groups' results in group order, so
 the draws for a seed are the same on any backend and any number of threads or workers (and
 differ from the serial sweep's: same posterior). A checkpoint written on one resumes on the
-other. A new backend is one module in :mod:`dawrap.runner.backends` and an option here.
+other.
+
+**A backend of your own** (processes, MPI, Ray) is a backend object with the five members
+:mod:`dawrap.runner.backends` lists, and an option object that builds it: any object with
+
+* ``partition``: a :class:`Partition` or None (the model's own);
+* ``local``: whether the backend's workers share this process's memory (then theta's kernel
+  and a move without a group form may read the records);
+* ``chains_in_turn``: whether the chains run one after another (each using every worker);
+* ``backend(chain) -> backend``: a fresh backend for chain number ``chain``;
+* ``attrs() -> dict``: what the result's attributes say of it
+
+(:func:`check_option` checks them). The docs' "Extending" pages build one step by step.
 
 Examples
 --------
@@ -33,7 +45,33 @@ import numbers
 from ._checks import MAX_COUNT, as_count
 from .samplers.parallel import Partition
 
-__all__ = ["Threads", "Dask", "Partition"]
+__all__ = ["Threads", "Dask", "Partition", "check_option"]
+
+#: What an option object must have (module docstring).
+OPTION_MEMBERS = ("partition", "local", "chains_in_turn", "backend", "attrs")
+
+
+def check_option(option) -> None:
+    """Check that ``option`` can choose where a chain's groups run (module docstring): a
+    TypeError naming what it lacks.
+
+    Examples
+    --------
+    >>> import dawrap as dw
+    >>> dw.parallel.check_option(dw.parallel.Threads(2))
+    >>> dw.parallel.check_option(4)   # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: groups must be dw.parallel.Threads(...), dw.parallel.Dask(...) or an option ...
+    """
+    missing = [name for name in OPTION_MEMBERS if not hasattr(option, name)]
+    if not missing and not (callable(option.backend) and callable(option.attrs)):
+        missing = ["a callable backend and attrs"]
+    if missing:
+        raise TypeError(f"groups must be dw.parallel.Threads(...), dw.parallel.Dask(...) or an "
+                        f"option object with {', '.join(OPTION_MEMBERS)}; "
+                        f"{type(option).__name__} lacks {', '.join(missing)}")
+    _check_partition(option.partition, type(option).__name__)
 
 
 def _check_partition(partition, owner: str) -> None:
@@ -76,6 +114,8 @@ class Threads:
 
     #: The chains run at once, as many as ``dw.sample(cores=...)`` allows.
     chains_in_turn = False
+    #: The records stay in this process (theta's kernel may read them).
+    local = True
 
     def __post_init__(self):
         object.__setattr__(self, "threads", as_count(self.threads, "Threads: threads",
@@ -141,6 +181,8 @@ class Dask:
     #: The chains run one after another, each on every worker (its records scattered when
     #: it begins).
     chains_in_turn = True
+    #: The records live on the workers.
+    local = False
 
     def __post_init__(self):
         from .runner.backends.dask import check_client

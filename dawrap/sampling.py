@@ -376,7 +376,7 @@ def _remedies(model: Model, method) -> list:
         steps = method.interweave  # steps per iteration once prepared; None, True, False before
         if steps is None or isinstance(steps, (bool, np.bool_)):
             steps = DEFAULT_STEPS if steps else 0
-        if model.noncentred is not None and not getattr(method.groups, "chains_in_turn", False):
+        if model.noncentred is not None and getattr(method.groups, "local", True):
             remedies.append("interweave=True (the model's non-centred move, which moves "
                             "theta and every record together: it mixes far better when the "
                             "noise hides much of the data)" if not steps else
