@@ -279,17 +279,17 @@ def laplace(epsilon: float) -> dw.Laplace:
 def geometric(epsilon: float) -> dw.Geometric:
     """The count with two-sided geometric noise (epsilon-DP, integer release).
 
-    Each record contributes 0 or 1 (``contribution=(0, 1)``): ``release(x, secure=True)``
-    rounds and clamps every record's contribution into [0, 1] before adding noise.
-
     Parameters
     ----------
-    epsilon : float
-        The privacy budget.
+    epsilon
+        As for :func:`laplace`.
 
     Returns
     -------
     dawrap.Geometric
+        Each record contributes 0 or 1 (``contribution=(0, 1)``): ``release(x,
+        secure=True)`` rounds and clamps every record's contribution into [0, 1] before
+        adding noise.
 
     Examples
     --------

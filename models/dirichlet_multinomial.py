@@ -129,9 +129,8 @@ def propose_uniform(rng, theta, x_i, out):
 
     Parameters
     ----------
-    rng : numpy.random.Generator
-    theta : ndarray of shape (K,)
-        The category probabilities.
+    rng, theta
+        As for :func:`draw_record`.
     x_i : ndarray of shape (1,)
         The current record.
     out : ndarray of shape (1,)

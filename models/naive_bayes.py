@@ -501,10 +501,8 @@ def laplace(epsilon: float, I: int, J) -> dw.Laplace:
     ----------
     epsilon : float
         The privacy budget.
-    I : int
-        Number of classes.
-    J : list of int
-        Number of levels of each feature.
+    I, J
+        As for :func:`counts`.
 
     Returns
     -------
@@ -622,6 +620,7 @@ def published_parameters(seed=2022) -> dict:
     Returns
     -------
     dict of str -> ndarray
+        Keyed like a draw of :func:`draw_parameters`, for ``Model.simulate``.
 
     Examples
     --------

@@ -24,7 +24,7 @@ import numpy as np
 
 import dawrap as dw
 
-from ._shared import positive
+from ._shared import positive, truncated_laplace
 
 __all__ = ["model", "total", "clamped_total", "draw_record_factory", "laplace", "gaussian",
            "laplace_truncated", "family", "exact_posterior_gaussian"]
@@ -319,10 +319,7 @@ def laplace_truncated(epsilon: float, lower: float, upper: float) -> dw.Laplace:
     array([-2.])
     """
     lower, upper = _check_bounds(lower, upper)
-    fam = family()
-    return dw.Laplace(fam.truncated_statistic(lower, upper), epsilon=epsilon,
-                      sensitivity=fam.truncated_sensitivity(lower, upper),
-                      truncation=(lower, upper))
+    return truncated_laplace(family(), epsilon, lower, upper)
 
 
 @dw.recipe

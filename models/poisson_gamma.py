@@ -30,7 +30,8 @@ import numpy as np
 
 import dawrap as dw
 
-from ._shared import nearest_nonnegative_total, nonnegative_total, positive
+from ._shared import (gamma_rate_model, gamma_rate_noncentred, nearest_nonnegative_total,
+                      nonnegative_total, positive, truncated_laplace)
 
 __all__ = ["model", "count", "clamped_count", "draw_record", "laplace", "geometric",
            "laplace_truncated", "family", "exact_posterior"]
@@ -303,12 +304,6 @@ def noise_from_record(rng, theta, x_i, z_out):
 
 
 @numba.njit(nogil=True, cache=True)
-def positive_rate(theta):
-    """The parameter space: lam > 0."""
-    return theta[0] > 0.0
-
-
-@numba.njit(nogil=True, cache=True)
 def is_count(x_i):
     """A record is a non-negative integer."""
     return x_i[0] >= 0.0 and x_i[0] == math.floor(x_i[0])
@@ -328,22 +323,6 @@ def log_partition(eta):
 @numba.njit(nogil=True, cache=True)
 def mean_cov(theta):
     return np.array([theta[0]]), np.array([[theta[0]]])
-
-
-@functools.lru_cache(maxsize=64)
-def _noncentred(alpha: float, beta: float) -> dw.NonCentred:
-    @numba.njit(nogil=True, cache=True)
-    def log_prior(theta):
-        lam = theta[0]
-        if not lam > 0.0:
-            return -np.inf
-        return (alpha - 1.0) * math.log(lam) - beta * lam
-
-    # The map sums the CDF over about 12 sds of counts per record and step, several record
-    # updates' worth: the move pays for itself from missing information 0.85 on
-    # (benchmarks/results/modes.md), not the 0.3 of the cheap maps.
-    return dw.NonCentred(record_from_noise, noise_from_record, log_prior, noise_size=1,
-                         initial_scale=0.1 * math.sqrt(alpha) / beta, threshold=0.85)
 
 
 @functools.lru_cache(maxsize=64)
@@ -398,12 +377,15 @@ def model(alpha: float = 1.0, beta: float = 1.0) -> dw.Model:
     Model(poisson_gamma(alpha=2, beta=1); params {lam: ()}, record_size=1)
     """
     alpha, beta = positive("alpha", alpha), positive("beta", beta)
-    return dw.Model(params={"lam": ()}, record_size=1, draw_record=draw_record,
-                    draw_theta=_conjugate_kernel(alpha, beta), model_stat=count, stat_size=1,
-                    draw_prior=lambda rng: np.array([rng.gamma(alpha, 1.0 / beta)]),
-                    family=family(alpha, beta), theta_support=positive_rate,
-                    record_support=is_count, noncentred=_noncentred(alpha, beta),
-                    name=f"poisson_gamma(alpha={alpha:g}, beta={beta:g})")
+    # The map sums the CDF over about 12 sds of counts per record and step, several record
+    # updates' worth: the move pays for itself from missing information 0.85 on
+    # (benchmarks/results/modes.md), not the 0.3 of the cheap maps.
+    noncentred = gamma_rate_noncentred(record_from_noise, noise_from_record, alpha, beta,
+                                       threshold=0.85)
+    return gamma_rate_model("poisson_gamma", alpha, beta, draw_record=draw_record,
+                            draw_theta=_conjugate_kernel(alpha, beta), model_stat=count,
+                            family=family(alpha, beta), record_support=is_count,
+                            noncentred=noncentred)
 
 
 @dw.recipe
@@ -458,14 +440,10 @@ def laplace_truncated(epsilon: float, lower: float, upper: float) -> dw.Laplace:
     >>> mech.truncation, mech.total([3.0, 12.0, 10.0])     # 12 is dropped
     ((0.0, 10.0), array([13.]))
     """
-    fam = family()
     if not (float(lower) == int(lower) and float(upper) == int(upper) and 0 <= lower < upper):
         raise ValueError(f"lower and upper must be whole numbers with 0 <= lower < upper, "
                          f"got {lower!r}, {upper!r}")
-    lower, upper = float(lower), float(upper)
-    return dw.Laplace(fam.truncated_statistic(lower, upper), epsilon=epsilon,
-                      sensitivity=fam.truncated_sensitivity(lower, upper),
-                      truncation=(lower, upper))
+    return truncated_laplace(family(), epsilon, float(lower), float(upper))
 
 
 @dw.recipe
@@ -478,10 +456,8 @@ def geometric(epsilon: float, c: float) -> dw.Geometric:
 
     Parameters
     ----------
-    epsilon : float
-        The privacy budget.
-    c : int or float
-        The clamp (a positive whole number), which is the sensitivity.
+    epsilon, c
+        As for :func:`laplace`.
 
     Returns
     -------
@@ -539,7 +515,7 @@ def _tilted_log_likelihood(lam: np.ndarray, c: int, n: int, rel: np.ndarray,
     :math:`\epsilon / c` everywhere and the result is the exact :math:`n \log
     E[e^{\epsilon(\min(x, c) - c)/c}]`.
     """
-    from scipy import special, stats
+    from scipy import special
 
     top = n * c
     x = np.arange(c + 1)
