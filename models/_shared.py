@@ -1,8 +1,10 @@
 """Pieces the ready-made models share: hyperparameter checks, the valid region of a
 non-negative total (Poisson and exponential records), the Gamma prior of a rate (Poisson and
 exponential records), the Laplace release of a truncated total, the closures' compiler and
-the memory check of a model's arrays."""
+the memory check of a model's arrays, and the enumeration of count vectors behind the
+exact posteriors of the categorical models."""
 import functools
+import itertools
 import math
 import numbers
 import os
@@ -104,6 +106,38 @@ def closure_jit(*arrays):
         return compiled
 
     return jit
+
+
+def compositions(total: int, parts: int) -> np.ndarray:
+    """Every vector of ``parts`` non-negative integers summing to ``total`` (stars and bars),
+    one per row, in lexicographic order.
+
+    Examples
+    --------
+    >>> from dawrap.models._shared import compositions
+    >>> compositions(2, 3)
+    array([[0, 0, 2],
+           [0, 1, 1],
+           [0, 2, 0],
+           [1, 0, 1],
+           [1, 1, 0],
+           [2, 0, 0]])
+    """
+    bars = list(itertools.combinations(range(total + parts - 1), parts - 1))
+    bars = np.array(bars, dtype=np.int64).reshape(len(bars), parts - 1)
+    edges = np.hstack([np.full((bars.shape[0], 1), -1), bars,
+                       np.full((bars.shape[0], 1), total + parts - 1)])
+    return np.diff(edges, axis=1) - 1
+
+
+def log_dirichlet_multinomial(counts: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    """The log Dirichlet-multinomial pmf of each row of ``counts`` (its total the row's sum)
+    under the concentrations ``alpha``."""
+    from scipy.special import gammaln
+
+    m = counts.sum(1)
+    return (gammaln(m + 1) - gammaln(counts + 1).sum(1) + gammaln(alpha.sum())
+            - gammaln(alpha.sum() + m) + (gammaln(alpha + counts) - gammaln(alpha)).sum(1))
 
 
 #: Bytes a model may need per entry of its largest hyperparameter or statistic array: the

@@ -265,6 +265,7 @@ def laplace(epsilon: float) -> dw.Laplace:
     Returns
     -------
     dawrap.Laplace
+        Of the statistic :func:`count`, sensitivity 1.
 
     Examples
     --------
@@ -331,6 +332,7 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, a: float = 1.0, b: fl
     Returns
     -------
     dawrap.reference.BetaMixture
+        A mixture of ``n + 1`` Betas, exact (no grid).
 
     Examples
     --------

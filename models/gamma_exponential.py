@@ -50,11 +50,8 @@ def draw_record(rng, theta, out):
 
     Parameters
     ----------
-    rng : numpy.random.Generator
-    theta : ndarray of shape (1,)
-        ``[lam]``.
-    out : ndarray of shape (1,)
-        Receives the record.
+    rng, theta, out
+        As for :func:`dawrap.models.beta_binomial.draw_record`, with ``theta = [lam]``.
 
     Examples
     --------
@@ -70,24 +67,9 @@ def draw_record(rng, theta, out):
 
 @numba.njit(nogil=True, cache=True)
 def value(x_i, out):
-    """The sufficient statistic t(x) = x.
-
-    Parameters
-    ----------
-    x_i : ndarray of shape (1,)
-        A record.
-    out : ndarray of shape (1,)
-        Receives the record's value.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from dawrap.models import gamma_exponential
-    >>> out = np.empty(1)
-    >>> gamma_exponential.value(np.array([0.7]), out)
-    >>> out
-    array([0.7])
-    """
+    """The sufficient statistic t(x) = x: writes the record ``x_i`` (shape (1,)) into ``out``
+    (shape (1,)), as :func:`dawrap.models.beta_binomial.count` does (an example there);
+    :func:`laplace` releases its total over the records inside the bounds."""
     out[0] = x_i[0]
 
 
@@ -196,6 +178,7 @@ def model(alpha: float = 1.0, beta: float = 1.0) -> dw.Model:
     Returns
     -------
     dawrap.Model
+        A conjugate ``draw_theta``, the family and the non-centred map ``x_i = z_i / lam``.
 
     Examples
     --------
@@ -223,15 +206,15 @@ def laplace(epsilon: float, lower: float, upper: float) -> dw.Laplace:
     Parameters
     ----------
     epsilon : float
-        The privacy budget.
+        The privacy budget; the noise scale is the sensitivity over it.
     lower, upper : float
         The bounds, chosen in advance (never from the data); the sensitivity is
-        ``max(|lower|, |upper|, upper - lower)``.
+        ``max(|lower|, |upper|, upper - lower)``, ``upper`` for ``0 <= lower``.
 
     Returns
     -------
     dawrap.Laplace
-        With ``truncation=(lower, upper)``.
+        With ``truncation=(lower, upper)``; :func:`exact_posterior` is its exact posterior.
 
     Examples
     --------
@@ -396,14 +379,15 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, alpha: float = 1.0,
         The release.
     n : int
         Number of records.
-    alpha, beta : float
-        The Gamma prior's shape and rate.
+    alpha, beta
+        As for :func:`model`.
     points : int
         Points per region of the grid (fewer is faster and coarser).
 
     Returns
     -------
     dawrap.reference.Grid
+        Both modes tabulated, each on its own grid.
 
     Examples
     --------

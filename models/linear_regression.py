@@ -581,6 +581,7 @@ def sensitivity(p: int, intercept: bool = True) -> float:
     Returns
     -------
     float
+        :func:`laplace`'s default sensitivity.
 
     Examples
     --------
@@ -608,7 +609,7 @@ def clamped_products(p: int, bounds_x, bound_y, intercept: bool = True):
     Returns
     -------
     numba.njit function
-        ``(x_i, out)``.
+        ``(x_i, out)``: :func:`laplace` releases its sum over the records.
 
     Examples
     --------
@@ -713,6 +714,7 @@ def laplace(epsilon: float, p: int, bounds_x, bound_y, *, intercept: bool = True
     Returns
     -------
     dawrap.Laplace
+        Of the statistic :func:`clamped_products`, one noisy sum per product.
 
     Examples
     --------
@@ -759,6 +761,7 @@ def nonprivate_posterior(records, **settings) -> dict:
     Returns
     -------
     dict of str -> list or scipy.stats distribution
+        Keyed like the model's parameters (above).
 
     Examples
     --------
@@ -832,6 +835,8 @@ def published_settings() -> dict:
     Returns
     -------
     dict
+        With keys ``model``, ``mechanism``, ``beta``, ``n``, ``epsilons``, ``replicates``,
+        ``iterations``, ``burn_in`` and ``interval``.
 
     Examples
     --------

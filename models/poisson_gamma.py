@@ -39,15 +39,12 @@ __all__ = ["model", "count", "clamped_count", "draw_record", "laplace", "geometr
 
 @numba.njit(nogil=True, cache=True)
 def draw_record(rng, theta, out):
-    """One Poisson(lam) record.
+    """One Poisson(lam) record, the count as a float.
 
     Parameters
     ----------
-    rng : numpy.random.Generator
-    theta : ndarray of shape (1,)
-        ``[lam]``.
-    out : ndarray of shape (1,)
-        Receives the count, as a float.
+    rng, theta, out
+        As for :func:`dawrap.models.beta_binomial.draw_record`, with ``theta = [lam]``.
 
     Examples
     --------
@@ -63,24 +60,9 @@ def draw_record(rng, theta, out):
 
 @numba.njit(nogil=True, cache=True)
 def count(x_i, out):
-    """The model's sufficient statistic: the unclamped count.
-
-    Parameters
-    ----------
-    x_i : ndarray of shape (1,)
-        A record.
-    out : ndarray of shape (1,)
-        Receives the count.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from dawrap.models import poisson_gamma
-    >>> out = np.empty(1)
-    >>> poisson_gamma.count(np.array([7.0]), out)
-    >>> out
-    array([7.])
-    """
+    """The model's sufficient statistic, the unclamped count: writes the record ``x_i``
+    (shape (1,)) into ``out`` (shape (1,)), as :func:`dawrap.models.beta_binomial.count` does
+    (an example there). The releases clamp it (:func:`clamped_count`) or truncate it."""
     out[0] = x_i[0]
 
 
@@ -96,7 +78,7 @@ def clamped_count(c: float):
     Returns
     -------
     numba.njit function
-        ``(x_i, out)``.
+        ``(x_i, out)``, the statistic :func:`laplace` and :func:`geometric` release.
 
     Examples
     --------
@@ -133,13 +115,17 @@ def conjugate_draw(rng, alpha, beta, total, n):
 
 
 @functools.lru_cache(maxsize=64)
-def _conjugate_kernel(alpha: float, beta: float):
-    # The closure binds the hyperparameters; the disk-cached conjugate_draw does the work.
+def _kernels(alpha: float, beta: float):
+    # The closures bind the hyperparameters; the disk-cached conjugate_draw does the work.
     @numba.njit(nogil=True, cache=True)
     def draw_theta(rng, theta, x, stats):
         return conjugate_draw(rng, alpha, beta, stats[0], x.shape[0])
 
-    return draw_theta
+    @numba.njit(nogil=True, cache=True)
+    def posterior_draw(rng, s, n):
+        return conjugate_draw(rng, alpha, beta, s[0], n)
+
+    return draw_theta, posterior_draw
 
 
 @numba.njit(nogil=True, cache=True)
@@ -346,13 +332,9 @@ def family(alpha: float = 1.0, beta: float = 1.0) -> dw.ExponentialFamily:
     >>> fam.discrete, fam.bounded                  # integer records, unbounded counts
     (True, False)
     """
-    @numba.njit(nogil=True, cache=True)
-    def posterior_draw(rng, s, n):
-        return conjugate_draw(rng, alpha, beta, s[0], n)
-
-    return dw.ExponentialFamily(count, 1, mean_cov, posterior_draw, nonnegative_total,
-                                bounded=False, natural=natural, cdf=cdf, sf=sf, discrete=True,
-                                log_partition=log_partition,
+    return dw.ExponentialFamily(count, 1, mean_cov, _kernels(alpha, beta)[1],
+                                nonnegative_total, bounded=False, natural=natural, cdf=cdf,
+                                sf=sf, discrete=True, log_partition=log_partition,
                                 project=nearest_nonnegative_total)
 
 
@@ -383,7 +365,7 @@ def model(alpha: float = 1.0, beta: float = 1.0) -> dw.Model:
     noncentred = gamma_rate_noncentred(record_from_noise, noise_from_record, alpha, beta,
                                        threshold=0.85)
     return gamma_rate_model("poisson_gamma", alpha, beta, draw_record=draw_record,
-                            draw_theta=_conjugate_kernel(alpha, beta), model_stat=count,
+                            draw_theta=_kernels(alpha, beta)[0], model_stat=count,
                             family=family(alpha, beta), record_support=is_count,
                             noncentred=noncentred)
 
@@ -402,6 +384,7 @@ def laplace(epsilon: float, c: float) -> dw.Laplace:
     Returns
     -------
     dawrap.Laplace
+        Of the statistic :func:`clamped_count` (compiled once per ``c``).
 
     Examples
     --------
@@ -431,7 +414,8 @@ def laplace_truncated(epsilon: float, lower: float, upper: float) -> dw.Laplace:
     Returns
     -------
     dawrap.Laplace
-        With ``truncation=(lower, upper)``.
+        With ``truncation=(lower, upper)``; :func:`exact_posterior` (``c=None``) is its exact
+        posterior.
 
     Examples
     --------
@@ -450,10 +434,6 @@ def laplace_truncated(epsilon: float, lower: float, upper: float) -> dw.Laplace:
 def geometric(epsilon: float, c: float) -> dw.Geometric:
     """The clamped total with two-sided geometric noise (integer release, epsilon-DP).
 
-    Each record contributes an integer in [0, c] (``contribution=(0, c)``):
-    ``release(x, secure=True)`` rounds and clamps every contribution into it before adding
-    noise (negative or NaN records count 0).
-
     Parameters
     ----------
     epsilon, c
@@ -462,6 +442,9 @@ def geometric(epsilon: float, c: float) -> dw.Geometric:
     Returns
     -------
     dawrap.Geometric
+        Each record contributes an integer in [0, c] (``contribution=(0, c)``):
+        ``release(x, secure=True)`` rounds and clamps every contribution into it before
+        adding noise (negative or NaN records count 0).
 
     Examples
     --------
@@ -585,14 +568,15 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, c: float | None = Non
         The clamp; ``None`` for a truncated release (``mechanism.truncation``), which has
         none. A truncated release near zero has two explanations (lam near 0, or so large
         that nearly every count exceeds the bound): the grid tabulates both modes.
-    alpha, beta : float
-        The Gamma prior's shape and rate.
+    alpha, beta
+        As for :func:`model`.
     grid_size : int
         Points per region of the grid (:func:`dawrap.reference.positive_grid`).
 
     Returns
     -------
     dawrap.reference.Grid
+        The posterior density of ``lam`` tabulated where its mass is.
 
     Examples
     --------
