@@ -6,13 +6,9 @@ import itertools
 
 import numpy as np
 
+from ._shared import compositions
+
 __all__ = ["exact_posterior"]
-
-
-def _compositions(n: int, k: int) -> np.ndarray:
-    """Every count vector of ``k`` non-negative integers summing to ``n``."""
-    return np.array([c + (n - sum(c),) for c in itertools.product(range(n + 1), repeat=k - 1)
-                     if sum(c) <= n], dtype=float)
 
 
 def exact_posterior(mechanism, s_dp, sizes, categories: int, a0: float = 2.0, b0: float = 1.0,
@@ -49,6 +45,7 @@ def exact_posterior(mechanism, s_dp, sizes, categories: int, a0: float = 2.0, b0
     Returns
     -------
     (dawrap.reference.BetaMixture, ndarray, ndarray)
+        The posterior of ``p[0, 0]``, and the posterior mean and sd of each ``log_alpha``.
 
     Examples
     --------
@@ -65,7 +62,7 @@ def exact_posterior(mechanism, s_dp, sizes, categories: int, a0: float = 2.0, b0
 
     sizes = [int(s) for s in sizes]
     c = int(categories)
-    per_area = [_compositions(n, c) for n in sizes]
+    per_area = [compositions(n, c).astype(float) for n in sizes]
     tables = list(itertools.product(*per_area))
     counts = np.array([np.concatenate(t) for t in tables])  # (tables, areas * c)
     # The release's totals: area counts, then region counts (from the statistic itself).

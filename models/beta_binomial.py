@@ -265,6 +265,7 @@ def laplace(epsilon: float) -> dw.Laplace:
     Returns
     -------
     dawrap.Laplace
+        Of the statistic :func:`count`, sensitivity 1.
 
     Examples
     --------
@@ -279,17 +280,17 @@ def laplace(epsilon: float) -> dw.Laplace:
 def geometric(epsilon: float) -> dw.Geometric:
     """The count with two-sided geometric noise (epsilon-DP, integer release).
 
-    Each record contributes 0 or 1 (``contribution=(0, 1)``): ``release(x, secure=True)``
-    rounds and clamps every record's contribution into [0, 1] before adding noise.
-
     Parameters
     ----------
-    epsilon : float
-        The privacy budget.
+    epsilon
+        As for :func:`laplace`.
 
     Returns
     -------
     dawrap.Geometric
+        Each record contributes 0 or 1 (``contribution=(0, 1)``): ``release(x,
+        secure=True)`` rounds and clamps every record's contribution into [0, 1] before
+        adding noise.
 
     Examples
     --------
@@ -331,6 +332,7 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, a: float = 1.0, b: fl
     Returns
     -------
     dawrap.reference.BetaMixture
+        A mixture of ``n + 1`` Betas, exact (no grid).
 
     Examples
     --------

@@ -36,7 +36,7 @@ import numpy as np
 
 import dawrap as dw
 
-from ._shared import check_memory, closure_jit
+from ._shared import check_memory, closure_jit, compositions, log_dirichlet_multinomial
 from dawrap.extend import laplace_coordinate
 from dawrap.extend import laplace_log_density
 from dawrap.models import dirichlet_multinomial as _dm
@@ -297,6 +297,7 @@ def margin_matrix(levels, margins) -> np.ndarray:
     Returns
     -------
     ndarray of shape (release size, cells)
+        Row ``r`` has a 1 in every full-table cell that margin entry ``r`` adds up.
 
     Examples
     --------
@@ -347,19 +348,13 @@ def exact_posterior(mechanism, s_dp, n: int, levels, margins, alpha=1.0):
     >>> len(cells), round(sum(c.mean() for c in cells), 6)      # the means sum to 1
     (4, 1.0)
     """
-    from scipy import special
-
     from dawrap.reference import BetaMixture, normalise_log_weights, relative_log_g
 
     levels = _check_levels(levels)
     cells = int(np.prod(levels))
     a = np.broadcast_to(np.asarray(alpha, dtype=float), (cells,))
-    counts = np.array([c + (n - sum(c),) for c in itertools.product(range(n + 1),
-                                                                      repeat=cells - 1)
-                       if sum(c) <= n], dtype=float)
-    log_dm = (special.gammaln(n + 1) - special.gammaln(counts + 1).sum(1)
-              + special.gammaln(a.sum()) - special.gammaln(a.sum() + n)
-              + (special.gammaln(a + counts) - special.gammaln(a)).sum(1))
+    counts = compositions(n, cells).astype(float)
+    log_dm = log_dirichlet_multinomial(counts, a)
     totals = counts @ margin_matrix(levels, margins).T
     w = normalise_log_weights(log_dm + relative_log_g(mechanism, s_dp, totals))
     return [BetaMixture(w, a[j] + counts[:, j], a.sum() + n - a[j] - counts[:, j])

@@ -16,7 +16,6 @@ Examples
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 
 import numba
@@ -24,7 +23,7 @@ import numpy as np
 
 import dawrap as dw
 
-from ._shared import closure_jit
+from ._shared import closure_jit, compositions, log_dirichlet_multinomial
 
 __all__ = ["model", "one_hot", "one_hot_entries", "draw_record", "prepare_categorical",
            "draw_from_table", "PREPARED", "propose_uniform", "laplace", "exact_posterior"]
@@ -129,9 +128,8 @@ def propose_uniform(rng, theta, x_i, out):
 
     Parameters
     ----------
-    rng : numpy.random.Generator
-    theta : ndarray of shape (K,)
-        The category probabilities.
+    rng, theta
+        As for :func:`draw_record`.
     x_i : ndarray of shape (1,)
         The current record.
     out : ndarray of shape (1,)
@@ -424,19 +422,13 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, alpha):
     >>> [round(m.mean(), 3) for m in marginals]
     [0.182, 0.291, 0.528]
     """
-    from scipy import special
-
     from dawrap.reference import BetaMixture, normalise_log_weights, relative_log_g
 
     alpha = np.array(_check_alpha(alpha))
     k = alpha.shape[0]
     total_alpha = alpha.sum()
-    counts = [c + (n - sum(c),) for c in itertools.product(range(n + 1), repeat=k - 1)
-              if sum(c) <= n]
-    counts = np.array(counts, dtype=float)
-    log_dm = (special.gammaln(n + 1) - special.gammaln(counts + 1).sum(1)
-              + special.gammaln(total_alpha) - special.gammaln(total_alpha + n)
-              + (special.gammaln(alpha + counts) - special.gammaln(alpha)).sum(1))
+    counts = compositions(n, k).astype(float)
+    log_dm = log_dirichlet_multinomial(counts, alpha)
     # Differences of log g between count vectors, exact however extreme the release.
     log_g = relative_log_g(mechanism, s_dp, counts)
     w = normalise_log_weights(log_dm + log_g)

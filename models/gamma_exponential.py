@@ -31,13 +31,15 @@ from __future__ import annotations
 import functools
 import math
 import warnings
+from typing import NamedTuple
 
 import numba
 import numpy as np
 
 import dawrap as dw
 
-from ._shared import nearest_nonnegative_total, nonnegative_total, positive
+from ._shared import (gamma_rate_model, gamma_rate_noncentred, nearest_nonnegative_total,
+                      nonnegative_total, positive, truncated_laplace)
 
 __all__ = ["model", "value", "draw_record", "laplace", "family", "exact_posterior"]
 
@@ -48,11 +50,8 @@ def draw_record(rng, theta, out):
 
     Parameters
     ----------
-    rng : numpy.random.Generator
-    theta : ndarray of shape (1,)
-        ``[lam]``.
-    out : ndarray of shape (1,)
-        Receives the record.
+    rng, theta, out
+        As for :func:`dawrap.models.beta_binomial.draw_record`, with ``theta = [lam]``.
 
     Examples
     --------
@@ -68,24 +67,9 @@ def draw_record(rng, theta, out):
 
 @numba.njit(nogil=True, cache=True)
 def value(x_i, out):
-    """The sufficient statistic t(x) = x.
-
-    Parameters
-    ----------
-    x_i : ndarray of shape (1,)
-        A record.
-    out : ndarray of shape (1,)
-        Receives the record's value.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from dawrap.models import gamma_exponential
-    >>> out = np.empty(1)
-    >>> gamma_exponential.value(np.array([0.7]), out)
-    >>> out
-    array([0.7])
-    """
+    """The sufficient statistic t(x) = x: writes the record ``x_i`` (shape (1,)) into ``out``
+    (shape (1,)), as :func:`dawrap.models.beta_binomial.count` does (an example there);
+    :func:`laplace` releases its total over the records inside the bounds."""
     out[0] = x_i[0]
 
 
@@ -105,12 +89,6 @@ def record_from_noise(theta, z_i, out):
 def noise_from_record(rng, theta, x_i, z_out):
     """z_i = lam x_i, the one noise value that gives the record back."""
     z_out[0] = x_i[0] * theta[0]
-
-
-@numba.njit(nogil=True, cache=True)
-def positive_rate(theta):
-    """The parameter space: lam > 0."""
-    return theta[0] > 0.0
 
 
 @numba.njit(nogil=True, cache=True)
@@ -162,24 +140,6 @@ def _kernels(alpha: float, beta: float):
 
 
 @functools.lru_cache(maxsize=64)
-def _noncentred(alpha: float, beta: float) -> dw.NonCentred:
-    """x_i = z_i / lam with z_i ~ Exponential(1): every record scales with 1 / lam."""
-
-    @numba.njit(nogil=True, cache=True)
-    def log_prior(theta):
-        lam = theta[0]
-        if not lam > 0.0:
-            return -np.inf
-        return (alpha - 1.0) * math.log(lam) - beta * lam
-
-    # Measured crossover of the move against plain record sweeps on truncated releases
-    # with one mode: 0.83x at missing information 0.42, 1.16x at 0.62 (median of three
-    # releases each; benchmarks/results/modes.md).
-    return dw.NonCentred(record_from_noise, noise_from_record, log_prior, noise_size=1,
-                         initial_scale=0.1 * math.sqrt(alpha) / beta, threshold=0.5)
-
-
-@functools.lru_cache(maxsize=64)
 def family(alpha: float = 1.0, beta: float = 1.0) -> dw.ExponentialFamily:
     """The exponential family description (natural parameter -lam).
 
@@ -218,6 +178,7 @@ def model(alpha: float = 1.0, beta: float = 1.0) -> dw.Model:
     Returns
     -------
     dawrap.Model
+        A conjugate ``draw_theta``, the family and the non-centred map ``x_i = z_i / lam``.
 
     Examples
     --------
@@ -226,12 +187,16 @@ def model(alpha: float = 1.0, beta: float = 1.0) -> dw.Model:
     Model(gamma_exponential(alpha=2, beta=1); params {lam: ()}, record_size=1)
     """
     alpha, beta = positive("alpha", alpha), positive("beta", beta)
-    return dw.Model(params={"lam": ()}, record_size=1, draw_record=draw_record,
-                    draw_theta=_kernels(alpha, beta)[0], model_stat=value, stat_size=1,
-                    draw_prior=lambda rng: np.array([rng.gamma(alpha, 1.0 / beta)]),
-                    family=family(alpha, beta), theta_support=positive_rate,
-                    record_support=non_negative, noncentred=_noncentred(alpha, beta),
-                    name=f"gamma_exponential(alpha={alpha:g}, beta={beta:g})")
+    # x_i = z_i / lam with z_i ~ Exponential(1): every record scales with 1 / lam. Measured
+    # crossover of the move against plain record sweeps on truncated releases with one
+    # mode: 0.83x at missing information 0.42, 1.16x at 0.62 (median of three releases
+    # each; benchmarks/results/modes.md).
+    noncentred = gamma_rate_noncentred(record_from_noise, noise_from_record, alpha, beta,
+                                       threshold=0.5)
+    return gamma_rate_model("gamma_exponential", alpha, beta, draw_record=draw_record,
+                            draw_theta=_kernels(alpha, beta)[0], model_stat=value,
+                            family=family(alpha, beta), record_support=non_negative,
+                            noncentred=noncentred)
 
 
 @dw.recipe
@@ -241,15 +206,15 @@ def laplace(epsilon: float, lower: float, upper: float) -> dw.Laplace:
     Parameters
     ----------
     epsilon : float
-        The privacy budget.
+        The privacy budget; the noise scale is the sensitivity over it.
     lower, upper : float
         The bounds, chosen in advance (never from the data); the sensitivity is
-        ``max(|lower|, |upper|, upper - lower)``.
+        ``max(|lower|, |upper|, upper - lower)``, ``upper`` for ``0 <= lower``.
 
     Returns
     -------
     dawrap.Laplace
-        With ``truncation=(lower, upper)``.
+        With ``truncation=(lower, upper)``; :func:`exact_posterior` is its exact posterior.
 
     Examples
     --------
@@ -260,21 +225,29 @@ def laplace(epsilon: float, lower: float, upper: float) -> dw.Laplace:
     >>> mech.total([1.0, 4.0, 2.5])                        # 4.0 is dropped
     array([3.5])
     """
-    fam = family()
-    return dw.Laplace(fam.truncated_statistic(lower, upper), epsilon=epsilon,
-                      sensitivity=fam.truncated_sensitivity(lower, upper),
-                      truncation=(lower, upper))
+    return truncated_laplace(family(), epsilon, lower, upper)
+
+
+class _Release(NamedTuple):
+    """What :func:`_inversion_chunk` integrates: ``n`` records' total inside ``[lower,
+    upper]`` released as ``s_dp`` with Laplace noise of scale ``scale`` (``laplace``) or
+    Gaussian noise of sd ``scale``."""
+    n: float
+    lower: float
+    upper: float
+    s_dp: float
+    laplace: bool
+    scale: float
 
 
 @numba.njit(nogil=True, cache=True)
-def _inversion_chunk(lam, outside, n, lower, upper, s_dp, h, start, size, laplace, scale,
-                     total, tail):
+def _inversion_chunk(lam, outside, release, h, start, size, total, tail):
     r"""One chunk of :func:`_release_density`'s trapezoid sum, for each rate ``lam[r]``:
     adds :math:`\sum_k \mathrm{Re}[(\varphi(\omega_k)^n - (1-q)^n)\,\psi(\omega_k)
     e^{-i\omega_k s_{dp}}]` over :math:`\omega_k = kh`, ``start <= k < start + size``, to
     ``total[r]``, and puts in ``tail[r]`` the largest modulus of the bracket over the
-    chunk's last eighth. ``psi`` is the noise's characteristic function: Laplace of scale
-    ``scale`` (``laplace``) or Gaussian of sd ``scale``.
+    chunk's last eighth. ``psi`` is the noise's characteristic function (``release``, a
+    :class:`_Release`).
 
     The three oscillating factors :math:`e^{i\omega b}`, :math:`e^{i\omega a}` and
     :math:`e^{-i\omega s_{dp}}` are rotations by a fixed angle from one :math:`\omega_k`
@@ -284,6 +257,7 @@ def _inversion_chunk(lam, outside, n, lower, upper, s_dp, h, start, size, laplac
     a complex logarithm and exponential (:math:`\varphi^n = e^{n \log\varphi}`) per term,
     where the same sums in NumPy took three complex exponentials more and a temporary array
     per operation."""
+    n, lower, upper, s_dp, laplace, scale = release
     last = size - size // 8
     rot_b, rot_a, rot_s = (complex(math.cos(h * upper), math.sin(h * upper)),
                            complex(math.cos(h * lower), math.sin(h * lower)),
@@ -330,7 +304,8 @@ def _release_density(lam, s_dp, n, lower, upper, noise, spread, atom, prior=None
     outside = np.maximum(1.0 - q, 0.0)  # P(a record contributes 0)
     h = math.pi / spread
     zero = 1.0 - outside ** n  # the noise's characteristic function is 1 at omega = 0
-    laplace, scale = noise[0] == "laplace", float(noise[1])
+    release = _Release(float(n), float(lower), float(upper), float(s_dp),
+                       noise[0] == "laplace", float(noise[1]))
     total = np.zeros(lam.shape[0])
     # Chunks of omega until what is left is negligible for every rate: |phi|^n falls like
     # exp(-n var omega^2 / 2) for large n q, but only like 1/omega where few records fall
@@ -350,8 +325,8 @@ def _release_density(lam, s_dp, n, lower, upper, noise, spread, atom, prior=None
         # phi^n without the all-outside atom (1 - q)^n, whose transform does not decay; the
         # atom's contribution, (1 - q)^n times the noise density at s_dp, is added exactly
         # by the caller.
-        _inversion_chunk(lam[active], outside[active], float(n), float(lower), float(upper),
-                         float(s_dp), h, start, size, laplace, scale, part, part_tail)
+        _inversion_chunk(lam[active], outside[active], release, h, start, size, part,
+                         part_tail)
         total[active] = part
         start += size
         density = h / math.pi * (0.5 * zero + total)
@@ -404,14 +379,15 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, alpha: float = 1.0,
         The release.
     n : int
         Number of records.
-    alpha, beta : float
-        The Gamma prior's shape and rate.
+    alpha, beta
+        As for :func:`model`.
     points : int
         Points per region of the grid (fewer is faster and coarser).
 
     Returns
     -------
     dawrap.reference.Grid
+        Both modes tabulated, each on its own grid.
 
     Examples
     --------

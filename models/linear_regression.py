@@ -180,10 +180,18 @@ def _index(a, b, d):
     return a * d - a * (a - 1) // 2 + (b - a)
 
 
+class _Gram(NamedTuple):
+    """The data's part of the conjugate updates: ``x^T x``, ``x^T y``, ``y^T y`` and n."""
+    xtx: np.ndarray
+    xty: np.ndarray
+    yty: float
+    n: float
+
+
 @numba.njit(nogil=True, cache=True)
 def _gram(stats, p, intercept):
-    """``x^T x``, ``x^T y``, ``y^T y`` and n from the summed :func:`products`, for the design
-    ``x = (1, x_0)`` (intercept) or ``x_0``."""
+    """The :class:`_Gram` of the summed :func:`products`, for the design ``x = (1, x_0)``
+    (intercept) or ``x_0``."""
     d = p + 2
     first = 0 if intercept else 1  # column of u where the design starts
     q = d - 1 - first
@@ -193,7 +201,7 @@ def _gram(stats, p, intercept):
         for b in range(a, q):
             xtx[a, b] = xtx[b, a] = stats[_index(first + a, first + b, d)]
         xty[a] = stats[_index(first + a, d - 1, d)]
-    return xtx, xty, stats[_index(d - 1, d - 1, d)], stats[0]
+    return _Gram(xtx, xty, stats[_index(d - 1, d - 1, d)], stats[0])
 
 
 @numba.njit(nogil=True, cache=True)
@@ -238,18 +246,21 @@ def _draw_normal_into(rng, chol, mean, scale, out, start):
 
 
 @numba.njit(nogil=True, cache=True)
-def _draw_beta(rng, xtx, xty, sigma2, prior_mean, prior_precision, out):
+def _draw_beta(rng, gram, sigma2, prior_mean, prior_precision, out):
     """beta | x, y, sigma2 ~ N(P^{-1} (x^T y / sigma2 + mu0 / tau^2), P^{-1}),
-    ``P = x^T x / sigma2 + I / tau^2``."""
-    chol, mean = _normal_update(xtx / sigma2, xty / sigma2, prior_mean, prior_precision)
+    ``P = x^T x / sigma2 + I / tau^2`` (``gram``: a :class:`_Gram`)."""
+    chol, mean = _normal_update(gram.xtx / sigma2, gram.xty / sigma2, prior_mean,
+                                prior_precision)
     _draw_normal_into(rng, chol, mean, 1.0, out, 0)
 
 
 @numba.njit(nogil=True, cache=True)
-def _draw_beta_sigma2(rng, xtx, xty, yty, n, prior_mean, prior_precision, shape, scale, out):
+def _draw_beta_sigma2(rng, gram, prior_mean, prior_precision, shape, scale, out):
     """(beta, sigma2) | x, y from the normal-inverse-gamma posterior: ``P = x^T x + I/tau^2``,
     ``mu = P^{-1} (x^T y + mu0 / tau^2)``, ``sigma2 ~ InvGamma(a0 + n/2, b0 + (y^T y +
-    mu0^T mu0 / tau^2 - mu^T P mu) / 2)``, then ``beta ~ N(mu, sigma2 P^{-1})``."""
+    mu0^T mu0 / tau^2 - mu^T P mu) / 2)``, then ``beta ~ N(mu, sigma2 P^{-1})`` (``gram``: a
+    :class:`_Gram`; ``shape``, ``scale``: a0, b0)."""
+    xtx, xty, yty, n = gram
     chol, mean = _normal_update(xtx, xty, prior_mean, prior_precision)
     q = mean.shape[0]
     # mu^T P mu = mu^T (x^T y + mu0 / tau^2), as P mu is that right-hand side.
@@ -474,13 +485,13 @@ def _kernel(spec: _Spec):
     @numba.njit(nogil=True, cache=True)
     def draw_theta(rng, theta, x, stats):
         out = np.empty(size)
-        xtx, xty, yty, n = _gram(stats, p, intercept)
+        gram = _gram(stats, p, intercept)
         if unknown_sigma2:
-            _draw_beta_sigma2(rng, xtx, xty, yty, n, mu0, beta_precision, a0, b0, out)
+            _draw_beta_sigma2(rng, gram, mu0, beta_precision, a0, b0, out)
         else:
-            _draw_beta(rng, xtx, xty, sigma2, mu0, beta_precision, out)
+            _draw_beta(rng, gram, sigma2, mu0, beta_precision, out)
         if unknown_m:
-            _draw_predictor_mean(rng, stats, n, cov_inv, m0, m_precision, out, m_start)
+            _draw_predictor_mean(rng, stats, gram.n, cov_inv, m0, m_precision, out, m_start)
         return out
 
     return draw_theta
@@ -570,6 +581,7 @@ def sensitivity(p: int, intercept: bool = True) -> float:
     Returns
     -------
     float
+        :func:`laplace`'s default sensitivity.
 
     Examples
     --------
@@ -597,7 +609,7 @@ def clamped_products(p: int, bounds_x, bound_y, intercept: bool = True):
     Returns
     -------
     numba.njit function
-        ``(x_i, out)``.
+        ``(x_i, out)``: :func:`laplace` releases its sum over the records.
 
     Examples
     --------
@@ -702,6 +714,7 @@ def laplace(epsilon: float, p: int, bounds_x, bound_y, *, intercept: bool = True
     Returns
     -------
     dawrap.Laplace
+        Of the statistic :func:`clamped_products`, one noisy sum per product.
 
     Examples
     --------
@@ -748,6 +761,7 @@ def nonprivate_posterior(records, **settings) -> dict:
     Returns
     -------
     dict of str -> list or scipy.stats distribution
+        Keyed like the model's parameters (above).
 
     Examples
     --------
@@ -821,6 +835,8 @@ def published_settings() -> dict:
     Returns
     -------
     dict
+        With keys ``model``, ``mechanism``, ``beta``, ``n``, ``epsilons``, ``replicates``,
+        ``iterations``, ``burn_in`` and ``interval``.
 
     Examples
     --------

@@ -61,7 +61,6 @@ Examples
 from __future__ import annotations
 
 import functools
-import itertools
 import numbers
 
 import numba
@@ -69,7 +68,8 @@ import numpy as np
 
 import dawrap as dw
 
-from ._shared import check_memory, closure_jit, positive
+from ._shared import (check_memory, closure_jit, compositions, log_dirichlet_multinomial,
+                      positive)
 
 __all__ = ["model", "counts", "laplace", "sensitivity", "nonprivate_posterior",
            "exact_posterior", "draw_parameters", "published_parameters", "PUBLISHED"]
@@ -413,7 +413,7 @@ def counts(I: int, J) -> numba.core.registry.CPUDispatcher:
     Returns
     -------
     numba.njit function
-        ``(x_i, out)``.
+        ``(x_i, out)``, the statistic :func:`laplace` releases and the model's.
 
     Examples
     --------
@@ -442,6 +442,7 @@ def sensitivity(J) -> float:
     Returns
     -------
     float
+        :func:`laplace` adds noise of scale ``2K / epsilon`` to each count.
 
     Examples
     --------
@@ -501,14 +502,13 @@ def laplace(epsilon: float, I: int, J) -> dw.Laplace:
     ----------
     epsilon : float
         The privacy budget.
-    I : int
-        Number of classes.
-    J : list of int
-        Number of levels of each feature.
+    I, J
+        As for :func:`counts`.
 
     Returns
     -------
     dawrap.Laplace
+        Of the statistic :func:`counts`, one noisy count per cell of the K tables.
 
     Examples
     --------
@@ -554,6 +554,7 @@ def nonprivate_posterior(x, I: int, J, alpha=2.0, alpha_feature=2.0) -> dict:
     Returns
     -------
     dict of str -> ndarray
+        The concentrations ``pi`` and ``p1..pK`` (above).
 
     Examples
     --------
@@ -594,6 +595,7 @@ def draw_parameters(I: int, J, alpha=2.0, alpha_feature=2.0, seed=None) -> dict:
     Returns
     -------
     dict of str -> ndarray
+        ``pi`` of shape (I,) and ``pk`` of shape (I, J_k), for ``Model.simulate``.
 
     Examples
     --------
@@ -622,6 +624,7 @@ def published_parameters(seed=2022) -> dict:
     Returns
     -------
     dict of str -> ndarray
+        Keyed like a draw of :func:`draw_parameters`, for ``Model.simulate``.
 
     Examples
     --------
@@ -637,25 +640,6 @@ def published_parameters(seed=2022) -> dict:
         out[f"p{k + 1}"] = rng.dirichlet(np.full(jk, PUBLISHED["alpha_feature"]),
                                          size=PUBLISHED["I"])
     return out
-
-
-def _compositions(total: int, parts: int) -> np.ndarray:
-    """All vectors of ``parts`` non-negative integers summing to ``total`` (stars and bars)."""
-    bars = np.array(list(itertools.combinations(range(total + parts - 1), parts - 1)),
-                    dtype=np.int64).reshape(-1, parts - 1)
-    edges = np.hstack([np.full((bars.shape[0], 1), -1), bars,
-                       np.full((bars.shape[0], 1), total + parts - 1)])
-    return np.diff(edges, axis=1) - 1
-
-
-def _log_dirmult(r: np.ndarray, a: np.ndarray) -> np.ndarray:
-    """log Dirichlet-multinomial pmf of each row of ``r`` (total ``r.sum(1)``), concentration
-    ``a``."""
-    from scipy.special import gammaln
-
-    m = r.sum(1)
-    return (gammaln(m + 1) - gammaln(r + 1).sum(1) + gammaln(a.sum()) - gammaln(a.sum() + m)
-            + (gammaln(a + r) - gammaln(a)).sum(1))
 
 
 def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, I: int, J, alpha=2.0,
@@ -694,6 +678,7 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, I: int, J, alpha=2.0,
     Returns
     -------
     dict of str -> ndarray of dawrap.reference.BetaMixture
+        The marginal posterior of each probability, keyed and shaped like the parameters.
 
     Examples
     --------
@@ -742,14 +727,14 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, I: int, J, alpha=2.0,
         for i in range(I):
             cells = start + i * jk + np.arange(jk)
             for m in range(n + 1):
-                r = _compositions(m, jk)
-                lj = _log_dirmult(r, alpha_f[cells]) + h[cells, r].sum(1)
+                r = compositions(m, jk)
+                lj = log_dirichlet_multinomial(r, alpha_f[cells]) + h[cells, r].sum(1)
                 rows[k, i, m], log_joint[k, i, m] = r, lj
                 log_z[k, i, m] = logsumexp(lj)
         start += I * jk
 
-    classes = _compositions(n, I)
-    log_w = _log_dirmult(classes, alpha_c)
+    classes = compositions(n, I)
+    log_w = log_dirichlet_multinomial(classes, alpha_c)
     for k in range(len(J)):
         for i in range(I):
             log_w += log_z[k, i, classes[:, i]]

@@ -24,7 +24,7 @@ import numpy as np
 
 import dawrap as dw
 
-from ._shared import positive
+from ._shared import positive, truncated_laplace
 
 __all__ = ["model", "total", "clamped_total", "draw_record_factory", "laplace", "gaussian",
            "laplace_truncated", "family", "exact_posterior_gaussian"]
@@ -32,24 +32,10 @@ __all__ = ["model", "total", "clamped_total", "draw_record_factory", "laplace", 
 
 @numba.njit(nogil=True, cache=True)
 def total(x_i, out):
-    """The record itself: the unclamped sum's contribution (and the model statistic).
-
-    Parameters
-    ----------
-    x_i : ndarray of shape (1,)
-        A record.
-    out : ndarray of shape (1,)
-        Receives the record's value.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from dawrap.models import normal_mean
-    >>> out = np.empty(1)
-    >>> normal_mean.total(np.array([-7.5]), out)
-    >>> out
-    array([-7.5])
-    """
+    """The record itself, the unclamped sum's contribution (and the model statistic): writes
+    the record ``x_i`` (shape (1,)) into ``out`` (shape (1,)), as
+    :func:`dawrap.models.beta_binomial.count` does (an example there); :func:`gaussian`
+    releases its sum."""
     out[0] = x_i[0]
 
 
@@ -65,7 +51,7 @@ def clamped_total(lower: float, upper: float):
     Returns
     -------
     numba.njit function
-        ``(x_i, out)``.
+        ``(x_i, out)``, the statistic :func:`laplace` releases.
 
     Examples
     --------
@@ -277,6 +263,7 @@ def laplace(epsilon: float, lower: float, upper: float) -> dw.Laplace:
     Returns
     -------
     dawrap.Laplace
+        Of the statistic :func:`clamped_total` (compiled once per bounds).
 
     Examples
     --------
@@ -309,7 +296,8 @@ def laplace_truncated(epsilon: float, lower: float, upper: float) -> dw.Laplace:
     Returns
     -------
     dawrap.Laplace
-        With ``truncation=(lower, upper)``.
+        With ``truncation=(lower, upper)``, of the family's truncated statistic
+        (:meth:`dawrap.ExponentialFamily.truncated_statistic`).
 
     Examples
     --------
@@ -319,10 +307,7 @@ def laplace_truncated(epsilon: float, lower: float, upper: float) -> dw.Laplace:
     array([-2.])
     """
     lower, upper = _check_bounds(lower, upper)
-    fam = family()
-    return dw.Laplace(fam.truncated_statistic(lower, upper), epsilon=epsilon,
-                      sensitivity=fam.truncated_sensitivity(lower, upper),
-                      truncation=(lower, upper))
+    return truncated_laplace(family(), epsilon, lower, upper)
 
 
 @dw.recipe
@@ -338,6 +323,8 @@ def gaussian(sigma: float) -> dw.Gaussian:
     Returns
     -------
     dawrap.Gaussian
+        Of the statistic :func:`total`; :func:`exact_posterior_gaussian` is its exact
+        posterior.
 
     Examples
     --------

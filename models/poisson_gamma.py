@@ -30,7 +30,8 @@ import numpy as np
 
 import dawrap as dw
 
-from ._shared import nearest_nonnegative_total, nonnegative_total, positive
+from ._shared import (gamma_rate_model, gamma_rate_noncentred, nearest_nonnegative_total,
+                      nonnegative_total, positive, truncated_laplace)
 
 __all__ = ["model", "count", "clamped_count", "draw_record", "laplace", "geometric",
            "laplace_truncated", "family", "exact_posterior"]
@@ -38,15 +39,12 @@ __all__ = ["model", "count", "clamped_count", "draw_record", "laplace", "geometr
 
 @numba.njit(nogil=True, cache=True)
 def draw_record(rng, theta, out):
-    """One Poisson(lam) record.
+    """One Poisson(lam) record, the count as a float.
 
     Parameters
     ----------
-    rng : numpy.random.Generator
-    theta : ndarray of shape (1,)
-        ``[lam]``.
-    out : ndarray of shape (1,)
-        Receives the count, as a float.
+    rng, theta, out
+        As for :func:`dawrap.models.beta_binomial.draw_record`, with ``theta = [lam]``.
 
     Examples
     --------
@@ -62,24 +60,9 @@ def draw_record(rng, theta, out):
 
 @numba.njit(nogil=True, cache=True)
 def count(x_i, out):
-    """The model's sufficient statistic: the unclamped count.
-
-    Parameters
-    ----------
-    x_i : ndarray of shape (1,)
-        A record.
-    out : ndarray of shape (1,)
-        Receives the count.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from dawrap.models import poisson_gamma
-    >>> out = np.empty(1)
-    >>> poisson_gamma.count(np.array([7.0]), out)
-    >>> out
-    array([7.])
-    """
+    """The model's sufficient statistic, the unclamped count: writes the record ``x_i``
+    (shape (1,)) into ``out`` (shape (1,)), as :func:`dawrap.models.beta_binomial.count` does
+    (an example there). The releases clamp it (:func:`clamped_count`) or truncate it."""
     out[0] = x_i[0]
 
 
@@ -95,7 +78,7 @@ def clamped_count(c: float):
     Returns
     -------
     numba.njit function
-        ``(x_i, out)``.
+        ``(x_i, out)``, the statistic :func:`laplace` and :func:`geometric` release.
 
     Examples
     --------
@@ -132,13 +115,17 @@ def conjugate_draw(rng, alpha, beta, total, n):
 
 
 @functools.lru_cache(maxsize=64)
-def _conjugate_kernel(alpha: float, beta: float):
-    # The closure binds the hyperparameters; the disk-cached conjugate_draw does the work.
+def _kernels(alpha: float, beta: float):
+    # The closures bind the hyperparameters; the disk-cached conjugate_draw does the work.
     @numba.njit(nogil=True, cache=True)
     def draw_theta(rng, theta, x, stats):
         return conjugate_draw(rng, alpha, beta, stats[0], x.shape[0])
 
-    return draw_theta
+    @numba.njit(nogil=True, cache=True)
+    def posterior_draw(rng, s, n):
+        return conjugate_draw(rng, alpha, beta, s[0], n)
+
+    return draw_theta, posterior_draw
 
 
 @numba.njit(nogil=True, cache=True)
@@ -303,12 +290,6 @@ def noise_from_record(rng, theta, x_i, z_out):
 
 
 @numba.njit(nogil=True, cache=True)
-def positive_rate(theta):
-    """The parameter space: lam > 0."""
-    return theta[0] > 0.0
-
-
-@numba.njit(nogil=True, cache=True)
 def is_count(x_i):
     """A record is a non-negative integer."""
     return x_i[0] >= 0.0 and x_i[0] == math.floor(x_i[0])
@@ -328,22 +309,6 @@ def log_partition(eta):
 @numba.njit(nogil=True, cache=True)
 def mean_cov(theta):
     return np.array([theta[0]]), np.array([[theta[0]]])
-
-
-@functools.lru_cache(maxsize=64)
-def _noncentred(alpha: float, beta: float) -> dw.NonCentred:
-    @numba.njit(nogil=True, cache=True)
-    def log_prior(theta):
-        lam = theta[0]
-        if not lam > 0.0:
-            return -np.inf
-        return (alpha - 1.0) * math.log(lam) - beta * lam
-
-    # The map sums the CDF over about 12 sds of counts per record and step, several record
-    # updates' worth: the move pays for itself from missing information 0.85 on
-    # (benchmarks/results/modes.md), not the 0.3 of the cheap maps.
-    return dw.NonCentred(record_from_noise, noise_from_record, log_prior, noise_size=1,
-                         initial_scale=0.1 * math.sqrt(alpha) / beta, threshold=0.85)
 
 
 @functools.lru_cache(maxsize=64)
@@ -367,13 +332,9 @@ def family(alpha: float = 1.0, beta: float = 1.0) -> dw.ExponentialFamily:
     >>> fam.discrete, fam.bounded                  # integer records, unbounded counts
     (True, False)
     """
-    @numba.njit(nogil=True, cache=True)
-    def posterior_draw(rng, s, n):
-        return conjugate_draw(rng, alpha, beta, s[0], n)
-
-    return dw.ExponentialFamily(count, 1, mean_cov, posterior_draw, nonnegative_total,
-                                bounded=False, natural=natural, cdf=cdf, sf=sf, discrete=True,
-                                log_partition=log_partition,
+    return dw.ExponentialFamily(count, 1, mean_cov, _kernels(alpha, beta)[1],
+                                nonnegative_total, bounded=False, natural=natural, cdf=cdf,
+                                sf=sf, discrete=True, log_partition=log_partition,
                                 project=nearest_nonnegative_total)
 
 
@@ -398,12 +359,15 @@ def model(alpha: float = 1.0, beta: float = 1.0) -> dw.Model:
     Model(poisson_gamma(alpha=2, beta=1); params {lam: ()}, record_size=1)
     """
     alpha, beta = positive("alpha", alpha), positive("beta", beta)
-    return dw.Model(params={"lam": ()}, record_size=1, draw_record=draw_record,
-                    draw_theta=_conjugate_kernel(alpha, beta), model_stat=count, stat_size=1,
-                    draw_prior=lambda rng: np.array([rng.gamma(alpha, 1.0 / beta)]),
-                    family=family(alpha, beta), theta_support=positive_rate,
-                    record_support=is_count, noncentred=_noncentred(alpha, beta),
-                    name=f"poisson_gamma(alpha={alpha:g}, beta={beta:g})")
+    # The map sums the CDF over about 12 sds of counts per record and step, several record
+    # updates' worth: the move pays for itself from missing information 0.85 on
+    # (benchmarks/results/modes.md), not the 0.3 of the cheap maps.
+    noncentred = gamma_rate_noncentred(record_from_noise, noise_from_record, alpha, beta,
+                                       threshold=0.85)
+    return gamma_rate_model("poisson_gamma", alpha, beta, draw_record=draw_record,
+                            draw_theta=_kernels(alpha, beta)[0], model_stat=count,
+                            family=family(alpha, beta), record_support=is_count,
+                            noncentred=noncentred)
 
 
 @dw.recipe
@@ -420,6 +384,7 @@ def laplace(epsilon: float, c: float) -> dw.Laplace:
     Returns
     -------
     dawrap.Laplace
+        Of the statistic :func:`clamped_count` (compiled once per ``c``).
 
     Examples
     --------
@@ -449,7 +414,8 @@ def laplace_truncated(epsilon: float, lower: float, upper: float) -> dw.Laplace:
     Returns
     -------
     dawrap.Laplace
-        With ``truncation=(lower, upper)``.
+        With ``truncation=(lower, upper)``; :func:`exact_posterior` (``c=None``) is its exact
+        posterior.
 
     Examples
     --------
@@ -458,34 +424,27 @@ def laplace_truncated(epsilon: float, lower: float, upper: float) -> dw.Laplace:
     >>> mech.truncation, mech.total([3.0, 12.0, 10.0])     # 12 is dropped
     ((0.0, 10.0), array([13.]))
     """
-    fam = family()
     if not (float(lower) == int(lower) and float(upper) == int(upper) and 0 <= lower < upper):
         raise ValueError(f"lower and upper must be whole numbers with 0 <= lower < upper, "
                          f"got {lower!r}, {upper!r}")
-    lower, upper = float(lower), float(upper)
-    return dw.Laplace(fam.truncated_statistic(lower, upper), epsilon=epsilon,
-                      sensitivity=fam.truncated_sensitivity(lower, upper),
-                      truncation=(lower, upper))
+    return truncated_laplace(family(), epsilon, float(lower), float(upper))
 
 
 @dw.recipe
 def geometric(epsilon: float, c: float) -> dw.Geometric:
     """The clamped total with two-sided geometric noise (integer release, epsilon-DP).
 
-    Each record contributes an integer in [0, c] (``contribution=(0, c)``):
-    ``release(x, secure=True)`` rounds and clamps every contribution into it before adding
-    noise (negative or NaN records count 0).
-
     Parameters
     ----------
-    epsilon : float
-        The privacy budget.
-    c : int or float
-        The clamp (a positive whole number), which is the sensitivity.
+    epsilon, c
+        As for :func:`laplace`.
 
     Returns
     -------
     dawrap.Geometric
+        Each record contributes an integer in [0, c] (``contribution=(0, c)``):
+        ``release(x, secure=True)`` rounds and clamps every contribution into it before
+        adding noise (negative or NaN records count 0).
 
     Examples
     --------
@@ -539,7 +498,7 @@ def _tilted_log_likelihood(lam: np.ndarray, c: int, n: int, rel: np.ndarray,
     :math:`\epsilon / c` everywhere and the result is the exact :math:`n \log
     E[e^{\epsilon(\min(x, c) - c)/c}]`.
     """
-    from scipy import special, stats
+    from scipy import special
 
     top = n * c
     x = np.arange(c + 1)
@@ -609,14 +568,15 @@ def exact_posterior(mechanism: dw.Mechanism, s_dp, n: int, c: float | None = Non
         The clamp; ``None`` for a truncated release (``mechanism.truncation``), which has
         none. A truncated release near zero has two explanations (lam near 0, or so large
         that nearly every count exceeds the bound): the grid tabulates both modes.
-    alpha, beta : float
-        The Gamma prior's shape and rate.
+    alpha, beta
+        As for :func:`model`.
     grid_size : int
         Points per region of the grid (:func:`dawrap.reference.positive_grid`).
 
     Returns
     -------
     dawrap.reference.Grid
+        The posterior density of ``lam`` tabulated where its mass is.
 
     Examples
     --------

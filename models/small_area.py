@@ -68,6 +68,7 @@ def records(sizes, categories=None) -> np.ndarray:
     Returns
     -------
     ndarray of shape (sum(sizes), 2)
+        Rows ``[area, category]``, as floats.
 
     Examples
     --------
@@ -216,6 +217,7 @@ def discrete_gaussian(regions, categories: int, rho) -> LevelledDiscreteGaussian
     Returns
     -------
     LevelledDiscreteGaussian
+        The area counts then the region counts, each level with its own noise.
 
     Examples
     --------
