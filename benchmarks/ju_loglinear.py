@@ -19,8 +19,6 @@ Run: python benchmarks/ju_loglinear.py [--replicates 100] [--iterations 10000] [
 """
 from __future__ import annotations
 
-import argparse
-import csv
 import os
 import time
 from pathlib import Path
@@ -31,6 +29,8 @@ from scipy import stats
 import dawrap as dw
 from dawrap import diagnostics
 from dawrap.models import naive_bayes
+
+from _common import parser, seed_for, write_csv
 
 OUT = Path(__file__).parent / "results"
 P = naive_bayes.PUBLISHED
@@ -45,10 +45,6 @@ PUBLISHED_SECONDS_PER_CHAIN = 404.0  # supplement S-6, R on an AMD Epyc 7662 ser
 
 # Streams of randomness, one SeedSequence child per (purpose, epsilon, replicate).
 FIXED_DATA, COVERAGE_DATA, FIG_RELEASE, FIG_CHAIN, TAB_RELEASE, TAB_CHAIN = range(6)
-
-
-def seed_for(root: int, *keys: int) -> np.random.SeedSequence:
-    return np.random.SeedSequence(root, spawn_key=keys)
 
 
 def run_chain(model, mech, s_dp, iterations: int, seed) -> dict:
@@ -89,10 +85,7 @@ def flatten(experiment: str, eps: float, rep: int, res: dict, extra: dict) -> di
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--replicates", type=int, default=P["replicates"])
-    ap.add_argument("--iterations", type=int, default=P["iterations"])
-    ap.add_argument("--seed", type=int, default=2022)
+    ap = parser(__doc__, replicates=P["replicates"], iterations=P["iterations"], seed=2022)
     args = ap.parse_args()
     OUT.mkdir(exist_ok=True)
     I, J, N, R = P["I"], P["J"], P["N"], args.replicates
@@ -136,11 +129,7 @@ def main():
     elapsed = time.perf_counter() - began
     load.append(os.getloadavg()[0])
 
-    with open(OUT / "ju_loglinear.csv", "w", newline="") as f:
-        fields = list(dict.fromkeys(k for row in rows for k in row))
-        writer = csv.DictWriter(f, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv(rows, OUT / "ju_loglinear.csv")
     fixed_np_mean = nonprivate_interval(fixed_x)[0]
     write_markdown(args, rows, truth, np_covered, fixed_np_mean, elapsed, load)
     plot(rows, fixed_np_mean)

@@ -24,8 +24,6 @@ with --long-iterations 0 --interweave-iterations 0 about 2 minutes)
 """
 from __future__ import annotations
 
-import argparse
-import csv
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -38,6 +36,8 @@ from scipy import stats
 import dawrap as dw
 from dawrap import diagnostics
 from dawrap.models import linear_regression as lr
+
+from _common import parser, seed_for, write_csv
 
 OUT = Path(__file__).parent / "results"
 P = lr.published_settings()
@@ -53,10 +53,6 @@ PUBLISHED_SECONDS_PER_CHAIN = 330.0  # supplement S-6, R on an AMD Epyc 7662 ser
 
 # Streams of randomness, one SeedSequence child per (purpose, epsilon, replicate).
 DATA, RELEASE, CHAIN, LONG_CHAIN, INTERWEAVE_CHAIN = range(5)
-
-
-def seed_for(root: int, *keys: int) -> np.random.SeedSequence:
-    return np.random.SeedSequence(root, spawn_key=keys)
 
 
 class Run(NamedTuple):
@@ -104,12 +100,8 @@ def row_for(run: str, eps, rep: int, mean, lo, hi, extra: dict) -> dict:
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--replicates", type=int, default=P["replicates"])
-    ap.add_argument("--iterations", type=int, default=P["iterations"])
-    ap.add_argument("--long-iterations", type=int, default=50_000)
-    ap.add_argument("--interweave-iterations", type=int, default=P["iterations"])
-    ap.add_argument("--seed", type=int, default=2022)
+    ap = parser(__doc__, replicates=P["replicates"], iterations=P["iterations"],
+                long_iterations=50_000, interweave_iterations=P["iterations"], seed=2022)
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                     help="chains run at once, one per thread (results do not depend on it)")
     args = ap.parse_args()
@@ -152,11 +144,7 @@ def main():
                   flush=True)
     elapsed = time.perf_counter() - began
 
-    with open(OUT / "ju_regression.csv", "w", newline="") as f:
-        fields = list(dict.fromkeys(k for row in rows for k in row))
-        writer = csv.DictWriter(f, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv(rows, OUT / "ju_regression.csv")
     write_markdown(args, rows, elapsed, alone)
     print(f"wrote {OUT / 'ju_regression.md'} and ju_regression.csv ({elapsed / 60:.1f} min)")
 

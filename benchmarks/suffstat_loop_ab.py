@@ -15,13 +15,14 @@ for ``suffstat_overhead.py``).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
 import subprocess
 import sys
 from pathlib import Path
+
+from _common import parser, write_table
 
 HERE = Path(__file__).resolve().parents[1]
 OUT = Path(__file__).parent / "results" / "suffstat_loop_ab.md"
@@ -80,12 +81,9 @@ def ask(worker: subprocess.Popen, label: str, iterations: int) -> float:
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__, rounds=15, iterations=100_000, out=str(OUT))
     ap.add_argument("--against", required=True)
-    ap.add_argument("--rounds", type=int, default=15)
-    ap.add_argument("--iterations", type=int, default=100_000)
     ap.add_argument("--only", default="", help="only the cases whose label contains this")
-    ap.add_argument("--out", default=str(OUT))
     ap.add_argument("--quick", action="store_true", help="2 rounds of 2000 iterations, not "
                     "written: checks that the script runs")
     args = ap.parse_args()
@@ -123,8 +121,7 @@ def main():
                      f"{paired:.3f} |")
     print("\n".join(lines))
     if not args.quick:
-        Path(args.out).parent.mkdir(exist_ok=True)
-        Path(args.out).write_text("\n".join(lines) + "\n")
+        write_table(lines, args.out)
 
 
 if __name__ == "__main__":

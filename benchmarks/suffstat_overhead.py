@@ -14,12 +14,13 @@ top-level ``models`` itself). Writes ``--out``, default benchmarks/results/suffs
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+from _common import parser, write_table
 
 OUT = Path(__file__).parent / "results"
 HERE = Path(__file__).resolve().parents[1]
@@ -72,10 +73,8 @@ def run(path, iterations=200_000):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__, rounds=5, out=str(OUT / "suffstat_overhead.md"))
     ap.add_argument("--against", required=True)
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--out", default=str(OUT / "suffstat_overhead.md"))
     ap.add_argument("--quick", action="store_true", help="one round of 3000 iterations, not "
                     "written to results: checks that the script runs")
     args = ap.parse_args()
@@ -100,8 +99,7 @@ def main():
                      f"{1e6 * other:.3f} | {this / other:.3f} |")
     print("\n".join(lines))
     if not args.quick:
-        Path(args.out).parent.mkdir(exist_ok=True)
-        Path(args.out).write_text("\n".join(lines) + "\n")
+        write_table(lines, args.out)
 
 
 if __name__ == "__main__":
