@@ -11,11 +11,12 @@ from pathlib import Path
 import numpy as np
 
 
-def parser(doc: str, **defaults) -> argparse.ArgumentParser:
+def parser(doc: str, quick: str | None = None, **defaults) -> argparse.ArgumentParser:
     """A script's command line: described by the first line of its docstring ``doc``, with
     an option ``--name`` (underscores written as dashes) for each keyword, of its default's
-    type (a list default: one or more values of its first element's type). Options with a
-    help text, flags and choices are added to the parser returned.
+    type (a list default: one or more values of its first element's type), and with
+    ``quick``, what a smaller run does, a ``--quick`` flag for it. Options with a help text,
+    other flags and choices are added to the parser returned.
 
     >>> parser("Demo.", n=10, cells=[1, 2]).parse_args(["--cells", "3", "4"])
     Namespace(n=10, cells=[3, 4])
@@ -31,6 +32,9 @@ def parser(doc: str, **defaults) -> argparse.ArgumentParser:
             ap.add_argument(option, default=default)
         else:
             raise TypeError(f"{option}: an int, float, str or list default, got {default!r}")
+    if quick is not None:
+        ap.add_argument("--quick", action="store_true",
+                        help=f"{quick}, nothing written: checks that the script runs")
     return ap
 
 
@@ -65,6 +69,45 @@ def seed_for(root: int, *keys: int) -> np.random.SeedSequence:
     """One stream of randomness of a study: the child of the ``SeedSequence`` of ``root``
     at ``keys`` (purpose, epsilon, replicate, ...)."""
     return np.random.SeedSequence(root, spawn_key=keys)
+
+
+def coverage_differences(ours, published: dict, replicates: int,
+                         published_replicates: int) -> list[tuple]:
+    """``(z, epsilon, cell, ours, paper)`` for each cell of a paper's coverage table,
+    ``published`` (``{epsilon: coverage of each cell}``, over ``published_replicates``): the
+    two-proportion z statistic (pooled variance) of ours, ``ours(epsilon, cell)`` over
+    ``replicates``, against the paper's."""
+    out = []
+    for eps, row in published.items():
+        for cell, theirs in enumerate(row):
+            mine = ours(eps, cell)
+            pooled = ((mine * replicates + theirs * published_replicates)
+                      / (replicates + published_replicates))
+            se = np.sqrt(pooled * (1 - pooled) * (1 / replicates + 1 / published_replicates))
+            out.append(((mine - theirs) / se if se > 0 else 0.0, eps, cell, mine, theirs))
+    return out
+
+
+def largest_differences(diffs: list[tuple], label, reproduced: str) -> str:
+    """The sentence on :func:`coverage_differences` ``diffs``: the largest, and the cells
+    beyond two standard errors (``label(cell)`` names a cell), or that none is, ``so``
+    ``reproduced``."""
+    z, eps, cell, ours, theirs = max(diffs, key=lambda d: abs(d[0]))
+    beyond = [d for d in diffs if abs(d[0]) > 2]
+    return (f"the largest difference is {label(cell)} at epsilon {eps:g}, {ours:.2f} against "
+            f"{theirs:.2f} (z = {z:+.2f}); "
+            + (f"{len(beyond)} of {len(diffs)} cells differ by more than two standard errors: "
+               + ", ".join(f"{label(c)} at {e:g} ({o:.2f} vs {t:.2f})"
+                           for _, e, c, o, t in beyond)
+               if beyond else f"no cell of the {len(diffs)} differs by more than two standard "
+               f"errors, so {reproduced}"))
+
+
+def print_and_write(lines: list[str], path, quick: bool) -> None:
+    """The end of a run: the table printed, and written to ``path`` unless ``quick``."""
+    print("\n".join(lines))
+    if not quick:
+        write_table(lines, path)
 
 
 def show_row(lines: list[str], line: str) -> None:

@@ -43,9 +43,7 @@ def studies():
 
 
 def main():
-    ap = parser(__doc__, trials=300)
-    ap.add_argument("--quick", action="store_true", help="8 trials, one epsilon, short chains, "
-                    "nothing written: checks that the script runs")
+    ap = parser(__doc__, quick="8 trials, one epsilon, short chains", trials=300)
     args = ap.parse_args()
     epsilons, settings = (0.01, 0.1, 1.0), SETTINGS
     if args.quick:

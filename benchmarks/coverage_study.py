@@ -52,9 +52,7 @@ def table(cal, label):
 
 
 def main():
-    ap = parser(__doc__, long_trials=1000, workers=2)
-    ap.add_argument("--quick", action="store_true", help="8 trials, short chains, nothing "
-                    "written: checks that the script runs")
+    ap = parser(__doc__, quick="8 trials, short chains", long_trials=1000, workers=2)
     args = ap.parse_args()
     short_trials = 200
     short_kw = {"draws": 1000, "tune": 500, "chains": 2}

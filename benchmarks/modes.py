@@ -158,9 +158,7 @@ def part2(draws):
 
 
 def main():
-    ap = parser(__doc__)
-    ap.add_argument("--quick", action="store_true", help="one seed, short chains, nothing "
-                    "written: checks that the script runs")
+    ap = parser(__doc__, quick="one seed, short chains")
     quick = ap.parse_args().quick
     seeds, draws, tune = ((1,), 300, 200) if quick else ((1, 2, 3), 2000, 1000)
     began = time.perf_counter()

@@ -32,9 +32,7 @@ PRIORS = (5.0, 10.0, 20.0)
 
 
 def main():
-    ap = parser(__doc__)
-    ap.add_argument("--quick", action="store_true", help="one prior, 4 x 300 draws, nothing "
-                    "written: checks that the script runs")
+    ap = parser(__doc__, quick="one prior, 4 x 300 draws")
     quick = ap.parse_args().quick
     priors, draws = ((PRIORS[0],), 300) if quick else (PRIORS, 25000)
     a, b = -math.log(0.975), -math.log(0.025)

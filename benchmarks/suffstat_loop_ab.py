@@ -22,7 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from _common import parser, write_table
+from _common import parser, print_and_write
 
 HERE = Path(__file__).resolve().parents[1]
 OUT = Path(__file__).parent / "results" / "suffstat_loop_ab.md"
@@ -81,11 +81,10 @@ def ask(worker: subprocess.Popen, label: str, iterations: int) -> float:
 
 
 def main():
-    ap = parser(__doc__, rounds=15, iterations=100_000, out=str(OUT))
+    ap = parser(__doc__, quick="2 rounds of 2000 iterations", rounds=15, iterations=100_000,
+                out=str(OUT))
     ap.add_argument("--against", required=True)
     ap.add_argument("--only", default="", help="only the cases whose label contains this")
-    ap.add_argument("--quick", action="store_true", help="2 rounds of 2000 iterations, not "
-                    "written: checks that the script runs")
     args = ap.parse_args()
     if args.quick:
         args.rounds, args.iterations = 2, 2000
@@ -119,9 +118,7 @@ def main():
                      f"| {1e6 * statistics.median(other):.3f} | {1e6 * min(other):.3f} | "
                      f"{statistics.median(this) / statistics.median(other):.3f} | "
                      f"{paired:.3f} |")
-    print("\n".join(lines))
-    if not args.quick:
-        write_table(lines, args.out)
+    print_and_write(lines, args.out, args.quick)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from _common import parser, write_table
+from _common import parser, print_and_write
 
 OUT = Path(__file__).parent / "results"
 HERE = Path(__file__).resolve().parents[1]
@@ -73,10 +73,9 @@ def run(path, iterations=200_000):
 
 
 def main():
-    ap = parser(__doc__, rounds=5, out=str(OUT / "suffstat_overhead.md"))
+    ap = parser(__doc__, quick="one round of 3000 iterations", rounds=5,
+                out=str(OUT / "suffstat_overhead.md"))
     ap.add_argument("--against", required=True)
-    ap.add_argument("--quick", action="store_true", help="one round of 3000 iterations, not "
-                    "written to results: checks that the script runs")
     args = ap.parse_args()
     iterations = 3000 if args.quick else 200_000
     if args.quick:
@@ -97,9 +96,7 @@ def main():
         other = min(r[label][0] for r in results["other"])
         lines.append(f"| {label} | {results['this'][0][label][1]} | {1e6 * this:.3f} | "
                      f"{1e6 * other:.3f} | {this / other:.3f} |")
-    print("\n".join(lines))
-    if not args.quick:
-        write_table(lines, args.out)
+    print_and_write(lines, args.out, args.quick)
 
 
 if __name__ == "__main__":

@@ -58,9 +58,7 @@ def ess_per_second(model, mech, s_dp, n, method, draws):
 
 
 def main():
-    ap = parser(__doc__)
-    ap.add_argument("--quick", action="store_true", help="tiny runs, nothing written: checks "
-                    "that the script runs")
+    ap = parser(__doc__, quick="tiny runs")
     quick = ap.parse_args().quick
     if quick:
         SIZES.update(iterations=2000, draws=200, sizes=(100,))
