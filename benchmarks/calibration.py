@@ -14,7 +14,6 @@ Run: python benchmarks/calibration.py [--trials 300] [--quick]   (about 10 minut
 """
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
 
@@ -22,6 +21,8 @@ import numpy as np
 
 from dawrap.studies.calibration import calibrate
 from dawrap.models import beta_binomial, dirichlet_multinomial, gamma_exponential
+
+from _common import parser
 
 OUT = Path(__file__).parent / "results"
 SETTINGS = {"draws": 1000, "tune": 500, "chains": 2}
@@ -42,10 +43,7 @@ def studies():
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--trials", type=int, default=300)
-    ap.add_argument("--quick", action="store_true", help="8 trials, one epsilon, short chains, "
-                    "nothing written: checks that the script runs")
+    ap = parser(__doc__, quick="8 trials, one epsilon, short chains", trials=300)
     args = ap.parse_args()
     epsilons, settings = (0.01, 0.1, 1.0), SETTINGS
     if args.quick:

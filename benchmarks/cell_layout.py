@@ -38,7 +38,6 @@ Run: python benchmarks/cell_layout.py [--n 20000] [--cells 10 100000 1000000]
 """
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import time
@@ -49,6 +48,8 @@ from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
+
+from _common import Timed, huge_pages, interleaved, parser
 
 
 @intrinsic
@@ -114,6 +115,31 @@ def sweep_separate(rng, x, theta, release, scale, total, count, ahead):
 RELEASE, SCALE, TOTAL, COUNT, THETA = 0, 1, 2, 3, 4
 
 
+@numba.njit(inline="always")
+def _row_update(rng, x, theta, cells, inside, i, c, j):
+    """Record ``i``'s update from its cell ``c`` to the proposed ``j`` on the rows ``cells``
+    (theta in column 4 when ``inside``, else the separate ``theta``): whether it was
+    accepted, and its log acceptance ratio."""
+    if inside:
+        log_alpha = math.log(cells[j, THETA]) - math.log(cells[c, THETA])
+    else:
+        log_alpha = math.log(theta[j]) - math.log(theta[c])
+    if j != c:
+        log_alpha += (_laplace(cells[c, RELEASE], cells[c, TOTAL] - 1.0, cells[c, SCALE])
+                      - _laplace(cells[c, RELEASE], cells[c, TOTAL], cells[c, SCALE])
+                      + _laplace(cells[j, RELEASE], cells[j, TOTAL] + 1.0, cells[j, SCALE])
+                      - _laplace(cells[j, RELEASE], cells[j, TOTAL], cells[j, SCALE]))
+    if log_alpha >= 0.0 or rng.random() < math.exp(log_alpha):
+        if j != c:
+            cells[c, TOTAL] -= 1.0
+            cells[j, TOTAL] += 1.0
+            cells[c, COUNT] -= 1.0
+            cells[j, COUNT] += 1.0
+        x[i] = j
+        return True, log_alpha
+    return False, log_alpha
+
+
 @numba.njit(nogil=True)
 def sweep_rows(rng, x, theta, cells, inside, ahead):
     """Rows ``cells[j]`` of release, scale, total, count; theta in column 4 when ``inside``
@@ -131,22 +157,8 @@ def sweep_rows(rng, x, theta, cells, inside, ahead):
                 prefetch(theta, c2)
         c = x[i]
         j = rng.integers(0, k)
-        if inside:
-            log_alpha = math.log(cells[j, THETA]) - math.log(cells[c, THETA])
-        else:
-            log_alpha = math.log(theta[j]) - math.log(theta[c])
-        if j != c:
-            log_alpha += (_laplace(cells[c, RELEASE], cells[c, TOTAL] - 1.0, cells[c, SCALE])
-                          - _laplace(cells[c, RELEASE], cells[c, TOTAL], cells[c, SCALE])
-                          + _laplace(cells[j, RELEASE], cells[j, TOTAL] + 1.0, cells[j, SCALE])
-                          - _laplace(cells[j, RELEASE], cells[j, TOTAL], cells[j, SCALE]))
-        if log_alpha >= 0.0 or rng.random() < math.exp(log_alpha):
-            if j != c:
-                cells[c, TOTAL] -= 1.0
-                cells[j, TOTAL] += 1.0
-                cells[c, COUNT] -= 1.0
-                cells[j, COUNT] += 1.0
-            x[i] = j
+        moved, log_alpha = _row_update(rng, x, theta, cells, inside, i, c, j)
+        if moved:
             accepted += 1
             check += log_alpha
     return accepted, check
@@ -158,7 +170,7 @@ def sweep_rows_drawn_ahead(rng, x, theta, cells, inside, ahead, proposed):
     another generator) and prefetched ``ahead`` records early like the current ones: a
     bound on what fetching *both* cells ahead would give. The draws differ from the
     engine's order (not bit-identical), so this is a yardstick, not a candidate."""
-    n, k = x.shape[0], cells.shape[0]
+    n = x.shape[0]
     w = cells.shape[1]
     accepted, check = 0, 0.0
     for i in range(n):
@@ -169,24 +181,8 @@ def sweep_rows_drawn_ahead(rng, x, theta, cells, inside, ahead, proposed):
             if not inside:
                 prefetch(theta, c2)
                 prefetch(theta, j2)
-        c = x[i]
-        j = proposed[i]
-        if inside:
-            log_alpha = math.log(cells[j, THETA]) - math.log(cells[c, THETA])
-        else:
-            log_alpha = math.log(theta[j]) - math.log(theta[c])
-        if j != c:
-            log_alpha += (_laplace(cells[c, RELEASE], cells[c, TOTAL] - 1.0, cells[c, SCALE])
-                          - _laplace(cells[c, RELEASE], cells[c, TOTAL], cells[c, SCALE])
-                          + _laplace(cells[j, RELEASE], cells[j, TOTAL] + 1.0, cells[j, SCALE])
-                          - _laplace(cells[j, RELEASE], cells[j, TOTAL], cells[j, SCALE]))
-        if log_alpha >= 0.0 or rng.random() < math.exp(log_alpha):
-            if j != c:
-                cells[c, TOTAL] -= 1.0
-                cells[j, TOTAL] += 1.0
-                cells[c, COUNT] -= 1.0
-                cells[j, COUNT] += 1.0
-            x[i] = j
+        moved, log_alpha = _row_update(rng, x, theta, cells, inside, i, x[i], proposed[i])
+        if moved:
             accepted += 1
             check += log_alpha
     return accepted, check
@@ -199,7 +195,7 @@ def aligned_rows(k: int, width: int) -> np.ndarray:
     return raw[offset:offset + k * width].reshape(k, width)
 
 
-class Case:
+class Case(Timed):
     """One layout at one K: the data (the same for every layout at that K) and its sweep."""
 
     def __init__(self, layout: str, ahead: int, k: int, n: int, seed: int = 1,
@@ -225,7 +221,6 @@ class Case:
             self.arrays = (theta, cells, width > 4)
         self.name = layout + (f"+pf{ahead}" if ahead else "") + (
             " (proposals drawn ahead)" if drawn_ahead else "")
-        self.best = np.inf
         self.result = None
 
     def run(self, sweeps: int) -> float:
@@ -253,9 +248,6 @@ class Case:
         self.result = results
         return elapsed
 
-    def time(self, sweeps: int) -> None:
-        self.best = min(self.best, self.run(sweeps) / (sweeps * self.n) * 1e9)
-
 
 def _fresh(cells: np.ndarray) -> np.ndarray:
     """A line-aligned copy of ``cells`` (a plain copy may start anywhere on a line)."""
@@ -264,31 +256,14 @@ def _fresh(cells: np.ndarray) -> np.ndarray:
     return out
 
 
-def _thp_setting() -> str:
-    try:
-        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
-            return f.read().strip()
-    except OSError:
-        return "unknown"
-
-
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=20_000)
-    ap.add_argument("--cells", type=int, nargs="+", default=[10, 100_000, 1_000_000])
-    ap.add_argument("--sweeps", type=int, default=5)
-    ap.add_argument("--rounds", type=int, default=7)
+    ap = parser(__doc__, n=20_000, cells=[10, 100_000, 1_000_000], sweeps=5, rounds=7)
     ap.add_argument("--ahead", type=int, nargs="+", default=[1, 4],
                     help="prefetch distances (records ahead) of the +pf variants")
     ap.add_argument("--no-hugepages", action="store_true")
     args = ap.parse_args()
     print(f"# load average at start: {os.getloadavg()}", flush=True)
-    if args.no_hugepages:
-        from numpy._core import multiarray
-
-        multiarray._set_madvise_hugepage(False)
-    print(f"# NumPy asks for transparent huge pages: {not args.no_hugepages}; the kernel's "
-          f"setting: {_thp_setting()}")
+    huge_pages(not args.no_hugepages)
     variants = [(layout, 0) for layout in ("separate", "block4", "block5", "block8")]
     variants += [(layout, d) for d in args.ahead for layout in ("block4", "block8")]
     cases = [Case(layout, d, k, args.n) for k in args.cells for layout, d in variants]
@@ -297,11 +272,7 @@ def main():
     cases += bounds
     for case in cases:
         case.run(1)  # compile
-    # Rounds over every case in turn, each keeping its best: load on a shared machine slows
-    # some rounds, and interleaving spreads that over all cases alike.
-    for _ in range(args.rounds):
-        for case in cases:
-            case.time(args.sweeps)
+    interleaved(cases, args.rounds, args.sweeps)
     same = all(case.result == other.result for case in cases for other in cases
                if case.k == other.k and not case.drawn_ahead and not other.drawn_ahead)
     print(f"n = {args.n:,} records, ns per record update, best of {args.rounds} interleaved "

@@ -25,7 +25,6 @@ the peak resident memory of the process is printed.
 """
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import resource
@@ -36,6 +35,8 @@ import numpy as np
 import dawrap as dw
 from dawrap import diagnostics
 from dawrap.models import small_area
+
+from _common import parser
 
 
 def simulate(records: int, areas: int, per_tract: int, cats: int, seed: int = 24):
@@ -83,15 +84,8 @@ def run(variant: str, sizes, tracts, s_dp, mech, cats: int, seed: int, **sample_
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--records", type=int, default=100_000)
-    ap.add_argument("--areas", type=int, default=1000)
-    ap.add_argument("--per-tract", type=int, default=10)
-    ap.add_argument("--categories", type=int, default=6)
-    ap.add_argument("--variants", default="before,adaptive,hmc,hmc+release")
-    ap.add_argument("--chains", type=int, default=4)
-    ap.add_argument("--draws", type=int, default=1000)
-    ap.add_argument("--tune", type=int, default=1000)
+    ap = parser(__doc__, records=100_000, areas=1000, per_tract=10, categories=6,
+                variants="before,adaptive,hmc,hmc+release", chains=4, draws=1000, tune=1000)
     args = ap.parse_args()
     sample_kwargs = dict(chains=args.chains, draws=args.draws, tune=args.tune)
     sizes, tracts, x = simulate(args.records, args.areas, args.per_tract, args.categories)

@@ -35,7 +35,6 @@ Run: python benchmarks/census_gls.py [--releases 100] [--blocks 100] [--per-bloc
 """
 from __future__ import annotations
 
-import argparse
 import os
 import time
 
@@ -44,6 +43,8 @@ import numpy as np
 import dawrap as dw
 from dawrap import diagnostics
 from dawrap.models import small_area
+
+from _common import parser
 
 Z90 = 1.6448536269514722
 
@@ -96,13 +97,8 @@ def prior_counts(rng, sizes: np.ndarray, cats: int) -> np.ndarray:
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--releases", type=int, default=100)
-    ap.add_argument("--blocks", type=int, default=100)
-    ap.add_argument("--per-block", type=int, default=20)
-    ap.add_argument("--per-tract", type=int, default=10)
-    ap.add_argument("--categories", type=int, default=4)
-    ap.add_argument("--rho", type=float, default=0.5)
+    ap = parser(__doc__, releases=100, blocks=100, per_block=20, per_tract=10, categories=4,
+                rho=0.5)
     ap.add_argument("--truth", choices=("fixed", "prior"), default="fixed")
     args = ap.parse_args()
     cats = args.categories

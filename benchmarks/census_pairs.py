@@ -14,7 +14,6 @@ Run: python benchmarks/census_pairs.py [--records 100000 --tune 300 --draws 1000
 """
 from __future__ import annotations
 
-import argparse
 import time
 import warnings
 
@@ -23,6 +22,8 @@ import numpy as np
 import dawrap as dw
 from dawrap import diagnostics
 from dawrap.models import census
+
+from _common import parser
 from parallel_sweep import synthetic
 
 
@@ -43,12 +44,8 @@ def run(model, mech, s_dp, n: int, tune: int, draws: int):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=100_000)
-    parser.add_argument("--tune", type=int, default=300)
-    parser.add_argument("--draws", type=int, default=1000)
-    parser.add_argument("--rates", type=float, nargs="+", default=[0.0, 0.5, 1.0])
-    args = parser.parse_args()
+    ap = parser(__doc__, records=100_000, tune=300, draws=1000, rates=[0.0, 0.5, 1.0])
+    args = ap.parse_args()
     geo, sizes, counts = synthetic(args.records, 8, 250, 3)
     mech = census.discrete_gaussian(geo, [census.query("block", rho=0.5),
                                           census.query("state", rho=1.0),

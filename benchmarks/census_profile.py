@@ -21,7 +21,6 @@ Run: python benchmarks/census_profile.py [--records 1000000] [--areas 10000] [--
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import threading
@@ -35,6 +34,7 @@ from dawrap.runner.chains import CHUNK_SECONDS
 from dawrap.runner.record import _new_trace, _Setup
 
 sys.path.insert(0, os.path.dirname(__file__))
+from _common import parser  # noqa: E402
 from census_convergence import simulate  # noqa: E402
 
 
@@ -58,10 +58,7 @@ def longest_pause(seconds: float, worker: threading.Thread | None = None) -> flo
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--records", type=int, default=1_000_000)
-    ap.add_argument("--areas", type=int, default=10_000)
-    ap.add_argument("--iterations", type=int, default=10)
+    ap = parser(__doc__, records=1_000_000, areas=10_000, iterations=10)
     args = ap.parse_args()
     n, reps = args.records, args.iterations
     sizes, tracts, x = simulate(n, args.areas, 10, 6)

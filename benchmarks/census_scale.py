@@ -28,7 +28,6 @@ Run: python benchmarks/census_scale.py --records 1000000 [--counties 20 --tracts
 """
 from __future__ import annotations
 
-import argparse
 import os
 import resource
 import time
@@ -39,6 +38,7 @@ import dawrap as dw
 from dawrap import diagnostics
 from dawrap.models import census
 
+from _common import parser
 from census_synthetic import synthetic
 
 
@@ -80,16 +80,8 @@ def _cpu_seconds() -> float:
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--records", type=int, default=1_000_000)
-    ap.add_argument("--counties", type=int, default=20)
-    ap.add_argument("--tracts", type=int, default=50)
-    ap.add_argument("--blocks", type=int, default=10)
-    ap.add_argument("--races", type=int, default=7)
-    ap.add_argument("--levels", default="county,tract")
-    ap.add_argument("--chains", type=int, default=2)
-    ap.add_argument("--tune", type=int, default=300)
-    ap.add_argument("--draws", type=int, default=300)
+    ap = parser(__doc__, records=1_000_000, counties=20, tracts=50, blocks=10, races=7,
+                levels="county,tract", chains=2, tune=300, draws=300)
     ap.add_argument("--collapsed-moves", default="auto",
                     help="census.model's collapsed_moves: 'auto' (default) or a number, 0 off")
     ap.add_argument("--seed", type=int, default=2, help="the chains' seed")

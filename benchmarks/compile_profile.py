@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import parser  # noqa: E402
 from _quickstart import MODEL  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "compile_profile.md"
@@ -193,12 +194,11 @@ NOTE = ("With the chain cached (dawrap._user_keys, docs/compile_cache.md) nothin
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--top", type=int, default=25)
-    parser.add_argument("--repeat", type=int, default=2, help="warm runs (default 2)")
-    parser.add_argument("--out", default=str(RESULTS), help="the markdown results file")
-    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    ap = parser(__doc__, top=25)
+    ap.add_argument("--repeat", type=int, default=2, help="warm runs (default 2)")
+    ap.add_argument("--out", default=str(RESULTS), help="the markdown results file")
+    ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    args = ap.parse_args()
     if args.child:
         child(*args.child)
         return

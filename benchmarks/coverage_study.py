@@ -15,7 +15,6 @@ Writes benchmarks/results/coverage_study.md.
 """
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
 
@@ -24,6 +23,8 @@ from scipy import stats
 
 from dawrap.studies.calibration import calibrate
 from dawrap.models import beta_binomial
+
+from _common import minutes_since, parser, print_or_write
 
 OUT = Path(__file__).parent / "results"
 
@@ -51,11 +52,7 @@ def table(cal, label):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--long-trials", type=int, default=1000)
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--quick", action="store_true", help="8 trials, short chains, nothing "
-                    "written: checks that the script runs")
+    ap = parser(__doc__, quick="8 trials, short chains", long_trials=1000, workers=2)
     args = ap.parse_args()
     short_trials = 200
     short_kw = {"draws": 1000, "tune": 500, "chains": 2}
@@ -63,7 +60,6 @@ def main():
     if args.quick:
         args.long_trials, short_trials = 8, 8
         short_kw = long_kw = {"draws": 200, "tune": 100, "chains": 2}
-    OUT.mkdir(exist_ok=True)
     model, mech, n = beta_binomial.model(1, 1), beta_binomial.laplace(0.1), 100
     began = time.perf_counter()
     lines = ["# Coverage of the suffstat sampler at n = 100, epsilon = 0.1 (issue 16)", "",
@@ -96,12 +92,8 @@ def main():
                      workers=args.workers)
     print(many, flush=True)
     lines += table(many, f"{args.long_trials} trials, 2 x 1000 draws")
-    lines += ["", f"{(time.perf_counter() - began) / 60:.1f} min on 2 cores."]
-    if args.quick:
-        print("\n".join(lines))
-        return
-    (OUT / "coverage_study.md").write_text("\n".join(lines) + "\n")
-    print(f"wrote {OUT / 'coverage_study.md'}")
+    lines += ["", f"{minutes_since(began)} min on 2 cores."]
+    print_or_write(lines, OUT / "coverage_study.md", args.quick)
 
 
 if __name__ == "__main__":

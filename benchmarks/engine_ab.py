@@ -20,7 +20,6 @@ It also checks that every version draws the same theta (update) and records (cel
 """
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import math
 import os
@@ -31,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
+from _common import parser  # noqa: E402
 import record_update  # noqa: E402
 import tables_scaling  # noqa: E402
 from dawrap.models import beta_binomial, dirichlet_multinomial as dm  # noqa: E402
@@ -123,13 +123,10 @@ def cells(versions, args):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__, sweeps=10, rounds=5, cells=[10, 1_000_000])
     ap.add_argument("what", choices=["update", "cells"])
     ap.add_argument("versions", nargs="*", metavar="LABEL=PATH")
     ap.add_argument("--n", type=int)
-    ap.add_argument("--sweeps", type=int, default=10)
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--cells", type=int, nargs="+", default=[10, 1_000_000])
     args = ap.parse_args()
     args.n = args.n or (1_000_000 if args.what == "update" else 20_000)
     versions = {"this checkout": record}

@@ -22,7 +22,6 @@ Run: python benchmarks/ess_per_second.py [--reps 3] [--draws 4000]
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 import warnings
@@ -33,6 +32,8 @@ import numpy as np
 import dawrap as dw
 from dawrap import diagnostics
 from dawrap.models import beta_binomial, linear_regression, normal_mean
+
+from _common import parser, show_row, write_table
 
 OUT = Path(__file__).parent / "results"
 KERNELS = {"plain": {"interweave": False}, "default": {},
@@ -96,11 +97,6 @@ def releases(model, mech, n, truth, reps: int):
         yield rep, mech.release(x, seed=200 + rep)
 
 
-def save(lines: list[str], out) -> None:
-    Path(out).parent.mkdir(exist_ok=True)
-    Path(out).write_text("\n".join(lines) + "\n")
-
-
 def table_cells(results: list[dict], plain: list[dict]) -> str:
     """Medians over releases, and ratios to plain on the same release."""
     def median(key):
@@ -118,15 +114,11 @@ def table_cells(results: list[dict], plain: list[dict]) -> str:
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--draws", type=int, default=4000)
-    ap.add_argument("--tune", type=int, default=1000)
+    ap = parser(__doc__, reps=3, draws=4000, tune=1000, out=str(OUT / "ess_per_second.md"))
     ap.add_argument("--start", choices=("default", "truth"), default="default",
                     help="where chains start: dw.sample's default (release-informed prior "
                          "draws), or the true theta (mixing only, no burn-in)")
     ap.add_argument("--only", default="", help="run the problems whose label contains this")
-    ap.add_argument("--out", default=str(OUT / "ess_per_second.md"))
     args = ap.parse_args()
     lines = ["# ESS per second of the record sampler's kernels", "",
              f"`python benchmarks/ess_per_second.py {' '.join(sys.argv[1:])}`: "
@@ -150,9 +142,8 @@ def main():
                                                    args.tune, seed=300 + rep))
         for kernel, results in rows.items():
             line = f"| {label} | {kernel} | " + table_cells(results, rows["plain"])
-            print(line, flush=True)
-            lines.append(line)
-    save(lines, args.out)
+            show_row(lines, line)
+    write_table(lines, args.out)
 
 
 if __name__ == "__main__":

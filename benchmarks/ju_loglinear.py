@@ -19,8 +19,6 @@ Run: python benchmarks/ju_loglinear.py [--replicates 100] [--iterations 10000] [
 """
 from __future__ import annotations
 
-import argparse
-import csv
 import os
 import time
 from pathlib import Path
@@ -31,6 +29,8 @@ from scipy import stats
 import dawrap as dw
 from dawrap import diagnostics
 from dawrap.models import naive_bayes
+
+from _common import coverage_differences, largest_differences, parser, seed_for, write_csv
 
 OUT = Path(__file__).parent / "results"
 P = naive_bayes.PUBLISHED
@@ -45,10 +45,6 @@ PUBLISHED_SECONDS_PER_CHAIN = 404.0  # supplement S-6, R on an AMD Epyc 7662 ser
 
 # Streams of randomness, one SeedSequence child per (purpose, epsilon, replicate).
 FIXED_DATA, COVERAGE_DATA, FIG_RELEASE, FIG_CHAIN, TAB_RELEASE, TAB_CHAIN = range(6)
-
-
-def seed_for(root: int, *keys: int) -> np.random.SeedSequence:
-    return np.random.SeedSequence(root, spawn_key=keys)
 
 
 def run_chain(model, mech, s_dp, iterations: int, seed) -> dict:
@@ -89,10 +85,7 @@ def flatten(experiment: str, eps: float, rep: int, res: dict, extra: dict) -> di
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--replicates", type=int, default=P["replicates"])
-    ap.add_argument("--iterations", type=int, default=P["iterations"])
-    ap.add_argument("--seed", type=int, default=2022)
+    ap = parser(__doc__, replicates=P["replicates"], iterations=P["iterations"], seed=2022)
     args = ap.parse_args()
     OUT.mkdir(exist_ok=True)
     I, J, N, R = P["I"], P["J"], P["N"], args.replicates
@@ -136,11 +129,7 @@ def main():
     elapsed = time.perf_counter() - began
     load.append(os.getloadavg()[0])
 
-    with open(OUT / "ju_loglinear.csv", "w", newline="") as f:
-        fields = list(dict.fromkeys(k for row in rows for k in row))
-        writer = csv.DictWriter(f, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv(rows, OUT / "ju_loglinear.csv")
     fixed_np_mean = nonprivate_interval(fixed_x)[0]
     write_markdown(args, rows, truth, np_covered, fixed_np_mean, elapsed, load)
     plot(rows, fixed_np_mean)
@@ -238,25 +227,13 @@ def seconds(rows, eps=None) -> np.ndarray:
     return np.array([row["seconds"] for row in rows if eps is None or row["epsilon"] == eps])
 
 
-def coverage_differences(rows, R: int) -> list[tuple]:
-    """(z, epsilon, i, ours, paper) per Table 1 cell: the two-proportion z statistic of our
-    coverage against the paper's (pooled variance; both studies have the replicates given)."""
-    out = []
-    for eps, published in PUBLISHED_COVERAGE.items():
-        for i, theirs in enumerate(published):
-            ours = select(rows, "table1", eps, f"covered_pi{i + 1}").mean()
-            pooled = (ours * R + theirs * P["replicates"]) / (R + P["replicates"])
-            se = np.sqrt(pooled * (1 - pooled) * (1 / R + 1 / P["replicates"]))
-            out.append(((ours - theirs) / se if se > 0 else 0.0, eps, i, ours, theirs))
-    return out
-
-
 def discussion(rows, R: int, draws: int) -> list[str]:
     """The reading of the results: every number in it is computed from this run."""
     I, N = P["I"], P["N"]
-    diffs = coverage_differences(rows, R)
-    z, eps_w, i_w, ours_w, theirs_w = max(diffs, key=lambda d: abs(d[0]))
-    beyond = [d for d in diffs if abs(d[0]) > 2]
+    # (z, epsilon, i, ours, paper) per Table 1 cell, pi_{i + 1}'s coverage at epsilon
+    diffs = coverage_differences(
+        lambda eps, i: select(rows, "table1", eps, f"covered_pi{i + 1}").mean(),
+        PUBLISHED_COVERAGE, R, P["replicates"])
     upper = stats.beta(P["alpha"], (I - 1) * P["alpha"]).ppf(0.5 + P["interval"] / 2)
     pi4 = naive_bayes.published_parameters()["pi"][3]
     out = [
@@ -273,12 +250,9 @@ def discussion(rows, R: int, draws: int) -> list[str]:
         "the over-coverage of the other four, whose true values lie well inside the prior "
         "interval. As epsilon grows, coverage approaches the non-private row.", "",
         f"Against the paper, cell by cell (two-proportion z; {R} replicates here, "
-        f"{P['replicates']} in the paper): the largest difference is pi_{i_w + 1} at epsilon "
-        f"{eps_w:g}, {ours_w:.2f} against {theirs_w:.2f} (z = {z:+.2f}); "
-        + (f"{len(beyond)} of {len(diffs)} cells differ by more than two standard errors: "
-           + ", ".join(f"pi_{i + 1} at {e:g} ({o:.2f} vs {t:.2f})" for _, e, i, o, t in beyond)
-           if beyond else f"no cell of the {len(diffs)} differs by more than two standard "
-           "errors, so the table reproduces within replicate noise")
+        f"{P['replicates']} in the paper): "
+        + largest_differences(diffs, lambda i: f"pi_{i + 1}",
+                              "the table reproduces within replicate noise")
         + ". The paper's p^k are unknown (ours are drawn from the prior); they hardly affect "
         "pi. A caveat on the comparison: the authors' archived reference code "
         "(`loglinear_gibbs.R`, github.com/nianqiaoju/dataaugmentation-mcmc-differentialprivacy"

@@ -24,8 +24,6 @@ with --long-iterations 0 --interweave-iterations 0 about 2 minutes)
 """
 from __future__ import annotations
 
-import argparse
-import csv
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -38,6 +36,8 @@ from scipy import stats
 import dawrap as dw
 from dawrap import diagnostics
 from dawrap.models import linear_regression as lr
+
+from _common import coverage_differences, largest_differences, parser, seed_for, write_csv
 
 OUT = Path(__file__).parent / "results"
 P = lr.published_settings()
@@ -53,10 +53,6 @@ PUBLISHED_SECONDS_PER_CHAIN = 330.0  # supplement S-6, R on an AMD Epyc 7662 ser
 
 # Streams of randomness, one SeedSequence child per (purpose, epsilon, replicate).
 DATA, RELEASE, CHAIN, LONG_CHAIN, INTERWEAVE_CHAIN = range(5)
-
-
-def seed_for(root: int, *keys: int) -> np.random.SeedSequence:
-    return np.random.SeedSequence(root, spawn_key=keys)
 
 
 class Run(NamedTuple):
@@ -104,12 +100,8 @@ def row_for(run: str, eps, rep: int, mean, lo, hi, extra: dict) -> dict:
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--replicates", type=int, default=P["replicates"])
-    ap.add_argument("--iterations", type=int, default=P["iterations"])
-    ap.add_argument("--long-iterations", type=int, default=50_000)
-    ap.add_argument("--interweave-iterations", type=int, default=P["iterations"])
-    ap.add_argument("--seed", type=int, default=2022)
+    ap = parser(__doc__, replicates=P["replicates"], iterations=P["iterations"],
+                long_iterations=50_000, interweave_iterations=P["iterations"], seed=2022)
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                     help="chains run at once, one per thread (results do not depend on it)")
     args = ap.parse_args()
@@ -152,11 +144,7 @@ def main():
                   flush=True)
     elapsed = time.perf_counter() - began
 
-    with open(OUT / "ju_regression.csv", "w", newline="") as f:
-        fields = list(dict.fromkeys(k for row in rows for k in row))
-        writer = csv.DictWriter(f, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv(rows, OUT / "ju_regression.csv")
     write_markdown(args, rows, elapsed, alone)
     print(f"wrote {OUT / 'ju_regression.md'} and ju_regression.csv ({elapsed / 60:.1f} min)")
 
@@ -284,19 +272,6 @@ def misses(rows, run, eps) -> tuple[list, list]:
     return [int(v) for v in (lo > truth).sum(1)], [int(v) for v in (hi < truth).sum(1)]
 
 
-def coverage_differences(rows, R: int) -> list[tuple]:
-    """(z, epsilon, name, ours, paper) per Table 1 cell: the two-proportion z statistic of our
-    coverage against the paper's (pooled variance)."""
-    out = []
-    for eps, published in PUBLISHED_COVERAGE.items():
-        for name, theirs in zip(NAMES, published):
-            ours = select(rows, "published", eps, f"covered_{name}").mean()
-            pooled = (ours * R + theirs * P["replicates"]) / (R + P["replicates"])
-            se = np.sqrt(pooled * (1 - pooled) * (1 / R + 1 / P["replicates"]))
-            out.append(((ours - theirs) / se if se > 0 else 0.0, eps, name, ours, theirs))
-    return out
-
-
 def discussion(rows, args, alone: dict) -> list[str]:
     """The reading of the results: every number in it is computed from this run."""
     R, its = args.replicates, args.iterations
@@ -413,18 +388,16 @@ def discussion(rows, args, alone: dict) -> list[str]:
             "iteration (chains run alone). The centred step is fast when the release pins "
             "the database down, the non-centred one when it leaves the database free.", ""]
 
-    diffs = coverage_differences(rows, R)
-    z, eps_w, name_w, ours_w, theirs_w = max(diffs, key=lambda d: abs(d[0]))
-    beyond = [d for d in diffs if abs(d[0]) > 2]
+    # (z, epsilon, j, ours, paper) per Table 1 cell, beta_j's coverage at epsilon
+    diffs = coverage_differences(
+        lambda eps, j: select(rows, "published", eps, f"covered_{NAMES[j]}").mean(),
+        PUBLISHED_COVERAGE, R, P["replicates"])
     out += [
         f"**Against the paper**, cell by cell (two-proportion z; {R} replicates here, "
-        f"{P['replicates']} there): the largest difference is {name_w} at epsilon {eps_w:g}, "
-        f"{ours_w:.2f} against {theirs_w:.2f} (z = {z:+.2f}); "
-        + (f"{len(beyond)} of {len(diffs)} cells differ by more than two standard errors: "
-           + ", ".join(f"{m} at {e:g} ({o:.2f} vs {t:.2f})" for _, e, m, o, t in beyond)
-           if beyond else f"no cell of the {len(diffs)} differs by more than two standard "
-           "errors, so with the same protocol the table reproduces within replicate noise, "
-           "under-coverage included")
+        f"{P['replicates']} there): "
+        + largest_differences(diffs, NAMES.__getitem__,
+                              "with the same protocol the table reproduces within replicate "
+                              "noise, under-coverage included")
         + ". The paper's datasets and seeds are not published, and the authors' R code "
         "(github.com/nianqiaoju/dataaugmentation-mcmc-differentialprivacy, "
         "`linearregression_gibbs.R`, commit 69ec6c9) reads its noise scale and bounds from "

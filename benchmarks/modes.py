@@ -28,7 +28,6 @@ chains, nothing written). Writes benchmarks/results/modes.md.
 """
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import time
@@ -42,6 +41,8 @@ from dawrap import diagnostics
 from dawrap.models import gamma_exponential, poisson_gamma
 from dawrap.runner import starts
 from dawrap.runner.information import missing_information
+
+from _common import minutes_since, parser, print_or_write
 
 OUT = Path(__file__).parent / "results"
 N, UPPER, EPSILON, RELEASE = 100, 10.0, 1.0, 0.0
@@ -157,9 +158,7 @@ def part2(draws):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="one seed, short chains, nothing "
-                    "written: checks that the script runs")
+    ap = parser(__doc__, quick="one seed, short chains")
     quick = ap.parse_args().quick
     seeds, draws, tune = ((1,), 300, 200) if quick else ((1, 2, 3), 2000, 1000)
     began = time.perf_counter()
@@ -172,14 +171,10 @@ def main():
              "2 chains x 4000 draws (+1000 tune), one release each, min of bulk and tail ESS "
              "per second of sampling; 'default' is what dw.sample chooses.", "",
              *part2(300 if quick else 4000), "",
-             f"{(time.perf_counter() - began) / 60:.1f} min; load average at the start "
+             f"{minutes_since(began)} min; load average at the start "
              f"{load:.1f} on {os.cpu_count()} cores (ratios within a row are measured "
              f"back to back)."]
-    if quick:
-        return
-    OUT.mkdir(exist_ok=True)
-    (OUT / "modes.md").write_text("\n".join(lines) + "\n")
-    print(f"wrote {OUT / 'modes.md'}")
+    print_or_write(lines, OUT / "modes.md", quick)
 
 
 if __name__ == "__main__":

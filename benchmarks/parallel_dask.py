@@ -55,6 +55,8 @@ import dawrap as dw
 from dawrap.models import small_area
 from dawrap.runner.backends.dask import logger
 
+from _common import parser
+
 
 class _Timings(logging.Handler):
     """Collects the chains' timings (``extra={"timings": ...}``)."""
@@ -141,15 +143,8 @@ def memory(model, mech, s_dp, n: int, client, part, iterations: int, chains: int
 def main() -> None:
     from distributed import Client, LocalCluster
 
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--records", type=int, default=1_000_000)
-    ap.add_argument("--areas", type=int, default=2000)
-    ap.add_argument("--regions", type=int, default=16)
-    ap.add_argument("--categories", type=int, default=4)
-    ap.add_argument("--short", type=int, default=3)
-    ap.add_argument("--iterations", type=int, default=20)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--by-area-groups", type=int, default=0)
+    ap = parser(__doc__, records=1_000_000, areas=2000, regions=16, categories=4, short=3,
+                iterations=20, rounds=3, by_area_groups=0)
     ap.add_argument("--census", action="store_true")
     ap.add_argument("--pair-moves", default="auto", help="with --census: census.model's")
     ap.add_argument("--nation-rho", type=float, default=2.0,

@@ -13,7 +13,6 @@ Run: python benchmarks/parallel_mixing.py [--records 100000 --tune 300 --draws 1
 """
 from __future__ import annotations
 
-import argparse
 import time
 import warnings
 
@@ -22,6 +21,8 @@ import numpy as np
 import dawrap as dw
 from dawrap import diagnostics
 from dawrap.models import census
+
+from _common import parser
 from parallel_sweep import synthetic
 
 
@@ -40,12 +41,9 @@ def run(model, mech, s_dp, n: int, tune: int, draws: int, threads):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=100_000)
-    parser.add_argument("--tune", type=int, default=300)
-    parser.add_argument("--draws", type=int, default=1000)
-    parser.add_argument("--nation", action="store_true", help="release the nation (shared)")
-    args = parser.parse_args()
+    ap = parser(__doc__, records=100_000, tune=300, draws=1000)
+    ap.add_argument("--nation", action="store_true", help="release the nation (shared)")
+    args = ap.parse_args()
     geo, sizes, counts = synthetic(args.records, 8, 250, 3)
     model = census.model(geo, totals=sizes)
     queries = [census.query("block", rho=0.5), census.query("state", rho=1.0)]

@@ -34,7 +34,6 @@ Run: python benchmarks/parallel_sweep.py [--records 1000000 --states 8 --blocks 
 """
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import time
@@ -48,6 +47,8 @@ from dawrap import diagnostics
 from dawrap.models import census
 from dawrap.runner.grouped import GroupedChain
 from dawrap.runner.record import _Setup
+
+from _common import parser
 
 
 def synthetic(records: int, states: int, blocks: int, races: int, seed: int = 25):
@@ -167,24 +168,18 @@ def problem(records: int, args):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=1_000_000)
-    parser.add_argument("--states", type=int, default=8)
-    parser.add_argument("--blocks", type=int, default=250)
-    parser.add_argument("--races", type=int, default=3)
-    parser.add_argument("--rounds", type=int, default=15)
-    parser.add_argument("--tune", type=int, default=100)
-    parser.add_argument("--draws", type=int, default=300)
-    parser.add_argument("--ess-records", type=int, default=None)
-    parser.add_argument("--collapsed-moves", default="auto",
-                        help="census.model's collapsed_moves: 'auto' (default) or a number")
-    parser.add_argument("--pair-moves", default="auto",
-                        help="census.model's pair_moves: 'auto' (default) or a number")
-    parser.add_argument("--nation-rho", type=float, default=2.0,
-                        help="the nation's rho (default 2: sigma 0.71, its 8 pieces pinned, "
-                             "so the pair move runs on the whole database)")
-    parser.add_argument("--no-ess", action="store_true")
-    args = parser.parse_args()
+    ap = parser(__doc__, records=1_000_000, states=8, blocks=250, races=3, rounds=15, tune=100,
+                draws=300)
+    ap.add_argument("--ess-records", type=int, default=None)
+    ap.add_argument("--collapsed-moves", default="auto",
+                    help="census.model's collapsed_moves: 'auto' (default) or a number")
+    ap.add_argument("--pair-moves", default="auto",
+                    help="census.model's pair_moves: 'auto' (default) or a number")
+    ap.add_argument("--nation-rho", type=float, default=2.0,
+                    help="the nation's rho (default 2: sigma 0.71, its 8 pieces pinned, "
+                         "so the pair move runs on the whole database)")
+    ap.add_argument("--no-ess", action="store_true")
+    args = ap.parse_args()
     model, mech, s_dp, n, geo = problem(args.records, args)
     print(f"n = {n}, {geo.units[-1]} blocks in {args.states} states, {geo.cells} cells, "
           f"release size {mech.size}; cpus {os.cpu_count()}, load {os.getloadavg()}")

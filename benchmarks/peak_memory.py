@@ -10,7 +10,6 @@ Run: python benchmarks/peak_memory.py [--areas 2000] [--per-area 20] [--draws 10
 """
 from __future__ import annotations
 
-import argparse
 import resource
 import time
 
@@ -19,12 +18,11 @@ import numpy as np
 import dawrap as dw
 from dawrap.models import small_area
 
+from _common import parser
+
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--areas", type=int, default=2000)
-    ap.add_argument("--per-area", type=int, default=20)
-    ap.add_argument("--draws", type=int, default=1000)
+    ap = parser(__doc__, areas=2000, per_area=20, draws=1000)
     args = ap.parse_args()
     sizes = np.full(args.areas, args.per_area)
     model = small_area.model(sizes, 6)

@@ -21,7 +21,6 @@ Run: python benchmarks/prepared_draw.py [--n 20000] [--cells 10 100 1000 10000 1
 """
 from __future__ import annotations
 
-import argparse
 import time
 
 import numba
@@ -31,6 +30,8 @@ import dawrap as dw
 from dawrap.models import dirichlet_multinomial as dm
 from dawrap.runner.record import _Setup
 from dawrap.samplers import record
+
+from _common import parser
 
 
 def without_table(model: dw.Model) -> dw.Model:
@@ -96,11 +97,7 @@ def table_ms(theta, rounds=5):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=20_000)
-    ap.add_argument("--cells", type=int, nargs="+", default=[10, 100, 1000, 10_000, 100_000])
-    ap.add_argument("--sweeps", type=int, default=5)
-    ap.add_argument("--rounds", type=int, default=10)
+    ap = parser(__doc__, n=20_000, cells=[10, 100, 1000, 10_000, 100_000], sweeps=5, rounds=10)
     ap.add_argument("--scan-up-to", type=int, default=100_000,
                     help="largest K for the scan variant (O(n K) per sweep)")
     args = ap.parse_args()

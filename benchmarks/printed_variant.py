@@ -14,7 +14,6 @@ Writes benchmarks/results/printed_variant.md.
 """
 from __future__ import annotations
 
-import argparse
 import math
 import time
 import warnings
@@ -26,17 +25,16 @@ import dawrap as dw
 from dawrap import diagnostics
 from dawrap.models import gamma_exponential
 
+from _common import minutes_since, parser, print_or_write, show_row
+
 OUT = Path(__file__).parent / "results"
 PRIORS = (5.0, 10.0, 20.0)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="one prior, 4 x 300 draws, nothing "
-                    "written: checks that the script runs")
+    ap = parser(__doc__, quick="one prior, 4 x 300 draws")
     quick = ap.parse_args().quick
     priors, draws = ((PRIORS[0],), 300) if quick else (PRIORS, 25000)
-    OUT.mkdir(exist_ok=True)
     a, b = -math.log(0.975), -math.log(0.025)
     mech = dw.Laplace(gamma_exponential.family().truncated_statistic(a, b), epsilon=0.1,
                       sensitivity=b - a, truncation=(a, b))
@@ -65,13 +63,9 @@ def main():
                     f"{(x.mean() - exact.mean()) / diagnostics.mcse(x):+.1f} | "
                     f"{np.mean(x < 0.6):.4f} | {diagnostics.ess(x):.0f} | "
                     f"{diagnostics.rhat(x):.3f} |")
-            print(line, flush=True)
-            lines.append(line)
-    lines += ["", f"{(time.perf_counter() - began) / 60:.1f} min."]
-    if quick:
-        return
-    (OUT / "printed_variant.md").write_text("\n".join(lines) + "\n")
-    print(f"wrote {OUT / 'printed_variant.md'}")
+            show_row(lines, line)
+    lines += ["", f"{minutes_since(began)} min."]
+    print_or_write(lines, OUT / "printed_variant.md", quick)
 
 
 if __name__ == "__main__":

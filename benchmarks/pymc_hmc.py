@@ -35,7 +35,6 @@ Writes benchmarks/results/pymc_hmc.md.
 """
 from __future__ import annotations
 
-import argparse
 import datetime
 import os
 import subprocess
@@ -47,6 +46,8 @@ from pathlib import Path
 import numba
 import numpy as np
 import pymc as pm
+
+from _common import parser, write_table
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
 sys.path.insert(0, str(Path(__file__).parents[1] / "examples" / "gallery"))
@@ -219,14 +220,12 @@ def compile_times() -> list[tuple[float, float]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", nargs="+", choices=list(CASES), default=list(CASES))
-    parser.add_argument("--draws", type=int, help="draws per chain (default: 2000 for the "
-                        "logistic case, 20000 for the regression)")
-    parser.add_argument("--tune", type=int, default=1000)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--no-compile", action="store_true", help="skip the compile timing")
-    args = parser.parse_args()
+    ap = parser(__doc__, tune=1000, repeats=3)
+    ap.add_argument("--cases", nargs="+", choices=list(CASES), default=list(CASES))
+    ap.add_argument("--draws", type=int, help="draws per chain (default: 2000 for the "
+                    "logistic case, 20000 for the regression)")
+    ap.add_argument("--no-compile", action="store_true", help="skip the compile timing")
+    args = ap.parse_args()
     began, load = datetime.datetime.now(datetime.timezone.utc), os.getloadavg()
     lines = ["# HMC and PyMC models against the adaptive random walk", "",
              f"`python benchmarks/pymc_hmc.py --cases {' '.join(args.cases)}"
@@ -252,8 +251,7 @@ def main() -> None:
     lines += ["", f"Load average (1, 5, 15 min) at the start {load[0]:.2f}, {load[1]:.2f}, "
               f"{load[2]:.2f}; at the end {load_end[0]:.2f}, {load_end[1]:.2f}, "
               f"{load_end[2]:.2f} (2 cores, shared with other work)."]
-    OUT.parent.mkdir(exist_ok=True)
-    OUT.write_text("\n".join(lines) + "\n")
+    write_table(lines, OUT)
 
 
 if __name__ == "__main__":

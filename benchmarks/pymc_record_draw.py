@@ -24,6 +24,8 @@ import pytensor
 import pytensor.tensor as pt
 from pytensor.tensor.random.type import random_generator_type
 
+from _common import write_table
+
 sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
 sys.path.insert(0, str(Path(__file__).parent))
 import private_logistic_regression as tutorial  # noqa: E402
@@ -149,8 +151,7 @@ def main() -> None:
                   f"{block / hand:.1f}x per record in calls of {BLOCK} and {hundred / hand:.1f}x "
                   f"in calls of 100), logp + grad {logp[0] / logp[1]:.2f}x."]
     print("\n".join(lines))
-    OUT.parent.mkdir(exist_ok=True)
-    OUT.write_text("\n".join(lines) + "\n")
+    write_table(lines, OUT)
 
 
 if __name__ == "__main__":

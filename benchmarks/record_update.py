@@ -16,7 +16,6 @@ old.ll new.ll``.
 """
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import re
@@ -32,6 +31,8 @@ import dawrap as dw
 from dawrap.samplers import record
 from dawrap.samplers.kernels import as_kernel
 from dawrap.models import beta_binomial, poisson_gamma
+
+from _common import parser
 
 
 # The fused loops compute what the engine reports too (acceptance rate and the smallest
@@ -179,9 +180,7 @@ def time_fused(fn, args, sweeps):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=1_000_000)
-    ap.add_argument("--sweeps", type=int, default=20)
+    ap = parser(__doc__, n=1_000_000, sweeps=20)
     ap.add_argument("--ir", metavar="FILE", help="write the sweeps' normalised LLVM IR to FILE "
                     "instead of timing them")
     args = ap.parse_args()

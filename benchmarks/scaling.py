@@ -8,10 +8,11 @@ Run: python benchmarks/scaling.py [--max-exponent 7] [--draws 10]
 """
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
+
+from _common import parser
 
 CHILD = r"""
 import json, resource, sys, time, warnings
@@ -43,9 +44,7 @@ print(json.dumps({"n": n, "import": t_import, "compile": t_compile,
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--max-exponent", type=int, default=7)
-    ap.add_argument("--draws", type=int, default=10)
+    ap = parser(__doc__, max_exponent=7, draws=10)
     args = ap.parse_args()
     print(f"beta_binomial + Laplace(eps=0.5), 1 chain, {args.draws} sweeps per n\n")
     print(f"{'n':>12s}{'s/sweep':>12s}{'ns/record':>11s}{'extra MB':>10s}{'x MB':>8s}"

@@ -19,7 +19,6 @@ Run: python benchmarks/soma.py [--reps 2] [--draws 2000]
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import functools
 import math
@@ -35,7 +34,8 @@ from dawrap.samplers import record
 from dawrap.models import beta_binomial, linear_regression, normal_mean
 
 sys.path.insert(0, str(Path(__file__).parent))
-from ess_per_second import ess_per_second, releases, save, table_cells  # noqa: E402
+from _common import parser, show_row, write_table
+from ess_per_second import ess_per_second, releases, table_cells  # noqa: E402
 
 OUT = Path(__file__).parent / "results"
 
@@ -155,11 +155,7 @@ def exactness(model, mech, s_dp, n, exact, draws, tune, seed) -> float:
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--reps", type=int, default=2)
-    ap.add_argument("--draws", type=int, default=2000)
-    ap.add_argument("--tune", type=int, default=500)
-    ap.add_argument("--out", default=str(OUT / "soma.md"))
+    ap = parser(__doc__, reps=2, draws=2000, tune=500, out=str(OUT / "soma.md"))
     args = ap.parse_args()
     lines = ["# A SOMA-style record kernel against plain data augmentation", "",
              f"`python benchmarks/soma.py {' '.join(sys.argv[1:])}`: 4 chains x {args.draws} "
@@ -191,9 +187,8 @@ def main():
             z = ", ".join(f"{v:+.1f}" for v in zs) if kernel == "SOMA" else ""
             line = (f"| {label} | {kernel} | {accept:.3f} | "
                     f"{table_cells(results, rows['plain'])} {z} |")
-            print(line, flush=True)
-            lines.append(line)
-    save(lines, args.out)
+            show_row(lines, line)
+    write_table(lines, args.out)
 
 
 if __name__ == "__main__":

@@ -15,13 +15,14 @@ for ``suffstat_overhead.py``).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
 import subprocess
 import sys
 from pathlib import Path
+
+from _common import parser, print_and_write
 
 HERE = Path(__file__).resolve().parents[1]
 OUT = Path(__file__).parent / "results" / "suffstat_loop_ab.md"
@@ -80,14 +81,10 @@ def ask(worker: subprocess.Popen, label: str, iterations: int) -> float:
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__, quick="2 rounds of 2000 iterations", rounds=15, iterations=100_000,
+                out=str(OUT))
     ap.add_argument("--against", required=True)
-    ap.add_argument("--rounds", type=int, default=15)
-    ap.add_argument("--iterations", type=int, default=100_000)
     ap.add_argument("--only", default="", help="only the cases whose label contains this")
-    ap.add_argument("--out", default=str(OUT))
-    ap.add_argument("--quick", action="store_true", help="2 rounds of 2000 iterations, not "
-                    "written: checks that the script runs")
     args = ap.parse_args()
     if args.quick:
         args.rounds, args.iterations = 2, 2000
@@ -121,10 +118,7 @@ def main():
                      f"| {1e6 * statistics.median(other):.3f} | {1e6 * min(other):.3f} | "
                      f"{statistics.median(this) / statistics.median(other):.3f} | "
                      f"{paired:.3f} |")
-    print("\n".join(lines))
-    if not args.quick:
-        Path(args.out).parent.mkdir(exist_ok=True)
-        Path(args.out).write_text("\n".join(lines) + "\n")
+    print_and_write(lines, args.out, args.quick)
 
 
 if __name__ == "__main__":

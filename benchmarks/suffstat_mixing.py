@@ -30,7 +30,6 @@ multinomial: smallest ESS, largest R-hat and |sd ratio - 1|, smallest ESS/s).
 """
 from __future__ import annotations
 
-import argparse
 import time
 import warnings
 from pathlib import Path
@@ -38,6 +37,8 @@ from pathlib import Path
 import numpy as np
 
 import dawrap as dw
+
+from _common import minutes_since, parser, show_row, write_table
 try:
     from dawrap import diagnostics
     from dawrap.runner.information import missing_information
@@ -168,11 +169,8 @@ def main():
     if len(sys.argv) == 4 and sys.argv[1] == "--summary":
         print(summary(sys.argv[2], sys.argv[3]))
         return
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--variants", default="gibbs")
-    ap.add_argument("--only", default="bb,dm,ge")
+    ap = parser(__doc__, variants="gibbs", only="bb,dm,ge", repeats=3)
     ap.add_argument("--out", default=None)
-    ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--moves", type=int, default=None, help="marginal kernel steps per "
                     "iteration (default: dawrap.runner.suffstat.MOVES)")
     ap.add_argument("--quick", action="store_true", help="first release of each model, short "
@@ -217,13 +215,10 @@ def main():
                         f"{rhat:.3f} | {zm:+.1f} | {ratio:.3f} | {zs:+.1f} | "
                         f"{1e6 * sec / ITERATIONS:.2f} | "
                         f"{rate:.0f} |")
-                print(line, flush=True)
-                lines.append(line)
-    lines += ["", f"{(time.perf_counter() - began) / 60:.1f} min."]
+                show_row(lines, line)
+    lines += ["", f"{minutes_since(began)} min."]
     if args.out:
-        Path(args.out).parent.mkdir(exist_ok=True)
-        Path(args.out).write_text("\n".join(lines) + "\n")
-        print(f"wrote {args.out}")
+        print(f"wrote {write_table(lines, args.out)}")
 
 
 if __name__ == "__main__":

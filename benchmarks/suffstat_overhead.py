@@ -14,12 +14,13 @@ top-level ``models`` itself). Writes ``--out``, default benchmarks/results/suffs
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+from _common import parser, print_and_write
 
 OUT = Path(__file__).parent / "results"
 HERE = Path(__file__).resolve().parents[1]
@@ -72,12 +73,9 @@ def run(path, iterations=200_000):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__, quick="one round of 3000 iterations", rounds=5,
+                out=str(OUT / "suffstat_overhead.md"))
     ap.add_argument("--against", required=True)
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--out", default=str(OUT / "suffstat_overhead.md"))
-    ap.add_argument("--quick", action="store_true", help="one round of 3000 iterations, not "
-                    "written to results: checks that the script runs")
     args = ap.parse_args()
     iterations = 3000 if args.quick else 200_000
     if args.quick:
@@ -98,10 +96,7 @@ def main():
         other = min(r[label][0] for r in results["other"])
         lines.append(f"| {label} | {results['this'][0][label][1]} | {1e6 * this:.3f} | "
                      f"{1e6 * other:.3f} | {this / other:.3f} |")
-    print("\n".join(lines))
-    if not args.quick:
-        Path(args.out).parent.mkdir(exist_ok=True)
-        Path(args.out).write_text("\n".join(lines) + "\n")
+    print_and_write(lines, args.out, args.quick)
 
 
 if __name__ == "__main__":

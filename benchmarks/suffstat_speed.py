@@ -14,13 +14,14 @@ Run: python benchmarks/suffstat_speed.py [--quick]
 """
 from __future__ import annotations
 
-import argparse
 import warnings
 from pathlib import Path
 
 import dawrap as dw
 from dawrap import diagnostics
 from dawrap.models import beta_binomial, gamma_exponential
+
+from _common import parser, print_or_write
 
 OUT = Path(__file__).parent / "results"
 PUBLISHED_MS = {"beta_binomial": 0.6, "gamma_exponential (truncated)": 4.5}
@@ -57,13 +58,10 @@ def ess_per_second(model, mech, s_dp, n, method, draws):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="tiny runs, nothing written: checks "
-                    "that the script runs")
+    ap = parser(__doc__, quick="tiny runs")
     quick = ap.parse_args().quick
     if quick:
         SIZES.update(iterations=2000, draws=200, sizes=(100,))
-    OUT.mkdir(exist_ok=True)
     n = 1000
     lines = ["# Sufficient-statistic sampler: speed", "",
              "`python benchmarks/suffstat_speed.py` (2-core machine, 1 chain at a time).", "",
@@ -107,11 +105,7 @@ def main():
                   f"({suf / rec:.2g}x)", flush=True)
             lines.append(f"| {n:,} | {eps:g} | {rec:.3g} | {suf:.3g} | {suf / rec:.2g} | "
                          f"{rec_s:.2f} | {suf_s:.2f} | {kernel} |")
-    if quick:
-        print("\n".join(lines))
-        return
-    (OUT / "suffstat_vs_record.md").write_text("\n".join(lines) + "\n")
-    print(f"wrote {OUT / 'suffstat_vs_record.md'}")
+    print_or_write(lines, OUT / "suffstat_vs_record.md", quick)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,6 @@ Run: python benchmarks/tables_locality.py [--n 20000] [--cells 1000 1000000]
 """
 from __future__ import annotations
 
-import argparse
 import functools
 import math
 import os
@@ -38,6 +37,8 @@ import numpy as np
 from dawrap.models import dirichlet_multinomial as dm
 from dawrap.samplers import record, entries_path
 from dawrap.samplers.kernels import as_kernel
+
+from _common import Timed, huge_pages, interleaved, parser
 
 
 @functools.lru_cache(maxsize=None)
@@ -53,7 +54,7 @@ def restricted_proposal(m: int):
     return propose
 
 
-class Case:
+class Case(Timed):
     """The entries sweep over K cells with records confined to the first ``m``."""
 
     def __init__(self, k, m, n, seed):
@@ -82,7 +83,6 @@ class Case:
         self.state = chain.init(p, x, record.Inputs(self.s_dp, mech.params, 1), np.empty(0),
                                 np.empty(0))
         self.rng = np.random.default_rng(seed)
-        self.best = np.inf
         self.run(1)  # compile
 
     def run(self, sweeps):
@@ -92,39 +92,17 @@ class Case:
         assert info.status == record.OK
         return time.perf_counter() - t
 
-    def time(self, sweeps):
-        self.best = min(self.best, self.run(sweeps) / (sweeps * self.n) * 1e9)
-
-
-def _thp_setting() -> str:
-    try:
-        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
-            return f.read().strip()
-    except OSError:
-        return "unknown"
-
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=20_000)
-    ap.add_argument("--cells", type=int, nargs="+", default=[1000, 1_000_000])
-    ap.add_argument("--footprints", type=int, nargs="+",
-                    default=[100, 1000, 10_000, 30_000, 100_000, 300_000, 1_000_000])
-    ap.add_argument("--sweeps", type=int, default=5)
-    ap.add_argument("--rounds", type=int, default=5)
+    ap = parser(__doc__, n=20_000, cells=[1000, 1_000_000],
+                footprints=[100, 1000, 10_000, 30_000, 100_000, 300_000, 1_000_000],
+                sweeps=5, rounds=5)
     ap.add_argument("--no-hugepages", action="store_true")
     args = ap.parse_args()
     print(f"# load average at start: {os.getloadavg()}", flush=True)
-    if args.no_hugepages:
-        from numpy._core import multiarray
-
-        multiarray._set_madvise_hugepage(False)
-    print(f"# NumPy asks for transparent huge pages: {not args.no_hugepages}; the kernel's "
-          f"setting: {_thp_setting()}")
+    huge_pages(not args.no_hugepages)
     cases = [Case(k, m, args.n, 1) for k in args.cells for m in args.footprints if m <= k]
-    for _ in range(args.rounds):
-        for case in cases:
-            case.time(args.sweeps)
+    interleaved(cases, args.rounds, args.sweeps)
     print(f"n = {args.n:,} records, Laplace(epsilon = 1); ns per record update, best of "
           f"{args.rounds} interleaved rounds of {args.sweeps} sweeps\n")
     print("| K (array length) | m (cells used) | footprint MB (5 arrays x 8 B x m) | "

@@ -16,7 +16,6 @@ Run: python benchmarks/tables_scaling.py [--n 20000] [--cells 10 100 1000 10000 
 """
 from __future__ import annotations
 
-import argparse
 import time
 
 import numba
@@ -26,6 +25,8 @@ import dawrap as dw
 from dawrap.models import dirichlet_multinomial as dm
 from dawrap.samplers import record, entries_path
 from dawrap.samplers.kernels import as_kernel
+
+from _common import Timed, interleaved, parser
 
 
 @numba.njit(nogil=True)
@@ -53,14 +54,13 @@ def setup(model, mech, k, n, seed):
     return state, s_dp, chain, inputs
 
 
-class Case:
+class Case(Timed):
     """One variant at one K, ready to time: its state, functions and sweep."""
 
     def __init__(self, model, mech, k, n, seed):
         self.model, self.mech, self.k, self.n = model, mech, k, n
         self.state, self.s_dp, self.chain, self.inputs = setup(model, mech, k, n, seed)
         self.rng = np.random.default_rng(seed)
-        self.best = np.inf
         self.run(1)  # compile
 
     def run(self, sweeps):
@@ -74,9 +74,6 @@ class Case:
         self.accept = info.accept_rate
         return time.perf_counter() - t
 
-    def time(self, sweeps):
-        self.best = min(self.best, self.run(sweeps) / (sweeps * self.n) * 1e9)
-
     def iteration_ms(self, sweeps):
         """ms per full iteration: the conjugate theta draw (O(K)) and one sweep."""
         k = self.k
@@ -89,12 +86,8 @@ class Case:
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=20_000)
-    ap.add_argument("--cells", type=int, nargs="+", default=[10, 100, 1000, 10_000, 100_000])
-    ap.add_argument("--sweeps", type=int, default=5)
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--dense-up-to", type=int, default=1000)
+    ap = parser(__doc__, n=20_000, cells=[10, 100, 1000, 10_000, 100_000], sweeps=5, rounds=5,
+                dense_up_to=1000)
     args = ap.parse_args()
     cases = {}
     for k in args.cells:
@@ -105,11 +98,7 @@ def main():
             dense = dw.Laplace(dense_one_hot, epsilon=1.0, sensitivity=2.0, size=k)
             cases[k, "dense"] = Case(uniform, dense, k, args.n, 1)
             cases[k, "prior"] = Case(dm.model(np.ones(k)), mech, k, args.n, 1)
-    # Rounds over every case in turn, keeping each case's best: a machine shared with other
-    # work slows some rounds, and interleaving spreads that over all cases alike.
-    for _ in range(args.rounds):
-        for case in cases.values():
-            case.time(args.sweeps)
+    interleaved(cases.values(), args.rounds, args.sweeps)
     print(f"n = {args.n:,} records, Laplace(epsilon = 1); ns per record update, best of "
           f"{args.rounds} interleaved rounds of {args.sweeps} sweeps\n")
     print("| K | sparse ns/update | ratio to smallest K | sparse ms/iteration | accept | "

@@ -41,7 +41,6 @@ import os
 for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_name, "1")
 
-import argparse  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
 
@@ -50,6 +49,8 @@ import numpy as np  # noqa: E402
 import dawrap as dw  # noqa: E402
 from dawrap import diagnostics  # noqa: E402
 from dawrap.models import dirichlet_multinomial as dm  # noqa: E402
+
+from _common import parser  # noqa: E402
 
 
 def dense_model(alpha):
@@ -171,13 +172,8 @@ def kernels():
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cells", type=int, nargs="+",
-                    default=[3, 10, 30, 100, 300, 1000, 10_000, 100_000])
-    ap.add_argument("--dense-up-to", type=int, default=300)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--seconds", type=float, default=1.0)
-    ap.add_argument("--parts", default="cost,empty,kernels")
+    ap = parser(__doc__, cells=[3, 10, 30, 100, 300, 1000, 10_000, 100_000], dense_up_to=300,
+                rounds=3, seconds=1.0, parts="cost,empty,kernels")
     args = ap.parse_args()
     print(f"# load average at start: {os.getloadavg()}", flush=True)
     if "cost" in args.parts.split(","):

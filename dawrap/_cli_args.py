@@ -1,4 +1,5 @@
-"""What the ``dawrap`` commands share: argument types, the output-file check and the writers.
+"""What the ``dawrap`` commands share: argument types, the output options and their check,
+and the writers.
 
 Below both :mod:`dawrap.cli` and :mod:`dawrap.demo` (which imports nothing of the command
 line's own module), and light: it imports neither numba nor ArviZ, so that an argument is
@@ -12,7 +13,7 @@ from pathlib import Path
 
 from dawrap._files import as_path, atomic_write, refuse_special
 
-__all__ = ["count", "positive_number", "output_file", "write_netcdf", "plots"]
+__all__ = ["count", "positive_number", "add_output", "output_file", "write_netcdf", "plots"]
 
 
 def count(minimum: int):
@@ -61,6 +62,22 @@ def positive_number(text: str) -> float:
     if not 0.0 < value < math.inf:  # NaN fails too
         raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
     return value
+
+
+def add_output(parser: argparse.ArgumentParser, default: str | None, out_help: str,
+               forced: str) -> None:
+    """A command's ``--out`` (default ``default``, described by ``out_help``) and
+    ``--force``, which allows what ``forced`` says (refused without it).
+
+    Examples
+    --------
+    >>> parser = argparse.ArgumentParser()
+    >>> add_output(parser, "results", "output folder", "overwrite its files")
+    >>> parser.parse_args(["--force"])
+    Namespace(out='results', force=True)
+    """
+    parser.add_argument("--out", default=default, help=out_help)
+    parser.add_argument("--force", action="store_true", help=f"{forced} (default: refuse)")
 
 
 def output_file(path, force: bool, option: str = "--out", default: str | None = None) -> Path:

@@ -24,7 +24,8 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-from dawrap._cli_args import count, output_file, plots, positive_number, write_netcdf
+from dawrap._cli_args import (add_output, count, output_file, plots, positive_number,
+                              write_netcdf)
 from dawrap._files import as_path, atomic_write, ensure_folder, refuse_special
 
 __all__ = ["main"]
@@ -420,9 +421,7 @@ def _parser() -> argparse.ArgumentParser:
     smp.add_argument("--cores", type=count(1), default=None, help="chains run at once")
     smp.add_argument("--checkpoint", metavar="DIR", help="save chains to DIR as they run")
     smp.add_argument("--resume", action="store_true", help="continue from --checkpoint DIR")
-    smp.add_argument("--out", default=None, help=f"netCDF file (default {SAMPLE_OUT})")
-    smp.add_argument("--force", action="store_true",
-                     help="overwrite --out if it exists (default: refuse)")
+    add_output(smp, None, f"netCDF file (default {SAMPLE_OUT})", "overwrite --out if it exists")
 
     cal = sub.add_parser(
         "calibrate", help="simulation-based calibration study, with plots",
@@ -449,12 +448,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="where trials run (default processes: one per core)")
     cal.add_argument("--workers", type=count(1),
                      help="processes or threads (default all cores)")
-    cal.add_argument("--out", default="dawrap-calibration",
-                     help="output folder (default dawrap-calibration); a study already "
-                          "there with the same settings is resumed")
-    cal.add_argument("--force", action="store_true",
-                     help="discard another study's trials and results in --out (default: "
-                          "refuse)")
+    add_output(cal, "dawrap-calibration", "output folder (default dawrap-calibration); a "
+               "study already there with the same settings is resumed",
+               "discard another study's trials and results in --out")
 
     sub.add_parser("models", help="list the built-in models and mechanisms",
                    description=_catalogue_text)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from dawrap._cli_args import count, output_file, plots, positive_number, write_netcdf
+from dawrap._cli_args import (add_output, count, output_file, plots, positive_number,
+                              write_netcdf)
 from dawrap._files import as_path, ensure_folder
 
 __all__ = ["add_arguments", "run"]
@@ -35,9 +36,8 @@ def add_arguments(demo: argparse.ArgumentParser) -> None:
                       help="repeated experiments for the coverage line, computed in closed "
                            "form (default 2000; 0 skips it)")
     demo.add_argument("--seed", type=int, default=2022, help="random seed (default 2022)")
-    demo.add_argument("--out", default="dawrap-demo", help="output folder (default dawrap-demo)")
-    demo.add_argument("--force", action="store_true",
-                      help="overwrite the demo's files in --out if they exist (default: refuse)")
+    add_output(demo, "dawrap-demo", "output folder (default dawrap-demo)",
+               "overwrite the demo's files in --out if they exist")
 
 
 #: One line of ``dawrap --help``, and the description of ``dawrap demo --help`` (which

@@ -3,6 +3,16 @@
 ArviZ 0.x (Python < 3.12 here) builds ``arviz.InferenceData``; ArviZ 1.x builds the
 ``xarray.DataTree`` that replaced it, and moved the array-level diagnostics to
 ``arviz_stats``. Everything else in dawrap goes through the functions below.
+
+Examples
+--------
+Four chains of 1000 independent normal draws, and a result holding them, which the examples
+of the functions below use:
+
+>>> import numpy as np
+>>> from dawrap import diagnostics
+>>> draws = np.random.default_rng(0).normal(size=(4, 1000))     # (chain, draw), iid
+>>> idata = diagnostics.to_arviz({"posterior": {"mu": draws}}, {"method": "demo"})
 """
 from __future__ import annotations
 
@@ -103,12 +113,12 @@ def to_arviz(groups: dict, attrs: dict, dims: dict | None = None, coords: dict |
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from dawrap import diagnostics
-    >>> draws = np.random.default_rng(0).normal(size=(4, 1000))     # (chain, draw), iid
-    >>> idata = diagnostics.to_arviz({"posterior": {"mu": draws}}, {"method": "demo"})
-    >>> diagnostics.group_names(idata)
-    ['posterior']
+    The draws of the module's example, with the number of records as data:
+
+    >>> with_data = diagnostics.to_arviz({"posterior": {"mu": draws},
+    ...                                   "constant_data": {"n": 100}}, {"method": "demo"})
+    >>> diagnostics.group(with_data, "constant_data")["n"].shape       # no (chain, draw)
+    ()
     """
     attrs = {k: v for k, v in attrs.items() if v is not None}
     # only the posterior's variables: ArviZ applies dims by variable name in every group
@@ -156,10 +166,6 @@ def group(data, name: str):
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from dawrap import diagnostics
-    >>> draws = np.random.default_rng(0).normal(size=(4, 1000))     # (chain, draw), iid
-    >>> idata = diagnostics.to_arviz({"posterior": {"mu": draws}}, {"method": "demo"})
     >>> diagnostics.group(idata, "posterior")["mu"].shape
     (4, 1000)
     """
@@ -181,13 +187,8 @@ def group_names(data) -> list:
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from dawrap import diagnostics
-    >>> draws = np.random.default_rng(0).normal(size=(4, 1000))     # (chain, draw), iid
-    >>> idata = diagnostics.to_arviz({"posterior": {"mu": draws},
-    ...                               "constant_data": {"n": 100}}, {})
-    >>> sorted(diagnostics.group_names(idata))
-    ['constant_data', 'posterior']
+    >>> diagnostics.group_names(idata)
+    ['posterior']
     """
     if ARVIZ_1:
         return list(data.children)
@@ -221,9 +222,6 @@ def ess(draws: np.ndarray, method: str = "bulk") -> float:
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from dawrap import diagnostics
-    >>> draws = np.random.default_rng(0).normal(size=(4, 1000))     # (chain, draw), iid
     >>> bool(3000 < diagnostics.ess(draws) < 5000)                   # about 4000
     True
     """
@@ -252,9 +250,6 @@ def mcse(draws: np.ndarray, method: str = "mean", prob: float | None = None) -> 
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from dawrap import diagnostics
-    >>> draws = np.random.default_rng(0).normal(size=(4, 1000))     # (chain, draw), iid
     >>> bool(0.013 < diagnostics.mcse(draws, "mean") < 0.019)      # 1 / sqrt(4000) = 0.016
     True
     >>> bool(diagnostics.mcse(draws, "quantile", prob=0.5) > diagnostics.mcse(draws))
@@ -293,9 +288,6 @@ def rhat(draws: np.ndarray) -> float:
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from dawrap import diagnostics
-    >>> draws = np.random.default_rng(0).normal(size=(4, 1000))     # (chain, draw), iid
     >>> bool(diagnostics.rhat(draws) < 1.01)
     True
     >>> bool(diagnostics.rhat(draws + np.arange(4)[:, None]) > 1.01)   # chains disagree
@@ -351,12 +343,10 @@ def convergence(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from dawrap import diagnostics
-    >>> rng = np.random.default_rng(0)
-    >>> draws = rng.normal(size=(4, 1000, 2))                 # two iid scalars
-    >>> draws[..., 1] = np.cumsum(draws[..., 1], axis=1)      # the second a random walk
-    >>> rhat, ess = diagnostics.convergence(draws)
+    Two scalars: the module example's iid draws, and their running sums, a random walk:
+
+    >>> walks = np.stack([draws, np.cumsum(draws, axis=1)], axis=-1)      # (4, 1000, 2)
+    >>> rhat, ess = diagnostics.convergence(walks)
     >>> bool(rhat[0] < 1.01 and ess[0] > 3000), bool(rhat[1] > 1.01 and ess[1] < 100)
     (True, True)
     """
@@ -445,10 +435,6 @@ def summary(data, **kwargs):
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from dawrap import diagnostics
-    >>> draws = np.random.default_rng(0).normal(size=(4, 1000))     # (chain, draw), iid
-    >>> idata = diagnostics.to_arviz({"posterior": {"mu": draws}}, {})
     >>> table = diagnostics.summary(idata)
     >>> list(table.index), bool(abs(table.loc["mu", "mean"]) < 0.1)
     (['mu'], True)

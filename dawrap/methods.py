@@ -438,19 +438,28 @@ class Naive(Method):
         return run_naive(model, mechanism, s_dp, n, rngs, draws=shared.draws)
 
 
-def _need_confidential(method: str, confidential) -> None:
-    if confidential is None:
-        raise ValueError(f"method={method!r} needs confidential= (the confidential records)")
+@dataclasses.dataclass(frozen=True)
+class _FromConfidential(Method):
+    """A baseline for studies that reads the ``confidential`` records (required) instead of
+    the release."""
+
+    uses_release: ClassVar[bool] = False
+    confidential: object = None
+
+    def __post_init__(self):
+        if self.confidential is None:
+            raise ValueError(f"method={self.name!r} needs confidential= (the confidential "
+                             f"records)")
 
 
 @dataclasses.dataclass(frozen=True)
-class NonPrivate(Method):
+class NonPrivate(_FromConfidential):
     """Baseline for studies: the conjugate posterior from the ``confidential`` records.
 
     Parameters
     ----------
     confidential : array_like of shape (n, record_size)
-        The confidential records (required).
+        The confidential records (required), whose conjugate posterior is drawn.
 
     Examples
     --------
@@ -469,11 +478,6 @@ class NonPrivate(Method):
     """
 
     name: ClassVar[str] = "nonprivate"
-    uses_release: ClassVar[bool] = False
-    confidential: object = None
-
-    def __post_init__(self):
-        _need_confidential(self.name, self.confidential)
 
     def run(self, model, mechanism, s_dp, n, rngs, shared):
         from .samplers.baselines import run_nonprivate
@@ -482,7 +486,7 @@ class NonPrivate(Method):
 
 
 @dataclasses.dataclass(frozen=True)
-class OPS(Method):
+class OPS(_FromConfidential):
     """Baseline for studies: one-posterior-sample via the exponential mechanism,
     ``chains * draws`` samples at ``mechanism.epsilon / (chains * draws)`` each, from the
     ``confidential`` records.
@@ -490,14 +494,13 @@ class OPS(Method):
     Parameters
     ----------
     confidential : array_like of shape (n, record_size)
-        The confidential records (required).
+        The confidential records (required), from which each sample is drawn.
 
     Examples
     --------
-    >>> import dawrap as dw
-    >>> from dawrap.models import beta_binomial
-    >>> model, mech = beta_binomial.model(), beta_binomial.laplace(epsilon=0.5)
-    >>> x = model.simulate({"p": 0.3}, n=1000, seed=1)
+    The confidential records ``x`` of the :class:`NonPrivate` example, sampled at the privacy
+    budget of its ``mech`` (no release):
+
     >>> idata = dw.sample(model, mech, None, 1000, method=dw.OPS(confidential=x),
     ...                   draws=50, chains=1, seed=0)
     >>> dw.diagnostics.group(idata, "posterior")["p"].shape              # (chain, draw)
@@ -505,11 +508,6 @@ class OPS(Method):
     """
 
     name: ClassVar[str] = "ops"
-    uses_release: ClassVar[bool] = False
-    confidential: object = None
-
-    def __post_init__(self):
-        _need_confidential(self.name, self.confidential)
 
     def run(self, model, mechanism, s_dp, n, rngs, shared):
         from .samplers.baselines import run_ops

@@ -12,12 +12,18 @@ ordinary arguments they are the generator's own draws, bit for bit.
 
 Examples
 --------
+A conjugate ``draw_theta`` whose statistic went bad returns NaN at once, where
+``rng.beta`` would never return:
+
 >>> import numba
 >>> import numpy as np
 >>> import dawrap as dw
 >>> @numba.njit
 ... def draw_theta(rng, theta, x, stats):          # p | x ~ Beta(1 + k, 1 + n - k)
 ...     return np.array([dw.random.beta(rng, 1 + stats[0], 1 + x.shape[0] - stats[0])])
+>>> rng, x = np.random.default_rng(0), np.zeros((10, 1))
+>>> draw_theta(rng, np.array([0.5]), x, np.array([np.nan]))
+array([nan])
 
 **Categorical tables.** Drawing an index with probabilities ``p_0..p_{K-1}`` by scanning
 their running sum costs O(K) per draw. When ``p`` stays fixed for many draws (theta during a

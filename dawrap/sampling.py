@@ -10,6 +10,7 @@ import os
 import threading
 import time
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 
@@ -269,8 +270,9 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method="record",
     if method.name in ("record", "suffstat"):
         _warn_if_unconverged(model, out.theta, method)
         warn_if_missed(model, mechanism, s_dp, n, out.theta)  # a mode no chain visited
-    return _label(model, mechanism, s_dp, n, out, method.name, root, elapsed, tune, draws,
-                  {"compile_time": compile_time, **method.attrs()})
+    return _label(model, mechanism, s_dp, n, out,
+                  _Run(method.name, str(root.entropy), elapsed, tune, draws,
+                       {"compile_time": compile_time, **method.attrs()}))
 
 
 def _compile_timer():
@@ -407,7 +409,20 @@ def _named(items: list) -> str:
     return shown if len(items) <= NAMED else f"{shown} and {len(items) - NAMED} more"
 
 
-def _label(model, mech, s_dp, n, out, method, root, elapsed, tune, draws, kernel):
+class _Run(NamedTuple):
+    """What a run adds to its result's attributes besides the model and mechanism."""
+
+    method: str            # the method's name
+    seed: str              # the root seed's entropy, from which every chain's is spawned
+    sampling_time: float   # seconds of sampling, compilation excluded
+    tune: int
+    draws: int
+    method_attrs: dict     # the compile time and the method's own (Method.attrs)
+
+
+def _label(model, mech, s_dp, n, out, run: _Run):
+    """The labelled ArviZ result of a run: its draws (``out``, the method's output) and the
+    release, ``n`` and privacy as data; the run's settings (``run``) as attributes."""
     from . import __version__
 
     groups = {"posterior": model.posterior_variables(out.theta)}
@@ -421,7 +436,8 @@ def _label(model, mech, s_dp, n, out, method, root, elapsed, tune, draws, kernel
         groups["imputed_statistic"] = {"t": out.imputed}
     if out.databases is not None:
         groups["imputed_databases"] = {"x": out.databases, "draw": out.database_draws}
-    attrs = {"method": method, "model": model.name, "mechanism": repr(mech),
-             "seed": str(root.entropy), "dawrap_version": __version__,
-             "sampling_time": elapsed, "tune": tune, "draws": draws, **kernel}
+    attrs = {"method": run.method, "model": model.name, "mechanism": repr(mech),
+             "seed": run.seed, "dawrap_version": __version__,
+             "sampling_time": run.sampling_time, "tune": run.tune, "draws": run.draws,
+             **run.method_attrs}
     return diagnostics.to_arviz(groups, attrs, model.dims, model.coords)

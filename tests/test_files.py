@@ -589,6 +589,10 @@ def test_a_row_cut_short_at_the_end_is_dropped_and_rerun(tmp_path):
 # ---------------------------------------------------------------------------------------
 # Fuzzing: the readers and the command line
 # ---------------------------------------------------------------------------------------
+#: How :func:`damaged` damages a file.
+DAMAGE = st.sampled_from(["random", "truncate", "flip"])
+
+
 def damaged(data: bytes, how, draw) -> bytes:
     """``data`` cut, with bits flipped, or replaced by random bytes."""
     if how == "random":
@@ -602,6 +606,15 @@ def damaged(data: bytes, how, draw) -> bytes:
     return bytes(out)
 
 
+@contextlib.contextmanager
+def damaged_copy(data: bytes, name: str, how, draw):
+    """The path of a file ``name`` in a fresh folder, holding ``data`` :func:`damaged`."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / name
+        path.write_bytes(damaged(data, how, draw))
+        yield path
+
+
 def _only_clear_errors(path: Path, call):
     """``call()`` returns, or raises a ValueError whose message names ``path``."""
     try:
@@ -612,12 +625,11 @@ def _only_clear_errors(path: Path, call):
 
 
 @SETTINGS
-@given(how=st.sampled_from(["random", "truncate", "flip"]), data=st.data())
+@given(how=DAMAGE, data=st.data())
 def test_fuzz_checkpoint_reader(saved_run, how, data):
     original, saved = saved_run
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "chain0.npz"
-        path.write_bytes(damaged(original, how, data.draw))
+    with damaged_copy(original, "chain0.npz", how, data.draw) as path:
+        folder = str(path.parent)
         out = _only_clear_errors(path, lambda: checkpoint.load_chain(folder, 0, saved))
         _only_clear_errors(path, lambda: checkpoint.saved_seed(folder))
         _only_clear_errors(path, lambda: checkpoint.check_folder(resume=folder))
@@ -635,12 +647,10 @@ def saved_store():
 
 
 @SETTINGS
-@given(how=st.sampled_from(["random", "truncate", "flip"]), data=st.data())
+@given(how=DAMAGE, data=st.data())
 def test_fuzz_store_reader(saved_store, how, data):
     original, whole = saved_store
-    with tempfile.TemporaryDirectory() as folder:
-        store = Path(folder) / "s.jsonl"
-        store.write_bytes(damaged(original, how, data.draw))
+    with damaged_copy(original, "s.jsonl", how, data.draw) as store:
         cal = _only_clear_errors(store, lambda: study(store))
         if cal is not None:
             assert all(np.all((u >= 0) & (u <= 1)) for u in cal.pit.values())

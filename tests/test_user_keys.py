@@ -31,6 +31,17 @@ def support(x_i):
     return x_i[0] >= lower()
 """
 
+#: A user's model file whose ``make(table)`` returns a ``record_support`` closed over ``table``.
+CLOSURE = """
+import numba
+
+def make(table):
+    @numba.njit
+    def support(x_i):
+        return x_i[0] >= table[0]
+    return support
+"""
+
 
 def _module(tmp_path, name: str, source: str):
     """Import ``source`` from a file in ``tmp_path`` as a module called ``name``."""
@@ -74,14 +85,7 @@ def test_what_cannot_be_keyed_safely_has_no_key(tmp_path):
     assert _templates.stable_key(loose.support) is None
     # A closure over an array too large for numba to freeze into the code.
     big = np.zeros(_templates.FROZEN_ARRAY_BYTES // 8 + 1)
-    closure = _module(tmp_path, "m1", """
-        import numba
-        def make(table):
-            @numba.njit
-            def support(x_i):
-                return x_i[0] >= table[0]
-            return support
-    """).make
+    closure = _module(tmp_path, "m1", CLOSURE).make
     assert _templates.stable_key(closure(big)) is None
     assert _templates.stable_key(closure(np.zeros(3))) is not None  # a small one is a value
     # A global that is a module of the user's (its functions are not followed), or an object.
@@ -111,14 +115,8 @@ def test_a_constant_rebound_after_the_first_compile_loses_the_key(tmp_path):
 
 
 def test_an_unsafe_closure_just_compiles_and_is_never_cached(tmp_path):
-    closure = _module(tmp_path, "m4", """
-        import numba
-        def make(table):
-            @numba.njit
-            def support(x_i):
-                return x_i[0] >= table[0]
-            return support
-    """).make(np.full(_templates.FROZEN_ARRAY_BYTES // 8 + 1, 0.25))
+    closure = _module(tmp_path, "m4", CLOSURE).make(
+        np.full(_templates.FROZEN_ARRAY_BYTES // 8 + 1, 0.25))
     bound = _templates.bind([first_outside], {"RECORD_SUPPORT": closure})
     assert bound.first_outside(np.array([[0.5], [0.1], [0.9]])) == 1
     assert bound.first_outside._cache.__class__.__name__ == "NullCache"

@@ -1,12 +1,6 @@
 """The outcome of a calibration study (:func:`dawrap.studies.calibration.calibrate`): ranks,
 coverage, the binomial coverage tests and the verdict, as tables, an ``xarray.Dataset`` and
 plots. The statistics are described in :mod:`dawrap.studies.calibration`.
-
-Examples
---------
->>> from dawrap.studies.calibration_results import ks_uniform
->>> round(ks_uniform([0.125, 0.375, 0.625, 0.875])[0], 3)
-0.125
 """
 from __future__ import annotations
 
@@ -27,11 +21,8 @@ class CoverageTest(NamedTuple):
 
     Examples
     --------
-    >>> import dawrap as dw
-    >>> from dawrap.models import beta_binomial
-    >>> cal = dw.calibrate(beta_binomial.model(), beta_binomial.laplace(epsilon=0.5), n=50,
-    ...                    methods=["naive"], trials=20, seed=1, executor="serial",
-    ...                    sample_kwargs={"draws": 100, "chains": 1}, progress=False)
+    Of the study ``cal`` of the :class:`Calibration` example:
+
     >>> test = cal.coverage_test()["naive"]
     >>> test.levels, test.trials, test.covered.shape
     ((0.5, 0.8, 0.9, 0.95), 20, (4,))
@@ -52,7 +43,8 @@ class Calibration:
     ``xarray.Dataset`` (dims ``sampler``, ``trial``, ``level``; not ``method``, which would
     clash with the ``method=`` argument of xarray's ``sel``).
 
-    Printed, it shows the table of KS statistics, coverage and verdicts.
+    Printed, it shows the table of KS statistics, coverage and verdicts. The examples of its
+    methods continue the one below: ``cal`` is its 20-trial study.
 
     Parameters
     ----------
@@ -76,6 +68,8 @@ class Calibration:
     (['naive'], (20,), (20,))
     >>> cal.dataset["covered"].dims
     ('sampler', 'trial', 'level')
+    >>> import os, tempfile
+    >>> folder = tempfile.mkdtemp()                 # for the files the examples below write
     """
 
     def __init__(self, rows: list, methods: Sequence[str], levels: Sequence[float],
@@ -96,11 +90,6 @@ class Calibration:
 
         Examples
         --------
-        >>> import dawrap as dw
-        >>> from dawrap.models import beta_binomial
-        >>> cal = dw.calibrate(beta_binomial.model(), beta_binomial.laplace(epsilon=0.5), n=50,
-        ...                    methods=["naive"], trials=20, seed=1, executor="serial",
-        ...                    sample_kwargs={"draws": 100, "chains": 1}, progress=False)
         >>> statistic, p_value = cal.ks()["naive"]
         >>> bool(0.0 <= statistic <= 1.0 and 0.0 <= p_value <= 1.0)
         True
@@ -119,11 +108,6 @@ class Calibration:
 
         Examples
         --------
-        >>> import dawrap as dw
-        >>> from dawrap.models import beta_binomial
-        >>> cal = dw.calibrate(beta_binomial.model(), beta_binomial.laplace(epsilon=0.5), n=50,
-        ...                    methods=["naive"], trials=20, seed=1, executor="serial",
-        ...                    sample_kwargs={"draws": 100, "chains": 1}, progress=False)
         >>> cal.coverage()["naive"].shape                   # one per level
         (4,)
         """
@@ -140,11 +124,6 @@ class Calibration:
 
         Examples
         --------
-        >>> import dawrap as dw
-        >>> from dawrap.models import beta_binomial
-        >>> cal = dw.calibrate(beta_binomial.model(), beta_binomial.laplace(epsilon=0.5), n=50,
-        ...                    methods=["naive"], trials=20, seed=1, executor="serial",
-        ...                    sample_kwargs={"draws": 100, "chains": 1}, progress=False)
         >>> cal.thinned_covered()["naive"].shape
         (20, 4)
         """
@@ -166,11 +145,6 @@ class Calibration:
 
         Examples
         --------
-        >>> import dawrap as dw
-        >>> from dawrap.models import beta_binomial
-        >>> cal = dw.calibrate(beta_binomial.model(), beta_binomial.laplace(epsilon=0.5), n=50,
-        ...                    methods=["naive"], trials=20, seed=1, executor="serial",
-        ...                    sample_kwargs={"draws": 100, "chains": 1}, progress=False)
         >>> test = cal.coverage_test(alpha=0.05)["naive"]
         >>> test.trials, test.passed.shape                # passed: one per level
         (20, (4,))
@@ -201,11 +175,6 @@ class Calibration:
 
         Examples
         --------
-        >>> import dawrap as dw
-        >>> from dawrap.models import beta_binomial
-        >>> cal = dw.calibrate(beta_binomial.model(), beta_binomial.laplace(epsilon=0.5), n=50,
-        ...                    methods=["naive"], trials=20, seed=1, executor="serial",
-        ...                    sample_kwargs={"draws": 100, "chains": 1}, progress=False)
         >>> sorted(cal.inside_band(alpha=0.05))
         ['naive']
         """
@@ -227,11 +196,6 @@ class Calibration:
 
         Examples
         --------
-        >>> import dawrap as dw
-        >>> from dawrap.models import beta_binomial
-        >>> cal = dw.calibrate(beta_binomial.model(), beta_binomial.laplace(epsilon=0.5), n=50,
-        ...                    methods=["naive"], trials=20, seed=1, executor="serial",
-        ...                    sample_kwargs={"draws": 100, "chains": 1}, progress=False)
         >>> type(cal.verdict()["naive"])    # 20 trials: a demonstration, not a study
         <class 'bool'>
         """
@@ -294,16 +258,9 @@ class Calibration:
 
         Examples
         --------
-        >>> import dawrap as dw
-        >>> from dawrap.models import beta_binomial
-        >>> cal = dw.calibrate(beta_binomial.model(), beta_binomial.laplace(epsilon=0.5), n=50,
-        ...                    methods=["naive"], trials=20, seed=1, executor="serial",
-        ...                    sample_kwargs={"draws": 100, "chains": 1}, progress=False)
-        >>> import os, tempfile
         >>> import xarray as xr
-        >>> path = os.path.join(tempfile.mkdtemp(), "calibration.nc")
-        >>> cal.to_netcdf(path)
-        >>> xr.open_dataset(path)["pit"].shape
+        >>> cal.to_netcdf(os.path.join(folder, "calibration.nc"))
+        >>> xr.open_dataset(os.path.join(folder, "calibration.nc"))["pit"].shape
         (1, 20)
         """
         self.dataset.to_netcdf(path)
@@ -314,9 +271,9 @@ class Calibration:
         Parameters
         ----------
         path : str or path
-            The image to write.
+            The image to write (its suffix chooses the format).
         bins : int
-            Histogram bins.
+            Bins of each method's histogram over [0, 1].
 
         Returns
         -------
@@ -324,13 +281,7 @@ class Calibration:
 
         Examples
         --------
-        >>> import dawrap as dw
-        >>> from dawrap.models import beta_binomial
-        >>> cal = dw.calibrate(beta_binomial.model(), beta_binomial.laplace(epsilon=0.5), n=50,
-        ...                    methods=["naive"], trials=20, seed=1, executor="serial",
-        ...                    sample_kwargs={"draws": 100, "chains": 1}, progress=False)
-        >>> import os, tempfile
-        >>> path = cal.plot_ranks(os.path.join(tempfile.mkdtemp(), "ranks.png"))
+        >>> path = cal.plot_ranks(os.path.join(folder, "ranks.png"), bins=10)  # 2 trials a bin
         >>> os.path.getsize(path) > 0
         True
         """
@@ -354,13 +305,7 @@ class Calibration:
 
         Examples
         --------
-        >>> import dawrap as dw
-        >>> from dawrap.models import beta_binomial
-        >>> cal = dw.calibrate(beta_binomial.model(), beta_binomial.laplace(epsilon=0.5), n=50,
-        ...                    methods=["naive"], trials=20, seed=1, executor="serial",
-        ...                    sample_kwargs={"draws": 100, "chains": 1}, progress=False)
-        >>> import os, tempfile
-        >>> path = cal.plot_ecdf(os.path.join(tempfile.mkdtemp(), "ecdf.png"))
+        >>> path = cal.plot_ecdf(os.path.join(folder, "ecdf.png"))
         >>> os.path.getsize(path) > 0
         True
         """

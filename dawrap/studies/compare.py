@@ -58,7 +58,8 @@ class Comparison:
     >>> sorted(cmp.results)
     ['naive', 'record']
 
-    Printed, it shows method, parameter, mean, sd, bulk ESS, ESS per second and R-hat.
+    Printed, it shows method, parameter, mean, sd, bulk ESS, ESS per second and R-hat. The
+    example of :meth:`plot` continues this one.
     """
 
     def __init__(self, table: dict, results: dict):
@@ -85,7 +86,7 @@ class Comparison:
         exact : dict of str -> distribution, optional
             Exact posteriors by parameter name, e.g. from a model's ``exact_posterior``.
         bins : int
-            Histogram bins.
+            Histogram bins per method, over the range of its draws.
 
         Returns
         -------
@@ -93,11 +94,9 @@ class Comparison:
 
         Examples
         --------
-        >>> import dawrap as dw
-        >>> from dawrap.models import beta_binomial
-        >>> model, mech = beta_binomial.model(), beta_binomial.laplace(epsilon=0.5)
-        >>> cmp = dw.compare(model, mech, 312.4, 1000, methods=("record", "naive"), draws=200,
-        ...                  tune=100, chains=2, seed=0, progress=False)
+        The posteriors of ``cmp``, the comparison of the :class:`Comparison` example, with
+        the exact one:
+
         >>> import os, tempfile
         >>> exact = {"p": beta_binomial.exact_posterior(mech, 312.4, 1000)}
         >>> path = cmp.plot(os.path.join(tempfile.mkdtemp(), "posteriors.png"), exact=exact)

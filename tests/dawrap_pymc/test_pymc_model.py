@@ -98,61 +98,62 @@ def test_prior_draws_follow_the_prior(parts):
     assert stats.kstest(draws[:, 2], stats.norm().cdf).pvalue > 1e-3
 
 
-def test_a_model_without_observed_variable_is_refused():
+def _no_observed_variable():
+    pm.Normal("mu", 0.0, 1.0)
+
+
+def _different_row_counts():
+    mu = pm.Normal("mu", 0.0, 1.0)
+    pm.Normal("a", mu, 1.0, observed=np.zeros(10))
+    pm.Normal("b", mu, 1.0, observed=np.zeros(12))
+
+
+def _discrete_parameter():
+    k = pm.Poisson("k", 3.0)
+    pm.Normal("y", k, 1.0, observed=np.zeros(10))
+
+
+def _censored_observation():
+    mu = pm.Normal("mu", 0.0, 1.0)
+    pm.Censored("y", pm.Normal.dist(mu, 1.0), lower=-1.0, upper=1.0, observed=np.zeros(10))
+
+
+def _unmodelled_covariate():
+    x = pm.Data("x", np.ones(10))
+    beta = pm.Normal("beta", 0.0, 1.0)
+    pm.Normal("y", beta * x, 1.0, observed=np.zeros(10))
+
+
+def _potential():
+    mu = pm.Normal("mu", 0.0, 1.0)
+    pm.Normal("y", mu, 1.0, observed=np.zeros(10))
+    pm.Potential("shift", -mu * mu)
+
+
+def _size_changing_transform():
+    w = pm.Dirichlet("w", np.ones(3))
+    pm.Categorical("g", p=w, observed=np.zeros(10, dtype=int))
+
+
+UNSUPPORTED = {  # a model from_pymc cannot take (its variables) -> what the error says
+    "no observed variable": (_no_observed_variable, "no observed variable"),
+    "observed variables of different row counts": (_different_row_counts,
+                                                   "different numbers of rows"),
+    "a discrete parameter": (_discrete_parameter, "'k' is discrete"),
+    "an observed variable not a basic distribution": (_censored_observation,
+                                                      "'y' is a .*basic"),
+    "unmodelled covariates": (_unmodelled_covariate, "make 'x' an observed variable"),
+    "a potential": (_potential, "Potentials \\['shift'\\]"),
+    "a size-changing transform": (_size_changing_transform, "'w'.*changes its size"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNSUPPORTED))
+def test_a_model_it_cannot_take_is_refused_saying_why(name):
+    variables, message = UNSUPPORTED[name]
     with pm.Model() as model:
-        pm.Normal("mu", 0.0, 1.0)
-    with pytest.raises(dwpm.UnsupportedModel, match="no observed variable"):
-        dwpm.from_pymc(model)
-
-
-def test_observed_variables_with_different_row_counts_are_refused():
-    with pm.Model() as model:
-        mu = pm.Normal("mu", 0.0, 1.0)
-        pm.Normal("a", mu, 1.0, observed=np.zeros(10))
-        pm.Normal("b", mu, 1.0, observed=np.zeros(12))
-    with pytest.raises(dwpm.UnsupportedModel, match="different numbers of rows"):
-        dwpm.from_pymc(model)
-
-
-def test_a_discrete_parameter_is_refused():
-    with pm.Model() as model:
-        k = pm.Poisson("k", 3.0)
-        pm.Normal("y", k, 1.0, observed=np.zeros(10))
-    with pytest.raises(dwpm.UnsupportedModel, match="'k' is discrete"):
-        dwpm.from_pymc(model)
-
-
-def test_an_observed_variable_that_is_not_a_basic_distribution_is_refused():
-    with pm.Model() as model:
-        mu = pm.Normal("mu", 0.0, 1.0)
-        pm.Censored("y", pm.Normal.dist(mu, 1.0), lower=-1.0, upper=1.0, observed=np.zeros(10))
-    with pytest.raises(dwpm.UnsupportedModel, match="'y' is a .*basic"):
-        dwpm.from_pymc(model)
-
-
-def test_unmodelled_covariates_are_refused():
-    with pm.Model() as model:
-        x = pm.Data("x", np.ones(10))
-        beta = pm.Normal("beta", 0.0, 1.0)
-        pm.Normal("y", beta * x, 1.0, observed=np.zeros(10))
-    with pytest.raises(dwpm.UnsupportedModel, match="make 'x' an observed variable"):
-        dwpm.from_pymc(model)
-
-
-def test_a_potential_is_refused():
-    with pm.Model() as model:
-        mu = pm.Normal("mu", 0.0, 1.0)
-        pm.Normal("y", mu, 1.0, observed=np.zeros(10))
-        pm.Potential("shift", -mu * mu)
-    with pytest.raises(dwpm.UnsupportedModel, match="Potentials \\['shift'\\]"):
-        dwpm.from_pymc(model)
-
-
-def test_a_size_changing_transform_is_refused():
-    with pm.Model() as model:
-        w = pm.Dirichlet("w", np.ones(3))
-        pm.Categorical("g", p=w, observed=np.zeros(10, dtype=int))
-    with pytest.raises(dwpm.UnsupportedModel, match="'w'.*changes its size"):
+        variables()
+    with pytest.raises(dwpm.UnsupportedModel, match=message):
         dwpm.from_pymc(model)
 
 

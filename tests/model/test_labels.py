@@ -1,22 +1,10 @@
 """dw.Model(dims=, coords=, deterministics=): the result's posterior carries dimension names,
 coordinate labels and variables derived from the draws; mistakes are reported when the model
 is built, before any chain runs."""
-import numba
 import numpy as np
 import pytest
 
-import dawrap as dw
 from dawrap import diagnostics
-
-
-@numba.njit
-def draw_record(rng, theta, out):
-    out[0] = theta[0] + rng.standard_normal()
-
-
-@numba.njit
-def draw_theta(rng, theta, x, stats):
-    return theta
 
 
 GROUPS = ["north", "centre", "south"]
@@ -26,16 +14,18 @@ def scaled(params):
     return {"scaled": params["tau"][..., None] * params["a"]}
 
 
-def make(**kw):
-    args = dict(params={"a": (3,), "tau": ()}, record_size=1, draw_record=draw_record,
-                draw_theta=draw_theta, draw_prior=lambda rng: np.r_[rng.normal(size=3), 1.0],
-                dims={"a": ("group",), "scaled": "group"}, coords={"group": GROUPS},
-                deterministics=scaled)
-    args.update(kw)
-    return dw.Model(**args)
+@pytest.fixture
+def make(registered):
+    """``make(**kw)``: a model of parameters a (one per group) and tau, labelled (dims,
+    coords, deterministics) unless ``kw`` says otherwise."""
+    return lambda **kw: registered(**{
+        "params": {"a": (3,), "tau": ()},
+        "draw_prior": lambda rng: np.r_[rng.normal(size=3), 1.0],
+        "dims": {"a": ("group",), "scaled": "group"}, "coords": {"group": GROUPS},
+        "deterministics": scaled, **kw})
 
 
-def test_dims_coords_and_deterministics_label_the_posterior():
+def test_dims_coords_and_deterministics_label_the_posterior(make):
     model = make()
     draws = np.random.default_rng(0).normal(size=(2, 5, 4))
     posterior = model.posterior_variables(draws)
@@ -51,7 +41,7 @@ def test_dims_coords_and_deterministics_label_the_posterior():
     assert np.array_equal(post["a"].sel(group="south").values, draws[..., 2])
 
 
-def test_without_labels_the_posterior_is_the_parameters():
+def test_without_labels_the_posterior_is_the_parameters(make):
     model = make(dims=None, coords=None, deterministics=None)
     assert model.dims == {} and model.coords == {}
     assert set(model.posterior_variables(np.zeros((1, 2, 4)))) == {"a", "tau"}
@@ -68,6 +58,6 @@ def test_without_labels_the_posterior_is_the_parameters():
     ({"deterministics": lambda p: {"s": p["tau"][0]}}, ValueError, "leading axes"),
     ({"deterministics": lambda p: [p["a"]]}, TypeError, "must return a dict"),
 ])
-def test_label_mistakes_are_reported_when_the_model_is_built(kwargs, error, match):
+def test_label_mistakes_are_reported_when_the_model_is_built(make, kwargs, error, match):
     with pytest.raises(error, match=match):
         make(**kwargs)

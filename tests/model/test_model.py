@@ -8,16 +8,6 @@ from dawrap.models import beta_binomial
 
 
 @numba.njit
-def draw_record(rng, theta, out):
-    out[0] = theta[0] + rng.standard_normal()
-
-
-@numba.njit
-def draw_theta(rng, theta, x, stats):
-    return theta
-
-
-@numba.njit
 def one_arg(a):
     return True
 
@@ -42,14 +32,14 @@ def five_args(a, b, c, d, e):
     return 0.0
 
 
-def make(**kw):
-    args = dict(params={"a": (), "b": (2, 3)}, record_size=1, draw_record=draw_record,
-                draw_theta=draw_theta, draw_prior=lambda rng: np.zeros(7))
-    args.update(kw)
-    return dw.Model(**args)
+@pytest.fixture
+def make(registered):
+    """``make(**kw)``: a model of parameters a (a scalar) and b (2 x 3), or as ``kw`` says."""
+    return lambda **kw: registered(**{"params": {"a": (), "b": (2, 3)},
+                                      "draw_prior": lambda rng: np.zeros(7), **kw})
 
 
-def test_pack_and_unpack_round_trip():
+def test_pack_and_unpack_round_trip(make):
     model = make()
     assert model.theta_size == 7
     b = np.arange(6.0).reshape(2, 3)
@@ -69,7 +59,7 @@ def test_pack_and_unpack_round_trip():
     (np.r_[np.nan, np.zeros(6)], ValueError, "must be finite"),
     (np.array(["x"] * 7), TypeError, "real numbers"),
 ])
-def test_pack_rejects_bad_theta(theta, error, match):
+def test_pack_rejects_bad_theta(make, theta, error, match):
     with pytest.raises(error, match=match):
         make().pack(theta)
 
@@ -94,7 +84,7 @@ def test_simulate_draws_from_the_record_model():
     (dict(draw_theta=None), TypeError, "draw_theta must be callable"),
     (dict(draw_theta=lambda rng, theta: theta), TypeError, r"draw_theta must take exactly"),
     (dict(draw_prior=3), TypeError, "draw_prior must be callable"),
-    (dict(model_stat=draw_record), ValueError, "stat_size is required"),
+    (dict(model_stat=two_args), ValueError, "stat_size is required"),
     (dict(stat_size=2), ValueError, "stat_size was given without model_stat"),
     (dict(stat_every="sweep"), ValueError,
      r"stat_every must be 'record' .* or 'iteration' .*, got 'sweep'"),
@@ -117,7 +107,7 @@ def test_simulate_draws_from_the_record_model():
     (dict(prepared=dw.PreparedDraw(one_arg, four_args, five_args)), ValueError,
      "prepared.propose_record was given without propose_record"),
 ])
-def test_registration_errors_name_the_argument(kw, error, match):
+def test_registration_errors_name_the_argument(make, kw, error, match):
     with pytest.raises(error, match=match):
         make(**kw)
 
@@ -134,13 +124,13 @@ def test_registration_errors_name_the_argument(kw, error, match):
     (dict(draw_prior=lambda: np.zeros(7)), r"draw_prior must take \(rng\)"),
     (dict(draw_prior=lambda rng, n: np.zeros(7)), r"draw_prior must take \(rng\)"),
 ])
-def test_user_function_arity_is_checked_at_registration(kw, match):
+def test_user_function_arity_is_checked_at_registration(make, kw, match):
     with pytest.raises(TypeError, match=match) as err:
         make(**kw)
     assert "positional argument" in str(err.value)
 
 
-def test_functions_with_defaults_or_star_args_are_accepted():
+def test_functions_with_defaults_or_star_args_are_accepted(make):
     @numba.njit
     def stat_with_default(x_i, out, scale=1.0):
         out[0] = scale * x_i[0]
@@ -151,7 +141,7 @@ def test_functions_with_defaults_or_star_args_are_accepted():
 
 
 @pytest.mark.parametrize("theta", [np.zeros((7, 1)), np.zeros((1, 7)), np.zeros((7, 1, 1))])
-def test_pack_does_not_flatten_matrices(theta):
+def test_pack_does_not_flatten_matrices(make, theta):
     with pytest.raises(ValueError, match=r"theta must have 7 value\(s\).*shape \(7,\)"):
         make().pack(theta)
 

@@ -235,21 +235,29 @@ def signalling_a_worker(sig):
         cluster.close()
 
 
+def _stop_by_a_signalled_worker(problem, tmp_path, ctrl_c_at, sig, match, **dask_options):
+    """A checkpointed chain on a private cluster one of whose workers gets ``sig`` at
+    iteration 10 (after the checkpoint of iteration 10): the run stops with an error that
+    matches ``match``, and the checkpoint of iteration 10 is kept."""
+    model, mech, s_dp = problem
+    with signalling_a_worker(sig) as (own, signal_a_worker):
+        with ctrl_c_at(10, signal_a_worker):
+            with pytest.raises(RuntimeError, match=match):
+                dw.sample(model, mech, s_dp, N, method=dw.Record(
+                    groups=dw.parallel.Dask(own, partition=by_area(), **dask_options),
+                    checkpoint=tmp_path, checkpoint_every=5), **KW)
+    with np.load(tmp_path / "chain0.npz") as saved:
+        assert int(saved["done"]) == 10
+
+
 def test_a_lost_worker_stops_the_run_and_keeps_the_checkpoint(problem, whole, tmp_path,
                                                               ctrl_c_at):
     """A worker killed at iteration 10 (after the checkpoint of iteration 10): the run
     stops with an error naming it; the checkpoint resumes to the unbroken run's draws."""
+    _stop_by_a_signalled_worker(problem, tmp_path, ctrl_c_at, signal.SIGKILL,
+                                r"the dask worker tcp://\S+, which held groups \[.*\] of chain "
+                                r"0's records, was lost while sweeping")
     model, mech, s_dp = problem
-    with signalling_a_worker(signal.SIGKILL) as (own, kill_a_worker):
-        with ctrl_c_at(10, kill_a_worker):
-            with pytest.raises(RuntimeError, match=r"the dask worker tcp://\S+, which held "
-                                                   r"groups \[.*\] of chain 0's records, was "
-                                                   r"lost while sweeping"):
-                dw.sample(model, mech, s_dp, N, method=dw.Record(
-                    groups=dw.parallel.Dask(own, partition=by_area()), checkpoint=tmp_path,
-                    checkpoint_every=5), **KW)
-    with np.load(tmp_path / "chain0.npz") as saved:
-        assert int(saved["done"]) == 10
     resumed = dw.sample(model, mech, s_dp, N, method=dw.Record(
         groups=dw.parallel.Threads(1, partition=by_area()), resume=tmp_path,
         checkpoint_every=5), **KW)
@@ -261,17 +269,10 @@ def test_a_hung_worker_stops_the_run_after_the_timeout_and_keeps_the_checkpoint(
     """A worker stopped (SIGSTOP: alive to the scheduler, answering nothing) at iteration
     10: the run stops once the timeout has passed, naming the worker, instead of waiting
     for ever; the checkpoint of iteration 10 is kept."""
-    model, mech, s_dp = problem
-    with signalling_a_worker(signal.SIGSTOP) as (own, stop_a_worker):
-        with ctrl_c_at(10, stop_a_worker):
-            with pytest.raises(RuntimeError, match=r"the dask worker tcp://\S+, which holds "
-                                                   r"groups \[.*\] of chain 0's records, did "
-                                                   r"not answer within 2 s while sweeping"):
-                dw.sample(model, mech, s_dp, N, method=dw.Record(
-                    groups=dw.parallel.Dask(own, partition=by_area(), timeout=2),
-                    checkpoint=tmp_path, checkpoint_every=5), **KW)
-    with np.load(tmp_path / "chain0.npz") as saved:
-        assert int(saved["done"]) == 10
+    _stop_by_a_signalled_worker(problem, tmp_path, ctrl_c_at, signal.SIGSTOP,
+                                r"the dask worker tcp://\S+, which holds groups \[.*\] of "
+                                r"chain 0's records, did not answer within 2 s while sweeping",
+                                timeout=2)
 
 
 def test_the_census_moves_run_in_the_groups_and_draw_the_threads_draws(client):

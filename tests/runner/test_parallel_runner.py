@@ -227,28 +227,22 @@ def test_groups_recounting_the_statistic_give_the_running_sums_draws(problem, ow
         assert np.array_equal(draws(runs[1], name), draws(runs[0], name)), name
 
 
-def test_a_wrong_statistic_partition_stops_with_its_cell(problem):
+@pytest.mark.parametrize("wrong, cell, statistic", [
+    # area 1's counts given to area 0
+    (lambda part: dict(cells=part.cells, stats=np.zeros_like(part.stats)), "[23]", "model's"),
+    # the region's cells given to area 0
+    (lambda part: dict(cells=np.r_[part.cells[:4], [0, 0]], stats=part.stats), "[45]",
+     "mechanism's"),
+], ids=["model-statistic", "mechanism-statistic"])
+def test_a_wrong_partition_stops_with_its_cell(problem, wrong, cell, statistic):
     model, mech, s_dp = problem
     part = by_area(mech)
-    wrong = dw.parallel.Partition(records=part.records, cells=part.cells,
-                         stats=np.zeros_like(part.stats))  # area 1's counts given to area 0
-    with pytest.raises(ValueError, match=r"record 2 \(group 1 of the partition\) touched cell "
-                                         r"[23] of the model's statistic, which the "
+    partition = dw.parallel.Partition(records=part.records, **wrong(part))
+    with pytest.raises(ValueError, match=rf"record 2 \(group 1 of the partition\) touched cell "
+                                         rf"{cell} of the {statistic} statistic, which the "
                                          r"partition gives to group 0"):
         dw.sample(model, mech, s_dp, sum(SIZES), draws=5, tune=2,
-                  method=dw.Record(groups=dw.parallel.Threads(2, partition=wrong)), **FAST)
-
-
-def test_a_wrong_partition_stops_with_its_cell(problem):
-    model, mech, s_dp = problem
-    part = by_area(mech)
-    wrong = dw.parallel.Partition(records=part.records, cells=np.r_[part.cells[:4], [0, 0]],
-                         stats=part.stats)  # the region's cells given to area 0
-    with pytest.raises(ValueError, match=r"record 2 \(group 1 of the partition\) touched cell "
-                                         r"[45] of the mechanism's statistic, which the "
-                                         r"partition gives to group 0"):
-        dw.sample(model, mech, s_dp, sum(SIZES), draws=5, tune=2,
-                  method=dw.Record(groups=dw.parallel.Threads(2, partition=wrong)), **FAST)
+                  method=dw.Record(groups=dw.parallel.Threads(2, partition=partition)), **FAST)
 
 
 def test_bad_settings_are_named(problem):

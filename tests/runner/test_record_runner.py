@@ -12,16 +12,8 @@ from dawrap.models import beta_binomial, dirichlet_multinomial
 KW = dict(draws=50, tune=10, chains=1, cores=1, seed=3, progress=False)
 
 
-@numba.njit
-def _draw_record(rng, theta, out):
-    out[0] = 1.0 if rng.random() < theta[0] else 0.0
-
-
-@numba.njit
-def _count(x_i, out):
-    out[0] = x_i[0]
-
-
+# A model of one's own, the Quickstart's: beta_binomial's record draw and count, and this
+# conjugate draw of p.
 @numba.njit
 def _conjugate(rng, theta, x, stats):
     return np.array([rng.beta(1 + stats[0], 1 + x.shape[0] - stats[0])])
@@ -38,8 +30,9 @@ def _prior(rng):
 
 
 def _model(**kwargs):
-    base = dict(params={"p": ()}, record_size=1, draw_record=_draw_record,
-                draw_theta=_conjugate, model_stat=_count, stat_size=1, draw_prior=_prior)
+    base = dict(params={"p": ()}, record_size=1, draw_record=beta_binomial.draw_record,
+                draw_theta=_conjugate, model_stat=beta_binomial.count, stat_size=1,
+                draw_prior=_prior)
     return dw.Model(**{**base, **kwargs})
 
 
@@ -76,7 +69,8 @@ def test_a_statistic_writing_past_out_on_some_records_is_caught():
         dw.sample(model, mech, [10.0, 1.0], 20, **KW)
     x = np.zeros((20, 1))
     x[7] = 3.0
-    model_quiet = dw.Model(params={"p": ()}, record_size=1, draw_record=_draw_record,
+    model_quiet = dw.Model(params={"p": ()}, record_size=1,
+                           draw_record=beta_binomial.draw_record,
                            draw_theta=_conjugate, draw_prior=_prior)
     with pytest.raises(ValueError, match=r"init_x\[7\]"):
         dw.sample(model_quiet, mech, [10.0, 1.0], 20, init_x=x, **KW)
@@ -84,7 +78,7 @@ def test_a_statistic_writing_past_out_on_some_records_is_caught():
 
 @pytest.mark.slow
 def test_a_kernel_that_modifies_x_fails_loudly():
-    mech = dw.Laplace(_count, epsilon=1.0)
+    mech = dw.Laplace(beta_binomial.count, epsilon=1.0)
     with pytest.raises(ValueError, match="modified x outside the record sweep"):
         dw.sample(_model(draw_theta=_modifies_x), mech, 300.0, 1000, **KW)
 
@@ -96,8 +90,8 @@ def test_a_python_kernel_gets_a_read_only_database():
         return np.array([rng.beta(1 + stats[0], 1 + x.shape[0] - stats[0])])
 
     with pytest.raises(ValueError, match="read-only"):
-        dw.sample(_model(draw_theta=modifies), dw.Laplace(_count, epsilon=1.0), 300.0, 1000,
-                  **KW)
+        dw.sample(_model(draw_theta=modifies), dw.Laplace(beta_binomial.count, epsilon=1.0),
+                  300.0, 1000, **KW)
 
 
 @numba.njit
@@ -117,7 +111,7 @@ def test_records_leaving_the_support_during_the_sweep_fail_loudly():
     only an R-hat warning."""
     model = _model(draw_record=_draw_sometimes_two, record_support=_is_binary)
     with pytest.raises(ValueError, match="outside the model's record_support"):
-        dw.sample(model, dw.Laplace(_count, epsilon=1.0), 300.0, 1000,
+        dw.sample(model, dw.Laplace(beta_binomial.count, epsilon=1.0), 300.0, 1000,
                   init_x=np.zeros((1000, 1)), **KW)
 
 
