@@ -61,7 +61,6 @@ released the block totals, the blocks by voting age and the tracts' detailed his
 
 >>> import numpy as np
 >>> import dawrap as dw
-from dawrap.extend import MoveBuilder
 >>> from dawrap.models import census
 >>> geo = census.Geography({"tract": [0, 0, 0, 1, 1, 1], "block": np.arange(6)},
 ...                        {"voting_age": 2, "race": 3})
@@ -91,8 +90,10 @@ from .geography import (DETAILED, MAX_CELLS, TOTAL, Geography, Query, as_geograp
 from .kernel import theta_kernel
 from .partition import partition as census_partition
 from .collapsed import RATE as COLLAPSED_RATE
-from .collapsed import collapsed_move
+from .collapsed import RowBase, collapsed_move
 from .pairs import pair_move
+from . import prior as census_prior
+from .prior import Prior, theta_layout
 from .records import record_functions
 from .release import Layout, discrete_gaussian, expected_counts, layout_of, statistic
 
@@ -301,24 +302,21 @@ def model(geography: Geography, totals, *, invariant: str | None = None,
                       else float(collapsed_moves))
     parents = [None] + [_parents(geography, idx[k - 1], idx[k]) for k in range(1, len(idx))]
     groups = _groups(geography, inv)
-    kernel = theta_kernel(units, parents, cells, a0, b0, kappa[0], kappa[1], alpha, groups,
-                          share_prior, hyper_kernel, int(steps), step)
+    spec = Prior(tuple(units), tuple(parents), cells, alpha, a0, b0, kappa, groups,
+                 share_prior)
+    kernel = theta_kernel(spec, hyper_kernel, int(steps), step)
     params, dims, coords = _parameters(geography, prior, units, alpha is None,
                                        groups is not None)
-    fine_units = geography.units[-1]
-    rows = sum(units)
-    kappa_off = rows * cells + (0 if alpha is not None else cells)  # theta's layout
-    share_off = kappa_off + len(idx) - 1
+    layout = theta_layout(spec)
     public = geography.ancestors[inv]
     cumulative = np.cumsum(totals) / totals.sum()
     fns = record_functions(geography.ancestors[idx[-1]], public, cumulative,
                            *(groups if groups is not None else (np.zeros(1), np.zeros(1))),
-                           cells, rows, share_off if groups is not None else -1)
-    stat_size = units[-1] * cells + (fine_units if groups is not None else 0)
+                           cells, sum(units), layout.share_off if groups is not None else -1)
+    stat_size = layout.fine + (geography.units[-1] if groups is not None else 0)
 
     def draw_prior(rng):
-        return _draw_prior(rng, units, parents, cells, alpha, a0, b0, kappa, groups,
-                           share_prior, fine_units)
+        return census_prior.draw_prior(rng, spec)
 
     def start(rng, theta, n, mechanism, s_dp, init_x):
         return start_database(rng, theta, n, mechanism, s_dp, init_x, geography, totals,
@@ -336,6 +334,10 @@ def model(geography: Geography, totals, *, invariant: str | None = None,
     remedies = ((f"census.model(..., collapsed_moves={more:g}): more collapsed steps per "
                  f"person and iteration (this model makes {collapsed_rate:g}), for a unit's "
                  f"rare cells",) if len(idx) > 1 and more > collapsed_rate else ())
+    # the collapsed move's rows: the finest prior level's p, based on its parents' p and
+    # the last log kappa (or, with one level, on alpha)
+    rows = RowBase(geography.ancestors[idx[-1]], units[-1], cells, parents[-1], layout.fine,
+                   layout.kappa_off + len(idx) - 2, layout.alpha_off, alpha)
     return dw.Model(params=params, record_size=2, draw_record=fns.draw_record,
                     propose_record=fns.propose_record, prepared=fns.prepared,
                     draw_theta=kernel,
@@ -346,10 +348,8 @@ def model(geography: Geography, totals, *, invariant: str | None = None,
                     records_move=MoveBuilder.in_turn(
                         pair_move(geography.ancestors, geography.ancestors[idx[-1]], cells,
                                   pair_moves),
-                        collapsed_move(geography.ancestors[idx[-1]], units[-1], cells,
-                                       parents[-1], units[-1] * cells,
-                                       kappa_off + len(idx) - 2, rows * cells, alpha,
-                                       collapsed_rate, optional=collapsed_moves == "auto")),
+                        collapsed_move(rows, collapsed_rate,
+                                       optional=collapsed_moves == "auto")),
                     remedies=remedies,
                     name=f"census({level_text}; {cells} cells; public totals of "
                          f"{names[inv]})")
@@ -384,37 +384,6 @@ def _parents(geography: Geography, upper: int, lower: int) -> np.ndarray:
     out = np.empty(geography.units[lower], np.int64)
     out[geography.ancestors[lower]] = geography.ancestors[upper]
     return out
-
-
-def _dirichlet_rows(rng, concentration: np.ndarray) -> np.ndarray:
-    """One Dirichlet draw per row, in log space (a tiny parameter gives 0, never NaN)."""
-    conc = np.maximum(concentration, 1e-300)
-    log_g = np.log(rng.gamma(conc + 1.0)) + np.log(rng.random(conc.shape)) / conc
-    log_g -= log_g.max(axis=-1, keepdims=True)
-    g = np.exp(log_g)
-    return g / g.sum(axis=-1, keepdims=True)
-
-
-def _draw_prior(rng, units, parents, cells, alpha, a0, b0, kappa, groups, share_prior,
-                fine_units) -> np.ndarray:
-    """A flat theta from the prior, in the order of the model's parameters."""
-    top = rng.gamma(a0, 1.0 / b0, cells) if alpha is None else alpha
-    p = [_dirichlet_rows(rng, np.broadcast_to(top, (units[0], cells)))]
-    log_kappa = np.log(rng.gamma(kappa[0], 1.0 / kappa[1], len(units) - 1))
-    for l in range(1, len(units)):
-        p.append(_dirichlet_rows(rng, np.exp(log_kappa[l - 1]) * p[-1][parents[l]]))
-    parts = [q.ravel() for q in reversed(p)]  # the finest level first
-    if alpha is None:
-        parts.append(np.log(top))
-    parts.append(log_kappa)
-    if groups is not None:
-        share = np.empty(fine_units)
-        start, members = groups
-        for g in range(len(start) - 1):
-            share[members[start[g]:start[g + 1]]] = _dirichlet_rows(
-                rng, np.full(start[g + 1] - start[g], share_prior))
-        parts.append(share)
-    return np.concatenate(parts)
 
 
 def start_database(rng, theta, n: int, mechanism, s_dp, init_x, geography: Geography,

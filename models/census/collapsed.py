@@ -43,22 +43,18 @@ of the persons do not change, so neither do the shares of a latent finest unit.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
-from dawrap.extend import Move, MoveBuilder
+from dawrap.extend import BAD_PARTITION, OK, GroupMove, Move, MoveBuilder
 from dawrap.random import categorical, fill_categorical_table, guide_size
-from dawrap.extend import merge_entries
-from dawrap.extend import (GroupMove, apply_group_change, group_density_change_of,
-                                         whole_database)
-from dawrap.extend import BAD_PARTITION
-from dawrap.extend import RecordState
-from dawrap.extend import BAD_ENTRIES, BAD_RATIO, OK
 
 from .draws import dirichlet_into
+from .moves import SparseRelease, proposals, serial_move, sparse_release
 from .._shared import closure_jit
 
-__all__ = ["RATE", "FLOOR", "collapsed_move"]
+__all__ = ["RATE", "FLOOR", "RowBase", "collapsed_move"]
 
 #: Steps per person and iteration of ``collapsed_moves="auto"`` (with two or more prior
 #: levels): each person twice. At 10^6 persons (``benchmarks/results/census_scale.md``) 0,
@@ -73,52 +69,88 @@ FLOOR = 1e-300
 NAME = "census collapsed move (census.model(..., collapsed_moves=0) turns it off)"
 
 
-def collapsed_move(prior_unit: np.ndarray, rows: int, cells: int, parent: np.ndarray | None,
-                   parent_off: int, kappa_at: int, alpha_at: int, fixed_alpha,
-                   rate: float = RATE, optional: bool = False) -> MoveBuilder | None:
-    """The collapsed move (module docstring) of a census model whose finest unit ``u``
-    draws its cell from row ``prior_unit[u]`` of ``p`` (``rows`` rows of ``cells``, at the
-    start of theta). Its base is ``kappa p_parent`` with ``parent[r]`` row ``r``'s parent
-    row of the probabilities at ``parent_off`` in theta and ``log kappa`` at
-    ``theta[kappa_at]`` (``parent`` None: a top level, base ``alpha`` from ``log_alpha``
-    at ``theta[alpha_at:]``, or ``fixed_alpha``). ``rate`` steps per person and iteration
-    (0: None, no move); ``optional``: the model's default chose it (where it cannot run, a
-    chain on a dask cluster with a partition that splits a unit's persons, it is left out
-    after a warning). The compiled move's ``group`` is its group form
-    (:mod:`dawrap.samplers.group_moves`): each group moves its persons and draws its rows
-    of p. The mechanism must have a sparse statistic
-    with a separable density (the census releases do); with another the builder gives no
-    move."""
+class RowBase(NamedTuple):
+    """Where the collapsed move finds the rows of ``p`` it draws and their Dirichlet base in
+    theta.
+
+    Attributes
+    ----------
+    prior_unit : ndarray of int
+        The row of ``p`` (at the start of theta) each finest unit draws its cell from.
+    rows, cells : int
+        The rows of ``p`` and their cells.
+    parent : ndarray of int or None
+        Each row's parent row among the probabilities at ``parent_off`` in theta, whose base
+        is ``kappa p_parent`` with ``log kappa`` at ``theta[kappa_at]``; None: a top level,
+        base ``alpha``, from ``log_alpha`` at ``theta[alpha_at:]`` or ``fixed_alpha``.
+    parent_off, kappa_at, alpha_at : int
+    fixed_alpha : ndarray or None
+    """
+    prior_unit: np.ndarray
+    rows: int
+    cells: int
+    parent: np.ndarray | None
+    parent_off: int
+    kappa_at: int
+    alpha_at: int
+    fixed_alpha: np.ndarray | None
+
+
+def collapsed_move(base: RowBase, rate: float = RATE,
+                   optional: bool = False) -> MoveBuilder | None:
+    """The collapsed move (module docstring) of a census model whose rows of ``p`` and their
+    base lie in theta as ``base`` says. ``rate`` steps per person and iteration (0: None, no
+    move); ``optional``: the model's default chose it (where it cannot run, a chain on a dask
+    cluster with a partition that splits a unit's persons, it is left out after a warning).
+    The compiled move's ``group`` is its group form (:mod:`dawrap.samplers.group_moves`):
+    each group moves its persons and draws its rows of p. The mechanism must have a sparse
+    statistic with a separable density (the census releases do); with another the builder
+    gives no move."""
     if rate == 0:
         return None
-    prior_unit = np.asarray(prior_unit, np.int64)
-    top = parent is None
-    parent = np.zeros(rows, np.int64) if top else np.asarray(parent, np.int64)
-    parents = 1 if top else int(parent.max()) + 1
-    fixed = np.ones(cells) if fixed_alpha is None else np.asarray(fixed_alpha, float)
+    rows = int(base.rows)
+    base = base._replace(
+        prior_unit=np.asarray(base.prior_unit, np.int64), rows=rows, cells=int(base.cells),
+        parent_off=int(base.parent_off), kappa_at=int(base.kappa_at),
+        alpha_at=int(base.alpha_at))
 
     def build(mechanism):
-        if mechanism.sparse is None or mechanism.coordinate_log_density is None:
+        release = sparse_release(mechanism)
+        if release is None:
             return None
-        return _compile(prior_unit, parent, fixed, int(rows), int(cells), int(parents),
-                        bool(top), fixed_alpha is not None, int(parent_off), int(kappa_at),
-                        int(alpha_at), float(rate), mechanism.sparse.entries,
-                        int(mechanism.sparse.nnz), mechanism.coordinate_log_density,
-                        int(mechanism.size))._replace(name=NAME, optional=optional)
+        jit = closure_jit(*_base_arrays(base))
+        run = _group_run(jit, base, float(rate), release)
+        prepare = _base_table(jit, base)
+        assign, theta_of = _row_owners(base)
+        return Move(serial_move(jit, prepare, run, rows), NAME,
+                    GroupMove(prepare, run, assign, theta_of), optional=optional)
 
     return MoveBuilder(build, NAME)
 
 
-def _compile(prior_unit, parent, fixed, rows, cells, parents, top, alpha_fixed, parent_off,
-             kappa_at, alpha_at, rate, entries, nnz, log_density, size):
-    change_of = group_density_change_of(log_density)
-    jit = closure_jit(prior_unit, parent, fixed)
+def _base_arrays(base: RowBase) -> tuple:
+    """``(prior_unit, parent, fixed)``: each row's parent (zeros at the top) and the fixed
+    alpha (ones when learned), as the compiled move reads them."""
+    parent = np.zeros(base.rows, np.int64) if base.parent is None else \
+        np.asarray(base.parent, np.int64)
+    fixed = np.ones(base.cells) if base.fixed_alpha is None else \
+        np.asarray(base.fixed_alpha, float)
+    return base.prior_unit, parent, fixed
+
+
+def _base_table(jit, base: RowBase):
+    """The compiled ``prepare(theta)``: the base of each parent row (``kappa p_parent``, or
+    alpha at the top), its total and its categorical table, O(parents x cells), once per
+    move."""
+    _, parent, fixed = _base_arrays(base)
+    top, alpha_fixed = base.parent is None, base.fixed_alpha is not None
+    parents = 1 if top else int(parent.max()) + 1
+    cells, parent_off, kappa_at, alpha_at = base.cells, base.parent_off, base.kappa_at, \
+        base.alpha_at
     width = guide_size(cells)
 
     @jit
     def prepare(theta):
-        # the base of each parent row (kappa p_parent, or alpha at the top), its total and
-        # its categorical table: O(parents x cells), once per move
         base = np.empty((parents, cells))
         weight = np.empty(parents)
         cumulative = np.empty((parents, cells))
@@ -134,12 +166,20 @@ def _compile(prior_unit, parent, fixed, rows, cells, parents, top, alpha_fixed, 
             fill_categorical_table(base[w] / weight[w], cumulative[w], guide[w])
         return base, weight, cumulative, guide
 
+    return prepare
+
+
+def _group_run(jit, base: RowBase, rate: float, release: SparseRelease):
+    """The group form's compiled ``run``: group ``group.g``'s steps on its persons and its
+    rows of p (``row_group[r] == g``); the whole database is group 0 of one, owning every
+    cell (:func:`~dawrap.models.census.moves.serial_move`)."""
+    prior_unit, parent, _ = _base_arrays(base)
+    rows, cells = base.rows, base.cells
+    scratch, merge, weigh = proposals(release, 1)
+
     @jit
     def run(rng, theta, table, x, total, row_group, inputs, group):
-        # group g's steps on its persons ``members`` and its rows of p (row_group[r] == g);
-        # the whole database is group 0 of one, owning every cell (the serial move below)
-        s_dp, slot_of, g, members = inputs.s_dp, inputs.slot_of, group.g, group.members
-        local_total = group.local_total
+        s_dp, g, members = inputs.s_dp, group.g, group.members
         base, weight, cumulative, guide = table
         n = members.shape[0]
         # the persons by prior row (a counting sort, O(n + rows)): a row's persons hold a
@@ -158,9 +198,7 @@ def _compile(prior_unit, parent, fixed, rows, cells, parents, top, alpha_fixed, 
             r = prior_unit[int(x[members[a], 0])]
             rank_of[a], cell_at[fill[r]] = fill[r], int(x[members[a], 1])
             fill[r] += 1
-        index, value = np.empty(nnz, np.int64), np.empty(nnz)
-        touched, delta = np.empty(2 * nnz, np.int64), np.empty(2 * nnz)
-        record = np.empty(2)
+        work = scratch()
         log_g_change = 0.0
         proposed, accepted = 0, 0
         first = rng.integers(0, n)
@@ -184,22 +222,13 @@ def _compile(prior_unit, parent, fixed, rows, cells, parents, top, alpha_fixed, 
             if cj == ci:  # the same database: nothing to weigh
                 continue
             proposed += 1
-            record[0] = u
-            used = 0
-            for sign, cell in ((-1.0, ci), (1.0, cj)):
-                record[1] = cell
-                if used >= 0:
-                    used = merge_entries(entries(record, s_dp, index, value), index, value,
-                                         sign, nnz, size, touched, delta, used)
-            if used < 0:
-                return accepted, proposed, BAD_ENTRIES, i, -1, log_g_change
-            change, foreign = change_of(total, touched, delta, used, inputs, group)
-            if foreign >= 0:
-                return accepted, proposed, BAD_PARTITION, i, foreign, log_g_change
-            if change != change:
-                return accepted, proposed, BAD_RATIO, i, -1, log_g_change
-            if change >= 0.0 or rng.random() < math.exp(change):
-                apply_group_change(total, local_total, slot_of, touched, delta, used)
+            used = merge(work, s_dp, u, ci, cj, 0)
+            # the proposal is the person's prior conditional: the release's ratio alone
+            status, foreign, change, accept = weigh(rng, 0.0, used, total, work, inputs,
+                                                    group)
+            if status != OK:
+                return accepted, proposed, status, i, foreign, log_g_change
+            if accept:
                 x[i, 1] = cj
                 cell_at[rank_of[a]] = cj
                 log_g_change += change
@@ -217,19 +246,13 @@ def _compile(prior_unit, parent, fixed, rows, cells, parents, top, alpha_fixed, 
             dirichlet_into(rng, concentration, theta[r * cells:(r + 1) * cells])
         return accepted, proposed, OK, -1, -1, log_g_change
 
-    @jit
-    def move(rng, state, s_dp, params, tuning):
-        # the whole database as one group that owns every cell and draws every row
-        theta, x, total = state.theta, state.x, state.total
-        inputs, group = whole_database(x, s_dp, params)
-        accepted, proposed, status, i, j, change = run(
-            rng, theta, prepare(theta), x, total, np.zeros(rows, np.int64), inputs, group)
-        if status != OK:
-            return state, math.nan, status
-        rate_seen = accepted / proposed if proposed else math.nan
-        return RecordState(theta, x, state.stats, total, state.log_g + change,
-                           state.kernel_state, state.move_state, state.clock,
-                           state.cells), rate_seen, OK
+    return run
+
+
+def _row_owners(base: RowBase):
+    """The group form's ``assign`` and ``theta_of``: each row of p drawn by the group that
+    owns its counts."""
+    prior_unit, rows, cells = base.prior_unit, base.rows, base.cells
 
     def assign(x, partition):
         """Each row of p drawn by the group that owns the row's counts in the model's
@@ -250,4 +273,4 @@ def _compile(prior_unit, parent, fixed, rows, cells, parents, top, alpha_fixed, 
         own = np.flatnonzero(row_group == g)
         return (own[:, None] * cells + np.arange(cells)).ravel()
 
-    return Move(move, group=GroupMove(prepare, run, assign, theta_of))
+    return assign, theta_of

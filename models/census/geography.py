@@ -167,12 +167,12 @@ class Geography:
         return self.names.index(name)
 
     def parents(self, name) -> np.ndarray:
-        """For each unit of level ``name`` (not the coarsest), the index of its parent.
+        """For each unit of level ``name``, the index of its parent.
 
         Parameters
         ----------
         name : str
-            A level's name.
+            A level's name, not the coarsest (whose units have no parent: a ValueError).
 
         Returns
         -------

@@ -45,7 +45,8 @@ import numpy as np
 import dawrap as dw
 
 from .draws import (compress_counts, dirichlet_into, dm_log_likelihood,
-                           dm_log_likelihood_grad, table_count)
+                    dm_log_likelihood_grad, table_count)
+from .prior import Prior, theta_layout
 
 __all__ = ["theta_kernel", "CensusKernelState", "kappa_state", "FLOOR"]
 
@@ -92,17 +93,18 @@ def nonzero_cells(counts, start, units, cells):
 
 
 @numba.njit(nogil=True, cache=True)
-def kappa_log_target(log_kappa, counts, start, positions, totals, probs, parent_start, parents,
-                     cells, shape, rate):
+def kappa_log_target(log_kappa, counts, positions, totals, probs, parents, cells, shape, rate):
     r"""Log of the conditional of :math:`\log\kappa` (Gamma(shape, rate) prior with its
-    Jacobian) for one level's counts, its probabilities integrated out (module docstring,
-    step 1): O(positive cells + units)."""
+    Jacobian) for one level's ``counts``, its probabilities integrated out (module docstring,
+    step 1): O(positive cells + units). ``positions`` and ``totals`` are the level's
+    :func:`nonzero_cells`, ``probs`` the parent level's probabilities and ``parents`` the
+    parent of each of the level's units."""
     kappa = math.exp(log_kappa)
     out = shape * log_kappa - rate * kappa
     for a in range(positions.shape[0]):
         v, c = positions[a] // cells, positions[a] % cells
-        b = kappa * max(probs[parent_start + parents[v] * cells + c], 1e-300)
-        out += math.lgamma(b + counts[start + positions[a]]) - math.lgamma(b)
+        b = kappa * max(probs[parents[v] * cells + c], 1e-300)
+        out += math.lgamma(b + counts[positions[a]]) - math.lgamma(b)
     lg = math.lgamma(kappa)
     for v in range(totals.shape[0]):
         if totals[v] > 0.0:
@@ -110,36 +112,66 @@ def kappa_log_target(log_kappa, counts, start, positions, totals, probs, parent_
     return out
 
 
-def theta_kernel(units, parents, cells: int, a0: float, b0: float, kappa_shape: float,
-                 kappa_rate: float, fixed_alpha, groups, share_prior: float,
-                 alpha_kernel: str, hyper_steps: int, step: float | None) -> dw.kernels.Kernel:
-    """The compiled theta step for prior levels of ``units`` (coarsest first) with
-    ``parents[l]`` the parent of each unit of level ``l >= 1``; ``fixed_alpha`` (or None: α
-    learned); ``groups`` (CSR ``(starts, units)``: the finest units of each unit with a
-    public total, or None when every finest unit's total is public)."""
-    levels = len(units)
-    U = np.array(units, np.int64)
-    toff = np.zeros(levels, np.int64)  # theta order: the finest level's p first
-    for l in range(levels - 2, -1, -1):
-        toff[l] = toff[l + 1] + U[l + 1] * cells
-    alpha_off = int(toff[0] + U[0] * cells)  # log_alpha (when learned), log_kappa, shares
-    learn_alpha = fixed_alpha is None
-    kappa_off = alpha_off + (cells if learn_alpha else 0)
-    share_off = kappa_off + levels - 1
-    parent = np.concatenate([np.zeros(1, np.int64)] + [np.asarray(parents[l], np.int64)
+class _Hierarchy(NamedTuple):
+    """The prior levels as the compiled step reads them (each field captured as a constant
+    of the step's code)."""
+    units: np.ndarray        # units per prior level, coarsest first
+    parent: np.ndarray       # every level's parents, level l's from parent_off[l] on
+    parent_off: np.ndarray
+    alpha_fixed: np.ndarray  # alpha when fixed (ones when learned: not read)
+    group_start: np.ndarray  # the finest units of each unit of public total (CSR), when
+    group_units: np.ndarray  # latent (placeholders otherwise)
+
+
+def _hierarchy(prior: Prior) -> _Hierarchy:
+    levels = len(prior.units)
+    parent = np.concatenate([np.zeros(1, np.int64)] + [np.asarray(prior.parents[l], np.int64)
                                                        for l in range(1, levels)])
-    poff = np.zeros(levels, np.int64)
+    parent_off = np.zeros(levels, np.int64)
     for l in range(2, levels):
-        poff[l] = poff[l - 1] + U[l - 1]
-    poff[1:] += 1
-    alpha_fixed = np.ones(cells) if learn_alpha else np.asarray(fixed_alpha, float)
-    latent = groups is not None
-    g_start, g_units = (groups if latent else (np.zeros(1, np.int64), np.zeros(1, np.int64)))
-    fine = int(U[levels - 1] * cells)
-    hmc = alpha_kernel == "hmc"
-    adapt = step is None
+        parent_off[l] = parent_off[l - 1] + prior.units[l - 1]
+    parent_off[1:] += 1
+    alpha_fixed = np.ones(prior.cells) if prior.alpha is None else np.asarray(prior.alpha,
+                                                                              float)
+    placeholder = (np.zeros(1, np.int64), np.zeros(1, np.int64))
+    group_start, group_units = prior.groups if prior.groups is not None else placeholder
+    return _Hierarchy(np.array(prior.units, np.int64), parent, parent_off, alpha_fixed,
+                      group_start, group_units)
+
+
+def theta_kernel(prior: Prior, alpha_kernel: str, hyper_steps: int,
+                 step: float | None) -> dw.kernels.Kernel:
+    """The compiled theta step (module docstring) of ``prior``: ``log_alpha`` by
+    ``alpha_kernel`` (``"hmc"`` or ``"metropolis"``), ``hyper_steps`` steps of each
+    hyperparameter's kernel per iteration, random walks of scale ``step`` (None: adapted
+    during warm-up)."""
     alpha_initial = np.array([0.1 if step is None else step])
     kappa_initial = np.array([0.3 if step is None else step])
+    alpha = _alpha_target(prior.cells, prior.a0, prior.b0)
+    hmc_kernel = dw.kernels.hmc(alpha.centred_logp_and_grad, step_size=0.1, path_length=1.5,
+                                max_steps=32, to_unconstrained=alpha.to_centred,
+                                to_constrained=alpha.from_centred)
+    walk = _WalkSettings(hyper_steps, step is None)
+    alpha_update = _alpha_update(alpha.logp, hmc_kernel.step, alpha_kernel == "hmc",
+                                 walk._replace(initial=alpha_initial))
+    kappa_update = _kappa_update(prior, walk._replace(initial=kappa_initial))
+    init_state = _init_state(prior, hmc_kernel if alpha_kernel == "hmc" else None,
+                             alpha_initial, kappa_initial)
+    return dw.kernels.Kernel(_step(prior, kappa_update, alpha_update), init_state,
+                             f"census_hierarchy({alpha_kernel})")
+
+
+class _AlphaTarget(NamedTuple):
+    logp: object                   # (log alpha, compressed counts) -> log density
+    logp_and_grad: object          # ... and its gradient in log alpha
+    to_centred: object             # log alpha -> the coordinates HMC moves in
+    from_centred: object
+    centred_logp_and_grad: object
+
+
+def _alpha_target(cells: int, a0: float, b0: float) -> _AlphaTarget:
+    """The conditional of ``log_alpha`` given the top level's (table) counts, every
+    probability integrated out (module docstring, step 2), compiled."""
 
     @numba.njit(nogil=True)
     def alpha_logp_and_grad(u, rows):
@@ -149,6 +181,10 @@ def theta_kernel(units, parents, cells: int, a0: float, b0: float, kappa_shape: 
         logp = a0 * u.sum() - b0 * alpha.sum() + dm_log_likelihood(alpha, rows)
         grad = a0 - b0 * alpha + dm_log_likelihood_grad(alpha, rows)
         return logp, grad
+
+    @numba.njit(nogil=True)
+    def alpha_logp(u, rows):
+        return alpha_logp_and_grad(u, rows)[0]
 
     # HMC moves in v = (mean of log alpha, log alpha_c - that mean for c < cells - 1), a
     # linear map (no Jacobian term): the overall concentration, which the counts determine
@@ -175,17 +211,104 @@ def theta_kernel(units, parents, cells: int, a0: float, b0: float, kappa_shape: 
         grad[1:] = g[:cells - 1] - g[cells - 1]
         return logp, grad
 
-    hmc_kernel = dw.kernels.hmc(centred_logp_and_grad, step_size=0.1, path_length=1.5,
-                                max_steps=32, to_unconstrained=to_centred,
-                                to_constrained=from_centred)
-    hmc_step = hmc_kernel.step
+    return _AlphaTarget(alpha_logp, alpha_logp_and_grad, to_centred, from_centred,
+                        centred_logp_and_grad)
+
+
+class _WalkSettings(NamedTuple):
+    """A hyperparameter's adaptive random walk: its steps per iteration, whether it adapts
+    during warm-up, and its initial scale."""
+    steps: int
+    adapt: bool
+    initial: np.ndarray | None = None
+
+
+def _random_walk(log_target, settings: _WalkSettings):
+    """``settings.steps`` adaptive random-walk Metropolis steps on ``log_target(point,
+    data)``, compiled: ``(rng, point, data, state, tuning) -> (point, mean acceptance)``."""
+    hyper_steps, adapt, initial = settings
     acceptance = dw.kernels.acceptance_probability
     rw_propose, rw_adapt = dw.kernels.rw_propose, dw.kernels.rw_adapt
+
+    @numba.njit(nogil=True)
+    def walk(rng, point, data, state, tuning):
+        current = log_target(point, data)
+        mean_accept = 0.0
+        for _ in range(hyper_steps):
+            proposal = rw_propose(rng, point, state, initial, ADAPT_AFTER)
+            candidate = log_target(proposal, data)
+            a = acceptance(candidate - current)
+            if a >= 1.0 or rng.random() < a:
+                point, current = proposal, candidate
+            if tuning and adapt:
+                rw_adapt(state, point, a, -1.0, ADAPT_AFTER, initial)
+            mean_accept += a / hyper_steps
+        return point, mean_accept
+
+    return walk
+
+
+def _kappa_update(prior: Prior, settings: _WalkSettings):
+    """Level ``l``'s ``log kappa`` updated by its random walk on its conditional (module
+    docstring, step 1), compiled: ``(rng, log_kappa, counts, l, probs, state, tuning) ->
+    (log_kappa, mean acceptance)``."""
+    cells, (kappa_shape, kappa_rate) = prior.cells, prior.kappa
+    hierarchy, toff = _hierarchy(prior), theta_layout(prior).level_off
+    U, parent, poff = hierarchy.units, hierarchy.parent, hierarchy.parent_off
+
+    @numba.njit(nogil=True)
+    def kappa_target(point, data):
+        counts, positions, totals, probs, parents = data
+        return kappa_log_target(point[0], counts, positions, totals, probs, parents, cells,
+                                kappa_shape, kappa_rate)
+
+    walk = _random_walk(kappa_target, settings)
+
+    @numba.njit(nogil=True)
+    def kappa_update(rng, log_kappa, counts, l, probs, state, tuning):
+        start = toff[l]
+        positions, totals = nonzero_cells(counts, start, U[l], cells)
+        data = (counts[start:], positions, totals, probs[toff[l - 1]:],
+                parent[poff[l]:poff[l] + U[l]])
+        lk, mean_accept = walk(rng, np.array([log_kappa]), data, state, tuning)
+        return lk[0], mean_accept
+
+    return kappa_update
+
+
+def _alpha_update(alpha_logp, hmc_step, hmc: bool, settings: _WalkSettings):
+    """``log_alpha`` updated by ``settings.steps`` steps of HMC (``hmc``) or of its random
+    walk (module docstring, step 2), compiled: ``(rng, u, rows, state, tuning) -> (u, mean
+    acceptance)``."""
+    hyper_steps = settings.steps
+    walk = _random_walk(alpha_logp, settings)
+
+    @numba.njit(nogil=True)
+    def alpha_update(rng, u, rows, state, tuning):
+        mean_accept = 0.0
+        if hmc:
+            for _ in range(hyper_steps):
+                u, info = hmc_step(rng, u, rows, rows[:0, 0], state, tuning)
+                mean_accept += info.theta_accept / hyper_steps
+            return u, mean_accept
+        return walk(rng, u, rows, state, tuning)
+
+    return alpha_update
+
+
+def _init_state(prior: Prior, hmc_kernel, alpha_initial, kappa_initial):
+    """The kernel's ``init_state(theta) -> CensusKernelState``: ``log_alpha``'s kernel state
+    (HMC's when ``hmc_kernel`` is given, else the random walk's), and the stacked random
+    walks of the concentrations."""
+    levels, cells, learn_alpha = len(prior.units), prior.cells, prior.alpha is None
+    lay = theta_layout(prior)
+    alpha_off, kappa_off = lay.alpha_off, lay.kappa_off
+
     def init_state(theta) -> CensusKernelState:
         if learn_alpha:
             u = np.asarray(theta[alpha_off:alpha_off + cells], float)
-            alpha = hmc_kernel.init_state(u) if hmc else dw.kernels.rw_init_state(u,
-                                                                                alpha_initial)
+            alpha = hmc_kernel.init_state(u) if hmc_kernel is not None else \
+                dw.kernels.rw_init_state(u, alpha_initial)
         else:  # not used: a placeholder of the right type
             alpha = dw.kernels.rw_init_state(np.zeros(1), alpha_initial)
         kappas = [dw.kernels.rw_init_state(
@@ -200,47 +323,17 @@ def theta_kernel(units, parents, cells: int, a0: float, b0: float, kappa_shape: 
             for f in RandomWalkState._fields))
         return CensusKernelState(alpha, stacked)
 
-    @numba.njit(nogil=True)
-    def kappa_update(rng, log_kappa, counts, l, probs, state, tuning):
-        start = toff[l]
-        positions, totals = nonzero_cells(counts, start, U[l], cells)
-        lk = np.array([log_kappa])
-        current = kappa_log_target(log_kappa, counts, start, positions, totals, probs,
-                                   toff[l - 1], parent[poff[l]:poff[l] + U[l]], cells,
-                                   kappa_shape, kappa_rate)
-        mean_accept = 0.0
-        for _ in range(hyper_steps):
-            proposal = rw_propose(rng, lk, state, kappa_initial, ADAPT_AFTER)
-            candidate = kappa_log_target(proposal[0], counts, start, positions, totals, probs,
-                                         toff[l - 1], parent[poff[l]:poff[l] + U[l]], cells,
-                                         kappa_shape, kappa_rate)
-            a = acceptance(candidate - current)
-            if a >= 1.0 or rng.random() < a:
-                lk, current = proposal, candidate
-            if tuning and adapt:
-                rw_adapt(state, lk, a, -1.0, ADAPT_AFTER, kappa_initial)
-            mean_accept += a / hyper_steps
-        return lk[0], mean_accept
+    return init_state
 
-    @numba.njit(nogil=True)
-    def alpha_update(rng, u, rows, state, tuning):
-        mean_accept = 0.0
-        if hmc:
-            for _ in range(hyper_steps):
-                u, info = hmc_step(rng, u, rows, rows[:0, 0], state, tuning)
-                mean_accept += info.theta_accept / hyper_steps
-            return u, mean_accept
-        logp = alpha_logp_and_grad(u, rows)[0]
-        for _ in range(hyper_steps):
-            proposal = rw_propose(rng, u, state, alpha_initial, ADAPT_AFTER)
-            candidate = alpha_logp_and_grad(proposal, rows)[0]
-            a = acceptance(candidate - logp)
-            if a >= 1.0 or rng.random() < a:
-                u, logp = proposal, candidate
-            if tuning and adapt:
-                rw_adapt(state, u, a, -1.0, ADAPT_AFTER, alpha_initial)
-            mean_accept += a / hyper_steps
-        return u, mean_accept
+
+def _step(prior: Prior, kappa_update, alpha_update):
+    """The compiled step ``(rng, theta, x, stats, state, tuning) -> (theta, mean
+    acceptance)``: steps 1-4 of the module docstring."""
+    levels, cells, learn_alpha = len(prior.units), prior.cells, prior.alpha is None
+    latent, share_prior = prior.groups is not None, prior.share_prior
+    lay, hierarchy = theta_layout(prior), _hierarchy(prior)
+    toff, alpha_off, kappa_off, share_off, fine = lay
+    U, parent, poff, alpha_fixed, g_start, g_units = hierarchy
 
     @numba.njit(nogil=True)
     def step(rng, theta, x, stats, state, tuning):
@@ -296,4 +389,4 @@ def theta_kernel(units, parents, cells: int, a0: float, b0: float, kappa_shape: 
                     out[share_off + g_units[j]] = share[j - a]
         return out, (accept / accepts if accepts > 0 else math.nan)
 
-    return dw.kernels.Kernel(step, init_state, f"census_hierarchy({alpha_kernel})")
+    return step

@@ -33,20 +33,16 @@ latent finest unit. Building the persons' index by unit costs O(n + units) per i
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
-from dawrap.extend import Move, MoveBuilder
-from dawrap.extend import merge_entries
-from dawrap.extend import (GroupMove, apply_group_change, group_density_change_of,
-                                         whole_database)
-from dawrap.extend import BAD_PARTITION
-from dawrap.extend import RecordState
-from dawrap.extend import BAD_ENTRIES, BAD_RATIO, OK
+from dawrap.extend import OK, GroupMove, Move, MoveBuilder
 
+from .moves import SparseRelease, proposals, serial_move, sparse_release
 from .._shared import closure_jit
 
-__all__ = ["RATE", "PINNED_SIGMA", "auto_rate", "pair_move", "unit_ranges"]
+__all__ = ["RATE", "PINNED_SIGMA", "auto_rate", "pair_move", "UnitRanges", "unit_ranges"]
 
 #: Proposals per person and iteration: each proposal involves two persons, so 0.5 gives
 #: every person one proposal on average.
@@ -85,11 +81,17 @@ def auto_rate(mechanism, finest: int) -> float:
     return RATE if coarse and min(coarse) <= PINNED_SIGMA else 0.0
 
 
-def unit_ranges(ancestors: np.ndarray):
-    """The finest units in nested order and, for every coarser level ``l`` and unit ``v``,
-    the range ``[lo[l, v], hi[l, v])`` of that order holding ``v``'s finest units.
+class UnitRanges(NamedTuple):
+    """The finest units in nested order (``position[u]``: finest unit ``u``'s place in it)
+    and, for every coarser level ``l`` and unit ``v``, the range ``[lo[l, v], hi[l, v])`` of
+    that order holding ``v``'s finest units (:func:`unit_ranges`)."""
+    position: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
 
-    Returns ``(position, lo, hi)``: ``position[u]`` is finest unit ``u``'s place in the order.
+
+def unit_ranges(ancestors: np.ndarray) -> UnitRanges:
+    """The :class:`UnitRanges` of a geography with ``ancestors`` (levels x finest units).
 
     Examples
     --------
@@ -112,7 +114,7 @@ def unit_ranges(ancestors: np.ndarray):
     for l in range(levels):
         np.minimum.at(lo[l], ancestors[l, order], np.arange(order.shape[0]))
         np.maximum.at(hi[l], ancestors[l, order], np.arange(1, order.shape[0] + 1))
-    return position, lo, hi
+    return UnitRanges(position, lo, hi)
 
 
 #: How messages name the move.
@@ -130,43 +132,59 @@ def pair_move(ancestors: np.ndarray, prior_unit: np.ndarray, cells: int,
     ancestors = np.asarray(ancestors, np.int64)
     if ancestors.shape[0] < 2 or rate == 0:
         return None
-    position, lo, hi = unit_ranges(ancestors)
+    ranges = unit_ranges(ancestors)
     above = np.ascontiguousarray(ancestors[:-1])
     prior_unit = np.asarray(prior_unit, np.int64)
 
     def build(mechanism):
-        if mechanism.sparse is None or mechanism.coordinate_log_density is None:
+        release = sparse_release(mechanism)
+        if release is None:
             return None
         used = auto_rate(mechanism, ancestors.shape[0] - 1) if rate == "auto" else rate
         if used == 0:
             return None
-        return _compile(above, position, lo, hi, prior_unit, int(cells), float(used),
-                        mechanism.sparse.entries, int(mechanism.sparse.nnz),
-                        mechanism.coordinate_log_density, int(mechanism.size))._replace(
-            name=NAME, frees_shared_cells=True, optional=rate == "auto")
+        jit = closure_jit(above, *ranges, prior_unit)
+        run = _group_run(jit, above, ranges, prior_unit, int(cells), float(used), release)
+        prepare = _no_table(jit)
+        return Move(serial_move(jit, prepare, run, 0), NAME,
+                    GroupMove(prepare, run, _any_partition, _no_theta), optional=rate == "auto",
+                    frees_shared_cells=True)
 
     return MoveBuilder(build, NAME)
 
 
-def _compile(above, position, lo, hi, prior_unit, cells, rate, entries, nnz, log_density,
-             size):
-    levels, units = above.shape[0], position.shape[0]
-    change_of = group_density_change_of(log_density)
-    jit = closure_jit(above, position, lo, hi, prior_unit)
-
+def _no_table(jit):
     @jit
     def prepare(theta):  # the move reads theta itself: nothing to build
         return np.zeros(0)
 
+    return prepare
+
+
+def _any_partition(x, partition):
+    """Any partition: a group's persons exchange cells among themselves."""
+    return np.zeros(0, np.int64)
+
+
+def _no_theta(layout, g):
+    return np.zeros(0, np.int64)  # it draws no part of theta
+
+
+def _group_run(jit, above, ranges: UnitRanges, prior_unit, cells: int, rate: float,
+               release: SparseRelease):
+    """The group form's compiled ``run``: group ``group.g``'s proposals, its persons
+    ``members`` exchanging cells among themselves (the whole database is group 0 of one,
+    owning every cell: :func:`~dawrap.models.census.moves.serial_move`)."""
+    position, lo, hi = ranges
+    levels, units = above.shape[0], position.shape[0]
+    scratch, merge, weigh = proposals(release, 2)
+
     @jit
     def run(rng, theta, table, x, total, layout, inputs, group):
-        # group g's proposals, its persons ``members`` exchanging cells among themselves
-        # (the whole database is group 0 of one, owning every cell: the serial move below).
         # In a group, j is drawn among the group's persons of i's unit: from the exchanged
         # database the same j is drawn with the same probability, so the proposal stays
         # symmetric, whichever groups share the unit.
-        s_dp, slot_of, members, local_total = (inputs.s_dp, inputs.slot_of, group.members,
-                                               group.local_total)
+        s_dp, members = inputs.s_dp, group.members
         n = members.shape[0]
         # the persons by finest unit, units in nested order: a unit of any coarser level
         # holds a contiguous run of ranks (a counting sort, O(n + units)); each rank's unit
@@ -186,9 +204,7 @@ def _compile(above, position, lo, hi, prior_unit, cells, rate, entries, nnz, log
             person[fill[k]], rank_of[a] = i, fill[k]
             packed[fill[k]] = int(x[i, 0]) * cells + int(x[i, 1])
             fill[k] += 1
-        index, value = np.empty(nnz, np.int64), np.empty(nnz)
-        touched, delta = np.empty(4 * nnz, np.int64), np.empty(4 * nnz)
-        record = np.empty(2)
+        work = scratch()
         log_g_change = 0.0
         proposed, accepted = 0, 0
         # The first persons in storage order, from a random place on (wrapping round): each
@@ -212,25 +228,13 @@ def _compile(above, position, lo, hi, prior_unit, cells, rate, entries, nnz, log
             after = theta[ri + cj] * theta[rj + ci]
             if after <= 0.0:
                 continue
-            log_alpha = math.log(after) - math.log(theta[ri + ci] * theta[rj + cj])
-            used = 0
-            for unit, cell_before, cell_after in ((u, ci, cj), (uj, cj, ci)):
-                record[0] = unit
-                for sign, cell in ((-1.0, cell_before), (1.0, cell_after)):
-                    record[1] = cell
-                    if used >= 0:
-                        used = merge_entries(entries(record, s_dp, index, value), index,
-                                             value, sign, nnz, size, touched, delta, used)
-            if used < 0:
-                return accepted, proposed, BAD_ENTRIES, i, -1, log_g_change
-            change, foreign = change_of(total, touched, delta, used, inputs, group)
-            if foreign >= 0:
-                return accepted, proposed, BAD_PARTITION, i, foreign, log_g_change
-            log_alpha += change
-            if log_alpha != log_alpha:
-                return accepted, proposed, BAD_RATIO, i, -1, log_g_change
-            if log_alpha >= 0.0 or rng.random() < math.exp(log_alpha):
-                apply_group_change(total, local_total, slot_of, touched, delta, used)
+            log_ratio = math.log(after) - math.log(theta[ri + ci] * theta[rj + cj])
+            used = merge(work, s_dp, uj, cj, ci, merge(work, s_dp, u, ci, cj, 0))
+            status, foreign, change, accept = weigh(rng, log_ratio, used, total, work, inputs,
+                                                    group)
+            if status != OK:
+                return accepted, proposed, status, i, foreign, log_g_change
+            if accept:
                 x[i, 1] = cj
                 packed[rank_of[a]] = u * cells + cj
                 x[person[r], 1] = ci
@@ -239,25 +243,4 @@ def _compile(above, position, lo, hi, prior_unit, cells, rate, entries, nnz, log
                 accepted += 1
         return accepted, proposed, OK, -1, -1, log_g_change
 
-    @jit
-    def move(rng, state, s_dp, params, tuning):
-        # the whole database as one group that owns every cell
-        theta, x, total = state.theta, state.x, state.total
-        inputs, group = whole_database(x, s_dp, params)
-        accepted, proposed, status, i, j, change = run(
-            rng, theta, np.zeros(0), x, total, np.zeros(0, np.int64), inputs, group)
-        if status != OK:
-            return state, math.nan, status
-        rate_seen = accepted / proposed if proposed else math.nan
-        return RecordState(theta, x, state.stats, total, state.log_g + change,
-                           state.kernel_state, state.move_state, state.clock,
-                           state.cells), rate_seen, OK
-
-    def assign(x, partition):
-        """Any partition: a group's persons exchange cells among themselves."""
-        return np.zeros(0, np.int64)
-
-    def theta_of(layout, g):
-        return np.zeros(0, np.int64)  # it draws no part of theta
-
-    return Move(move, group=GroupMove(prepare, run, assign, theta_of))
+    return run

@@ -273,27 +273,8 @@ class CensusRelease(LevelledDiscreteGaussian):
         super().__init__(stat, layout.sizes, [q.rho for q in layout.queries], math.sqrt(2.0))
 
     def total(self, x, s_dp=None) -> np.ndarray:
-        """The release's true counts (before noise) of the records ``x``, checked
-        (:meth:`Layout.check_records`); :meth:`release` computes its total here too.
-
-        Parameters
-        ----------
-        x : array_like of shape (n, 2)
-            Records ``[unit, cell]``.
-        s_dp : ignored
-            (The statistic does not depend on the release.)
-
-        Returns
-        -------
-        ndarray of shape (size,)
-
-        Examples
-        --------
-        >>> from dawrap.models import census
-        >>> geo = census.Geography({"block": [0, 1]}, 2)
-        >>> census.discrete_gaussian(geo, [census.query("block", "total")]).total([[1, 0]])
-        array([0., 1.])
-        """
+        # the base's total (its docstring) of the records checked (the class docstring);
+        # release computes its total here too
         return super().total(layout_of(self).check_records(x), s_dp)
 
 

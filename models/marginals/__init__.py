@@ -401,7 +401,7 @@ def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0,
                      allow_uncovered=allow_uncovered)
     fns = _graphical.functions(tree, float(alpha))
     size = _graphical.layout(tree).size
-    draw_theta = fns["draw_theta"]
+    draw_theta = fns.draw_theta
     no_records = np.empty((0, len(domain.levels)))
 
     def draw_prior(rng):
@@ -440,13 +440,13 @@ def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0,
         return init_x if init_x is not None else out.simulate(theta, n, seed=rng)
 
     out = dw.Model(params=params, record_size=len(domain.levels),
-                   draw_record=fns["draw_record"], draw_theta=draw_theta,
-                   draw_prior=draw_prior, model_stat=fns["clique_counts"], stat_size=size,
-                   prepared=dw.PreparedDraw(fns["prepare"], fns["draw_from_table"]),
-                   theta_support=fns["theta_support"], record_support=fns["record_support"],
+                   draw_record=fns.draw_record, draw_theta=draw_theta,
+                   draw_prior=draw_prior, model_stat=fns.clique_counts, stat_size=size,
+                   prepared=dw.PreparedDraw(fns.prepare, fns.draw_from_table),
+                   theta_support=fns.theta_support, record_support=fns.record_support,
                    name=f"marginals({shown})", dims=dims, coords=coords or None,
                    start_database=start_database, records_move=moves,
-                   propose_record=fns["propose_attribute"] if proposal == "attribute"
+                   propose_record=fns.propose_attribute if proposal == "attribute"
                    else None)
     out.structure, out.domain, out.alpha = tree, domain, float(alpha)
     out.released = released
@@ -480,10 +480,9 @@ def mechanism(levels, marginals, noise) -> MarginalRelease:
 
     Examples
     --------
-    >>> import numpy as np
     >>> from dawrap.models import marginals
     >>> mech = marginals.mechanism([2, 2], [(0,), (0, 1)], marginals.Noise("geometric", 2.0))
-    >>> mech.total(np.array([[0, 1], [1, 1], [1, 0]]))       # x0: 1, 2; (x0, x1): 0 1 1 1
+    >>> mech.total([[0, 1], [1, 1], [1, 0]])                 # x0: 1, 2; (x0, x1): 0 1 1 1
     array([1., 2., 0., 1., 1., 1.])
     >>> mech.privacy
     {'epsilon': 2.0}
@@ -494,18 +493,23 @@ def mechanism(levels, marginals, noise) -> MarginalRelease:
                            domain.attributes)
 
 
-def _budgets(value, count: int, name: str) -> list:
-    values = np.broadcast_to(np.asarray(value, dtype=float), (count,)) \
-        if np.ndim(value) == 0 else np.asarray(value, dtype=float)
-    if values.shape != (count,):
-        raise ValueError(f"{name} must be one value or one per table ({count}), got {value!r}")
-    return list(values)
+def _every_table(levels, marginals, budget, name: str, noise) -> MarginalRelease:
+    """:func:`mechanism` with noise ``noise(b)`` on each table, ``b`` its budget: ``budget``
+    is one value for every table or one per table (a ValueError names ``name``)."""
+    domain = Domain.of(levels)
+    tables = _released(domain, marginals)
+    values = np.broadcast_to(np.asarray(budget, dtype=float), (len(tables),)) \
+        if np.ndim(budget) == 0 else np.asarray(budget, dtype=float)
+    if values.shape != (len(tables),):
+        raise ValueError(f"{name} must be one value or one per table ({len(tables)}), got "
+                         f"{budget!r}")
+    return mechanism(domain, tables, [noise(b) for b in list(values)])
 
 
 @dw.recipe
 def laplace(levels, marginals, epsilon) -> MarginalRelease:
-    """Every table with Laplace noise, table ``m`` ``epsilon[m]``-DP (scale ``2/epsilon``;
-    one value applies to every table).
+    """The :class:`MarginalRelease` of every table with Laplace noise, table ``m``
+    ``epsilon[m]``-DP (scale ``2/epsilon``; one value applies to every table).
 
     Parameters
     ----------
@@ -514,37 +518,20 @@ def laplace(levels, marginals, epsilon) -> MarginalRelease:
     epsilon : float or sequence of float
         The budget of each table; the release is ``sum(epsilon)``-DP.
 
-    Returns
-    -------
-    MarginalRelease
-
     Examples
     --------
     >>> from dawrap.models import marginals
     >>> marginals.laplace([2, 3], [(0,), (1,)], epsilon=0.5).privacy
     {'epsilon': 1.0}
     """
-    domain = Domain.of(levels)
-    tables = _released(domain, marginals)
-    return mechanism(domain, tables, [Noise.laplace(e) for e in
-                                      _budgets(epsilon, len(tables), "epsilon")])
+    return _every_table(levels, marginals, epsilon, "epsilon", Noise.laplace)
 
 
 @dw.recipe
 def geometric(levels, marginals, epsilon) -> MarginalRelease:
-    """Every table with two-sided geometric noise, table ``m`` ``epsilon[m]``-DP.
-
-    Parameters
-    ----------
-    levels, marginals
-        As for :func:`mechanism`.
-    epsilon : float or sequence of float
-        The budget of each table.
-
-    Returns
-    -------
-    MarginalRelease
-        Integer releases; ``release(x, secure=True)`` publishes with exact noise.
+    """Every table with two-sided geometric noise, table ``m`` ``epsilon[m]``-DP: the
+    release of :func:`laplace` (the same arguments) in integers, which ``release(x,
+    secure=True)`` publishes with exact noise.
 
     Examples
     --------
@@ -554,26 +541,14 @@ def geometric(levels, marginals, epsilon) -> MarginalRelease:
     >>> s_dp.shape, bool((s_dp == s_dp.round()).all())
     ((6,), True)
     """
-    domain = Domain.of(levels)
-    tables = _released(domain, marginals)
-    return mechanism(domain, tables, [Noise.geometric(e) for e in
-                                      _budgets(epsilon, len(tables), "epsilon")])
+    return _every_table(levels, marginals, epsilon, "epsilon", Noise.geometric)
 
 
 @dw.recipe
 def gaussian(levels, marginals, rho) -> MarginalRelease:
-    """Every table with Gaussian noise, table ``m`` ``rho[m]``-zCDP (sigma ``1/sqrt(rho)``).
-
-    Parameters
-    ----------
-    levels, marginals
-        As for :func:`mechanism`.
-    rho : float or sequence of float
-        The budget of each table; the release is ``sum(rho)``-zCDP.
-
-    Returns
-    -------
-    MarginalRelease
+    """Every table with Gaussian noise, table ``m`` ``rho[m]``-zCDP (sigma ``1/sqrt(rho)``):
+    ``rho`` as ``epsilon`` of :func:`laplace`, one value or one per table, the release
+    ``sum(rho)``-zCDP.
 
     Examples
     --------
@@ -582,27 +557,14 @@ def gaussian(levels, marginals, rho) -> MarginalRelease:
     >>> mech.privacy, mech.noise_variance()[[0, 2]]           # sigma^2 = 1 / rho
     ({'rho': 0.75}, array([2., 4.]))
     """
-    domain = Domain.of(levels)
-    tables = _released(domain, marginals)
-    return mechanism(domain, tables, [Noise.gaussian(r) for r in
-                                      _budgets(rho, len(tables), "rho")])
+    return _every_table(levels, marginals, rho, "rho", Noise.gaussian)
 
 
 @dw.recipe
 def discrete_gaussian(levels, marginals, rho) -> MarginalRelease:
-    """Every table with discrete Gaussian noise, table ``m`` ``rho[m]``-zCDP.
-
-    Parameters
-    ----------
-    levels, marginals
-        As for :func:`mechanism`.
-    rho : float or sequence of float
-        The budget of each table.
-
-    Returns
-    -------
-    MarginalRelease
-        Integer releases; ``release(x, secure=True)`` publishes with exact noise.
+    """Every table with discrete Gaussian noise, table ``m`` ``rho[m]``-zCDP: the release of
+    :func:`gaussian` (the same arguments) in integers, which ``release(x, secure=True)``
+    publishes with exact noise.
 
     Examples
     --------
@@ -610,10 +572,7 @@ def discrete_gaussian(levels, marginals, rho) -> MarginalRelease:
     >>> marginals.discrete_gaussian([2, 2], [(0, 1)], rho=1.0).privacy
     {'rho': 1.0}
     """
-    domain = Domain.of(levels)
-    tables = _released(domain, marginals)
-    return mechanism(domain, tables, [Noise.discrete_gaussian(r) for r in
-                                      _budgets(rho, len(tables), "rho")])
+    return _every_table(levels, marginals, rho, "rho", Noise.discrete_gaussian)
 
 
 @dw.recipe

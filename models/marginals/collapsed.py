@@ -93,10 +93,10 @@ def _compile(structure, alpha, rate, entries, nnz, log_density, size):
     lay = _graphical.layout(structure)
     k, d = len(structure.cliques), len(structure.levels)
     attr, length, res_size, offset = lay.attr, lay.length, lay.res_size, lay.offset
-    concentration = np.array([alpha / (lay.sep_size[c] * res_size[c]) for c in range(k)])
+    concentration = lay.concentration(alpha)
     fns = _graphical.functions(structure, alpha)
     draw_theta, cell_of, separator_index, write_residual = (
-        fns["draw_theta"], fns["clique_cell"], fns["separator_index"], fns["write_residual"])
+        fns.draw_theta, fns.clique_cell, fns.separator_index, fns.write_residual)
     density_change = density_change_of(log_density)
     jit = closure_jit(attr, length, res_size, offset, concentration)
 

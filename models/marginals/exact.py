@@ -64,7 +64,6 @@ class ExactPosterior:
 
     Examples
     --------
-    >>> import numpy as np
     >>> from dawrap.models import marginals
     >>> model = marginals.model([2, 2], [(0,), (1,)], alpha=2.0)
     >>> mech = marginals.laplace([2, 2], [(0,), (1,)], epsilon=1.0)
@@ -103,11 +102,9 @@ class ExactPosterior:
 
         Examples
         --------
-        >>> import numpy as np
         >>> from dawrap.models import marginals
-        >>> model = marginals.model([2, 2], [(0,), (1,)], alpha=2.0)
-        >>> mech = marginals.laplace([2, 2], [(0,), (1,)], epsilon=1.0)
-        >>> exact = marginals.exact_posterior(model, mech, [2.3, 0.1, 1.2, 0.9], 2)
+        >>> exact = marginals.exact_posterior(marginals.model([2, 2], [(0,), (1,)], alpha=2.0),
+        ...     marginals.laplace([2, 2], [(0,), (1,)], 1.0), [2.3, 0.1, 1.2, 0.9], 2)
         >>> p0 = exact.theta(0)                 # P(x0 = 0): a mixture of Betas
         >>> bool(0.5 < p0.mean() < 1.0)         # the release leans towards x0 = 0
         True
@@ -128,11 +125,9 @@ class ExactPosterior:
 
         Examples
         --------
-        >>> import numpy as np
         >>> from dawrap.models import marginals
-        >>> model = marginals.model([2, 2], [(0,), (1,)], alpha=2.0)
-        >>> mech = marginals.laplace([2, 2], [(0,), (1,)], epsilon=1.0)
-        >>> exact = marginals.exact_posterior(model, mech, [2.3, 0.1, 1.2, 0.9], 2)
+        >>> exact = marginals.exact_posterior(marginals.model([2, 2], [(0,), (1,)], alpha=2.0),
+        ...     marginals.laplace([2, 2], [(0,), (1,)], 1.0), [2.3, 0.1, 1.2, 0.9], 2)
         >>> exact.predictive().shape, round(float(exact.predictive().sum()), 12)
         ((4,), 1.0)
         """
@@ -151,19 +146,14 @@ class ExactPosterior:
         return self.weights @ np.exp(log_p)
 
     def mean_table(self) -> np.ndarray:
-        """The posterior mean of the full table of the confidential records.
-
-        Returns
-        -------
-        ndarray of shape (cells,)
+        """The posterior mean of the full table of the confidential records, an ndarray of
+        shape (cells,) over the joint cells.
 
         Examples
         --------
-        >>> import numpy as np
         >>> from dawrap.models import marginals
-        >>> model = marginals.model([2, 2], [(0,), (1,)], alpha=2.0)
-        >>> mech = marginals.laplace([2, 2], [(0,), (1,)], epsilon=1.0)
-        >>> exact = marginals.exact_posterior(model, mech, [2.3, 0.1, 1.2, 0.9], 2)
+        >>> exact = marginals.exact_posterior(marginals.model([2, 2], [(0,), (1,)], alpha=2.0),
+        ...     marginals.laplace([2, 2], [(0,), (1,)], 1.0), [2.3, 0.1, 1.2, 0.9], 2)
         >>> round(float(exact.mean_table().sum()), 12)                # n = 2 records
         2.0
         """

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -30,7 +31,7 @@ import dawrap as dw
 from .junction_tree import Structure
 from .._shared import closure_jit
 
-__all__ = ["Layout", "layout", "functions", "log_dirichlet_fill"]
+__all__ = ["Layout", "layout", "GraphicalFunctions", "functions", "log_dirichlet_fill"]
 
 
 class Layout:
@@ -72,6 +73,11 @@ class Layout:
         self.max_sep = int(self.sep_size.max())
         self.max_res = int(self.res_size.max())
 
+    def concentration(self, alpha: float) -> np.ndarray:
+        r"""Each clique's concentration per cell, :math:`\alpha_C = a / |\mathcal X_C|`, for
+        the equivalent sample size ``alpha``."""
+        return alpha / (self.sep_size * self.res_size)
+
 
 @functools.lru_cache(maxsize=32)
 def layout(structure: Structure) -> Layout:
@@ -103,27 +109,51 @@ def log_dirichlet_fill(rng, shapes, out):
         out[j] /= total
 
 
+class GraphicalFunctions(NamedTuple):
+    """The decomposable model's compiled functions (:func:`functions`)."""
+    draw_theta: object         # (rng, theta, x, stats) -> theta from its conditional
+    prepare: object            # (theta) -> each clique's categorical tables, once per sweep
+    draw_from_table: object    # (rng, theta, table, out): a record by ancestral sampling
+    draw_record: object        # (rng, theta, out): the same by a scan (the reference)
+    propose_attribute: object  # (rng, theta, x_i, out): one attribute from its conditional
+    clique_counts: object      # (x_i, out): the model statistic (sparse)
+    clique_cell: object        # (x_i, c): a record's cell of clique c
+    separator_index: object    # (c, out): the offset of a record's separator row in clique c
+    write_residual: object     # (c, j, out): a residual's attributes from its index
+    theta_support: object      # (theta) -> bool
+    record_support: object     # (x_i) -> bool
+
+
 @functools.lru_cache(maxsize=32)
-def functions(structure: Structure, alpha: float):
-    """The model's compiled functions for ``structure`` and equivalent sample size
-    ``alpha``: a dict with ``draw_theta``, ``prepare``, ``draw_from_table``, ``draw_record``,
-    ``propose_attribute`` (one attribute from its conditional given the others),
-    ``clique_counts`` (sparse), ``clique_cell`` (a record's cell of a clique),
-    ``separator_index`` (the offset of a record's separator row in a clique's table),
-    ``write_residual`` (a residual's attributes from its index), ``theta_support``,
-    ``record_support``."""
+def functions(structure: Structure, alpha: float) -> GraphicalFunctions:
+    """The model's compiled functions (:class:`GraphicalFunctions`) for ``structure`` and
+    equivalent sample size ``alpha``."""
     lay = layout(structure)
-    k, d, size = len(structure.cliques), len(structure.levels), lay.size
+    jit = closure_jit(lay.levels, lay.attr, lay.stride, lay.length, lay.sep_length,
+                      lay.res_size, lay.sep_size, lay.parent, lay.offset, lay.in_separator,
+                      lay.guide_length, lay.guide_offset, lay.concentration(alpha))
+    cells = _clique_cells(jit, lay)
+    draw_theta, theta_support = _theta_functions(jit, lay, alpha, cells.separator_marginal)
+    prepare, draw_from_table, draw_record = _record_draws(jit, lay, cells)
+    clique_counts, record_support = _statistic(jit, lay, cells.clique_cell)
+    return GraphicalFunctions(draw_theta, prepare, draw_from_table, draw_record,
+                              _attribute_proposal(jit, lay, cells.separator_index),
+                              clique_counts, cells.clique_cell, cells.separator_index,
+                              cells.write_residual, theta_support, record_support)
+
+
+class _CliqueCells(NamedTuple):
+    separator_marginal: object
+    separator_index: object
+    write_residual: object
+    clique_cell: object
+
+
+def _clique_cells(jit, lay: Layout) -> _CliqueCells:
+    """Where a record or a separator configuration lies in a clique's table."""
     levels, attr, stride, length = lay.levels, lay.attr, lay.stride, lay.length
-    sep_length, res_size, sep_size = lay.sep_length, lay.res_size, lay.sep_size
+    sep_length, sep_size = lay.sep_length, lay.sep_size
     parent, offset, in_separator = lay.parent, lay.offset, lay.in_separator
-    guide_length, guide_offset = lay.guide_length, lay.guide_offset
-    max_sep, max_res, guides = lay.max_sep, lay.max_res, int(lay.guide_offset[-1])
-    max_levels = int(levels.max())
-    concentration = np.array([alpha / (sep_size[c] * res_size[c]) for c in range(k)])
-    arrays = (levels, attr, stride, length, sep_length, res_size, sep_size, parent, offset,
-              in_separator, guide_length, guide_offset, concentration)
-    jit = closure_jit(*arrays)
 
     @jit
     def separator_marginal(table, c, out):
@@ -139,41 +169,6 @@ def functions(structure: Structure, alpha: float):
                 if in_separator[c, p] != 0:
                     s += ((j // stride[q, p]) % levels[attr[q, p]]) * in_separator[c, p]
             out[s] += table[offset[q] + j]
-
-    @jit
-    def draw_theta(rng, theta, x, stats):
-        new = np.empty(size)
-        p_sep, shapes = np.empty(max_sep), np.empty(max_res)
-        for c in range(k):
-            separator_marginal(new, c, p_sep)
-            r = res_size[c]
-            for s in range(sep_size[c]):
-                base = offset[c] + s * r
-                for j in range(r):
-                    shapes[j] = concentration[c] + stats[base + j]
-                log_dirichlet_fill(rng, shapes[:r], new[base:base + r])
-                for j in range(r):
-                    new[base + j] *= p_sep[s]
-        return new
-
-    @jit
-    def prepare(theta):
-        cumulative = np.empty(size)
-        guide = np.empty(guides, dtype=np.int32)
-        row = np.empty(max_res)
-        for c in range(k):
-            r = res_size[c]
-            for s in range(sep_size[c]):
-                base = offset[c] + s * r
-                total = 0.0
-                for j in range(r):
-                    total += theta[base + j]
-                for j in range(r):  # the conditional p(x_R | x_S); any row if p_S = 0
-                    row[j] = theta[base + j] / total if 0.0 < total < math.inf else 1.0 / r
-                g = guide_offset[c] + s * guide_length[c]
-                dw.random.fill_categorical_table(row[:r], cumulative[base:base + r],
-                                                 guide[g:g + guide_length[c]])
-        return cumulative, guide
 
     @jit
     def separator_index(c, out):
@@ -195,6 +190,87 @@ def functions(structure: Structure, alpha: float):
         for p in range(length[c]):
             j += int(x_i[attr[c, p]]) * stride[c, p]
         return j
+
+    return _CliqueCells(separator_marginal, separator_index, write_residual, clique_cell)
+
+
+def _theta_functions(jit, lay: Layout, alpha: float, separator_marginal):
+    """``draw_theta`` (the hyper-Dirichlet posterior, root first: module docstring) and
+    ``theta_support`` (every clique table a distribution, neighbours agreeing on their
+    separators)."""
+    k, size, max_sep, max_res = lay.parent.shape[0], lay.size, lay.max_sep, lay.max_res
+    res_size, sep_size, offset = lay.res_size, lay.sep_size, lay.offset
+    concentration = lay.concentration(alpha)
+
+    @jit
+    def draw_theta(rng, theta, x, stats):
+        new = np.empty(size)
+        p_sep, shapes = np.empty(max_sep), np.empty(max_res)
+        for c in range(k):
+            separator_marginal(new, c, p_sep)
+            r = res_size[c]
+            for s in range(sep_size[c]):
+                base = offset[c] + s * r
+                for j in range(r):
+                    shapes[j] = concentration[c] + stats[base + j]
+                log_dirichlet_fill(rng, shapes[:r], new[base:base + r])
+                for j in range(r):
+                    new[base + j] *= p_sep[s]
+        return new
+
+    @jit
+    def theta_support(theta):
+        p_sep = np.empty(max_sep)
+        for c in range(k):
+            total = 0.0
+            for j in range(offset[c], offset[c + 1]):
+                if not 0.0 <= theta[j] <= 1.0:
+                    return False
+                total += theta[j]
+            if abs(total - 1.0) > 1e-9:
+                return False
+            # the clique's and its parent's marginals of the separator agree
+            separator_marginal(theta, c, p_sep)
+            r = res_size[c]
+            for s in range(sep_size[c]):
+                own = 0.0
+                for j in range(r):
+                    own += theta[offset[c] + s * r + j]
+                if abs(own - p_sep[s]) > 1e-9:
+                    return False
+        return True
+
+    return draw_theta, theta_support
+
+
+def _record_draws(jit, lay: Layout, cells: _CliqueCells):
+    r"""A record from :math:`p_\theta` by ancestral sampling along the tree:
+    ``draw_from_table`` from the categorical tables ``prepare`` builds once per sweep,
+    ``draw_record`` by a scan with the same arithmetic (the reference)."""
+    k, size, max_res, guides = lay.parent.shape[0], lay.size, lay.max_res, \
+        int(lay.guide_offset[-1])
+    res_size, sep_size, offset = lay.res_size, lay.sep_size, lay.offset
+    guide_length, guide_offset = lay.guide_length, lay.guide_offset
+    separator_index, write_residual = cells.separator_index, cells.write_residual
+
+    @jit
+    def prepare(theta):
+        cumulative = np.empty(size)
+        guide = np.empty(guides, dtype=np.int32)
+        row = np.empty(max_res)
+        for c in range(k):
+            r = res_size[c]
+            for s in range(sep_size[c]):
+                base = offset[c] + s * r
+                total = 0.0
+                for j in range(r):
+                    total += theta[base + j]
+                for j in range(r):  # the conditional p(x_R | x_S); any row if p_S = 0
+                    row[j] = theta[base + j] / total if 0.0 < total < math.inf else 1.0 / r
+                g = guide_offset[c] + s * guide_length[c]
+                dw.random.fill_categorical_table(row[:r], cumulative[base:base + r],
+                                                 guide[g:g + guide_length[c]])
+        return cumulative, guide
 
     @jit
     def draw_from_table(rng, theta, table, out):
@@ -222,6 +298,16 @@ def functions(structure: Structure, alpha: float):
                     pick = j
                     break
             write_residual(c, pick, out)
+
+    return prepare, draw_from_table, draw_record
+
+
+def _attribute_proposal(jit, lay: Layout, separator_index):
+    """``propose_attribute``: one attribute, uniformly, redrawn from its conditional given
+    the record's others."""
+    k, d, max_levels = lay.parent.shape[0], lay.levels.shape[0], int(lay.levels.max())
+    levels, attr, stride, length = lay.levels, lay.attr, lay.stride, lay.length
+    sep_length, res_size, offset = lay.sep_length, lay.res_size, lay.offset
 
     @jit
     def propose_attribute(rng, theta, x_i, out):
@@ -269,6 +355,14 @@ def functions(structure: Structure, alpha: float):
                 break
         return 0.0
 
+    return propose_attribute
+
+
+def _statistic(jit, lay: Layout, clique_cell):
+    """The model statistic ``clique_counts`` (a record's cell of every clique, declared
+    sparse) and ``record_support`` (every attribute a level of its own)."""
+    k, d, levels = lay.parent.shape[0], lay.levels.shape[0], lay.levels
+
     @jit
     def clique_entries(x_i, index, value):
         for c in range(k):
@@ -285,36 +379,10 @@ def functions(structure: Structure, alpha: float):
     dw.declare_sparse(clique_counts, clique_entries, nnz=k)
 
     @jit
-    def theta_support(theta):
-        p_sep = np.empty(max_sep)
-        for c in range(k):
-            total = 0.0
-            for j in range(offset[c], offset[c + 1]):
-                if not 0.0 <= theta[j] <= 1.0:
-                    return False
-                total += theta[j]
-            if abs(total - 1.0) > 1e-9:
-                return False
-            # the clique's and its parent's marginals of the separator agree
-            separator_marginal(theta, c, p_sep)
-            r = res_size[c]
-            for s in range(sep_size[c]):
-                own = 0.0
-                for j in range(r):
-                    own += theta[offset[c] + s * r + j]
-                if abs(own - p_sep[s]) > 1e-9:
-                    return False
-        return True
-
-    @jit
     def record_support(x_i):
         for a in range(d):
             if not (0.0 <= x_i[a] < levels[a] and x_i[a] == math.floor(x_i[a])):
                 return False
         return True
 
-    return {"draw_theta": draw_theta, "prepare": prepare, "draw_from_table": draw_from_table,
-            "draw_record": draw_record, "clique_counts": clique_counts,
-            "propose_attribute": propose_attribute, "clique_cell": clique_cell,
-            "separator_index": separator_index, "write_residual": write_residual,
-            "theta_support": theta_support, "record_support": record_support}
+    return clique_counts, record_support

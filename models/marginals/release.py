@@ -30,6 +30,8 @@ __all__ = ["Noise", "MarginalRelease", "table_statistic", "KINDS"]
 
 #: The noise kinds, and whether each adds integers.
 KINDS = {"laplace": False, "geometric": True, "gaussian": False, "discrete_gaussian": True}
+#: The kinds whose guarantee is pure epsilon-DP (the others' is rho-zCDP).
+PURE_KINDS = ("laplace", "geometric")
 #: L1 sensitivity of one table under replace-one neighbours (its L2 sensitivity is
 #: sqrt(2), so a zCDP budget is 2 / (2 sigma^2)).
 L1_SENSITIVITY = 2.0
@@ -119,6 +121,14 @@ class Noise:
         return f"Noise(kind={self.kind!r}, scale={self.scale!r}, budget={self.budget!r})"
 
     @classmethod
+    def _of_budget(cls, kind: str, budget: float, name: str) -> "Noise":
+        """Noise of ``kind`` making one table ``budget``-DP (``name`` epsilon: scale ``2 /
+        epsilon``) or -zCDP (``name`` rho: sigma ``1 / sqrt(rho)``)."""
+        value = _positive(budget, name)
+        return cls(kind, L1_SENSITIVITY / value if kind in PURE_KINDS else
+                   1.0 / math.sqrt(value))
+
+    @classmethod
     def laplace(cls, epsilon: float) -> "Noise":
         """Laplace noise making one table ``epsilon``-DP (scale ``2 / epsilon``).
 
@@ -128,19 +138,19 @@ class Noise:
         >>> Noise.laplace(1.0).scale
         2.0
         """
-        return cls("laplace", L1_SENSITIVITY / _positive(epsilon, "epsilon"))
+        return cls._of_budget("laplace", epsilon, "epsilon")
 
     @classmethod
     def geometric(cls, epsilon: float) -> "Noise":
-        """Two-sided geometric noise making one table ``epsilon``-DP (scale ``2/epsilon``).
+        """Two-sided geometric noise making one table ``epsilon``-DP (scale ``2/epsilon``):
+        integers, the same law as Laplace noise on the lattice.
 
         Examples
         --------
-        >>> from dawrap.models.marginals import Noise
-        >>> Noise.geometric(0.5).scale
-        4.0
+        >>> Noise.geometric(0.5) == Noise("geometric", 4.0)
+        True
         """
-        return cls("geometric", L1_SENSITIVITY / _positive(epsilon, "epsilon"))
+        return cls._of_budget("geometric", epsilon, "epsilon")
 
     @classmethod
     def gaussian(cls, rho: float) -> "Noise":
@@ -148,28 +158,27 @@ class Noise:
 
         Examples
         --------
-        >>> from dawrap.models.marginals import Noise
-        >>> Noise.gaussian(0.25).scale
-        2.0
+        >>> Noise.gaussian(rho=0.25)
+        Noise(kind='gaussian', scale=2.0, budget=0.25)
         """
-        return cls("gaussian", 1.0 / math.sqrt(_positive(rho, "rho")))
+        return cls._of_budget("gaussian", rho, "rho")
 
     @classmethod
     def discrete_gaussian(cls, rho: float) -> "Noise":
-        """Discrete Gaussian noise making one table ``rho``-zCDP (sigma ``1/sqrt(rho)``).
+        """Discrete Gaussian noise making one table ``rho``-zCDP (sigma ``1/sqrt(rho)``):
+        integers.
 
         Examples
         --------
-        >>> from dawrap.models.marginals import Noise
-        >>> Noise.discrete_gaussian(4.0).scale
-        0.5
+        >>> [Noise.discrete_gaussian(rho).scale for rho in (1.0, 4.0)]
+        [1.0, 0.5]
         """
-        return cls("discrete_gaussian", 1.0 / math.sqrt(_positive(rho, "rho")))
+        return cls._of_budget("discrete_gaussian", rho, "rho")
 
     @property
     def pure(self) -> bool:
         """Whether the guarantee is pure epsilon-DP (Laplace, geometric), else rho-zCDP."""
-        return self.kind in ("laplace", "geometric")
+        return self.kind in PURE_KINDS
 
     def _formula(self) -> tuple[str, str]:
         return ("epsilon", "2 / scale") if self.pure else ("rho", "1 / scale^2")
@@ -320,7 +329,7 @@ def _table_budget(part: dw.Mechanism) -> float:
     r"""One table's epsilon (Laplace, geometric: :math:`2/b`) or rho (Gaussian, discrete
     Gaussian: :math:`1/\sigma^2`), from the scale of the noise its mechanism draws."""
     scale = float(part.noise.scale[0])
-    if part.noise.family in ("laplace", "geometric"):
+    if part.noise.family in PURE_KINDS:
         return L1_SENSITIVITY / scale
     return 1.0 / scale ** 2
 
@@ -341,7 +350,8 @@ def _composed(parts: tuple, noises: tuple) -> types.MappingProxyType:
 
 class MarginalRelease(dw.Mechanism):
     """Marginal tables of categorical records, each with its own noise (module docstring);
-    built by :func:`dawrap.models.marginals.mechanism`.
+    built by :func:`dawrap.models.marginals.mechanism`. Records are checked
+    (:meth:`check_records`) wherever the release or its total is computed from them.
 
     Examples
     --------
@@ -349,6 +359,8 @@ class MarginalRelease(dw.Mechanism):
     >>> mech = marginals.laplace({"a": 2, "b": 3}, [("a",), ("a", "b")], epsilon=1.0)
     >>> mech.sizes, mech.size, mech.privacy
     ((2, 6), 8, {'epsilon': 2.0})
+    >>> mech.total([[0, 2], [1, 2]])                 # the tables' true counts
+    array([1., 1., 0., 0., 1., 0., 0., 1.])
     """
 
     def __init__(self, levels: tuple, tables: tuple, noises: tuple, attributes: tuple):
@@ -482,25 +494,7 @@ class MarginalRelease(dw.Mechanism):
         return arr
 
     def total(self, x, s_dp=None) -> np.ndarray:
-        """The tables' true counts (the release before noise) of the records ``x``.
-
-        Parameters
-        ----------
-        x : array_like of shape (n, number of attributes)
-            Records of level codes (checked: :meth:`check_records`).
-        s_dp : ignored
-            (The statistic does not depend on the release.)
-
-        Returns
-        -------
-        ndarray of shape (size,)
-
-        Examples
-        --------
-        >>> from dawrap.models import marginals
-        >>> marginals.laplace({"a": 2, "b": 3}, [("b",)], epsilon=1.0).total([[0, 2], [1, 2]])
-        array([0., 0., 2.])
-        """
+        # the base's total (its docstring) of the records checked (the class docstring)
         return super().total(self.check_records(x), s_dp)
 
     def release(self, x, seed=None, *, secure: bool = False) -> np.ndarray:

@@ -92,10 +92,9 @@ def make_move(structure, alpha: float, tables, moves: int = MOVES):
     if rows.shape[0] == 0:
         return None
     lay = _graphical.layout(structure)
-    draw_theta = _graphical.functions(structure, alpha)["draw_theta"]
+    draw_theta = _graphical.functions(structure, alpha).draw_theta
     levels, attr, stride, offset = lay.levels, lay.attr, lay.stride, lay.offset
-    concentration = np.array([alpha / (lay.sep_size[c] * lay.res_size[c])
-                              for c in range(len(structure.cliques))])
+    concentration = lay.concentration(alpha)
     count = rows.shape[0]
     jit = closure_jit(rows, levels, attr, stride, offset, concentration)
 

@@ -157,11 +157,10 @@ def release_fit(model, mechanism: MarginalRelease, s: np.ndarray, rng: np.random
            [50. , 20. ]])
     """
     tree = model.structure
-    fns = _graphical.functions(tree, model.alpha)
+    draw_theta = _graphical.functions(tree, model.alpha).draw_theta
     size = _graphical.layout(tree).size
     # a consistent theta with every cell's concentration raised by one: no cell near zero
-    start = fns["draw_theta"](rng, np.zeros(size), np.empty((0, len(tree.levels))),
-                              np.ones(size))
+    start = draw_theta(rng, np.zeros(size), np.empty((0, len(tree.levels))), np.ones(size))
     tables = _clique_tables(start, tree)
     neighbours = _neighbours(tree)
     targets = _targets(mechanism, tree, s)

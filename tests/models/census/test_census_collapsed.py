@@ -10,7 +10,7 @@ from scipy import special
 
 from dawrap import diagnostics
 from dawrap.models import census
-from dawrap.models.census.collapsed import collapsed_move
+from dawrap.models.census.collapsed import RowBase, collapsed_move
 from dawrap.model.protocols import MoveBuilder
 from dawrap.models.census.pairs import pair_move
 from dawrap.reference import normalise_log_weights, relative_log_g
@@ -25,6 +25,10 @@ ROW = GEO.ancestors[1]                    # each block's prior row (its state)
 P_NATION = np.array([0.6, 0.3, 0.1])
 KAPPA = 1.5
 CELLS = 3
+# The move's rows in theta (_state's layout): the states' p based on the nation's (at 6) and
+# log kappa (at 9); or, one level under alpha, the states' p based on log alpha (at 6)
+UNDER_NATION = RowBase(ROW, 2, CELLS, np.zeros(2, np.int64), 6, 9, 0, None)
+UNDER_ALPHA = RowBase(ROW, 2, CELLS, None, 0, 0, 6, None)
 
 
 def _tables():
@@ -108,8 +112,7 @@ def test_the_move_leaves_the_records_and_fresh_probabilities_posterior_invariant
                                           census.query("state", rho=0.3)])
     start = census.records(np.array([[2, 0, 0], [0, 1, 1], [1, 0, 0]]))
     s_dp = mech.release(start, seed=3)
-    move = collapsed_move(ROW, 2, CELLS, np.zeros(2, np.int64), 6, 9, 0, None,
-                          rate=1.0).build(mech)
+    move = collapsed_move(UNDER_NATION, rate=1.0).build(mech)
     state, visits, p_drawn, accepted = _run(move, mech, s_dp, _state(mech, s_dp, start.copy()),
                                             20_000, seed=7)
     # the running statistic and log g follow the records
@@ -141,8 +144,7 @@ def test_in_two_groups_with_the_nation_shared_the_law_is_the_same():
                                           census.query("nation", rho=0.5)])
     start = census.records(np.array([[2, 0, 0], [0, 1, 1], [1, 0, 0]]))
     s_dp = mech.release(start, seed=3)
-    group = collapsed_move(ROW, 2, CELLS, np.zeros(2, np.int64), 6, 9, 0, None,
-                           rate=1.0).build(mech).group
+    group = collapsed_move(UNDER_NATION, rate=1.0).build(mech).group
     state = _state(mech, s_dp, start.copy())
     records = ROW[state.x[:, 0].astype(int)]             # each person's group: their state
     owner = np.r_[np.repeat(ROW, CELLS), -np.ones(CELLS, int)]   # block cells; nation shared
@@ -204,7 +206,7 @@ def test_at_the_top_the_base_is_alpha_learned_or_fixed():
     tables, exact = _exact(mech, s_dp)
     n_r = [tables[:, ROW == r].sum(axis=1) for r in range(2)]
     for fixed in (None, alpha):
-        move = collapsed_move(ROW, 2, CELLS, None, 0, 0, 6, fixed, rate=1.0).build(mech)
+        move = collapsed_move(UNDER_ALPHA._replace(fixed_alpha=fixed), rate=1.0).build(mech)
         state = _state(mech, s_dp, start.copy())
         if fixed is None:  # log alpha where the theta step keeps it, right after p
             state.theta[6:9] = np.log(alpha)
@@ -225,8 +227,7 @@ def test_after_the_pair_move_the_records_law_is_the_same():
     start = census.records(np.array([[2, 0, 0], [0, 1, 1], [0, 0, 1]]))
     s_dp = mech.release(start, seed=5)
     builder = MoveBuilder.in_turn(pair_move(GEO.ancestors, ROW, CELLS, rate=1.0),
-                                  collapsed_move(ROW, 2, CELLS, np.zeros(2, np.int64), 6, 9, 0,
-                                                 None))
+                                  collapsed_move(UNDER_NATION))
     built = builder.build(mech)
     assert built.frees_shared_cells and not built.optional
     assert ["pair" in part.name for part in built.parts] == [True, False]
@@ -238,13 +239,13 @@ def test_after_the_pair_move_the_records_law_is_the_same():
     # does not keep coarse totals: the built move says so (the runner reads it)
     plain = census.discrete_gaussian(GEO, [census.query("block", rho=0.3)])
     alone = MoveBuilder.in_turn(pair_move(GEO.ancestors, ROW, CELLS, rate="auto"),
-                                collapsed_move(ROW, 2, CELLS, None, 0, 0, 6, None)).build(plain)
+                                collapsed_move(UNDER_ALPHA)).build(plain)
     assert not alone.frees_shared_cells and "pair" not in alone.name
     assert builder.build(mech).frees_shared_cells
 
 
 def test_auto_runs_it_under_two_prior_levels_and_a_bad_rate_is_named():
-    assert collapsed_move(ROW, 2, CELLS, None, 0, 0, 6, None, rate=0) is None
+    assert collapsed_move(UNDER_ALPHA, rate=0) is None
     two = census.model(GEO, SIZES, levels=("nation", "state")).records_move
     assert "collapsed" in two.name
     built = two.build(census.discrete_gaussian(GEO, [census.query("block", rho=0.3)]))

@@ -215,12 +215,12 @@ def test_the_theta_step_is_hyper_dirichlet_in_either_orientation():
         for cell in itertools.product(*(range(v) for v in levels)):
             x = np.array(cell, float)
             one = np.zeros(lay.size)
-            fns["clique_counts"](x, one)
+            fns.clique_counts(x, one)
             stats += counts_joint[cell] * one
         rng = np.random.default_rng(7)
-        draws = np.array([fns["draw_theta"](rng, None, np.empty((0, 3)), stats)
+        draws = np.array([fns.draw_theta(rng, None, np.empty((0, 3)), stats)
                           for _ in range(20_000)])
-        assert all(fns["theta_support"](d) for d in draws[:100])
+        assert all(fns.theta_support(d) for d in draws[:100])
         for j in range(lay.size):
             c = int(np.searchsorted(lay.offset, j, side="right") - 1)
             a = alpha / (lay.offset[c + 1] - lay.offset[c]) + stats[j]
@@ -318,7 +318,7 @@ def test_the_release_fit_is_in_the_support_and_fits_the_released_tables():
         assert (s_dp < 0).any()
         for _ in range(5):
             theta = release_fit(model, mech, mech.release_given_total(rng, s_dp), rng)
-            assert fns["theta_support"](theta) and (theta > 0).all()
+            assert fns.theta_support(theta) and (theta > 0).all()
         # without noise to redraw, IPF reproduces consistent tables (positive, no clipping)
         exact = marginals.mechanism(levels, tables, marginals.Noise("gaussian", 1e-9))
         y = model.simulate(model.draw_prior(rng), 400, seed=rng)
@@ -335,8 +335,8 @@ def test_balanced_records_are_within_one_of_their_expected_counts():
         theta = model.draw_prior(rng)
         n = int(rng.integers(1, 60))
         x = balanced_records(model, theta, n, rng)
-        assert x.shape == (n, 3) and all(_graphical.functions(model.structure, 1.0)[
-            "record_support"](r) for r in x)
+        assert x.shape == (n, 3) and all(_graphical.functions(model.structure, 1.0)
+                                         .record_support(r) for r in x)
         root = np.bincount((4 * x[:, 0] + x[:, 1]).astype(int), minlength=12)
         assert np.all(np.abs(root - n * theta[:12]) < 1.0)
         # the child given its separator: within one of (records with that b) p(c | b)
@@ -375,7 +375,7 @@ def test_the_attribute_proposal_draws_one_attribute_from_its_conditional():
     # attribute chosen with probability 1/3); a separator attribute (b) divides by p_S
     levels, tables = (2, 3, 2), [(0, 1), (1, 2)]
     model = marginals.model(levels, tables, alpha=2.0, proposal="attribute")
-    propose = _graphical.functions(model.structure, 2.0)["propose_attribute"]
+    propose = _graphical.functions(model.structure, 2.0).propose_attribute
     rng = np.random.default_rng(0)
     theta = model.draw_prior(rng)
     joint = marginals.marginal(theta, model, (0, 1, 2))

@@ -34,10 +34,10 @@ def _state(model, mech, s_dp, x, rng):
     size = _graphical.layout(model.structure).size
     stats, one = np.zeros(size), np.zeros(size)
     for record in x:
-        fns["clique_counts"](record, one)
+        fns.clique_counts(record, one)
         stats += one
     total = mech.total(x)
-    return RecordState(fns["draw_theta"](rng, np.zeros(size), x, stats), x, stats, total,
+    return RecordState(fns.draw_theta(rng, np.zeros(size), x, stats), x, stats, total,
                        mech.log_density(s_dp, total, mech.params), np.zeros(0), np.zeros(0),
                        np.zeros(2, np.int64))
 
