@@ -383,7 +383,8 @@ def test_nothing_is_clipped_at_1280px(site, tmp_path):
     assert not clipped, "\n".join(clipped)
 
 
-# Every Python code block of a guide page (README.md, docs/*.md, docs/guide/*.md) runs as
+# Every Python code block of a guide page (README.md, docs/*.md, docs/guide/*.md,
+# docs/extending/*.md) runs as
 # written, or says it is a fragment and links the full example that runs (issue 41: the
 # census, marginals and parallel pages used names they never defined). A block is one of:
 #
@@ -411,7 +412,8 @@ FENCE = re.compile(r"^(?P<fence>`{3,})(?:\{(?P<directive>[\w-]+)\})?[ \t]*(?P<ar
 
 def _guide_pages() -> list[Path]:
     return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
-            *sorted((ROOT / "docs" / "guide").glob("*.md"))]
+            *sorted((ROOT / "docs" / "guide").glob("*.md")),
+            *sorted((ROOT / "docs" / "extending").glob("*.md"))]
 
 
 def _options(body: str) -> tuple[dict, str]:
