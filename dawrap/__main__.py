@@ -1,3 +1,4 @@
+"""``python -m dawrap``: the dawrap command line (:mod:`dawrap.cli`)."""
 import sys
 
 from .cli import main

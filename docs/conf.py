@@ -25,6 +25,7 @@ sys.path.insert(0, str(HERE))
 import dawrap  # noqa: E402
 from dawrap.models import REGISTRY  # noqa: E402
 from model_pages import write_model_pages  # noqa: E402  (docs/model_pages.py)
+from package_tree import write_package_tree  # noqa: E402  (docs/package_tree.py)
 from gallery_hooks import format_warning  # noqa: E402  (docs/gallery_hooks.py)
 
 warnings.filterwarnings("ignore", message=".*ArviZ is undergoing a major refactor.*")
@@ -86,6 +87,7 @@ html_sidebars = {"index": []}
 # their registry at every build (docs/model_pages.py), so that a model added to the registry
 # appears in both.
 write_model_pages()
+write_package_tree()
 
 #: The order of the gallery pages (sphinx-gallery sorts each folder by this key): the
 #: Quickstart first, then the tutorials, then the how-tos; the catalogue in the registry's

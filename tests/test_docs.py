@@ -559,3 +559,23 @@ def test_the_adult_case_study_runs(capsys):
     out = capsys.readouterr().out
     assert "n = 46043, 10 attributes, 1,792,000 cells" in out
     assert "gender_Male" in out and "3 synthetic datasets of 46043 records" in out
+
+
+def test_the_architecture_pages_tree_names_every_module_with_its_summary():
+    """docs/package_tree.py generates the architecture page's tree from the package: every
+    folder and module of dawrap/ and models/ has a line, and each says what it is (its
+    docstring's first sentence), so the page cannot leave one out."""
+    sys.path.insert(0, str(ROOT / "docs"))
+    try:
+        import package_tree
+    finally:
+        sys.path.remove(str(ROOT / "docs"))
+    tree = package_tree.package_tree()
+    for package in package_tree.PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            if path.name == "__init__.py":
+                path = path.parent
+            name = path.name + ("/" if path.is_dir() else "")
+            assert re.search(rf"^ *{re.escape(name)} ", tree, re.M), path
+            assert package_tree.summary(path), f"{path.relative_to(ROOT)} has no docstring"
+    assert "api/package_tree.inc" in (ROOT / "docs" / "architecture.md").read_text()
