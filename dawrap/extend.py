@@ -22,9 +22,19 @@ in a grouped chain's groups: :class:`GroupMove`, its inputs :class:`GroupInputs`
 :func:`gaussian_coordinate`) and log densities (:func:`laplace_log_density`,
 :func:`gaussian_log_density`, :func:`discrete_gaussian_log_normaliser`), the
 :class:`NoiseLaw`, the usable noise scales (:func:`usable_scale`,
-:data:`LARGEST_INTEGER_SCALE`), how a guarantee is stated (:func:`stated_budget`) and how a
+:data:`LARGEST_SCALE`, :data:`LARGEST_INTEGER_SCALE`), how a guarantee is stated (:func:`stated_budget`) and how a
 mechanism's arrays are made read-only (:func:`read_only`); a factory's argument check
 (:func:`as_positive_float`).
+
+**Noise families** (the docs' "Extending" page on them): :class:`NoiseFamily` (what every
+part of the package asks of a family), :class:`Split` (how a shared cell is split into
+group pieces), :class:`ContinuousNoise` (the sufficient-statistic sampler's continuous
+form), the registry (:func:`register`, :func:`family_named`, :func:`registered`,
+:func:`of_coordinate`) and :func:`nearest_totals`.
+
+**Parallel backends** (``dw.Record(groups=...)`` with an option of one's own, the
+"Extending" page on backends): :class:`GroupWorker`, what one worker of a grouped chain
+holds and the named steps a backend runs on it.
 
 Names are imported on first use (PEP 562), so importing this module costs nothing until
 one of them is needed.
@@ -64,6 +74,13 @@ _LAZY = {
     "discrete_gaussian_log_normaliser": "dawrap.mechanisms.discrete_gaussian",
     "NoiseLaw": "dawrap.mechanisms.noise", "usable_scale": "dawrap.mechanisms.noise",
     "LARGEST_INTEGER_SCALE": "dawrap.mechanisms.noise",
+    "LARGEST_SCALE": "dawrap.mechanisms.noise",
+    "NoiseFamily": "dawrap.mechanisms.families", "Split": "dawrap.mechanisms.families",
+    "ContinuousNoise": "dawrap.mechanisms.families", "register": "dawrap.mechanisms.families",
+    "family_named": "dawrap.mechanisms.families", "registered": "dawrap.mechanisms.families",
+    "of_coordinate": "dawrap.mechanisms.families",
+    "nearest_totals": "dawrap.mechanisms.families",
+    "GroupWorker": "dawrap.runner.group_worker",
     "stated_budget": "dawrap.mechanisms.noise",
     "read_only": "dawrap.mechanisms._immutable",
     "as_positive_float": "dawrap._checks",

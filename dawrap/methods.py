@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
+import warnings
 from typing import ClassVar, NamedTuple
 
 import numpy as np
@@ -144,7 +145,9 @@ class Record(Method):
         ``Model(noncentred=...)``): ``True`` for the default number, an integer for that
         many, ``False`` or 0 for none; ``None`` (default) turns it on where the estimated
         fraction of missing information is at least 0.3, or where the release is explained
-        by separate modes of theta (:mod:`dawrap.runner.modes`).
+        by separate modes of theta (:mod:`dawrap.runner.modes`), unless the model has its own
+        records move (``Model(records_move=...)``): the chain has one move slot, which the
+        automatic choice leaves to the model's move, and ``True`` takes (with a warning).
     jumps : bool, optional
         After each non-centred step, an independence proposal from a Gaussian mixture over
         the modes the release allows, which carries theta and every record from one mode
@@ -268,9 +271,11 @@ class Record(Method):
         if iw is None:
             # Where the release is explained by separate modes, the move (with its jumps) is
             # the only kernel that crosses between them, whatever the missing information.
+            # A model's own records move holds the one move slot the non-centred move would
+            # take: the automatic choice keeps the move the model's author wrote.
             nc = model.noncentred
             threshold = AUTO_THRESHOLD if nc is None or nc.threshold is None else nc.threshold
-            on = nc is not None and (
+            on = nc is not None and model.records_move is None and (
                 (missing_information(model, mechanism, n) or 0.0) >= threshold
                 or getattr(modes(), "multimodal", False))
             steps = DEFAULT_STEPS if on else 0
@@ -281,6 +286,12 @@ class Record(Method):
         if steps and model.noncentred is None:
             raise ValueError("interweave needs the model's non-centred parameterisation: "
                              "Model(noncentred=dw.NonCentred(...))")
+        if steps and model.records_move is not None:
+            warnings.warn(f"interweave takes the chain's one records-move slot, so the model's "
+                          f"own records move ({getattr(model.records_move, 'name', 'records_move')}) "
+                          f"does not run in this chain (the posterior is the same; the mixing "
+                          f"differs); pass interweave=False to run the model's move instead",
+                          UserWarning, stacklevel=4)
         jumps = self.jumps
         if jumps is None:
             jumps = bool(steps) and getattr(modes(), "multimodal", False)

@@ -130,7 +130,7 @@ class Model:
         and raises ``ValueError`` naming what does not fit. Without it, the chain starts
         from ``init_x`` or from ``n`` draws of ``draw_record``.
     partition : callable, optional
-        ``(x, mechanism) -> dawrap.Partition``: the model's own split of the records of a
+        ``(x, mechanism) -> dawrap.parallel.Partition``: the model's own split of the records of a
         chain starting from ``x`` into groups that touch disjoint cells of ``mechanism``'s
         statistic (shared cells marked), for the within-chain parallel sweep
         (``dw.Record(threads=...)``, :mod:`dawrap.samplers.parallel`); the census and
@@ -237,7 +237,7 @@ class Model:
             start_database, "start_database", "(rng, theta, n, mechanism, s_dp, init_x) -> x")
         self.records_move = _records_move(records_move)
         self.partition = _optional_callable(partition, "partition",
-                                            "(x, mechanism) -> dawrap.Partition")
+                                            "(x, mechanism) -> dawrap.parallel.Partition")
         self.deterministics = _optional_callable(deterministics, "deterministics",
                                                  "(params) -> dict of draws")
         if not isinstance(remedies, (tuple, list)) or not all(

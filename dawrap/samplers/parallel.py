@@ -287,7 +287,7 @@ def check_partition(partition: Partition, n: int, size: int, stat_size: int, *,
     ValueError: threads: the partition shares cell 1 between groups, ...
     """
     if not isinstance(partition, Partition):
-        raise TypeError(f"partition must be a dawrap.Partition, got {type(partition).__name__}")
+        raise TypeError(f"partition must be a dawrap.parallel.Partition, got {type(partition).__name__}")
     if partition.records.shape[0] != n:
         raise ValueError(f"partition.records must give one group per record (n = {n}), got "
                          f"{partition.records.shape[0]}")

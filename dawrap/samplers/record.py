@@ -271,7 +271,18 @@ def sample_stats(kernel_stats=("theta_accept",)) -> tuple:
     >>> from dawrap.samplers.record import sample_stats
     >>> sample_stats(("theta_accept", "divergent"))
     ('accept_rate', 'min_accept_prob', 'theta_accept', 'divergent', 'move_accept')
+    >>> sample_stats(("accept_rate",))
+    Traceback (most recent call last):
+    ...
+    ValueError: the theta kernel's stats ('accept_rate',) reuse a name of the record chain's own sample stats (accept_rate, min_accept_prob, move_accept) or repeat one: each name is one column of sample_stats, so one would silently replace the other; rename the kernel's
     """
+    own = ("accept_rate", "min_accept_prob", "move_accept")
+    kernel_stats = tuple(kernel_stats)
+    if set(kernel_stats) & set(own) or len(set(kernel_stats)) != len(kernel_stats):
+        raise ValueError(f"the theta kernel's stats {kernel_stats} reuse a name of the record "
+                         f"chain's own sample stats ({', '.join(own)}) or repeat one: each "
+                         f"name is one column of sample_stats, so one would silently replace "
+                         f"the other; rename the kernel's")
     return ("accept_rate", "min_accept_prob", *kernel_stats, "move_accept")
 
 

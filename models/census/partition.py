@@ -48,7 +48,7 @@ def level_units(geographies, invariant_of, prior_of) -> np.ndarray:
 
 def partition(geography: Geography, mechanism, x, invariant: int, prior_finest: int,
               latent: bool, max_groups: int = MAX_GROUPS) -> Partition:
-    """The :class:`dawrap.Partition` of the census model's records ``x`` for the release of
+    """The :class:`dawrap.parallel.Partition` of the census model's records ``x`` for the release of
     ``mechanism`` (module docstring); ``invariant``, ``prior_finest`` and ``latent`` are the
     model's (:func:`dawrap.models.census.model`).
 

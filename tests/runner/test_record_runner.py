@@ -208,3 +208,28 @@ def test_a_models_records_move_runs_every_iteration_in_the_move_slot():
     assert accept.shape == (1, 50) and np.all(accept == 0.5)
     with pytest.raises(TypeError, match="records_move"):
         _model(records_move=lambda rng, state, s_dp, params, tuning: (state, 0.0, 0))
+
+
+@pytest.mark.filterwarnings("ignore:R-hat")  # short chains: mixing is not the point here
+def test_the_move_slot_is_the_models_move_unless_interweave_is_asked_for():
+    """The chain has one records-move slot: the automatic interweave choice leaves it to the
+    model's own move; interweave=True takes it, with a warning naming the move."""
+    model = _model(records_move=_half_move, noncentred=beta_binomial.model().noncentred)
+    mech = beta_binomial.laplace(epsilon=0.05)  # noise hides most: auto would interweave
+    plain = _model(noncentred=beta_binomial.model().noncentred)
+    auto_plain = dw.Record().prepare(plain, mech, 20, np.array([7.0]))
+    assert auto_plain.interweave > 0
+    idata = dw.sample(model, mech, 7.0, 20, **KW)
+    assert dw.diagnostics.attrs(idata)["interweave"] == 0
+    assert np.all(dw.diagnostics.group(idata, "sample_stats")["move_accept"].values == 0.5)
+    with pytest.warns(UserWarning, match="own records move .* does not run"):
+        idata = dw.sample(model, mech, 7.0, 20, interweave=True, **KW)
+    assert not np.all(dw.diagnostics.group(idata, "sample_stats")["move_accept"].values == 0.5)
+
+
+def test_a_kernels_stats_may_not_reuse_the_chains_names():
+    assert record.sample_stats(("theta_accept", "step_size"))[2:4] == ("theta_accept",
+                                                                       "step_size")
+    for clash in (("accept_rate",), ("move_accept",), ("a", "a")):
+        with pytest.raises(ValueError, match="reuse a name of the record chain's own"):
+            record.sample_stats(clash)
