@@ -68,8 +68,16 @@ def draw_record(rng, theta, out):
 @numba.njit(nogil=True, cache=True)
 def value(x_i, out):
     """The sufficient statistic t(x) = x: writes the record ``x_i`` (shape (1,)) into ``out``
-    (shape (1,)), as :func:`dawrap.models.beta_binomial.count` does (an example there);
-    :func:`laplace` releases its total over the records inside the bounds."""
+    (shape (1,)), as :func:`dawrap.models.beta_binomial.count` does;
+    :func:`laplace` releases its total over the records inside the bounds.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dawrap.models import gamma_exponential
+    >>> out = np.empty(1); gamma_exponential.value(np.array([0.25]), out); out
+    array([0.25])
+    """
     out[0] = x_i[0]
 
 

@@ -34,8 +34,16 @@ __all__ = ["model", "total", "clamped_total", "draw_record_factory", "laplace", 
 def total(x_i, out):
     """The record itself, the unclamped sum's contribution (and the model statistic): writes
     the record ``x_i`` (shape (1,)) into ``out`` (shape (1,)), as
-    :func:`dawrap.models.beta_binomial.count` does (an example there); :func:`gaussian`
-    releases its sum."""
+    :func:`dawrap.models.beta_binomial.count` does; :func:`gaussian`
+    releases its sum.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dawrap.models import normal_mean
+    >>> out = np.empty(1); normal_mean.total(np.array([-1.5]), out); out
+    array([-1.5])
+    """
     out[0] = x_i[0]
 
 

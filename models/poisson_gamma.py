@@ -61,8 +61,16 @@ def draw_record(rng, theta, out):
 @numba.njit(nogil=True, cache=True)
 def count(x_i, out):
     """The model's sufficient statistic, the unclamped count: writes the record ``x_i``
-    (shape (1,)) into ``out`` (shape (1,)), as :func:`dawrap.models.beta_binomial.count` does
-    (an example there). The releases clamp it (:func:`clamped_count`) or truncate it."""
+    (shape (1,)) into ``out`` (shape (1,)), as :func:`dawrap.models.beta_binomial.count` does.
+    The releases clamp it (:func:`clamped_count`) or truncate it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dawrap.models import poisson_gamma
+    >>> out = np.empty(1); poisson_gamma.count(np.array([7.0]), out); out
+    array([7.])
+    """
     out[0] = x_i[0]
 
 

@@ -71,7 +71,8 @@ def test_a_model_with_a_non_centred_map_is_advised_interweave():
     assert "interweave=6 (more non-centred steps per iteration; this run made 3)" in message
     assert "interweave=True" not in message
     # A chain on a dask cluster cannot interweave (dw.Record refuses both): not advised
-    on_cluster = types.SimpleNamespace(name="record", interweave=0, executor="a client")
+    on_cluster = types.SimpleNamespace(name="record", interweave=0,
+                                       groups=types.SimpleNamespace(local=False))
     assert "interweave" not in _warning(model, on_cluster)
 
 

@@ -530,7 +530,8 @@ def test_the_docs_pages_python_blocks_run(tmp_path):
         scripts = classify_code_blocks(page, page.read_text(encoding="utf-8"))[0]
         if not scripts:
             continue
-        folder = tmp_path / page.stem
+        # guide/model.md and extending/model.md: one folder per page path
+        folder = tmp_path / "_".join(page.relative_to(ROOT).with_suffix("").parts)
         folder.mkdir()
         (folder / "page.py").write_text("\n\n".join(scripts))
         done = subprocess.run([sys.executable, "page.py"], cwd=folder, capture_output=True,
