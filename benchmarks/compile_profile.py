@@ -184,10 +184,10 @@ def report(runs: dict, top: int, began: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-NOTE = ("With the chain cached (dawrap._user_keys, docs/compile_cache.md) nothing compiles: "
+NOTE = ("With the chain cached (dawrap.compile.user_keys, docs/compile_cache.md) nothing compiles: "
         "the user's functions that the runner calls from Python (its probes, the starts' "
         "plausibility evidence) run through cached wrappers too "
-        "(dawrap._templates.cached_caller). What remains of the dw.sample column is mostly "
+        "(dawrap.compile.templates.cached_caller). What remains of the dw.sample column is mostly "
         "importing: the Quickstart's first dw.Model / dw.sample loads dawrap's sampling "
         "module and with it ArviZ and SciPy (a cProfile of a warm run, load 6: 9 of 11 s "
         "in imports, 0.8 s sampling, 0.3 s loading the cached code).")

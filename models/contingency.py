@@ -37,7 +37,7 @@ import numpy as np
 import dawrap as dw
 
 from ._shared import check_memory, closure_jit, compositions, log_dirichlet_multinomial
-from dawrap.extend import laplace_coordinate
+from dawrap.extend import laplace_coordinate, stated_budget
 from dawrap.extend import laplace_log_density
 from dawrap.models import dirichlet_multinomial as _dm
 
@@ -275,10 +275,12 @@ def laplace(levels, margins, epsilon) -> dw.Mechanism:
         raise ValueError(f"contingency.laplace: epsilon must be positive, got {epsilon!r}")
     _, statistic, size, _ = _functions(levels, margins)
     lengths = [int(np.prod([levels[a] for a in m])) for m in margins]
-    scale = np.repeat(2.0 / eps, lengths)
+    margin_scale = 2.0 / eps  # a record moves two cells of each margin by one: L1 = 2
+    scale = np.repeat(margin_scale, lengths)
     params = np.r_[1.0 / scale, -np.sum(np.log(2.0 * scale))]
-    mech = dw.Mechanism(statistic, laplace_log_density, size=size,
-                        params=params, epsilon=float(eps.sum()), name="ContingencyLaplace",
+    # The guarantee from the noise actually added (each margin's 2 / scale), composed.
+    mech = dw.Mechanism(statistic, laplace_log_density, size=size, params=params,
+                        epsilon=stated_budget(2.0 / margin_scale), name="ContingencyLaplace",
                         coordinate_log_density=laplace_coordinate,
                         draw_release=lambda rng, t: t + rng.laplace(0.0, scale),
                         noise=dw.NoiseLaw.of("laplace", scale))

@@ -18,9 +18,11 @@ simply not released.
 geography's), coarsest :math:`0` to finest :math:`L-1`: each unit's cell probabilities are
 Dirichlet around its parent's,
 
-.. math:: \alpha_c \sim \mathrm{Gamma}(a_0, b_0), \quad p^{(0)}_v \sim
-          \mathrm{Dir}(\alpha), \quad \kappa_l \sim \mathrm{Gamma}(k_a, k_b), \quad
-          p^{(l)}_v \mid p^{(l-1)} \sim \mathrm{Dir}\big(\kappa_l\, p^{(l-1)}_{a(v)}\big),
+.. math::
+
+    \alpha_c \sim \mathrm{Gamma}(a_0, b_0), \quad p^{(0)}_v \sim \mathrm{Dir}(\alpha),
+    \quad \kappa_l \sim \mathrm{Gamma}(k_a, k_b), \quad
+    p^{(l)}_v \mid p^{(l-1)} \sim \mathrm{Dir}\big(\kappa_l\, p^{(l-1)}_{a(v)}\big),
 
     x_i \mid p \sim \mathrm{Categorical}\big(p^{(L-1)}_{a(u_i)}\big)
     \text{ over the cells},
