@@ -417,8 +417,9 @@ def _guide_pages() -> list[Path]:
 
 
 def _options(body: str) -> tuple[dict, str]:
-    """A MyST directive's ``:name: value`` options (a value may go on over indented lines)
-    and its content."""
+    """A MyST directive's ``:name: value`` options and its content. MyST reads one line per
+    option: a value continued over an indented line is kept (so the check can name it) under
+    the key ``"continued"``."""
     options, lines, name = {}, body.splitlines(), None
     k = 0
     for k, line in enumerate(lines):
@@ -428,6 +429,7 @@ def _options(body: str) -> tuple[dict, str]:
             options[name] = m.group(2)
         elif name and line.startswith((" ", "\t")) and line.strip():
             options[name] += " " + line.strip()
+            options["continued"] = name
         else:
             break
     else:
@@ -475,6 +477,9 @@ def classify_code_blocks(page: Path, text: str) -> tuple[list[str], list[str]]:
                 scripts.append(body)
             continue
         options, content = _options(body)
+        if "continued" in options:
+            faults.append(f"{where}: the option :{options['continued']}: goes on over a second "
+                          f"line, which MyST does not read (the build fails): one line each")
         if directive == "literalinclude":
             if options.get("language") != "python" and not arg.endswith(".py"):
                 continue
@@ -502,8 +507,10 @@ def test_every_guide_code_block_is_executed_or_a_marked_fragment():
     ("```{code-block} python\nx = county_of_block\n```", "no one runs"),
     ("```{code-block} python\n:caption: \"A fragment: see {doc}`/marginals`\"\n\nx = s_dp\n```",
      "no one runs"),                                                       # not an example
-    ("```{code-block} python\n:caption: \"A fragment. In full:\n  {doc}`/catalogue/plot_census`\""
+    ("```{code-block} python\n:caption: \"A fragment. In full: {doc}`/catalogue/plot_census`\""
      "\n\nx = s_dp\n```", None),
+    ("```{code-block} python\n:caption: \"A fragment. In full:\n  {doc}`/catalogue/plot_census`\""
+     "\n\nx = s_dp\n```", "over a second line"),
     ("```{code-block} python\n:caption: \"A fragment: {doc}`/catalogue/plot_nothing`\"\n\nx\n```",
      "no one runs"),
     ("```{literalinclude} ../examples/gallery/plot_quickstart.py\n:language: python\n```", None),

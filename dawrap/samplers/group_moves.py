@@ -47,9 +47,9 @@ class GroupMove(NamedTuple):
     prepare : ``(theta) -> table``
         numba-compiled: what every group's move reads from theta, built once per iteration
         (by the chain, or by each worker of a cluster).
-    run : ``(rng, theta, table, x, total, layout, inputs, group) -> (accepted, proposed,
-    status, record, cell, log_g_change)``
-        numba-compiled (``nogil``): the move of group ``group.g``'s records
+    run : numba-compiled function (``nogil``)
+        ``(rng, theta, table, x, total, layout, inputs, group) -> (accepted, proposed,
+        status, record, cell, log_g_change)``: the move of group ``group.g``'s records
         ``group.members`` (``inputs`` a :class:`~dawrap.samplers.parallel.GroupInputs`,
         ``group`` a :class:`~dawrap.samplers.parallel.GroupState`), its shared cells weighed
         through its pieces (:func:`group_density_change_of`), its changes written by
