@@ -92,6 +92,8 @@ class Threads:
     partition : Partition, optional
         The groups; default: the model's own (``Model(partition=...)``).
 
+    Notes
+    -----
     Needs a mechanism whose statistic is declared sparse (:func:`dawrap.declare_sparse`).
     Theta's kernel and a model's move without a group form see the whole database, as in the
     serial chain.
@@ -158,6 +160,8 @@ class Dask:
         swapping), stops the run with a ``RuntimeError`` naming it; the checkpoint folder
         keeps the last checkpoint written. Default 600.
 
+    Notes
+    -----
     The model and mechanism reach the workers by their :func:`dawrap.recipe`, so their
     factories must be importable there; theta's kernel must read the records only through
     ``stats``; ``interweave`` (which moves every record with theta) is refused; a model's
