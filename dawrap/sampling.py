@@ -378,7 +378,10 @@ def _remedies(model: Model, method) -> list:
         steps = method.interweave  # steps per iteration once prepared; None, True, False before
         if steps is None or isinstance(steps, (bool, np.bool_)):
             steps = DEFAULT_STEPS if steps else 0
-        if model.noncentred is not None and getattr(method.groups, "local", True):
+        # As the automatic choice (Record.prepare): the non-centred move takes the one move
+        # slot, so a model with its own records move is not advised to give it up.
+        if (model.noncentred is not None and model.records_move is None
+                and getattr(method.groups, "local", True)):
             remedies.append("interweave=True (the model's non-centred move, which moves "
                             "theta and every record together: it mixes far better when the "
                             "noise hides much of the data)" if not steps else

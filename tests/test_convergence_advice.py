@@ -8,12 +8,27 @@ family (suffstat's ``variant='marginal'``) and its own ``Model(remedies=...)``.
 import types
 import warnings
 
+import numba
 import numpy as np
 import pytest
 
 import dawrap as dw
 from dawrap import sampling
 from dawrap.models import beta_binomial, census, dirichlet_multinomial
+
+
+@numba.njit
+def _conjugate(rng, theta, x, stats):
+    return np.array([rng.beta(1 + stats[0], 1 + x.shape[0] - stats[0])])
+
+
+def _prior(rng):
+    return np.array([rng.beta(1, 1)])
+
+
+@numba.njit
+def _stay(rng, state, s_dp, params, tuning):
+    return state, 1.0, 0
 
 
 def _warning(model, method) -> str:
@@ -74,6 +89,12 @@ def test_a_model_with_a_non_centred_map_is_advised_interweave():
     on_cluster = types.SimpleNamespace(name="record", interweave=0,
                                        groups=types.SimpleNamespace(local=False))
     assert "interweave" not in _warning(model, on_cluster)
+    # Nor a model whose own records move holds the move slot interweave would take
+    with_move = dw.Model(params={"p": ()}, record_size=1,
+                         draw_record=beta_binomial.draw_record, draw_theta=_conjugate,
+                         model_stat=beta_binomial.count, stat_size=1, draw_prior=_prior,
+                         noncentred=model.noncentred, records_move=_stay)
+    assert "interweave" not in _warning(with_move, dw.Record())
 
 
 def test_suffstat_is_advised_the_marginal_kernel_only_where_the_family_has_it():
