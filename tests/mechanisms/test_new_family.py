@@ -104,20 +104,28 @@ def posterior(idata, name="p"):
     return diagnostics.group(idata, "posterior")[name].values
 
 
+@pytest.mark.slow   # compiles a chain of each of the two mechanisms per sampler
 @pytest.mark.filterwarnings("ignore:R-hat and ESS:RuntimeWarning")
-def test_it_samples_as_the_gaussian_it_is():
+@pytest.mark.parametrize("grouped", [False, True], ids=["one group", "two groups"])
+def test_the_record_chain_draws_what_the_gaussian_draws(grouped):
+    """The records by area: the area cells each area's, the region's two cells shared by
+    the two groups, whose pieces the family splits."""
     sizes, cats = [2, 3], 2
     statistic, size = small_area.statistics(len(sizes), cats, (0, 0))
     mech, gaussian = by_width(statistic, 0.75, size)
     model, s_dp = small_area.model(sizes, cats), np.array([2.3, -0.4, 0.2, 3.1, 4.8, 0.3])
-    # records by area: the area cells each area's, the region's two cells shared
     partition = dw.parallel.Partition(records=np.repeat([0, 1], sizes),
                                       cells=[0, 0, 1, 1, -1, -1], stats=[0, 0, 1, 1])
-    for method in (dw.Record(), dw.Record(groups=dw.parallel.Threads(2, partition))):
-        runs = [dw.sample(model, m, s_dp, sum(sizes), draws=20, tune=10, chains=1, seed=5,
-                          progress=False, method=method) for m in (mech, gaussian)]
-        assert np.array_equal(posterior(runs[0]), posterior(runs[1])), method
-        assert np.array_equal(posterior(runs[0], "log_alpha"), posterior(runs[1], "log_alpha"))
+    method = dw.Record(groups=dw.parallel.Threads(2, partition)) if grouped else dw.Record()
+    runs = [dw.sample(model, m, s_dp, sum(sizes), draws=20, tune=10, chains=1, seed=5,
+                      progress=False, method=method) for m in (mech, gaussian)]
+    assert np.array_equal(posterior(runs[0]), posterior(runs[1]))
+    assert np.array_equal(posterior(runs[0], "log_alpha"), posterior(runs[1], "log_alpha"))
+
+
+@pytest.mark.slow   # compiles the summary sampler of each of the two mechanisms
+@pytest.mark.filterwarnings("ignore:R-hat and ESS:RuntimeWarning")
+def test_the_summary_sampler_draws_what_the_gaussian_draws():
     mech, gaussian = by_width(beta_binomial.count, 3.0)
     runs = [dw.sample(beta_binomial.model(), m, 31.0, 100, draws=20, tune=10, chains=1,
                       seed=5, progress=False, method="suffstat") for m in (mech, gaussian)]
