@@ -38,6 +38,7 @@ SUBMODULES = {
     "dawrap.kernels": "dawrap.samplers.kernels",
     "dawrap.random": "dawrap.random",
     "dawrap.diagnostics": "dawrap.diagnostics",
+    "dawrap.opendp": "dawrap.opendp",
     "dawrap.mechanisms": "dawrap.mechanisms",
     "dawrap.mechanisms.discrete": "dawrap.mechanisms.discrete",
     "dawrap.reference": "dawrap.reference",

@@ -1,0 +1,413 @@
+r"""Releases made with OpenDP's Context API, read in one call.
+
+A query built with OpenDP's Context API (``opendp.prelude``: ``Context.compositor``, then
+``context.query()`` with polars expressions) releases a DataFrame: one row per public key of
+its ``group_by`` (one row without it), one column per aggregate. :func:`from_query` reads
+that query and its released DataFrame into what :func:`dawrap.sample` takes: the records'
+statistic (one cell per row and aggregate), a mechanism whose noise is the one OpenDP
+reports for each aggregate (``query.summarize()``: its distribution and scale, never a
+number copied by hand) and ``s_dp`` in the statistic's cell order.
+
+What is read, and how it maps onto dawrap's model:
+
+* ``dp.len()`` (OpenDP's "Frame Length"): the count of the group's records, :math:`t = 1`
+  per record; ``pl.col(c).dp.sum((L, U))``: the group's clamped sum, :math:`t =
+  \min(\max(x_c, L), U)`, with the bounds the query declared (read from its plan);
+* noise: OpenDP's "Integer Laplace" and "Float Laplace" are :math:`P(z) \propto
+  e^{-|z|/b}` on the integers and (to a grid of spacing :math:`2^{-k}` that the continuous
+  density models) on the reals: as a function of the data both are :math:`e^{-|s-t|/b}`,
+  so the posterior is the same, and the mechanism is Laplace-form with each cell's own
+  :math:`b`. "Integer Gaussian" and "Float Gaussian" likewise give :math:`e^{-(s-t)^2 /
+  2\sigma^2}`;
+* OpenDP's counts are released clamped at zero unless ``dp.len(signed=True)``. For a
+  Laplace-form count this changes no posterior: a count is :math:`T \ge 0`, and
+  :math:`P(T + Z \le 0) \propto e^{-T/b}`, the density at :math:`s = 0` (integer and real
+  noise alike). For a Gaussian count a released 0 is censored, which is not represented:
+  it is refused.
+
+The privacy accounting differs and is stated, not converted: OpenDP's guarantee is the one
+of its context's privacy unit (``unit_of(contributions=1)``: add or remove one record;
+``unit_of(changes=1)``: replace one), and that is the guarantee of the release. dawrap's
+model holds the number of records ``n`` fixed, which is a modelling choice about the
+confidential data, not a privacy claim: the likelihood of the release given the records is
+the same under either unit.
+
+Refused, each naming the part: keys that were not public (OpenDP then releases only the
+groups above a noisy threshold, and which groups were dropped depends on the data),
+aggregates other than a count or a clamped sum (quantiles, means: their own likelihoods),
+expressions before the aggregate other than ``fill_null`` (a filter or a derived column
+changes which records or values count), a noise OpenDP reports that is not listed above, and
+a DataFrame that is not the query's release (other columns, other keys, non-finite values).
+
+Examples
+--------
+A count of records by sex, released with OpenDP, read for a model whose record is
+``x_i[0] = 0`` (F) or ``1`` (M), as :mod:`dawrap.models.beta_binomial`'s records are (OpenDP's
+noise is not seeded: the example shows what was read, not the numbers):
+
+>>> import polars as pl
+>>> import opendp.prelude as dp
+>>> dp.enable_features("contrib")
+>>> data = pl.DataFrame({"sex": ["F", "M", "M", "F", "M"]})
+>>> context = dp.Context.compositor(
+...     data=data.lazy(), privacy_unit=dp.unit_of(contributions=1),
+...     privacy_loss=dp.loss_of(epsilon=1.0), split_evenly_over=1,
+...     margins=[dp.polars.Margin(by=["sex"], invariant="keys", max_length=100)])
+>>> query = context.query().group_by("sex").agg(dp.len(signed=True))
+>>> read = from_query(query, query.release().collect(), columns={"sex": 0},
+...                   categories={"sex": ["F", "M"]})
+>>> sorted(read.keys), read.mechanism.noise.family, read.mechanism.noise.scale.tolist()
+([('F',), ('M',)], 'laplace', [1.0, 1.0])
+>>> read.aggregates[0].kind, read.s_dp.shape
+('count', (2,))
+"""
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from .mechanisms.base import Mechanism
+from .mechanisms.gaussian import gaussian_log_density
+from .mechanisms.laplace import laplace_log_density
+from .mechanisms.noise import NoiseLaw
+from .mechanisms.separable import declare_sparse, gaussian_coordinate, laplace_coordinate
+
+__all__ = ["from_query"]
+
+#: OpenDP's noise distribution (``summarize()``) -> (dawrap noise form, integer-valued).
+DISTRIBUTIONS = {"Integer Laplace": ("laplace", True), "Float Laplace": ("laplace", False),
+                 "Integer Gaussian": ("gaussian", True), "Float Gaussian": ("gaussian", False)}
+
+#: OpenDP's aggregate names (``summarize()``) -> the kind read here.
+AGGREGATES = {"Frame Length": "count", "Length": "count", "Sum": "sum"}
+
+#: OpenDP aggregates this reader knows but does not read yet, and why.
+_NOT_YET = {
+    "dp_mean": "dp.mean (released as a noisy sum over a noisy count: the ratio's likelihood "
+               "is not a record-additive mechanism's; release dp.sum and dp.len instead)",
+    "dp_quantile": "dp.quantile (an exponential mechanism over candidates)",
+    "dp_median": "dp.median (an exponential mechanism over candidates)",
+}
+
+_COUNT, _SUM = 0, 1
+
+
+class Aggregate(NamedTuple):
+    """One aggregate of the query, as read: its output column, kind (``"count"`` or
+    ``"sum"``), the record column and bounds of a sum, and the noise OpenDP reports."""
+
+    name: str
+    kind: str
+    column: str | None
+    lower: float
+    upper: float
+    distribution: str
+    scale: float
+    signed: bool
+
+
+class OpenDPRelease(NamedTuple):
+    """What :func:`from_query` read: pass ``mechanism`` and ``s_dp`` to
+    :func:`dawrap.sample`.
+
+    Attributes
+    ----------
+    mechanism : dawrap.Mechanism
+        The statistic (``mechanism.statistic``: cell ``row * len(aggregates) + a``) with each
+        cell's noise.
+    s_dp : ndarray
+        The released values in the statistic's cell order.
+    keys : list of tuple
+        The key values of each row, in cell order (``[()]`` without ``group_by``).
+    aggregates : tuple of Aggregate
+        What each aggregate is, with its noise.
+    """
+
+    mechanism: Mechanism
+    s_dp: np.ndarray
+    keys: list
+    aggregates: tuple
+
+
+def _polars():
+    try:
+        import polars
+    except ImportError as error:  # pragma: no cover - opendp[polars] brings it
+        raise ImportError("reading an OpenDP Context query needs polars: "
+                          "pip install 'opendp[polars]'") from error
+    return polars
+
+
+def _plan(query) -> dict:
+    """The query's polars plan as JSON (the only place that reads polars' plan format)."""
+    pl = _polars()
+    pyldf = getattr(query, "_ldf", None)
+    if pyldf is None or not hasattr(query, "summarize"):
+        raise TypeError(f"query must be an OpenDP Context query (context.query()...), got "
+                        f"{type(query).__name__}")
+    try:
+        with warnings.catch_warnings():
+            # polars 1.x deprecates the JSON form of a plan (its binary form is not
+            # readable); when it is gone, the error below names the version
+            warnings.simplefilter("ignore", UserWarning)
+            return json.loads(pl.LazyFrame._from_pyldf(pyldf).serialize(format="json"))
+    except Exception as error:  # a polars whose plan format this reader does not know
+        raise ValueError(f"could not read the query's polars plan with polars "
+                         f"{pl.__version__}: {error}") from error
+
+
+def _unwrap(expr: dict, what: str) -> str:
+    """The record column under ``fill_null`` (which changes no record of a model without
+    missing values); anything else before the aggregate is refused."""
+    while True:
+        if "Column" in expr:
+            return expr["Column"]
+        function = expr.get("Function", {})
+        if function.get("function") == "FillNull":
+            expr = function["input"][0]
+            continue
+        raise ValueError(f"{what}: only pl.col(name) (with fill_null) can be read before "
+                         f"the aggregate; the query computes {json.dumps(expr)[:120]}")
+
+
+def _literal(expr: dict, what: str) -> float | bool | None:
+    scalar = expr.get("Literal", {})
+    for form in ("Dyn", "Scalar"):
+        if form in scalar:
+            value = next(iter(scalar[form].values()))
+            if value == "Null":
+                return None
+            if isinstance(value, dict):
+                value = next(iter(value.values()))
+            return value
+    raise ValueError(f"{what}: expected a literal in the query's plan, got "
+                     f"{json.dumps(expr)[:120]}")
+
+
+def _read_aggregates(plan: dict):
+    """(keys, [(kind, column, lower, upper, signed)]) from the plan's top node."""
+    if "GroupBy" in plan:
+        node = plan["GroupBy"]
+        keys = [_unwrap(k, "group_by key") for k in node["keys"]]
+        exprs = node["aggs"]
+    elif "Select" in plan:
+        node, keys = plan["Select"], []
+        exprs = node["expr"]
+    else:
+        raise ValueError(f"query: expected select(...) or group_by(...).agg(...) over the "
+                         f"context's data, got a {next(iter(plan))} step")
+    if "DataFrameScan" not in node["input"]:
+        raise ValueError(f"query: a {next(iter(node['input']))} step runs before the "
+                         "aggregates (a filter or derived column changes which records or "
+                         "values count); only the context's data itself can be read")
+    read = []
+    for expr in exprs:
+        name = None
+        if "Alias" in expr:
+            expr, name = expr["Alias"]
+        plugin = expr.get("Function", {}).get("function", {}).get("FfiPlugin", {})
+        symbol, inputs = plugin.get("symbol"), expr.get("Function", {}).get("input", [])
+        if symbol == "dp_frame_len":
+            signed = bool(_literal(inputs[1], "dp.len")) if len(inputs) > 1 else False
+            read.append((name or "len", "count", None, 0.0, 0.0, signed))
+        elif symbol == "dp_sum":
+            column = _unwrap(inputs[0], "dp.sum")
+            lower, upper = (_literal(inputs[1], "dp.sum bounds"),
+                            _literal(inputs[2], "dp.sum bounds"))
+            read.append((name or column, "sum", column, float(lower), float(upper), True))
+        elif symbol in _NOT_YET:
+            raise ValueError(f"query: {_NOT_YET[symbol]} cannot be read yet (counts and "
+                             "clamped sums can)")
+        else:
+            raise ValueError(f"query: the aggregate {symbol or json.dumps(expr)[:80]} cannot "
+                             "be read (counts and clamped sums can)")
+    return keys, read
+
+
+def _read_noise(query, n_aggregates: int):
+    """[(distribution, scale)] per aggregate, from OpenDP's own report."""
+    report = query.summarize()
+    if "threshold" in report.columns:
+        raise ValueError("query: its keys are not public (OpenDP releases only the groups "
+                         "above a noisy threshold, and which were dropped depends on the "
+                         "data); declare the keys invariant in the context's margin")
+    rows = report.to_dicts()
+    if len(rows) != n_aggregates:
+        raise ValueError(f"query: OpenDP reports {len(rows)} noisy aggregates for the "
+                         f"{n_aggregates} in its plan (a mean or another post-processed "
+                         "aggregate cannot be read yet)")
+    out = []
+    for row in rows:
+        if AGGREGATES.get(row["aggregate"]) is None:
+            raise ValueError(f"query: the aggregate {row['aggregate']!r} of column "
+                             f"{row['column']!r} cannot be read yet (counts and sums can)")
+        if row["distribution"] not in DISTRIBUTIONS:
+            raise ValueError(f"query: OpenDP reports {row['distribution']!r} noise for "
+                             f"{row['column']!r}; readable: {sorted(DISTRIBUTIONS)}")
+        if not (math.isfinite(row["scale"]) and row["scale"] > 0):
+            raise ValueError(f"query: {row['column']!r} is released without noise (scale "
+                             f"{row['scale']}: an invariant of the context); leave it out "
+                             "of the query (dawrap's n is the total count)")
+        out.append((row["distribution"], float(row["scale"])))
+    return out
+
+
+def _cell_table(released, keys, categories) -> tuple[list, np.ndarray, np.ndarray]:
+    """The released rows' key values, the code sizes of the keys, and the row of each code
+    combination (-1 for none)."""
+    if set(keys) - set(categories):
+        raise ValueError(f"categories: give the codes of every key of the query; missing "
+                         f"{sorted(set(keys) - set(categories))}")
+    sizes = np.array([len(categories[k]) for k in keys], dtype=np.int64)
+    row_of = np.full(int(np.prod(sizes)) if keys else 1, -1, dtype=np.int64)
+    rows = released.select(keys).rows() if keys else [()]
+    for r, values in enumerate(rows):
+        flat = 0
+        for k, value in zip(keys, values):
+            if value not in categories[k]:
+                raise ValueError(f"released: the row {k}={value!r} is not among "
+                                 f"categories[{k!r}] = {list(categories[k])}")
+            flat = flat * len(categories[k]) + list(categories[k]).index(value)
+        if row_of[flat] >= 0:
+            raise ValueError(f"released: the key {dict(zip(keys, values))} appears twice")
+        row_of[flat] = r
+    if np.any(row_of < 0):
+        missing = int(np.flatnonzero(row_of < 0)[0])
+        codes = np.unravel_index(missing, tuple(sizes))
+        raise ValueError(
+            f"released: no row for {dict((k, categories[k][c]) for k, c in zip(keys, codes))}:"
+            " the query's public keys say no record has it; leave it out of categories (and"
+            " of the model's records)")
+    return rows, sizes, row_of
+
+
+def _statistic(key_columns, sizes, row_of, kinds, columns, lower, upper):
+    """The compiled statistic and its entries: a record adds to its row's cells only."""
+    n_aggregates = kinds.shape[0]
+
+    @numba.njit(nogil=True)
+    def entries(x_i, index, value):
+        flat = 0
+        for k in range(key_columns.shape[0]):
+            code = int(x_i[key_columns[k]])
+            if code < 0 or code >= sizes[k]:
+                return -1  # a code outside the categories: the sweep stops, naming it
+            flat = flat * sizes[k] + code
+        row = row_of[flat]
+        for a in range(n_aggregates):
+            index[a] = row * n_aggregates + a
+            if kinds[a] == _COUNT:
+                value[a] = 1.0
+            else:
+                value[a] = min(max(x_i[columns[a]], lower[a]), upper[a])
+        return n_aggregates
+
+    @numba.njit(nogil=True)
+    def statistic(x_i, out):
+        out[:] = 0.0
+        index = np.empty(n_aggregates, np.int64)
+        value = np.empty(n_aggregates)
+        if entries(x_i, index, value) < 0:
+            out[:] = np.nan  # outside the categories: reported, never counted elsewhere
+            return
+        for a in range(n_aggregates):
+            out[index[a]] += value[a]
+
+    return declare_sparse(statistic, entries, nnz=n_aggregates)
+
+
+def from_query(query, released, *, columns: dict, categories: dict | None = None
+               ) -> OpenDPRelease:
+    r"""Read an OpenDP Context query and its released DataFrame (module docstring).
+
+    Parameters
+    ----------
+    query : OpenDP query
+        The query as built with the Context API (``context.query()...``), before or after
+        ``release()``; its plan and ``summarize()`` are read.
+    released : polars.DataFrame
+        What ``query.release().collect()`` returned.
+    columns : dict
+        The record column (an index into a record ``x_i``) of each DataFrame column the query
+        reads: its keys and the columns it sums.
+    categories : dict, optional
+        For each key of ``group_by``: its values in code order (a record's key column holds
+        the code ``0, 1, ...``).
+
+    Returns
+    -------
+    OpenDPRelease
+        ``mechanism`` and ``s_dp`` for :func:`dawrap.sample`, the rows' keys and the
+        aggregates as read.
+
+    Examples
+    --------
+    A clamped sum without groups: its bounds come from the query.
+
+    >>> import polars as pl
+    >>> import opendp.prelude as dp
+    >>> dp.enable_features("contrib")
+    >>> data = pl.DataFrame({"age": [23, 45, 67, 89]})
+    >>> context = dp.Context.compositor(
+    ...     data=data.lazy(), privacy_unit=dp.unit_of(contributions=1),
+    ...     privacy_loss=dp.loss_of(epsilon=1.0), split_evenly_over=1,
+    ...     margins=[dp.polars.Margin(by=[], max_length=100)])
+    >>> query = context.query().select(pl.col("age").fill_null(0).dp.sum((18, 80)))
+    >>> read = from_query(query, query.release().collect(), columns={"age": 0})
+    >>> read.aggregates[0][:5]
+    ('age', 'sum', 'age', 18.0, 80.0)
+    >>> read.mechanism.noise.scale.tolist()
+    [80.0]
+    """
+    categories = dict(categories or {})
+    keys, plan_aggregates = _read_aggregates(_plan(query))
+    noise = _read_noise(query, len(plan_aggregates))
+    needed = set(keys) | {c for _, _, c, *_ in plan_aggregates if c is not None}
+    if needed - set(columns):
+        raise ValueError(f"columns: give the record column of {sorted(needed - set(columns))}")
+    aggregates = tuple(Aggregate(name, kind, column, lower, upper, distribution, scale, signed)
+                       for (name, kind, column, lower, upper, signed), (distribution, scale)
+                       in zip(plan_aggregates, noise))
+    forms = {DISTRIBUTIONS[a.distribution][0] for a in aggregates}
+    if len(forms) > 1:
+        raise ValueError("query: its aggregates have Laplace and Gaussian noise together, "
+                         "which one mechanism cannot read yet; release them as two queries")
+    form = forms.pop()
+    expected = set(keys) | {a.name for a in aggregates}
+    if set(released.columns) != expected:
+        raise ValueError(f"released: the query releases the columns {sorted(expected)}, the "
+                         f"DataFrame has {sorted(released.columns)}: is it this query's?")
+    rows, sizes, row_of = _cell_table(released, keys, categories)
+    s_dp = np.column_stack([released[a.name].cast(float).to_numpy() for a in aggregates]
+                           ).ravel() if rows else np.empty(0)
+    if not np.all(np.isfinite(s_dp)):
+        raise ValueError("released: a released value is not finite")
+    for a in aggregates:
+        if a.kind == "count" and not a.signed and form == "gaussian" and \
+                np.any(released[a.name].to_numpy() == 0):
+            raise ValueError(f"released: {a.name!r} is a count clamped at zero with Gaussian "
+                             "noise, and a released 0 is censored (not represented); release "
+                             "it with dp.len(signed=True)")
+    statistic = _statistic(
+        np.array([columns[k] for k in keys], dtype=np.int64), sizes, row_of,
+        np.array([_COUNT if a.kind == "count" else _SUM for a in aggregates], dtype=np.int64),
+        np.array([columns.get(a.column, 0) if a.column else 0 for a in aggregates],
+                 dtype=np.int64),
+        np.array([a.lower for a in aggregates]), np.array([a.upper for a in aggregates]))
+    size = len(rows) * len(aggregates)
+    scale = np.tile([a.scale for a in aggregates], len(rows))
+    if form == "laplace":
+        params = np.append(1.0 / scale, -np.log(2.0 * scale).sum())
+        density, coordinate = laplace_log_density, laplace_coordinate
+    else:
+        params = np.append(1.0 / scale, -0.5 * np.log(2.0 * np.pi * scale ** 2).sum())
+        density, coordinate = gaussian_log_density, gaussian_coordinate
+    mechanism = Mechanism(statistic, density, size=size, params=params,
+                          coordinate_log_density=coordinate, name="OpenDP query",
+                          noise=NoiseLaw.of(form, scale, size=size))
+    return OpenDPRelease(mechanism, s_dp, [tuple(r) for r in rows], aggregates)

@@ -1,0 +1,150 @@
+"""dawrap.opendp: a release made with OpenDP's Context API, read in one call, is the release
+OpenDP made (its cells, its noise, its bounds), and its posterior is the exact one."""
+import warnings
+
+import numpy as np
+import pytest
+from scipy import special
+
+import dawrap as dw
+from dawrap import diagnostics
+from dawrap.models import beta_binomial
+from dawrap.reference import BetaMixture, relative_log_g
+
+dp = pytest.importorskip("opendp.prelude")
+pl = pytest.importorskip("polars")
+from dawrap.opendp import from_query  # noqa: E402  (after the skips)
+
+dp.enable_features("contrib")
+pytestmark = pytest.mark.filterwarnings("ignore:The default value is currently signed=False")
+
+
+def _context(data, epsilon=1.0, queries=1, keys=("sex",), invariant="keys", unit=None):
+    margins = [dp.polars.Margin(by=[], max_length=10_000)]
+    if keys:
+        margins.append(dp.polars.Margin(by=list(keys), invariant=invariant, max_length=10_000,
+                                           max_groups=10))
+    return dp.Context.compositor(
+        data=data.lazy(), privacy_unit=unit or dp.unit_of(contributions=1),
+        privacy_loss=dp.loss_of(epsilon=epsilon), split_evenly_over=queries, margins=margins)
+
+
+def _people(n=60, seed=3):
+    rng = np.random.default_rng(seed)
+    return pl.DataFrame({"sex": rng.choice(["F", "M"], n), "age": rng.integers(0, 100, n),
+                         "income": rng.normal(40.0, 30.0, n)})
+
+
+def test_a_grouped_count_and_clamped_sums_are_the_query_opendp_ran():
+    data = _people()
+    query = (_context(data, queries=1).query().group_by("sex")
+             .agg(dp.len(), pl.col("age").fill_null(0).dp.sum((10, 80)),
+                  pl.col("income").fill_null(0.0).dp.sum((0.0, 50.0))))
+    released = query.release().collect()
+    read = from_query(query, released, columns={"sex": 0, "age": 1, "income": 2},
+                      categories={"sex": ["F", "M"]})
+    # the cells in the released rows' order, every aggregate of a row together
+    assert [k for (k,) in read.keys] == released["sex"].to_list()
+    assert [a.kind for a in read.aggregates] == ["count", "sum", "sum"]
+    assert [(a.lower, a.upper) for a in read.aggregates[1:]] == [(10.0, 80.0), (0.0, 50.0)]
+    assert np.array_equal(read.s_dp, released.select("len", "age", "income").to_numpy()
+                          .astype(float).ravel())
+    # the noise OpenDP reports, cell by cell
+    report = query.summarize().to_dicts()
+    assert read.mechanism.noise.family == "laplace"
+    assert read.mechanism.noise.scale.tolist() == [r["scale"] for r in report] * 2
+    # the statistic of the confidential records is the non-private answer of the query
+    codes = (data["sex"] == "M").cast(int).to_numpy()
+    x = np.column_stack([codes, data["age"].to_numpy(), data["income"].to_numpy()]
+                        ).astype(float)
+    truth = (data.group_by("sex").agg(pl.len().cast(float).alias("len"),
+                                      pl.col("age").clip(10, 80).sum().cast(float),
+                                      pl.col("income").clip(0.0, 50.0).sum()))
+    truth = {row[0]: row[1:] for row in truth.rows()}
+    expected = np.concatenate([truth[k] for (k,) in read.keys])
+    assert np.allclose(read.mechanism.total(x), expected, rtol=1e-12)
+
+
+def test_the_posterior_of_a_count_released_by_sex_is_the_exact_one(check_posterior):
+    """beta_binomial's records: x_i = 1 (M) with probability p; OpenDP releases the count of
+    each sex with integer Laplace noise (clamped at zero: the same posterior, module
+    docstring). The exact posterior sums over the number k of M records."""
+    n, a, b = 12, 1.0, 1.0
+    data = pl.DataFrame({"sex": ["M"] * 4 + ["F"] * (n - 4)})
+    query = _context(data, epsilon=0.5).query().group_by("sex").agg(dp.len())
+    released = query.release().collect()
+    read = from_query(query, released, columns={"sex": 0}, categories={"sex": ["F", "M"]})
+    k = np.arange(n + 1)
+    rows = {key: r for r, (key,) in enumerate(read.keys)}
+    totals = np.zeros((n + 1, 2))
+    totals[:, rows["F"]], totals[:, rows["M"]] = n - k, k
+    log_w = (special.gammaln(n + 1) - special.gammaln(k + 1) - special.gammaln(n - k + 1)
+             + special.betaln(a + k, b + n - k) + relative_log_g(read.mechanism, read.s_dp,
+                                                                 totals))
+    exact = BetaMixture(np.exp(log_w - log_w.max()), a + k, b + n - k)
+    idata = dw.sample(beta_binomial.model(a, b), read.mechanism, read.s_dp, n, draws=2000,
+                      tune=500, chains=4, seed=11, progress=False)
+    check_posterior(diagnostics.group(idata, "posterior")["p"].values, exact)
+
+
+def test_a_count_without_groups_and_replace_one_accounting_are_read():
+    data = _people(40)
+    unit = dp.unit_of(changes=1)
+    context = dp.Context.compositor(
+        data=data.lazy(), privacy_unit=unit, privacy_loss=dp.loss_of(rho=0.5),
+        split_evenly_over=1, margins=[dp.polars.Margin(by=[], max_length=1000,
+                                                       invariant="lengths")])
+    query = context.query().select(pl.col("age").fill_null(0).dp.sum((0, 100)))
+    released = query.release().collect()
+    read = from_query(query, released, columns={"age": 0})
+    assert read.keys == [()] and read.mechanism.noise.family == "gaussian"
+    assert read.mechanism.noise.scale.tolist() == [query.summarize()["scale"][0]]
+    assert read.s_dp.tolist() == [float(released["age"][0])]
+
+
+def test_what_cannot_be_read_is_named():
+    data = _people()
+    context = _context(data, queries=6)
+    with pytest.raises(ValueError, match="only pl.col"):
+        from_query(q := context.query().select(
+            (pl.col("age") * 2).fill_null(0).dp.sum((0, 200))), q.release().collect(),
+            columns={"age": 0})
+    with pytest.raises(ValueError, match="dp.quantile .*cannot be read yet"):
+        q = context.query().select(pl.col("age").fill_null(0).dp.quantile(0.5, [0, 50, 100]))
+        from_query(q, q.release().collect(), columns={"age": 0})
+    q = context.query().group_by("sex").agg(dp.len())
+    released = q.release().collect()
+    with pytest.raises(ValueError, match="categories: give the codes"):
+        from_query(q, released, columns={"sex": 0})
+    with pytest.raises(ValueError, match="columns: give the record column of \\['sex'\\]"):
+        from_query(q, released, columns={}, categories={"sex": ["F", "M"]})
+    with pytest.raises(ValueError, match="no row for \\{'sex': 'X'\\}"):
+        from_query(q, released, columns={"sex": 0}, categories={"sex": ["F", "M", "X"]})
+    with pytest.raises(ValueError, match="'M' is not among"):
+        from_query(q, released, columns={"sex": 0}, categories={"sex": ["F"]})
+    with pytest.raises(ValueError, match="is it this query's"):
+        from_query(q, released.with_columns(pl.lit(1).alias("extra")), columns={"sex": 0},
+                   categories={"sex": ["F", "M"]})
+    with pytest.raises(TypeError, match="OpenDP Context query"):
+        from_query(released, released, columns={"sex": 0})
+    # keys that were not public: OpenDP thresholds the groups
+    private = dp.Context.compositor(
+        data=data.lazy(), privacy_unit=dp.unit_of(contributions=1),
+        privacy_loss=dp.loss_of(epsilon=1.0, delta=1e-7), split_evenly_over=1,
+        margins=[dp.polars.Margin(by=[], max_length=10_000)])
+    q = private.query().group_by("sex").agg(dp.len())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        released = q.release().collect()
+    with pytest.raises(ValueError, match="keys are not public"):
+        from_query(q, released, columns={"sex": 0}, categories={"sex": ["F", "M"]})
+
+
+def test_a_record_outside_the_categories_stops_the_run():
+    data = pl.DataFrame({"sex": ["F", "M", "M"]})
+    q = _context(data).query().group_by("sex").agg(dp.len())
+    read = from_query(q, q.release().collect(), columns={"sex": 0},
+                      categories={"sex": ["F", "M"]})
+    out = np.zeros(read.mechanism.size)
+    read.mechanism.statistic(np.array([2.0]), out)
+    assert np.all(np.isnan(out))
