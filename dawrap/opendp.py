@@ -72,6 +72,8 @@ import numba
 import numpy as np
 
 from .mechanisms.base import Mechanism
+from .mechanisms.discrete import discrete_gaussian
+from .mechanisms.discrete_gaussian import NumpyIntegers
 from .mechanisms.gaussian import gaussian_log_density
 from .mechanisms.laplace import laplace_log_density
 from .mechanisms.noise import NoiseLaw
@@ -229,20 +231,24 @@ def _read_aggregates(plan: dict):
     return keys, read
 
 
-def _read_noise(query, n_aggregates: int):
-    """[(distribution, scale)] per aggregate, from OpenDP's own report."""
+def _read_noise(query, names: list):
+    """[(distribution, scale)] per aggregate (``names``: their output columns, in the plan's
+    order), from OpenDP's own report."""
     report = query.summarize()
     if "threshold" in report.columns:
         raise ValueError("query: its keys are not public (OpenDP releases only the groups "
                          "above a noisy threshold, and which were dropped depends on the "
                          "data); declare the keys invariant in the context's margin")
     rows = report.to_dicts()
-    if len(rows) != n_aggregates:
+    if len(rows) != len(names):
         raise ValueError(f"query: OpenDP reports {len(rows)} noisy aggregates for the "
-                         f"{n_aggregates} in its plan (a mean or another post-processed "
+                         f"{len(names)} in its plan (a mean or another post-processed "
                          "aggregate cannot be read yet)")
     out = []
-    for row in rows:
+    for row, name in zip(rows, names):
+        if row["column"] != name:
+            raise ValueError(f"query: OpenDP reports the aggregates as {[r['column'] for r in rows]}"
+                             f", its plan as {names}: this reader does not know that order")
         if AGGREGATES.get(row["aggregate"]) is None:
             raise ValueError(f"query: the aggregate {row['aggregate']!r} of column "
                              f"{row['column']!r} cannot be read yet (counts and sums can)")
@@ -321,6 +327,28 @@ def _statistic(key_columns, sizes, row_of, kinds, columns, lower, upper):
     return declare_sparse(statistic, entries, nnz=n_aggregates)
 
 
+def _release_drawer(form: str, scale: np.ndarray, integer: np.ndarray, clamped: np.ndarray):
+    """Simulated releases as OpenDP makes them, drawn with NumPy's generator (for
+    simulation, never for publication): integer noise on integer cells (the two-sided
+    geometric; the discrete Gaussian by its exact algorithm), real noise on the others,
+    unsigned counts clamped at zero."""
+
+    def draw(rng, t):
+        t = np.asarray(t, dtype=float)
+        if form == "laplace":
+            p = -np.expm1(-1.0 / scale)
+            noise = np.where(integer, rng.geometric(p) - rng.geometric(p),
+                             rng.laplace(0.0, scale))
+        else:
+            source = NumpyIntegers(rng)
+            noise = np.array([discrete_gaussian(sigma, source) if whole else
+                              rng.normal(0.0, sigma) for sigma, whole in zip(scale, integer)])
+        out = np.where(integer, np.round(t), t) + noise
+        return np.where(clamped, np.maximum(out, 0.0), out)
+
+    return draw
+
+
 def from_query(query, released, *, columns: dict, categories: dict | None = None
                ) -> OpenDPRelease:
     r"""Read an OpenDP Context query and its released DataFrame (module docstring).
@@ -366,7 +394,7 @@ def from_query(query, released, *, columns: dict, categories: dict | None = None
     """
     categories = dict(categories or {})
     keys, plan_aggregates = _read_aggregates(_plan(query))
-    noise = _read_noise(query, len(plan_aggregates))
+    noise = _read_noise(query, [name for name, *_ in plan_aggregates])
     needed = set(keys) | {c for _, _, c, *_ in plan_aggregates if c is not None}
     if needed - set(columns):
         raise ValueError(f"columns: give the record column of {sorted(needed - set(columns))}")
@@ -407,7 +435,10 @@ def from_query(query, released, *, columns: dict, categories: dict | None = None
     else:
         params = np.append(1.0 / scale, -0.5 * np.log(2.0 * np.pi * scale ** 2).sum())
         density, coordinate = gaussian_log_density, gaussian_coordinate
+    integer = np.tile([DISTRIBUTIONS[a.distribution][1] for a in aggregates], len(rows))
+    clamped = np.tile([a.kind == "count" and not a.signed for a in aggregates], len(rows))
     mechanism = Mechanism(statistic, density, size=size, params=params,
                           coordinate_log_density=coordinate, name="OpenDP query",
-                          noise=NoiseLaw.of(form, scale, size=size))
+                          noise=NoiseLaw.of(form, scale, size=size),
+                          draw_release=_release_drawer(form, scale, integer, clamped))
     return OpenDPRelease(mechanism, s_dp, [tuple(r) for r in rows], aggregates)

@@ -65,6 +65,7 @@ def test_a_grouped_count_and_clamped_sums_are_the_query_opendp_ran():
     assert np.allclose(read.mechanism.total(x), expected, rtol=1e-12)
 
 
+@pytest.mark.slow   # compiles the record chain of beta_binomial with the read statistic
 def test_the_posterior_of_a_count_released_by_sex_is_the_exact_one(check_posterior):
     """beta_binomial's records: x_i = 1 (M) with probability p; OpenDP releases the count of
     each sex with integer Laplace noise (clamped at zero: the same posterior, module
@@ -148,3 +149,26 @@ def test_a_record_outside_the_categories_stops_the_run():
     out = np.zeros(read.mechanism.size)
     read.mechanism.statistic(np.array([2.0]), out)
     assert np.all(np.isnan(out))
+
+
+def test_simulated_releases_have_opendps_noise_and_clamp_unsigned_counts():
+    data = _people(30)
+    q = (_context(data).query().group_by("sex")
+         .agg(dp.len().alias("n"), pl.col("income").fill_null(0.0).dp.sum((0.0, 50.0))))
+    read = from_query(q, q.release().collect(), columns={"sex": 0, "income": 1},
+                      categories={"sex": ["F", "M"]})
+    assert [a.name for a in read.aggregates] == ["n", "income"]
+    assert [a.signed for a in read.aggregates] == [False, True]
+    rng, t, draws = np.random.default_rng(7), np.array([0.0, 10.5, 40.0, 20.25]), 20_000
+    releases = np.array([read.mechanism.release_given_total(rng, t) for _ in range(draws)])
+    counts, sums = releases[:, [0, 2]], releases[:, [1, 3]]
+    assert np.all(counts == np.round(counts)) and np.all(counts >= 0)
+    assert np.any(counts[:, 0] == 0) and np.any(sums != np.round(sums))
+    # the other coordinates (a count of 40: clamped with probability e^-20): mean t, variance
+    # the law's, within 4 standard errors
+    # (Laplace-form noise has kurtosis 6, so the sample variance's sd is var sqrt(5 / N))
+    variance = read.mechanism.noise.variance
+    for j in (1, 2, 3):
+        z = releases[:, j] - t[j]
+        assert abs(z.mean()) < 4 * np.sqrt(variance[j] / draws)
+        assert abs(z.var() - variance[j]) < 4 * variance[j] * np.sqrt(5 / draws)
