@@ -102,6 +102,10 @@ def _step_key(method: str, per_worker) -> str:
     return f"move {per_worker[0]}" if method == "move" else method
 
 
+#: Seconds to wait for a worker when the cluster has none (at most the call timeout).
+WORKER_GRACE = 60.0
+
+
 class DaskBackend:
     """Workers on a dask cluster (the backend protocol of :mod:`dawrap.runner.backends`):
     ``client`` a ``dask.distributed.Client``, ``timeout`` the seconds to wait for the
@@ -113,7 +117,17 @@ class DaskBackend:
         self.client, self.timeout, self.chain = client, float(timeout), chain
         self.addresses = sorted(client.scheduler_info()["workers"])
         if not self.addresses:
-            raise RuntimeError("dw.parallel.Dask: the dask cluster has no workers")
+            # The client's view of the workers is refreshed every few seconds, and a nanny
+            # restarts a lost worker under a new address: wait for one (at most the timeout,
+            # and a minute) before calling the cluster empty.
+            try:
+                client.wait_for_workers(1, timeout=min(self.timeout, WORKER_GRACE))
+            except Exception:  # distributed's TimeoutError (or an older client's)
+                pass
+            self.addresses = sorted(client.scheduler_info()["workers"])
+        if not self.addresses:
+            raise RuntimeError(f"dw.parallel.Dask: the dask cluster has no workers (none "
+                               f"joined within {min(self.timeout, WORKER_GRACE):g} s)")
         self.actors, self.assigned, self._futures = [], [], []
         self.called = set()  # the steps called once (their code compiled on the workers)
         self.sweeps, self.communication, self.computation = 0, 0.0, 0.0
