@@ -144,7 +144,9 @@ class Record(Method):
         Non-centred theta steps per iteration (:mod:`dawrap.samplers.interweave`; needs
         ``Model(noncentred=...)``): ``True`` for the default number, an integer for that
         many, ``False`` or 0 for none; ``None`` (default) turns it on where the estimated
-        fraction of missing information is at least 0.3, or where the release is explained
+        fraction of missing information is at least 0.3 (always for a release that is not
+        the statistic plus noise, ``mechanism.additive`` false: a selection among
+        candidates), or where the release is explained
         by separate modes of theta (:mod:`dawrap.runner.modes`), unless the model has its own
         records move (``Model(records_move=...)``): the chain has one move slot, which the
         automatic choice leaves to the model's move, and ``True`` takes (with a warning).
@@ -273,11 +275,14 @@ class Record(Method):
             # the only kernel that crosses between them, whatever the missing information.
             # A model's own records move holds the one move slot the non-centred move would
             # take: the automatic choice keeps the move the model's author wrote.
+            # A release that is not the statistic plus noise (a selection among candidates)
+            # has no noise variance to measure the missing information by; it tells little
+            # about n records by nature (a few choices), so the move is on.
             nc = model.noncentred
             threshold = AUTO_THRESHOLD if nc is None or nc.threshold is None else nc.threshold
+            info = missing_information(model, mechanism, n) if mechanism.additive else 1.0
             on = nc is not None and model.records_move is None and (
-                (missing_information(model, mechanism, n) or 0.0) >= threshold
-                or getattr(modes(), "multimodal", False))
+                (info or 0.0) >= threshold or getattr(modes(), "multimodal", False))
             steps = DEFAULT_STEPS if on else 0
         elif isinstance(iw, (bool, np.bool_)):
             steps = DEFAULT_STEPS if iw else 0

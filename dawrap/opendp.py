@@ -63,6 +63,7 @@ noise is not seeded: the example shows what was read, not the numbers):
 """
 from __future__ import annotations
 
+import io
 import json
 import math
 import warnings
@@ -77,6 +78,7 @@ from .mechanisms.discrete_gaussian import NumpyIntegers
 from .mechanisms.gaussian import gaussian_log_density
 from .mechanisms.laplace import laplace_log_density
 from .mechanisms.noise import NoiseLaw
+from .mechanisms.quantiles import Quantiles, alpha_fraction
 from .mechanisms.separable import declare_sparse, gaussian_coordinate, laplace_coordinate
 
 __all__ = ["from_query"]
@@ -88,20 +90,22 @@ DISTRIBUTIONS = {"Integer Laplace": ("laplace", True), "Float Laplace": ("laplac
 #: OpenDP's aggregate names (``summarize()``) -> the kind read here.
 AGGREGATES = {"Frame Length": "count", "Length": "count", "Sum": "sum"}
 
+#: OpenDP's selection noise for quantiles (``summarize()``) -> :class:`Quantiles`' noise.
+SELECTIONS = {"ExponentialMin": "exponential", "GumbelMin": "gumbel"}
+
 #: OpenDP aggregates this reader knows but does not read yet, and why.
 _NOT_YET = {
     "dp_mean": "dp.mean (released as a noisy sum over a noisy count: the ratio's likelihood "
                "is not a record-additive mechanism's; release dp.sum and dp.len instead)",
-    "dp_quantile": "dp.quantile (an exponential mechanism over candidates)",
-    "dp_median": "dp.median (an exponential mechanism over candidates)",
 }
 
 _COUNT, _SUM = 0, 1
 
 
 class Aggregate(NamedTuple):
-    """One aggregate of the query, as read: its output column, kind (``"count"`` or
-    ``"sum"``), the record column and bounds of a sum, and the noise OpenDP reports."""
+    """One aggregate of the query, as read: its output column, kind (``"count"``, ``"sum"``
+    or ``"quantile"``), the record column and bounds of a sum, the noise OpenDP reports, and
+    a quantile's level and candidates."""
 
     name: str
     kind: str
@@ -111,6 +115,8 @@ class Aggregate(NamedTuple):
     distribution: str
     scale: float
     signed: bool
+    alpha: float = math.nan
+    candidates: tuple = ()
 
 
 class OpenDPRelease(NamedTuple):
@@ -216,12 +222,19 @@ def _read_aggregates(plan: dict):
         symbol, inputs = plugin.get("symbol"), expr.get("Function", {}).get("input", [])
         if symbol == "dp_frame_len":
             signed = bool(_literal(inputs[1], "dp.len")) if len(inputs) > 1 else False
-            read.append((name or "len", "count", None, 0.0, 0.0, signed))
+            read.append((name or "len", "count", None, 0.0, 0.0, signed, math.nan, ()))
         elif symbol == "dp_sum":
             column = _unwrap(inputs[0], "dp.sum")
             lower, upper = (_literal(inputs[1], "dp.sum bounds"),
                             _literal(inputs[2], "dp.sum bounds"))
-            read.append((name or column, "sum", column, float(lower), float(upper), True))
+            read.append((name or column, "sum", column, float(lower), float(upper), True,
+                         math.nan, ()))
+        elif symbol in ("dp_quantile", "dp_median"):
+            column = _unwrap(inputs[0], f"dp.{symbol[3:]}")
+            alpha = 0.5 if symbol == "dp_median" else float(_literal(inputs[1], "dp.quantile"))
+            candidates = _series(inputs[1 if symbol == "dp_median" else 2], "candidates")
+            read.append((name or column, "quantile", column, math.nan, math.nan, True, alpha,
+                         candidates))
         elif symbol in _NOT_YET:
             raise ValueError(f"query: {_NOT_YET[symbol]} cannot be read yet (counts and "
                              "clamped sums can)")
@@ -229,6 +242,16 @@ def _read_aggregates(plan: dict):
             raise ValueError(f"query: the aggregate {symbol or json.dumps(expr)[:80]} cannot "
                              "be read (counts and clamped sums can)")
     return keys, read
+
+
+def _series(expr: dict, what: str) -> tuple:
+    """A literal Series of the plan (polars keeps it as Arrow IPC bytes)."""
+    data = expr.get("Literal", {}).get("Series")
+    if not isinstance(data, list):
+        raise ValueError(f"query: expected the {what} as a literal series in the plan, got "
+                         f"{json.dumps(expr)[:120]}")
+    return tuple(float(v) for v in _polars().read_ipc_stream(io.BytesIO(bytes(data)))
+                 .to_series())
 
 
 def _read_noise(query, names: list):
@@ -249,17 +272,20 @@ def _read_noise(query, names: list):
         if row["column"] != name:
             raise ValueError(f"query: OpenDP reports the aggregates as {[r['column'] for r in rows]}"
                              f", its plan as {names}: this reader does not know that order")
-        if AGGREGATES.get(row["aggregate"]) is None:
+        quantile = row["aggregate"].endswith("-Quantile")
+        if AGGREGATES.get(row["aggregate"]) is None and not quantile:
             raise ValueError(f"query: the aggregate {row['aggregate']!r} of column "
                              f"{row['column']!r} cannot be read yet (counts and sums can)")
-        if row["distribution"] not in DISTRIBUTIONS:
+        if row["distribution"] not in (SELECTIONS if quantile else DISTRIBUTIONS):
             raise ValueError(f"query: OpenDP reports {row['distribution']!r} noise for "
-                             f"{row['column']!r}; readable: {sorted(DISTRIBUTIONS)}")
+                             f"{row['column']!r}; readable: "
+                             f"{sorted(SELECTIONS if quantile else DISTRIBUTIONS)}")
         if not (math.isfinite(row["scale"]) and row["scale"] > 0):
             raise ValueError(f"query: {row['column']!r} is released without noise (scale "
                              f"{row['scale']}: an invariant of the context); leave it out "
                              "of the query (dawrap's n is the total count)")
-        out.append((row["distribution"], float(row["scale"])))
+        level = float(row["aggregate"][:-len("-Quantile")]) if quantile else math.nan
+        out.append((row["distribution"], float(row["scale"]), level))
     return out
 
 
@@ -349,6 +375,62 @@ def _release_drawer(form: str, scale: np.ndarray, integer: np.ndarray, clamped: 
     return draw
 
 
+def _max_length(query, keys: list) -> int:
+    """The margin's ``max_length`` OpenDP scores quantiles with (their size limit)."""
+    try:
+        domain = object.__getattribute__(query, "_query")._chain[0]
+        length = domain.get_margin(list(keys)).max_length
+    except Exception as error:  # an OpenDP whose query keeps its domain elsewhere
+        raise ValueError(f"query: could not read its margin's max_length (OpenDP's quantile "
+                         f"scores depend on it) from this OpenDP version: {error}") from error
+    if length is None:
+        raise ValueError("query: its margin declares no max_length, which OpenDP's quantile "
+                         "scores need")
+    return int(length)
+
+
+def _quantiles(query, keys, aggregates, levels, released, columns) -> OpenDPRelease:
+    """A query of quantiles of one column, without groups: a :class:`Quantiles` mechanism."""
+    if keys:
+        raise ValueError("query: quantiles by group cannot be read yet; release each "
+                         "group's quantiles as a query of its own")
+    if any(a.kind != "quantile" for a in aggregates):
+        raise ValueError("query: quantiles together with counts or sums are two mechanisms, "
+                         "which one cannot read; release the quantiles as a query of their "
+                         "own")
+    names = sorted({a.column for a in aggregates})
+    if len(names) > 1:
+        raise ValueError(f"query: quantiles of one column per query can be read, this one "
+                         f"has quantiles of {names}")
+    if names[0] not in columns:
+        raise ValueError(f"columns: give the record column of {names}")
+    kinds = {SELECTIONS[a.distribution] for a in aggregates}
+    if len(kinds) > 1:
+        raise ValueError("query: its quantiles have exponential and Gumbel selection noise "
+                         "together; release them as two queries")
+    expected = {a.name for a in aggregates}
+    if set(released.columns) != expected or released.height != 1:
+        raise ValueError(f"released: the query releases one row of {sorted(expected)}, the "
+                         f"DataFrame has {released.height} row(s) of "
+                         f"{sorted(released.columns)}: is it this query's?")
+    size_limit = _max_length(query, keys)
+    fractions = [alpha_fraction(a.alpha, size_limit) for a in aggregates]
+    for a, (num, den), level in zip(aggregates, fractions, levels):
+        if not math.isclose(num / den, level, rel_tol=1e-12, abs_tol=1e-300):
+            raise ValueError(f"query: OpenDP reports the level of {a.name!r} as {level!r}, "
+                             f"this reader scores it as {num}/{den}: this OpenDP version "
+                             f"scores quantiles otherwise")
+    pl = _polars()
+    # OpenDP casts the candidates to the column's type before scoring them
+    candidates = [pl.Series(a.candidates).cast(released[a.name].dtype).cast(pl.Float64)
+                  .to_list() for a in aggregates]
+    mechanism = Quantiles(fractions, candidates, [a.scale for a in aggregates],
+                          noise=kinds.pop(), column=columns[names[0]], size_limit=size_limit)
+    s_dp = np.array([float(released[a.name][0]) for a in aggregates])
+    mechanism.check_release(s_dp)
+    return OpenDPRelease(mechanism, s_dp, [()], aggregates)
+
+
 def from_query(query, released, *, columns: dict, categories: dict | None = None
                ) -> OpenDPRelease:
     r"""Read an OpenDP Context query and its released DataFrame (module docstring).
@@ -398,9 +480,13 @@ def from_query(query, released, *, columns: dict, categories: dict | None = None
     needed = set(keys) | {c for _, _, c, *_ in plan_aggregates if c is not None}
     if needed - set(columns):
         raise ValueError(f"columns: give the record column of {sorted(needed - set(columns))}")
-    aggregates = tuple(Aggregate(name, kind, column, lower, upper, distribution, scale, signed)
-                       for (name, kind, column, lower, upper, signed), (distribution, scale)
-                       in zip(plan_aggregates, noise))
+    aggregates = tuple(Aggregate(name, kind, column, lower, upper, distribution, scale, signed,
+                                 alpha, candidates)
+                       for (name, kind, column, lower, upper, signed, alpha, candidates),
+                       (distribution, scale, _) in zip(plan_aggregates, noise))
+    if any(a.kind == "quantile" for a in aggregates):
+        return _quantiles(query, keys, aggregates, [level for *_, level in noise], released,
+                          columns)
     forms = {DISTRIBUTIONS[a.distribution][0] for a in aggregates}
     if len(forms) > 1:
         raise ValueError("query: its aggregates have Laplace and Gaussian noise together, "

@@ -12,7 +12,9 @@
   :mod:`.checked` (bounds-checked statistics) and :mod:`.discrete` (the exact integer noise
   samplers);
 * :mod:`.separable`: sparse statistics and coordinate-separable densities (the O(nnz) path);
-* :mod:`.sensitivity`: the sensitivity of a statistic of records in a box.
+* :mod:`.sensitivity`: the sensitivity of a statistic of records in a box;
+* :mod:`.quantiles`: :class:`Quantiles`, quantiles selected by the exponential mechanism
+  (OpenDP's), a release that is not the statistic plus noise.
 
 Adding a noise family
 ---------------------
@@ -51,7 +53,8 @@ from .discrete_gaussian import DiscreteGaussian
 from .base import Mechanism
 from .domains import Box, Sparse
 from .noise import NoiseLaw
+from .quantiles import Quantiles
 from .sensitivity import box_sensitivity
 
 __all__ = ["Mechanism", "NoiseLaw", "Laplace", "Gaussian", "Geometric", "DiscreteGaussian", "Box",
-           "Sparse", "box_sensitivity"]
+           "Sparse", "box_sensitivity", "Quantiles"]

@@ -142,6 +142,14 @@ class Mechanism(Immutable):
       (:mod:`dawrap.mechanisms.separable`);
     * ``truncation``: what the sufficient-statistic sampler needs of a truncated statistic.
 
+    **A release that is not the statistic plus noise** (a selection, as the exponential
+    mechanism's, :class:`~dawrap.mechanisms.quantiles.Quantiles`): a subclass sets the class
+    attribute ``additive = False`` and, after this constructor, ``release_size`` (the
+    length of ``s_dp``, by default ``size``). The record sampler and the exact posteriors
+    need nothing more; what reads the release as a noisy total (release-informed starts,
+    the plausibility check, ``method="naive"`` and ``"suffstat"``) then stays out of the way
+    or refuses.
+
     A subclass (one module per noise family, beside the family's
     :class:`~dawrap.mechanisms.families.NoiseFamily`: :mod:`dawrap.mechanisms.laplace` is
     the model to follow) checks its own arguments, calls this constructor with the
@@ -241,6 +249,10 @@ class Mechanism(Immutable):
     array([ 2., 32.])
     """
 
+    #: Whether the release is the statistic's total plus noise, coordinate by coordinate
+    #: (every built-in mechanism but :class:`~dawrap.mechanisms.quantiles.Quantiles`).
+    additive = True
+
     def __init__(self, statistic, log_density, *, size: int = 1, params=(),
                  draw_release=None, epsilon: float | None = None, name: str = "Mechanism",
                  truncation: tuple | None = None, coordinate_log_density=None, entries=None,
@@ -260,6 +272,9 @@ class Mechanism(Immutable):
         self.sampler_statistic = statistic if arity == 3 else with_release_argument(statistic)
         self.log_density = log_density
         self.size = as_count(size, "size")
+        #: The length of the release ``s_dp``: ``size``, unless the mechanism is not
+        #: additive (a subclass then sets it after this constructor).
+        self.release_size = self.size
         self._density_params = read_only(
             np.atleast_1d(np.asarray(params, dtype=np.float64)).copy())
         if not np.all(np.isfinite(self._density_params)):
@@ -426,7 +441,7 @@ class Mechanism(Immutable):
         ...
         ValueError: s_dp must be integer-valued for the Geometric mechanism, got [3.5]
         """
-        s = as_float_vector(s_dp, "s_dp", self.size)
+        s = as_float_vector(s_dp, "s_dp", self.release_size)
         if self.integer_statistic and not np.all(s == np.round(s)):
             raise ValueError(f"s_dp must be integer-valued for the {self.name} mechanism, "
                              f"got {s}")
@@ -585,7 +600,8 @@ class Mechanism(Immutable):
         """
         if self._draw_release is None:
             raise NotImplementedError(f"{self.name} has no draw_release, so it cannot release")
-        return np.asarray(self._draw_release(rng, t), dtype=np.float64).reshape(self.size)
+        return np.asarray(self._draw_release(rng, t), dtype=np.float64).reshape(
+            self.release_size)
 
     #: One draw of exact integer noise from the cryptographic source, for the mechanisms that
     #: have a publication path (set by ``Geometric`` and ``DiscreteGaussian``).

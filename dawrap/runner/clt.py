@@ -22,8 +22,9 @@ def noise_variance(mechanism, rng=None, draws: int = 1000) -> np.ndarray | None:
     """Variance of each coordinate of the mechanism's noise: the closed form when the
     mechanism has one (:meth:`dawrap.Mechanism.noise_variance`), else estimated from ``draws``
     noise draws (``rng`` defaults to a fixed seed). ``None`` when the mechanism cannot draw
-    releases or its statistic depends on the release."""
-    if mechanism.depends_on_release:
+    releases, its statistic depends on the release or its release is not the statistic plus
+    noise (``mechanism.additive``)."""
+    if mechanism.depends_on_release or not mechanism.additive:
         return None
     known = mechanism.noise_variance()
     if known is not None:

@@ -33,7 +33,11 @@ def statistic_range(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int
     D of every other's in each coordinate, so within ``[max_r t_r - D, min_r t_r + D]`` over
     any records ``r``. Simulated records that contradict the declaration (outside the domain,
     or spread wider than D) mean it does not bound this model's records: no range is claimed.
+    A release that is not the statistic plus noise (``mechanism.additive`` false) has no
+    range to lie outside.
     """
+    if not mechanism.additive:
+        return None
     domain = getattr(mechanism, "contribution", None)
     seen = simulated_contributions(model, mechanism, s_dp)
     if seen is None:

@@ -583,7 +583,7 @@ def _compile(setup: _Setup, theta, x, keep_stats: bool) -> None:
     copy of a few records (same types; no copy of a large database). Its outcome is unused."""
     state = setup.fresh_state(theta.copy(), x[:8].copy())
     rng = np.random.default_rng(0)
-    trace = _new_trace(1, theta.shape[0], setup.s_dp.shape[0], keep_stats,
+    trace = _new_trace(1, theta.shape[0], setup.mechanism.size, keep_stats,
                        len(setup.sample_stats))
     setup.chain.run(rng, state, setup.inputs, 0, 1, 0, *trace)  # (a Python kernel: theta)
 

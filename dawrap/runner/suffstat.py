@@ -47,6 +47,9 @@ INDEPENDENCE_WIDTH = 0.15
 
 def _check_release_statistic(family: ExponentialFamily, mech: Mechanism) -> None:
     """The release must sum the family's statistic: whole when bounded, truncated otherwise."""
+    if not mech.additive:
+        raise ValueError(f"method='suffstat' needs a release of the statistic plus noise; the "
+                         f"{mech.name} mechanism's release is not one: use method='record'")
     if mech.size != family.stat_size:
         raise ValueError(f"the mechanism releases {mech.size} value(s) but the family's "
                          f"statistic has stat_size {family.stat_size}")

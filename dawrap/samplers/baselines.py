@@ -92,6 +92,10 @@ def run_naive(model: Model, mechanism: Mechanism, s_dp: np.ndarray, n: int, rngs
     family = require_family(model, "naive")
     if family.project is None:
         raise ValueError("method='naive' needs family.project (the nearest valid total)")
+    if not mechanism.additive:
+        raise ValueError(f"method='naive' reads the release as the noisy statistic, but the "
+                         f"{mechanism.name} mechanism's release is not the statistic plus "
+                         f"noise; use method='record'")
     if mechanism.size != family.stat_size:
         raise ValueError(f"the mechanism releases {mechanism.size} value(s) but the family's "
                          f"statistic has stat_size {family.stat_size}")

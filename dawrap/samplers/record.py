@@ -297,9 +297,9 @@ def init(theta, x, inputs, kernel_state, move_state):
                                    move_state, np.zeros(2, np.int64), np.zeros((0, 4))),
                        s_dp, inputs.params)
     stats = np.zeros(MODEL_STAT_SIZE)
-    total = np.zeros(s_dp.shape[0])
+    total = np.zeros(MECH_STAT_SIZE)     # not s_dp's length: a selection's release is shorter
     buf_s = np.empty(MODEL_STAT_SIZE)
-    buf_t = np.empty(s_dp.shape[0])
+    buf_t = np.empty(MECH_STAT_SIZE)
     for i in range(x.shape[0]):
         MODEL_STAT(x[i], buf_s)
         MECH_STAT(x[i], s_dp, buf_t)
