@@ -13,6 +13,12 @@ What is read, and how it maps onto dawrap's model:
 * ``dp.len()`` (OpenDP's "Frame Length"): the count of the group's records, :math:`t = 1`
   per record; ``pl.col(c).dp.sum((L, U))``: the group's clamped sum, :math:`t =
   \min(\max(x_c, L), U)`, with the bounds the query declared (read from its plan);
+* ``pl.col(c).dp.quantile(alpha, candidates)`` and ``.dp.median(candidates)`` (without
+  ``group_by``, of one column, alone in their query): the candidate OpenDP's exponential
+  mechanism selected, read as a :class:`~dawrap.mechanisms.Quantiles` mechanism with
+  OpenDP's scoring (the level as the fraction OpenDP makes of it, checked against the level
+  ``summarize()`` reports; the size limit from the context's margin, ``max_length``) and
+  selection noise (``ExponentialMin``: exponential, ``GumbelMin``: Gumbel);
 * noise: OpenDP's "Integer Laplace" and "Float Laplace" are :math:`P(z) \propto
   e^{-|z|/b}` on the integers and (to a grid of spacing :math:`2^{-k}` that the continuous
   density models) on the reals: as a function of the data both are :math:`e^{-|s-t|/b}`,
@@ -34,7 +40,8 @@ the same under either unit.
 
 Refused, each naming the part: keys that were not public (OpenDP then releases only the
 groups above a noisy threshold, and which groups were dropped depends on the data),
-aggregates other than a count or a clamped sum (quantiles, means: their own likelihoods),
+aggregates other than a count, a clamped sum or a quantile (a mean: its own likelihood),
+quantiles by group or beside counts and sums (not yet),
 expressions before the aggregate other than ``fill_null`` (a filter or a derived column
 changes which records or values count), a noise OpenDP reports that is not listed above, and
 a DataFrame that is not the query's release (other columns, other keys, non-finite values).
@@ -473,6 +480,22 @@ def from_query(query, released, *, columns: dict, categories: dict | None = None
     ('age', 'sum', 'age', 18.0, 80.0)
     >>> read.mechanism.noise.scale.tolist()
     [80.0]
+
+    A median and a first quartile among public candidates, selected by OpenDP's exponential
+    mechanism: the mechanism has their exact likelihood.
+
+    >>> context = dp.Context.compositor(
+    ...     data=data.lazy(), privacy_unit=dp.unit_of(contributions=1),
+    ...     privacy_loss=dp.loss_of(epsilon=1.0), split_evenly_over=2,
+    ...     margins=[dp.polars.Margin(by=[], max_length=100)])
+    >>> query = context.query().select(
+    ...     pl.col("age").fill_null(0).dp.median([20, 40, 60, 80]).alias("median"),
+    ...     pl.col("age").fill_null(0).dp.quantile(0.25, [20, 40, 60]).alias("q1"))
+    >>> read = from_query(query, query.release().collect(), columns={"age": 0})
+    >>> read.mechanism
+    Quantiles(alphas=[0.5, 0.25], noise='exponential', scale=[8.0, 24.0], size=9)
+    >>> [a.kind for a in read.aggregates], read.s_dp.shape
+    (['quantile', 'quantile'], (2,))
     """
     categories = dict(categories or {})
     keys, plan_aggregates = _read_aggregates(_plan(query))

@@ -211,7 +211,7 @@ class Quantiles(Mechanism):
     >>> mech = Quantiles([0.5], [20.0, 40.0, 50.0, 80.0], scale=8.0)
     >>> t = mech.total(np.arange(100.0))
     >>> [round(float(np.exp(mech.log_g([c], t))), 4) for c in (20.0, 40.0, 50.0, 80.0)]
-    [0.0, 0.2845, 0.7155, 0.0]
+    [0.0003, 0.0527, 0.9467, 0.0003]
     """
 
     additive = False
@@ -313,7 +313,7 @@ class Quantiles(Mechanism):
         >>> from dawrap.mechanisms import Quantiles
         >>> mech = Quantiles([0.5], [2.0, 5.0], scale=1.0)
         >>> mech.scores(mech.total(np.array([1.0, 2.0, 3.0, 7.0])))   # |L - G|
-        [[2, 2]]
+        [[1, 2]]
         """
         t = [int(round(v)) for v in as_float_vector(t, "t", self.size)]
         n = sum(t)
