@@ -36,8 +36,11 @@ What is read, and checked:
   cardinalities). MST merges the levels of an attribute whose noisy 1-way count is below
   :math:`3\sigma` into one level before measuring its 2-way tables; those tables are over
   merged levels, which a marginal table of the attribute is not, and their merged 1-way
-  counts are rescaled: such a fit is refused, naming the attributes (merge or drop the
-  rare levels before fitting, so that none is merged);
+  counts are rescaled. Which levels MST kept is seen through its ``transform_data(data,
+  supports)`` (wrapped on the instance during the recording; with one level merged the
+  number of levels does not change, only their codes): a fit that merged any is refused,
+  naming the attributes and levels (merge or drop the rare levels before fitting, so that
+  none is merged);
 * the installed ``smartnoise-synth`` must be 1.0.x and the synthesizer's module must call
   ``estimation.mirror_descent``: another version is refused, naming what differs, rather
   than read by guess.
@@ -247,16 +250,32 @@ def recording(synth):
     >>> from_synthesizer(synth).levels
     {'a': 2, 'b': 3}
     """
-    _, module = _kind(synth)
+    kind, module = _kind(synth)
     calls: list = []
+    supports: list = []
+    if kind == "MST":
+        transform_data = getattr(synth, "transform_data", None)
+        if not callable(transform_data):
+            raise ImportError("synth: MSTSynthesizer has no transform_data, through which "
+                              "this reader sees which levels MST merged; its internals "
+                              "differ from the ones read")
+
+        def merging(data, support):  # MST's levels kept (True) and merged, per column
+            supports.append({c: np.asarray(v, dtype=bool).copy() for c, v in support.items()})
+            return transform_data(data, support)
+
     with _LOCK:
         original = module.estimation
         module.estimation = _Estimation(original, calls)
+        if kind == "MST":
+            synth.transform_data = merging  # on the instance, for this fit only
         try:
             yield synth
         finally:
             module.estimation = original
-    setattr(synth, _RECORD, (_version(), calls))
+            if kind == "MST":
+                del synth.transform_data
+    setattr(synth, _RECORD, (_version(), calls, supports))
 
 
 def fit(synth, data, **fit_kwargs) -> SynthRelease:
@@ -346,7 +365,7 @@ def from_synthesizer(synth) -> SynthRelease:
     record = getattr(synth, _RECORD, None)
     call = None
     if record is not None:
-        version, calls = record
+        version, calls, supports = record
         call = next((c for c in reversed(calls) if c[3] is model), None)
     if call is None:
         raise ValueError(
@@ -368,14 +387,27 @@ def from_synthesizer(synth) -> SynthRelease:
         raise ValueError(f"synth: {kind} estimated its model over the attributes {attrs}, "
                          f"SmartNoise's encoding has {encoded}: its internals differ from the "
                          "ones read")
-    if shape != tuple(cards):
-        merged = [f"{names[i]} ({cards[i]} levels -> {shape[i]})"
-                  for i in range(len(cards)) if shape[i] != cards[i]]
+    if kind == "MST" and len(supports) != 1:
+        raise ValueError(f"synth: MST decided which levels to merge {len(supports)} times in "
+                         "one fit (once expected): its internals differ from the ones read")
+    merged = []
+    for i, a in enumerate(attrs):
+        kept = supports[0].get(a) if kind == "MST" else np.ones(cards[i], dtype=bool)
+        if kept is None or kept.shape != (cards[i],):
+            raise ValueError(f"synth: MST's kept levels of {names[i]} are not one per level "
+                             f"({cards[i]}): its internals differ from the ones read")
+        if not kept.all():
+            values = codes[i] or range(cards[i])
+            merged.append(f"{names[i]} {[values[c] for c in np.flatnonzero(~kept)]}")
+    if merged:
         raise ValueError(
-            f"synth: {kind} merged the rare levels of {', '.join(merged)} (those with a noisy "
-            "count below 3 sigma) before measuring the 2-way tables, which are then not "
-            "marginal tables of the attribute; merge or drop the rare levels before fitting "
-            "so that none is merged")
+            f"synth: {kind} merged the rare levels of {'; '.join(merged)} (each a noisy "
+            "count below 3 sigma) into one level before measuring the 2-way tables, which "
+            "are then not marginal tables of the attribute; merge or drop the rare levels "
+            "before fitting so that none is merged")
+    if shape != tuple(cards):
+        raise ValueError(f"synth: {kind} estimated its model over levels {shape}, SmartNoise's "
+                         f"encoding has {tuple(cards)}: its internals differ from the ones read")
     if not isinstance(measurements, list) or not measurements:
         raise ValueError(f"synth: {kind}'s model was estimated from {type(measurements).__name__}"
                          ", not a list of measurements: its internals differ from the ones read")
