@@ -169,3 +169,20 @@ def test_mst_with_merged_levels_is_refused():
     with pytest.raises(ValueError, match=r"synth: MST merged the rare levels of "
                                          r"edu \['none'\] \(each a noisy count below"):
         smartnoise.fit(synth, _people(rare=True), categorical_columns=COLUMNS)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["mst", "aim"])
+def test_the_posterior_of_the_read_release_finds_the_one_way_tables(fitted, data, kind):
+    import dawrap as dw
+    from dawrap.models import marginals
+    _, read = fitted[kind]
+    model = marginals.model(read.levels, [t for t, _ in read.measurements], alpha=1.0)
+    result = dw.sample(model, read.mechanism, read.s_dp, read.n, draws=300, tune=100,
+                       chains=2, seed=1)
+    x = read.encode(data)
+    for a, name in enumerate(COLUMNS):
+        draws = marginals.marginal(result, model, (name,))
+        mean, sd = draws.mean(axis=(0, 1)), draws.std(axis=(0, 1))
+        truth = np.bincount(x[:, a].astype(int), minlength=read.levels[name]) / read.n
+        assert np.all(np.abs(mean - truth) < 4 * sd), (name, mean, sd, truth)
