@@ -171,6 +171,24 @@ def test_mst_with_merged_levels_is_refused():
         smartnoise.fit(synth, _people(rare=True), categorical_columns=COLUMNS)
 
 
+def test_a_binned_continuous_column_reads_its_bins():
+    from snsynth.transform import BinTransformer
+    rng = np.random.default_rng(2)
+    data = pd.DataFrame({"sex": rng.choice(["F", "M"], 3000), "age": rng.uniform(20, 70, 3000)})
+    synth = Synthesizer.create("mst", epsilon=3.0, delta=DELTA)
+    read = smartnoise.fit(synth, data, categorical_columns=["sex"], continuous_columns=["age"],
+                          transformer={"age": BinTransformer(lower=20, upper=70, bins=5)})
+    assert read.levels == {"sex": 2, "age": 5}
+    assert read.codes["age"] == tuple((20.0 + 10 * b, 30.0 + 10 * b) for b in range(5))
+    x = read.encode(data)
+    lower = np.array([read.codes["age"][int(c)][0] for c in x[:, 1]])
+    assert np.all((lower <= data["age"]) & (data["age"] < lower + 10))
+    assert [t for t, _ in read.measurements] == [("sex",), ("age",), ("sex", "age")]
+    truth = np.concatenate([t.ravel() for t in read.mechanism.split(read.mechanism.total(x))])
+    chi2 = float(np.sum((read.s_dp - truth) ** 2 / read.mechanism.noise_variance()))
+    assert chi2 < stats.chi2.ppf(1 - 1e-6, read.mechanism.size)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["mst", "aim"])
 def test_the_posterior_of_the_read_release_finds_the_one_way_tables(fitted, data, kind):
