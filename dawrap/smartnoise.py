@@ -20,9 +20,10 @@ measurements. Both end their fit by estimating the model from every measurement 
 ``estimation`` of their module. :func:`recording` (used by :func:`fit`) wraps that name
 for the duration of the fit and keeps what the call received; the call whose result
 became ``synth.synthesizer`` is the one read, so a record is never taken from another
-fit. Nothing in SmartNoise is changed outside the ``with`` block. (Another thread fitting a
-synthesizer of the same kind at the same time would be seen by the wrapper: record one
-fit at a time.)
+fit. Nothing in SmartNoise is changed outside the ``with`` block. (Recordings take a lock,
+one at a time; a fit in another thread that is not recorded but runs during one is seen by
+the wrapper too, and never read in this fit's place: the call read is the one whose result
+is ``synth.synthesizer``.)
 
 What is read, and checked:
 
