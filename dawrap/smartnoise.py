@@ -145,6 +145,15 @@ class SynthRelease:
         :func:`~dawrap.models.marginals.from_measurements`.
     synthesizer : str
         ``"AIM"`` or ``"MST"``.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from snsynth import Synthesizer
+    >>> data = pd.DataFrame({"a": np.arange(600) % 2, "b": np.arange(600) % 3})
+    >>> read = fit(Synthesizer.create("mst", epsilon=2.0), data, categorical_columns=["a", "b"])
+    >>> read.synthesizer, read.n, read.mechanism.size == read.s_dp.size
+    ('MST', 600, True)
     """
 
     mechanism: MarginalRelease
@@ -168,6 +177,16 @@ class SynthRelease:
         Returns
         -------
         ndarray of shape (rows, len(levels))
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd
+        >>> from snsynth import Synthesizer
+        >>> data = pd.DataFrame({"a": ["x", "y"] * 300, "b": ["p", "q", "r"] * 200})
+        >>> read = fit(Synthesizer.create("mst", epsilon=2.0), data,
+        ...            categorical_columns=["a", "b"])
+        >>> read.codes["a"], read.encode(data.head(2)).tolist()
+        (('x', 'y'), [[0.0, 0.0], [1.0, 1.0]])
         """
         rows = self._transformer.transform(data)
         return np.asarray(rows, dtype=float).reshape(len(rows), len(self.levels))
@@ -296,6 +315,15 @@ def fit(synth, data, **fit_kwargs) -> SynthRelease:
     Returns
     -------
     SynthRelease
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from snsynth import Synthesizer
+    >>> data = pd.DataFrame({"a": np.arange(600) % 2, "b": np.arange(600) % 3})
+    >>> read = fit(Synthesizer.create("mst", epsilon=2.0), data, categorical_columns=["a", "b"])
+    >>> [clique for clique, _ in read.measurements][:2], read.levels
+    ([('a',), ('b',)], {'a': 2, 'b': 3})
     """
     with recording(synth):
         synth.fit(data, **fit_kwargs)

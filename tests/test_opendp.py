@@ -12,6 +12,9 @@ from dawrap.models import beta_binomial
 from dawrap.reference import BetaMixture, relative_log_g
 
 dp = pytest.importorskip("opendp.prelude")
+if tuple(int(v) for v in dp.__version__.split(".")[:2]) < (0, 16):
+    pytest.skip(f"dawrap.opendp reads OpenDP >= 0.16's Context API, this is {dp.__version__}",
+                allow_module_level=True)
 pl = pytest.importorskip("polars")
 from dawrap.opendp import from_query  # noqa: E402  (after the skips)
 

@@ -295,7 +295,14 @@ class Quantiles(Mechanism):
 
     # -- the release ---------------------------------------------------------------------
     def check_release(self, s_dp) -> np.ndarray:
-        """The release: one candidate value per quantile, each one of its candidates."""
+        """The release: one candidate value per quantile, each one of its candidates.
+
+        Examples
+        --------
+        >>> from dawrap.mechanisms import Quantiles
+        >>> Quantiles([0.5], [1.0, 2.0], scale=1.0).check_release(2)
+        array([2.])
+        """
         s = as_float_vector(s_dp, "s_dp", self.release_size)
         for q, (v, c) in enumerate(zip(s, self.candidates)):
             if not np.any(c == v):
