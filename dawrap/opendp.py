@@ -19,6 +19,10 @@ What is read, and how it maps onto dawrap's model:
   OpenDP's scoring (the level as the fraction OpenDP makes of it, checked against the level
   ``summarize()`` reports; the size limit from the context's margin, ``max_length``) and
   selection noise (``ExponentialMin``: exponential, ``GumbelMin``: Gumbel);
+* ``pl.col(c).dp.mean((L, U))`` (without ``group_by``, alone in its query with other means):
+  OpenDP releases the noisy clamped sum over the noisy count, the count clamped at zero;
+  read as a :class:`~dawrap.mechanisms.Means` mechanism, whose likelihood sums over the
+  noisy counts (the two noises' scales from ``summarize()``'s Sum and Length rows);
 * noise: OpenDP's "Integer Laplace" and "Float Laplace" are :math:`P(z) \propto
   e^{-|z|/b}` on the integers and (to a grid of spacing :math:`2^{-k}` that the continuous
   density models) on the reals: as a function of the data both are :math:`e^{-|s-t|/b}`,
@@ -40,8 +44,8 @@ the same under either unit.
 
 Refused, each naming the part: keys that were not public (OpenDP then releases only the
 groups above a noisy threshold, and which groups were dropped depends on the data),
-aggregates other than a count, a clamped sum or a quantile (a mean: its own likelihood),
-quantiles by group or beside counts and sums (not yet),
+aggregates other than a count, a clamped sum, a mean or a quantile, means and quantiles by
+group or beside other aggregates (not yet),
 expressions before the aggregate other than ``fill_null`` (a filter or a derived column
 changes which records or values count), a noise OpenDP reports that is not listed above, and
 a DataFrame that is not the query's release (other columns, other keys, non-finite values).
@@ -84,6 +88,7 @@ from .mechanisms.discrete import discrete_gaussian
 from .mechanisms.discrete_gaussian import NumpyIntegers
 from .mechanisms.gaussian import gaussian_log_density
 from .mechanisms.laplace import laplace_log_density
+from .mechanisms.means import Means
 from .mechanisms.noise import NoiseLaw
 from .mechanisms.quantiles import Quantiles, alpha_fraction
 from .mechanisms.separable import declare_sparse, gaussian_coordinate, laplace_coordinate
@@ -100,11 +105,6 @@ AGGREGATES = {"Frame Length": "count", "Length": "count", "Sum": "sum"}
 #: OpenDP's selection noise for quantiles (``summarize()``) -> :class:`Quantiles`' noise.
 SELECTIONS = {"ExponentialMin": "exponential", "GumbelMin": "gumbel"}
 
-#: OpenDP aggregates this reader knows but does not read yet, and why.
-_NOT_YET = {
-    "dp_mean": "dp.mean (released as a noisy sum over a noisy count: the ratio's likelihood "
-               "is not a record-additive mechanism's; release dp.sum and dp.len instead)",
-}
 
 _COUNT, _SUM = 0, 1
 
@@ -236,18 +236,21 @@ def _read_aggregates(plan: dict):
                             _literal(inputs[2], "dp.sum bounds"))
             read.append((name or column, "sum", column, float(lower), float(upper), True,
                          math.nan, ()))
+        elif symbol == "dp_mean":
+            column = _unwrap(inputs[0], "dp.mean")
+            lower, upper = (_literal(inputs[1], "dp.mean bounds"),
+                            _literal(inputs[2], "dp.mean bounds"))
+            read.append((name or column, "mean", column, float(lower), float(upper), True,
+                         math.nan, ()))
         elif symbol in ("dp_quantile", "dp_median"):
             column = _unwrap(inputs[0], f"dp.{symbol[3:]}")
             alpha = 0.5 if symbol == "dp_median" else float(_literal(inputs[1], "dp.quantile"))
             candidates = _series(inputs[1 if symbol == "dp_median" else 2], "candidates")
             read.append((name or column, "quantile", column, math.nan, math.nan, True, alpha,
                          candidates))
-        elif symbol in _NOT_YET:
-            raise ValueError(f"query: {_NOT_YET[symbol]} cannot be read yet (counts and "
-                             "clamped sums can)")
         else:
             raise ValueError(f"query: the aggregate {symbol or json.dumps(expr)[:80]} cannot "
-                             "be read (counts and clamped sums can)")
+                             "be read (counts, clamped sums, means and quantiles can)")
     return keys, read
 
 
@@ -261,28 +264,54 @@ def _series(expr: dict, what: str) -> tuple:
                  .to_series())
 
 
-def _read_noise(query, names: list):
-    """[(distribution, scale)] per aggregate (``names``: their output columns, in the plan's
-    order), from OpenDP's own report."""
+def _read_noise(query, names: list, kinds: list):
+    """[(distribution, scale, level, count scale)] per aggregate (``names``, ``kinds``: their
+    output columns and kinds, in the plan's order), from OpenDP's own report: a mean's sum
+    and count are two rows."""
     report = query.summarize()
     if "threshold" in report.columns:
         raise ValueError("query: its keys are not public (OpenDP releases only the groups "
                          "above a noisy threshold, and which were dropped depends on the "
                          "data); declare the keys invariant in the context's margin")
     rows = report.to_dicts()
-    if len(rows) != len(names):
+    expected = sum(2 if kind == "mean" else 1 for kind in kinds)
+    if len(rows) != expected:
         raise ValueError(f"query: OpenDP reports {len(rows)} noisy aggregates for the "
-                         f"{len(names)} in its plan (a mean or another post-processed "
-                         "aggregate cannot be read yet)")
-    out = []
-    for row, name in zip(rows, names):
+                         f"{expected} this reader expects of its plan (another "
+                         "post-processed aggregate cannot be read yet)")
+    out, at = [], 0
+    for name, kind in zip(names, kinds):
+        if kind == "mean":
+            total, count = rows[at], rows[at + 1]
+            at += 2
+            if (total["column"], count["column"]) != (name, name) or \
+                    (total["aggregate"], count["aggregate"]) != ("Sum", "Length"):
+                raise ValueError(f"query: OpenDP reports the mean {name!r} as "
+                                 f"{[(r['column'], r['aggregate']) for r in (total, count)]}, "
+                                 f"this reader expects its Sum and its Length")
+            for row in (total, count):
+                if row["distribution"] not in DISTRIBUTIONS or \
+                        DISTRIBUTIONS[row["distribution"]][0] != "laplace":
+                    raise ValueError(f"query: OpenDP reports {row['distribution']!r} noise "
+                                     f"for the mean {name!r}; readable: Laplace")
+                if not (math.isfinite(row["scale"]) and row["scale"] >= 1e-6):
+                    raise ValueError(f"query: the mean {name!r} is released with noise of "
+                                     f"scale {row['scale']} (an invariant of the context); "
+                                     "release it as a clamped sum over the known count")
+            if not DISTRIBUTIONS[count["distribution"]][1]:
+                raise ValueError(f"query: the count of the mean {name!r} has real noise")
+            out.append((total["distribution"], float(total["scale"]), math.nan,
+                        float(count["scale"])))
+            continue
+        row = rows[at]
+        at += 1
         if row["column"] != name:
             raise ValueError(f"query: OpenDP reports the aggregates as {[r['column'] for r in rows]}"
                              f", its plan as {names}: this reader does not know that order")
         quantile = row["aggregate"].endswith("-Quantile")
         if AGGREGATES.get(row["aggregate"]) is None and not quantile:
             raise ValueError(f"query: the aggregate {row['aggregate']!r} of column "
-                             f"{row['column']!r} cannot be read yet (counts and sums can)")
+                             f"{row['column']!r} cannot be read yet (counts, sums, means and quantiles can)")
         if row["distribution"] not in (SELECTIONS if quantile else DISTRIBUTIONS):
             raise ValueError(f"query: OpenDP reports {row['distribution']!r} noise for "
                              f"{row['column']!r}; readable: "
@@ -292,7 +321,7 @@ def _read_noise(query, names: list):
                              f"{row['scale']}: an invariant of the context); leave it out "
                              "of the query (dawrap's n is the total count)")
         level = float(row["aggregate"][:-len("-Quantile")]) if quantile else math.nan
-        out.append((row["distribution"], float(row["scale"]), level))
+        out.append((row["distribution"], float(row["scale"]), level, math.nan))
     return out
 
 
@@ -438,6 +467,33 @@ def _quantiles(query, keys, aggregates, levels, released, columns) -> OpenDPRele
     return OpenDPRelease(mechanism, s_dp, [()], aggregates)
 
 
+def _means(keys, aggregates, count_scales, released, columns) -> OpenDPRelease:
+    """A query of means without groups: a :class:`~dawrap.mechanisms.Means` mechanism."""
+    if keys:
+        raise ValueError("query: means by group cannot be read yet; release each group's "
+                         "means as a query of its own, or grouped sums and counts")
+    if any(a.kind != "mean" for a in aggregates):
+        raise ValueError("query: means together with other aggregates are two mechanisms, "
+                         "which one cannot read; release the means as a query of their own")
+    missing = sorted({a.column for a in aggregates} - set(columns))
+    if missing:
+        raise ValueError(f"columns: give the record column of {missing}")
+    expected = {a.name for a in aggregates}
+    if set(released.columns) != expected or released.height != 1:
+        raise ValueError(f"released: the query releases one row of {sorted(expected)}, the "
+                         f"DataFrame has {released.height} row(s) of "
+                         f"{sorted(released.columns)}: is it this query's?")
+    s_dp = np.array([float(released[a.name][0]) for a in aggregates])
+    if not np.all(np.isfinite(s_dp)):
+        raise ValueError("released: a mean is not finite: its noisy count was zero, which "
+                         "this reader does not represent")
+    mechanism = Means([columns[a.column] for a in aggregates],
+                      [(a.lower, a.upper) for a in aggregates],
+                      [a.scale for a in aggregates], count_scales,
+                      [DISTRIBUTIONS[a.distribution][1] for a in aggregates])
+    return OpenDPRelease(mechanism, s_dp, [()], aggregates)
+
+
 def from_query(query, released, *, columns: dict, categories: dict | None = None
                ) -> OpenDPRelease:
     r"""Read an OpenDP Context query and its released DataFrame (module docstring).
@@ -499,17 +555,20 @@ def from_query(query, released, *, columns: dict, categories: dict | None = None
     """
     categories = dict(categories or {})
     keys, plan_aggregates = _read_aggregates(_plan(query))
-    noise = _read_noise(query, [name for name, *_ in plan_aggregates])
+    noise = _read_noise(query, [name for name, *_ in plan_aggregates],
+                        [kind for _, kind, *_ in plan_aggregates])
     needed = set(keys) | {c for _, _, c, *_ in plan_aggregates if c is not None}
     if needed - set(columns):
         raise ValueError(f"columns: give the record column of {sorted(needed - set(columns))}")
     aggregates = tuple(Aggregate(name, kind, column, lower, upper, distribution, scale, signed,
                                  alpha, candidates)
                        for (name, kind, column, lower, upper, signed, alpha, candidates),
-                       (distribution, scale, _) in zip(plan_aggregates, noise))
+                       (distribution, scale, *_) in zip(plan_aggregates, noise))
     if any(a.kind == "quantile" for a in aggregates):
-        return _quantiles(query, keys, aggregates, [level for *_, level in noise], released,
-                          columns)
+        return _quantiles(query, keys, aggregates, [level for _, _, level, _ in noise],
+                          released, columns)
+    if any(a.kind == "mean" for a in aggregates):
+        return _means(keys, aggregates, [count for *_, count in noise], released, columns)
     forms = {DISTRIBUTIONS[a.distribution][0] for a in aggregates}
     if len(forms) > 1:
         raise ValueError("query: its aggregates have Laplace and Gaussian noise together, "

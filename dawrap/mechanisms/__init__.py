@@ -14,7 +14,8 @@
 * :mod:`.separable`: sparse statistics and coordinate-separable densities (the O(nnz) path);
 * :mod:`.sensitivity`: the sensitivity of a statistic of records in a box;
 * :mod:`.quantiles`: :class:`Quantiles`, quantiles selected by the exponential mechanism
-  (OpenDP's), a release that is not the statistic plus noise.
+  (OpenDP's), and :mod:`.means`: :class:`Means`, a noisy sum over a noisy count (OpenDP's
+  means): releases that are not the statistic plus noise.
 
 Adding a noise family
 ---------------------
@@ -54,7 +55,9 @@ from .base import Mechanism
 from .domains import Box, Sparse
 from .noise import NoiseLaw
 from .quantiles import Quantiles
+from .means import Means
 from .sensitivity import box_sensitivity
 
 __all__ = ["Mechanism", "NoiseLaw", "Laplace", "Gaussian", "Geometric", "DiscreteGaussian", "Box",
-           "Sparse", "box_sensitivity", "Quantiles"]
+           "Sparse", "box_sensitivity", "Quantiles",
+           "Means"]
