@@ -116,7 +116,7 @@ class Means(Mechanism):
     >>> t
     array([ 30., 100.])
     >>> round(float(np.exp(mech.log_g([0.3], t))), 4)      # S' = 30, N' = 100, and more
-    0.0851
+    0.0602
     """
 
     additive = False
