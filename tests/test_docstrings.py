@@ -50,13 +50,7 @@ SUBMODULES = {
 NO_EXAMPLE: dict = {}
 
 #: Public callables whose examples are not yet run in CI, with the reason.
-NOT_RUN: dict[str, str] = {
-    name: "needs SmartNoise Synth, whose OpenDP pin conflicts with the docs environment's: "
-          "tests/test_smartnoise.py::test_the_module_examples_run runs them where it is "
-          "installed (CI's Python 3.12 leg)"
-    for name in ("dawrap.smartnoise.fit", "dawrap.smartnoise.recording",
-                 "dawrap.smartnoise.from_synthesizer", "dawrap.smartnoise.SynthRelease",
-                 "dawrap.smartnoise.SynthRelease.encode")}
+NOT_RUN: dict[str, str] = {}
 
 #: Docstrings (doctest names) whose examples may contain ``# doctest: +SKIP``, with the
 #: reason. The compile times are for the record sampler's first call, measured in one

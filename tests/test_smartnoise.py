@@ -205,10 +205,3 @@ def test_the_posterior_of_the_read_release_finds_the_one_way_tables(fitted, data
         truth = np.bincount(x[:, a].astype(int), minlength=read.levels[name]) / read.n
         assert np.all(np.abs(mean - truth) < 4 * sd), (name, mean, sd, truth)
 
-
-def test_the_module_examples_run():
-    """dawrap.smartnoise's docstring examples (the docs' doctest step runs without
-    SmartNoise, whose OpenDP pin conflicts with the docs environment's: they run here)."""
-    import doctest
-    result = doctest.testmod(smartnoise, optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 10 and result.failed == 0, result
