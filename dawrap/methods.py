@@ -280,9 +280,10 @@ class Record(Method):
             # about n records by nature (a few choices), so the move is on.
             nc = model.noncentred
             threshold = AUTO_THRESHOLD if nc is None or nc.threshold is None else nc.threshold
-            info = missing_information(model, mechanism, n) if mechanism.additive else 1.0
             on = nc is not None and model.records_move is None and (
-                (info or 0.0) >= threshold or getattr(modes(), "multimodal", False))
+                not mechanism.additive
+                or (missing_information(model, mechanism, n) or 0.0) >= threshold
+                or getattr(modes(), "multimodal", False))
             steps = DEFAULT_STEPS if on else 0
         elif isinstance(iw, (bool, np.bool_)):
             steps = DEFAULT_STEPS if iw else 0
