@@ -92,7 +92,7 @@ write_package_tree()
 #: The order of the gallery pages (sphinx-gallery sorts each folder by this key): the
 #: Quickstart first, then the tutorials, then the how-tos; the catalogue in the registry's
 #: order. Anything not listed follows, by file name.
-GALLERY_ORDER = ["plot_quickstart.py", "plot_own_model.py",
+GALLERY_ORDER = ["plot_quickstart.py", "plot_own_model.py", "plot_from_dp_libraries.py",
                  "plot_private_logistic_regression.py", "plot_noisy_blocks.py", "plot_long_runs.py",
                  "plot_calibration.py",
                  *(f"plot_{name}.py" for name in REGISTRY)]
