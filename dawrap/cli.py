@@ -226,9 +226,9 @@ def _release(args) -> tuple[list, str]:
 
 def _checked_release(mech, values: list, where: str):
     """The release as the mechanism takes it, or an error naming the option that gave it."""
-    if where != "--s-dp" and len(values) != mech.size:
+    if where != "--s-dp" and len(values) != mech.release_size:
         raise ValueError(f"{where} holds {len(values)} numbers; the mechanism releases "
-                         f"{mech.size}")
+                         f"{mech.release_size}")
     try:
         return mech.check_release(values)
     except (ValueError, TypeError) as err:

@@ -13,9 +13,12 @@ arises from every noisy count :math:`m \ge 1` and the noisy sum :math:`S' = r m`
 with :math:`P_N` the count noise's probability, :math:`p_S` the sum noise's (a
 probability on the integers, where only the integer :math:`S'` whose quotient by
 :math:`m` rounds to :math:`r` counts, and :math:`J_m = 1`; a density on the reals, with
-the Jacobian :math:`J_m = m`). Terms more than 40 count scales from :math:`N` weigh less
-than :math:`e^{-40}` of the largest and are left out, so one evaluation costs
-:math:`O(b_N)`. The statistic is record additive (each record adds its clamped value and
+the Jacobian :math:`J_m = m`). The sum is taken over the noisy counts within 40 count
+scales of :math:`N`: the noisy count lies there with probability :math:`1 - e^{-40}`, so
+the likelihood is the one of a release whose count noise is that wide at most, and one
+evaluation costs :math:`O(b_N)`. :math:`N` is the model's ``n``: it must be the number of
+records the mean was computed over (a release no noisy count in that window explains has
+zero density, and the run refuses it). The statistic is record additive (each record adds its clamped value and
 1), the density is not separable, and the release is not the statistic plus noise
 (``additive = False``): the record sampler runs it exactly.
 
@@ -34,7 +37,7 @@ from .base import Mechanism
 __all__ = ["Means"]
 
 #: Count scales either side of the count within which the sum over noisy counts is taken
-#: (a term beyond weighs e^-40 of the largest, at most).
+#: (the noisy count lies beyond with probability e^-40).
 REACH = 40.0
 
 
@@ -122,9 +125,10 @@ class Means(Mechanism):
     additive = False
 
     def __init__(self, columns, bounds, sum_scale, count_scale, integer_sum):
-        columns = [int(c) for c in columns]
+        columns = list(columns)
         means = len(columns)
-        if means == 0 or any(c < 0 for c in columns):
+        if means == 0 or any(isinstance(c, bool) or not isinstance(c, (int, np.integer))
+                             or c < 0 for c in columns):
             raise ValueError(f"columns must be non-negative record indices, one per mean, got "
                              f"{columns!r}")
         bounds = [tuple(float(v) for v in b) for b in bounds]
@@ -140,12 +144,12 @@ class Means(Mechanism):
             raise ValueError(f"integer_sum must hold one flag per mean, got {integer_sum!r}")
         params = np.array([[s, c, 1.0 if i else 0.0] for s, c, i in zip(sums, counts, integer)]
                           ).ravel()
-        statistic = _compiled(np.array(columns, dtype=np.int64),
+        statistic = _compiled(np.array([int(c) for c in columns], dtype=np.int64),
                               np.array([b[0] for b in bounds]), np.array([b[1] for b in bounds]))
         super().__init__(statistic, means_log_density, size=2 * means, params=params,
                          name="Means", draw_release=self._draw)
         self.release_size = means
-        self.columns, self.bounds = tuple(columns), tuple(bounds)
+        self.columns, self.bounds = tuple(int(c) for c in columns), tuple(bounds)
         self.sum_scale, self.count_scale = tuple(map(float, sums)), tuple(map(float, counts))
         self.integer_sum = tuple(integer)
 

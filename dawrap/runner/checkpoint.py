@@ -248,7 +248,7 @@ def _check_shapes(path: Path, data: dict, settings: dict) -> None:
     run's, or a hand-edited one); NaN state would hang the compiled conjugate draws."""
     n, theta_size, record_size = (settings.get(k) for k in ("n", "theta_size", "record_size"))
     draws, tune = settings.get("draws"), settings.get("tune")
-    size = len(settings.get("s_dp", ()))
+    size = settings.get("stat_size", len(settings.get("s_dp", ())))
     kept = draws if settings.get("keep_stats") else 0
     expected = {"theta": (theta_size,), "x": (n, record_size), "total": (size,),
                 "trace_theta": (draws, theta_size), "trace_total": (kept, size),

@@ -628,6 +628,9 @@ def _run_record(model, mechanism, s_dp, n, rngs, method, shared, stop) -> Output
                    and tuple(model.draw_theta.stats) != KERNEL_STATS else {}),
                 "tune": tune, "chains": chains, "keep_stats": bool(keep_stats),
                 "s_dp": [float(v) for v in s_dp], "seed": shared.seed_entropy,
+                # the running totals' length where it is not the release's (a selection,
+                # dw.mechanisms.Quantiles): absent otherwise, so earlier files still resume
+                **({"stat_size": mechanism.size} if mechanism.size != len(s_dp) else {}),
                 "theta_size": model.theta_size, "record_size": model.record_size,
                 "init": _fingerprint_starts(init_theta, init_x), "interweave": interweave,
                 "sweeps": sweeps, "random_scan": random_scan,

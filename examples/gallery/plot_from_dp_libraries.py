@@ -96,7 +96,11 @@ print(diagnostics.summary(from_sum))
 # OpenDP scores each candidate by how far the counts of ages below and above it are from the
 # quantile's, and releases the candidate of least noisy score. The mechanism read,
 # :class:`dawrap.mechanisms.Quantiles`, has that selection's exact likelihood; the same
-# model's posterior follows from the three selected candidates alone.
+# model's posterior follows from the three selected candidates alone. (The model's ages
+# are continuous, the data's whole years: OpenDP counts an age equal to a candidate as
+# neither below nor above it, which a continuous record never is. A model of whole years
+# would describe the data exactly; with candidates five years apart the difference is
+# small.)
 CANDIDATES = list(range(20, 91, 5))
 report, released, read = release_and_read(
     context.query().select(

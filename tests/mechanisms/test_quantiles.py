@@ -33,13 +33,17 @@ def _scores(mech, t, q=0):
 
 
 def test_the_exponential_selection_is_permute_and_flip_exactly():
+    """Scales at which many candidates compete (within 40 scales of the best), so that the
+    quadrature rules of several sizes are used, and the largest."""
     rng = np.random.default_rng(4)
-    candidates = [2.0, 5.0, 7.0, 11.0, 15.0, 16.0, 20.0]
-    for trial in range(4):
+    candidates = [2.0, 5.0, 7.0, 9.0, 11.0, 13.0, 15.0, 16.0, 18.0, 20.0]
+    for trial, scale in enumerate([0.5, 2.0, 6.0, 30.0]):
         x = rng.integers(0, 22, 40).astype(float)
-        mech = Quantiles([0.3], candidates, scale=float(rng.uniform(1.0, 30.0)))
+        mech = Quantiles([(1, 2)], candidates, scale=scale)
         t = mech.total(x)
         u = _scores(mech, t)
+        competing = int(np.sum((u - u.min()) / scale <= 40))
+        assert competing >= (3 if trial == 0 else len(candidates)), (trial, u)
         p = np.exp([mech.log_g([c], t) for c in candidates])
         exact = np.array([float(_exact_permute_and_flip(u, mech.scale[0], k))
                           for k in range(len(candidates))])
@@ -148,3 +152,19 @@ def test_the_posterior_from_released_quartiles_is_the_exact_one(check_posterior)
     idata = dw.sample(poisson_gamma.model(alpha, beta), mech, s_dp, n, draws=2000, tune=500,
                       chains=4, seed=12, progress=False)
     check_posterior(diagnostics.group(idata, "posterior")["lam"].values, exact)
+
+
+@pytest.mark.slow   # the chain of the posterior test above (compiled once per process)
+@pytest.mark.filterwarnings("ignore:R-hat")  # short chains: resuming is the point here
+def test_a_quantiles_chain_resumes_bit_identically(tmp_path, ctrl_c_at):
+    """The running totals (the statistic's 31 cells) are longer than the release (3
+    candidates): a checkpoint holds them and resumes to the draws of an unbroken run."""
+    mech = Quantiles([0.25, 0.5, 0.75], [0.0, 1.0, 2.0, 3.0, 4.0], scale=[6.0, 4.0, 6.0])
+    model, s_dp = poisson_gamma.model(2.0, 1.0), [1.0, 2.0, 3.0]
+    kw = dict(draws=40, tune=10, chains=1, cores=1, seed=7, progress=False)
+    whole = dw.sample(model, mech, s_dp, 10, **kw)
+    with ctrl_c_at(20), pytest.warns(UserWarning, match="can be resumed"):
+        dw.sample(model, mech, s_dp, 10, checkpoint=tmp_path, checkpoint_every=10, **kw)
+    resumed = dw.sample(model, mech, s_dp, 10, resume=tmp_path, **kw)
+    assert np.array_equal(diagnostics.group(resumed, "posterior")["lam"].values,
+                          diagnostics.group(whole, "posterior")["lam"].values)
