@@ -26,6 +26,30 @@ def discrepancies(draws: np.ndarray, exact, z: float = Z, probs=PROBS, min_ess: 
     return [r for r in rows if abs(r[1] - r[2]) > z * r[3]]
 
 
+def pooled_chi_square_p(observed, probabilities, smallest: float = 5.0) -> float:
+    """The chi-square test's p-value of counts ``observed`` against ``probabilities`` (which
+    sum to 1 over the categories listed), categories expected fewer than ``smallest`` times
+    pooled into one (the chi-square law is no approximation for them: one count of 5 where
+    0.7 are expected alone gives p = 1e-5)."""
+    from scipy import stats
+    observed = np.asarray(observed, dtype=float)
+    expected = observed.sum() * np.asarray(probabilities, dtype=float)
+    small = expected < smallest
+    if small.any():
+        observed = np.r_[observed[~small], observed[small].sum()]
+        expected = np.r_[expected[~small], expected[small].sum()]
+    if observed.size < 2:
+        return 1.0
+    return float(stats.chi2.sf(np.sum((observed - expected) ** 2 / expected),
+                               observed.size - 1))
+
+
+@pytest.fixture
+def chi_square_p():
+    """:func:`pooled_chi_square_p`."""
+    return pooled_chi_square_p
+
+
 @pytest.fixture
 def check_posterior():
     """Assert that draws agree with an exact posterior within ``Z`` Monte Carlo errors."""

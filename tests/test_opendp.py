@@ -4,7 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
-from scipy import special, stats
+from scipy import special
 
 import dawrap as dw
 from dawrap import diagnostics
@@ -194,14 +194,8 @@ def test_quantile_scores_are_opendps_on_random_data():
             assert mech.scores(mech.total(np.array(x))) == [list(theirs)], (alpha, size)
 
 
-def _chi_square_p(observed, p):
-    keep = p > 1e-12
-    expected = observed.sum() * p[keep]
-    return stats.chi2.sf(np.sum((observed[keep] - expected) ** 2 / expected), keep.sum() - 1)
-
-
 @pytest.mark.parametrize("loss", ["epsilon", "rho"])
-def test_quantiles_read_from_a_query_are_selected_as_opendp_selects(loss):
+def test_quantiles_read_from_a_query_are_selected_as_opendp_selects(loss, chi_square_p):
     """The median and first quartile of a Context query, read by from_query: OpenDP's own
     measurement, run 600 times on the data, selects each candidate as often as the read
     mechanism's probabilities say (chi-square; OpenDP's noise is not seeded, so the test
@@ -226,7 +220,7 @@ def test_quantiles_read_from_a_query_are_selected_as_opendp_selects(loss):
         p = np.array([sum(np.exp(mech.log_g(both(c, d), t)) for d in mech.candidates[other])
                       for c in mech.candidates[q]])
         observed = np.array([np.sum(runs[:, q] == c) for c in mech.candidates[q]])
-        assert _chi_square_p(observed, p) > 1e-4, (q, observed, 600 * p)
+        assert chi_square_p(observed, p) > 1e-4, (q, observed, 600 * p)
 
 
 def test_quantile_queries_that_cannot_be_read_are_named():
@@ -251,7 +245,7 @@ def test_quantile_queries_that_cannot_be_read_are_named():
         from_query(q, released.with_columns(pl.lit(51).alias("age")), columns={"age": 0})
 
 
-def test_means_read_from_a_query_are_released_as_opendp_releases_them():
+def test_means_read_from_a_query_are_released_as_opendp_releases_them(chi_square_p):
     """An integer column's mean (a noisy integer sum over a noisy count, as a ratio): OpenDP's
     own measurement, run 1500 times, releases each of the commonest values as often as the
     read mechanism's probabilities say (chi-square over them and the rest; OpenDP is not
@@ -274,7 +268,7 @@ def test_means_read_from_a_query_are_released_as_opendp_releases_them():
     common = np.argsort(seen)[::-1][:12]
     p = np.array([np.exp(mech.log_g([v], t)) for v in values[common]])
     observed = np.r_[seen[common], len(runs) - seen[common].sum()]
-    assert _chi_square_p(observed, np.r_[p, 1.0 - p.sum()]) > 1e-4, (values[common], observed)
+    assert chi_square_p(observed, np.r_[p, 1.0 - p.sum()]) > 1e-4, (values[common], observed)
 
 
 @pytest.mark.slow   # compiles the record chain of beta_binomial with the means' statistic
