@@ -230,17 +230,12 @@ def _read_aggregates(plan: dict):
         if symbol == "dp_frame_len":
             signed = bool(_literal(inputs[1], "dp.len")) if len(inputs) > 1 else False
             read.append((name or "len", "count", None, 0.0, 0.0, signed, math.nan, ()))
-        elif symbol == "dp_sum":
-            column = _unwrap(inputs[0], "dp.sum")
-            lower, upper = (_literal(inputs[1], "dp.sum bounds"),
-                            _literal(inputs[2], "dp.sum bounds"))
-            read.append((name or column, "sum", column, float(lower), float(upper), True,
-                         math.nan, ()))
-        elif symbol == "dp_mean":
-            column = _unwrap(inputs[0], "dp.mean")
-            lower, upper = (_literal(inputs[1], "dp.mean bounds"),
-                            _literal(inputs[2], "dp.mean bounds"))
-            read.append((name or column, "mean", column, float(lower), float(upper), True,
+        elif symbol in ("dp_sum", "dp_mean"):   # a clamped column and its bounds
+            kind = symbol[3:]
+            column = _unwrap(inputs[0], f"dp.{kind}")
+            lower, upper = (_literal(inputs[1], f"dp.{kind} bounds"),
+                            _literal(inputs[2], f"dp.{kind} bounds"))
+            read.append((name or column, kind, column, float(lower), float(upper), True,
                          math.nan, ()))
         elif symbol in ("dp_quantile", "dp_median"):
             column = _unwrap(inputs[0], f"dp.{symbol[3:]}")

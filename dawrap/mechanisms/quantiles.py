@@ -48,6 +48,7 @@ import numba
 import numpy as np
 
 from .._checks import as_float_vector, as_positive_float
+from ..compile.templates import FROZEN_ARRAY_BYTES
 from .base import Mechanism
 from ._immutable import read_only
 
@@ -65,8 +66,6 @@ U64_MAX = 2 ** 64 - 1
 #: factor within exp(-40) = 4e-18 of 1 (left out of the quadrature).
 NEGLIGIBLE = 40.0
 
-#: Frozen into compiled code below this size (numba keys a closure by its captured arrays).
-FROZEN_ARRAY_BYTES = 10 ** 6
 
 
 def alpha_fraction(alpha: float, size_limit: int | None = None) -> tuple[int, int]:
