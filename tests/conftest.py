@@ -13,6 +13,14 @@ Z = 4.0
 PROBS = (0.05, 0.5, 0.95)
 
 
+def pytest_collection_modifyitems(config, items):
+    """Run the slow tests first (a stable sort: each group keeps its order). pytest-xdist hands
+    the tests out in collection order, so a long test collected last keeps one worker busy
+    while the other idles; started first, the long tests are shared out and the quick ones
+    fill in at the end (the longest-first rule for scheduling on parallel machines)."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 def discrepancies(draws: np.ndarray, exact, z: float = Z, probs=PROBS, min_ess: float = 400.0):
     """Rows (what, estimate, exact value, mcse) where ``draws`` (chain, draw) disagree with
     ``exact`` (mean/std/ppf) by more than ``z`` Monte Carlo standard errors."""

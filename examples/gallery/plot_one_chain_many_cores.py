@@ -13,6 +13,8 @@ Below, a census release over a nation of 4 states of 10 blocks (persons by age x
 blocks' and the states' detailed histograms, and the nation's with little budget, so that its
 cells are *shared* by the groups (the states) and each group sees its own piece of them.
 """
+import os
+
 import numpy as np
 from distributed import Client, LocalCluster
 
@@ -36,7 +38,8 @@ model = census.model(geo, totals=sizes, levels=("nation", "state"))
 # One chain's records on two threads
 # ----------------------------------
 # The model splits itself by state (``model.partition``): four groups, here on two threads.
-run = dict(draws=1000, tune=1000, chains=2, seed=10, progress=False)
+DRAWS = 500 if os.environ.get("DAWRAP_DOCS_FAST") == "1" else 1000   # reduced size for CI
+run = dict(draws=DRAWS, tune=DRAWS, chains=2, seed=10, progress=False)
 one = dw.sample(model, mech, s_dp, n, method=dw.Record(groups=dw.parallel.Threads(1)), **run)
 two = dw.sample(model, mech, s_dp, n, method=dw.Record(groups=dw.parallel.Threads(2)), **run)
 
