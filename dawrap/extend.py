@@ -84,6 +84,7 @@ _LAZY = {
     "stated_budget": "dawrap.mechanisms.noise",
     "read_only": "dawrap.mechanisms._immutable",
     "as_positive_float": "dawrap._checks",
+    "closure_jit": "dawrap.compile.templates",
 }
 
 __all__ = sorted(_LAZY)

@@ -13,6 +13,7 @@ import numba
 import numpy as np
 
 import dawrap as dw
+from dawrap.extend import closure_jit  # noqa: F401  (the models' closures compile with it)
 
 
 def positive(name: str, value) -> float:
@@ -83,29 +84,6 @@ def nonnegative_total(s, n):
 def nearest_nonnegative_total(s, n):
     """The nearest valid total: negative values become 0."""
     return np.array([max(s[0], 0.0)])
-
-
-#: numba compiles a constant array into a function's code up to this size only; a closure
-#: over a larger one is read through a pointer of the process, and numba then refuses (with
-#: a warning) to cache the function on disk.
-FROZEN_ARRAY_BYTES = 10 ** 6
-
-
-def closure_jit(*arrays):
-    """``numba.njit(nogil=True)`` for a closure of a model factory over numbers and
-    ``arrays``: cached on disk (numba keys a closure by its captured values), unless an
-    array is too large to be compiled into the code. The compiled function's
-    ``disk_cached`` says which."""
-    cache = all(np.asarray(a).nbytes <= FROZEN_ARRAY_BYTES for a in arrays)
-    decorate = numba.njit(nogil=True, cache=cache)
-
-    def jit(function):
-        compiled = decorate(function)
-        # whether it is cached on disk: a closure that calls it can be only if it is
-        compiled.disk_cached = cache
-        return compiled
-
-    return jit
 
 
 def compositions(total: int, parts: int) -> np.ndarray:

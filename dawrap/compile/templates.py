@@ -48,10 +48,41 @@ from numba.core.registry import CPUDispatcher
 
 from . import source, user_keys
 
-__all__ = ["bind", "cache_tag", "stable_key", "slot", "Slot", "SlotError", "cached_caller"]
+__all__ = ["bind", "cache_tag", "stable_key", "slot", "Slot", "SlotError", "cached_caller",
+           "closure_jit"]
 
-#: The largest constant array numba compiles into a function's code (bytes).
+#: The largest constant array numba compiles into a function's code (bytes): a closure over
+#: a larger one is read through a pointer of the process, and numba then refuses (with a
+#: warning) to cache the function on disk.
 FROZEN_ARRAY_BYTES = 10 ** 6
+
+
+def closure_jit(*arrays):
+    """``numba.njit(nogil=True)`` for a closure of a factory (a model's, a mechanism's) over
+    numbers and ``arrays``: cached on disk (numba keys a closure by its captured values),
+    unless an array is too large to be compiled into the code. The compiled function's
+    ``disk_cached`` says which (a closure that calls it can be cached only if it is).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dawrap.extend import closure_jit
+    >>> table = np.zeros(200_000)      # 1.6 MB: read through a pointer, not cached on disk
+    >>> @closure_jit(table)
+    ... def at(i):
+    ...     return table[i] + i
+    >>> at(2), at.disk_cached
+    (2.0, False)
+    """
+    cache = all(np.asarray(a).nbytes <= FROZEN_ARRAY_BYTES for a in arrays)
+    decorate = numba.njit(nogil=True, cache=cache)
+
+    def jit(function):
+        compiled = decorate(function)
+        compiled.disk_cached = cache
+        return compiled
+
+    return jit
 
 class Slot:
     """A global name a template reads and :func:`bind` must give: declared at the top of

@@ -48,7 +48,7 @@ import numba
 import numpy as np
 
 from .._checks import as_float_vector, as_positive_float
-from ..compile.templates import FROZEN_ARRAY_BYTES
+from ..compile.templates import closure_jit
 from .base import Mechanism
 from ._immutable import read_only
 
@@ -104,16 +104,11 @@ def _quadrature(largest: int) -> tuple[np.ndarray, np.ndarray]:
         m *= 2
 
 
-def _jit(*arrays):
-    cache = all(np.asarray(a).nbytes <= FROZEN_ARRAY_BYTES for a in arrays)
-    return numba.njit(nogil=True, cache=cache)
-
-
 def _compiled(union, column, cell, values, count, fraction, kind, nodes, log_weights):
     """The statistic and log density, closures over the candidates and constants."""
     cells_max = union.shape[0]
     quantiles = count.shape[0]
-    jit = _jit(union, cell, values, count, fraction, kind, nodes, log_weights)
+    jit = closure_jit(union, cell, values, count, fraction, kind, nodes, log_weights)
 
     @jit
     def statistic(x_i, out):
