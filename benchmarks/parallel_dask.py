@@ -149,8 +149,8 @@ def main() -> None:
     ap.add_argument("--pair-moves", default="auto", help="with --census: census.model's")
     ap.add_argument("--nation-rho", type=float, default=2.0,
                     help="with --census: the nation's rho (2: its pieces are pinned, and a "
-                         "cluster chain leaves the pair move out; 0.05 with --pair-moves 0.5: "
-                         "both moves run in the groups)")
+                         "cluster chain refuses the pair move: give --pair-moves 0; 0.05 with "
+                         "--pair-moves 0.5: both moves run in the groups)")
     ap.add_argument("--memory", action="store_true")
     ap.add_argument("--chains", type=int, default=1, help="chains of the --memory run")
     args = ap.parse_args()

@@ -165,9 +165,10 @@ class Dask:
     The model and mechanism reach the workers by their :func:`dawrap.recipe`, so their
     factories must be importable there; theta's kernel must read the records only through
     ``stats``; ``interweave`` (which moves every record with theta) is refused; a model's
-    move without a group form (:mod:`dawrap.samplers.group_moves`) is left out with a warning
-    when the model marks it optional, else refused. The census model's moves run in the
-    groups, on the workers.
+    move without a group form (:mod:`dawrap.samplers.group_moves`) is refused, naming the
+    move and the setting that turns it off (without it the chain would be another chain than
+    on threads). The census model's moves run in the groups, on the workers, except the pair
+    move where the shared cells' pieces are pinned.
 
     Examples
     --------

@@ -206,11 +206,8 @@ class Move(NamedTuple):
     group : dawrap.extend.GroupMove, optional
         Its form that runs in every group of a grouped chain at once
         (:mod:`dawrap.samplers.group_moves`); without one, a chain on threads runs it on the
-        whole database between the grouped sweeps and a chain on a cluster cannot run it.
-    optional : bool
-        The chain is exact without it (it only speeds mixing): where it cannot run (a dask
-        cluster) the run goes on without it, with a warning naming it, instead of being
-        refused.
+        whole database between the grouped sweeps, and a chain on a cluster is refused (a
+        chain without the move would be another chain: the user turns it off by name).
     frees_shared_cells : bool
         It changes records while keeping the totals of coarse cells (e.g. the census
         model's exchange of two persons' cells within a coarse unit), so precise cells shared
@@ -232,7 +229,6 @@ class Move(NamedTuple):
     step: object
     name: str = "records_move"
     group: object = None
-    optional: bool = False
     frees_shared_cells: bool = False
 
     @property
@@ -254,9 +250,9 @@ class Moves(NamedTuple):
     >>> @numba.njit
     ... def stay(rng, state, s_dp, params, tuning):
     ...     return state, 1.0, 0
-    >>> both = Moves.of(Move(stay, "a", optional=True), Move(stay, "b"))
-    >>> both.name, both.optional, len(both.parts)
-    ('a; b', False, 2)
+    >>> both = Moves.of(Move(stay, "a"), Move(stay, "b"))
+    >>> both.name, len(both.parts)
+    ('a; b', 2)
     """
     parts: tuple
     step: object
@@ -277,11 +273,6 @@ class Moves(NamedTuple):
     def name(self) -> str:
         """The parts' names."""
         return "; ".join(part.name for part in self.parts)
-
-    @property
-    def optional(self) -> bool:
-        """Optional when every part is."""
-        return all(part.optional for part in self.parts)
 
     @property
     def frees_shared_cells(self) -> bool:

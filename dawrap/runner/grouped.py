@@ -22,7 +22,6 @@ checkpoint of one is resumed by another.
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 
@@ -248,30 +247,25 @@ class GroupedChain:
     def _runnable(self, parts) -> list:
         """The move's parts this backend runs, as ``(index, part, layout)``: a part without a
         group form runs on the whole database, which a backend that keeps the records on its
-        workers cannot do: it is left out there (a warning) when optional, else the run is
-        refused."""
+        workers cannot do: the run is refused there, naming the part and how to turn it off
+        (run without it, the chain would be another chain than on threads, whose draws the
+        cluster's must be)."""
         backend = self.backend
         if backend.local:
             return [(k, p, layout) for k, (p, layout) in enumerate(parts)]
         left_out = [part for part, layout in parts if layout is None]
-        names = "; ".join(p.name for p in left_out)
-        if any(not p.optional for p in left_out):
+        if left_out:
+            names = "; ".join(p.name for p in left_out)
             raise ValueError(
                 f"dw.parallel.Dask: the extra move ({names}) runs on the whole database, and "
                 f"a chain on a dask cluster keeps the records on its workers: it has no form "
                 f"that runs in the partition's groups (or, for the census pair move, the "
                 f"shared cells' pieces are pinned, which only a move on the whole database "
-                f"frees). Run on a cluster with interweave=False and without that move "
-                f"(census.model(..., pair_moves=0); marginals.model(..., ridge_moves=False, "
-                f"collapsed_moves=0)), or on threads")
-        if left_out:
-            warnings.warn(f"dw.parallel.Dask: the model's {names} runs on the whole database "
-                          f"(no form that runs in the partition's groups, or pinned shared "
-                          f"cells that only the whole database frees), and a chain on a dask "
-                          f"cluster keeps the records on its workers: this chain runs without "
-                          f"it (still exact; it may mix more slowly)", UserWarning,
-                          stacklevel=6)
-        return [(k, p, layout) for k, (p, layout) in enumerate(parts) if layout is not None]
+                f"frees). Run on threads (dw.parallel.Threads), which run every move, or turn "
+                f"the move off, which is another chain than on threads (exact, it may mix more "
+                f"slowly): census.model(..., pair_moves=0, collapsed_moves=0); "
+                f"marginals.model(..., ridge_moves=False, collapsed_moves=0)")
+        return [(k, p, layout) for k, (p, layout) in enumerate(parts)]
 
     # -- the backend's workers ------------------------------------------------------------
 

@@ -350,8 +350,7 @@ def model(geography: Geography, totals, *, invariant: str | None = None,
                     records_move=MoveBuilder.in_turn(
                         pair_move(geography.ancestors, geography.ancestors[idx[-1]], cells,
                                   pair_moves),
-                        collapsed_move(rows, collapsed_rate,
-                                       optional=collapsed_moves == "auto")),
+                        collapsed_move(rows, collapsed_rate)),
                     remedies=remedies,
                     name=f"census({level_text}; {cells} cells; public totals of "
                          f"{names[inv]})")

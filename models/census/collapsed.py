@@ -96,12 +96,10 @@ class RowBase(NamedTuple):
     fixed_alpha: np.ndarray | None
 
 
-def collapsed_move(base: RowBase, rate: float = RATE,
-                   optional: bool = False) -> MoveBuilder | None:
+def collapsed_move(base: RowBase, rate: float = RATE) -> MoveBuilder | None:
     """The collapsed move (module docstring) of a census model whose rows of ``p`` and their
     base lie in theta as ``base`` says. ``rate`` steps per person and iteration (0: None, no
-    move); ``optional``: the model's default chose it (where it cannot run, a chain on a dask
-    cluster with a partition that splits a unit's persons, it is left out after a warning).
+    move).
     The compiled move's ``group`` is its group form (:mod:`dawrap.samplers.group_moves`):
     each group moves its persons and draws its rows of p. The mechanism must have a sparse
     statistic with a separable density (the census releases do); with another the builder
@@ -123,7 +121,7 @@ def collapsed_move(base: RowBase, rate: float = RATE,
         prepare = _base_table(jit, base)
         assign, theta_of = _row_owners(base)
         return Move(serial_move(jit, prepare, run, rows), NAME,
-                    GroupMove(prepare, run, assign, theta_of), optional=optional)
+                    GroupMove(prepare, run, assign, theta_of))
 
     return MoveBuilder(build, NAME)
 

@@ -147,7 +147,7 @@ def pair_move(ancestors: np.ndarray, prior_unit: np.ndarray, cells: int,
         run = _group_run(jit, above, ranges, prior_unit, int(cells), float(used), release)
         prepare = _no_table(jit)
         return Move(serial_move(jit, prepare, run, 0), NAME,
-                    GroupMove(prepare, run, _any_partition, _no_theta), optional=rate == "auto",
+                    GroupMove(prepare, run, _any_partition, _no_theta),
                     frees_shared_cells=True)
 
     return MoveBuilder(build, NAME)

@@ -425,8 +425,7 @@ def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0,
                                             "ridge_moves=False) turns them off)")
     moves = MoveBuilder.in_turn(
         None if ridge is None else MoveBuilder(lambda mechanism: ridge, ridge.name),
-        _collapsed.collapsed_move(tree, float(alpha), collapsed_rate,
-                                            optional=collapsed_moves == "auto"))
+        _collapsed.collapsed_move(tree, float(alpha), collapsed_rate))
 
     def start_database(rng, theta, n, mechanism, s_dp, init_x):
         # given whatever the start: the one hook that sees the mechanism before sampling,

@@ -69,12 +69,10 @@ AUTO_MAX_RESIDUAL = 4096
 NAME = "marginals collapsed move (marginals.model(..., collapsed_moves=0) turns it off)"
 
 
-def collapsed_move(structure, alpha: float, rate: float = RATE,
-                   optional: bool = False) -> MoveBuilder | None:
+def collapsed_move(structure, alpha: float, rate: float = RATE) -> MoveBuilder | None:
     """The collapsed move (module docstring) of the decomposable model of ``structure`` with
     equivalent sample size ``alpha``: ``rate`` steps per record and iteration (0: None, no
-    move); ``optional``: the model's default chose it (a chain on a dask cluster runs
-    without it, after a warning). The mechanism must have a sparse statistic with a
+    move). The mechanism must have a sparse statistic with a
     separable density (the marginal releases do); with another the builder gives no move."""
     if rate == 0:
         return None
@@ -84,7 +82,7 @@ def collapsed_move(structure, alpha: float, rate: float = RATE,
             return None
         return Move(_compile(structure, float(alpha), float(rate), mechanism.sparse.entries,
                              int(mechanism.sparse.nnz), mechanism.coordinate_log_density,
-                             int(mechanism.size)), NAME, optional=optional)
+                             int(mechanism.size)), NAME)
 
     return MoveBuilder(build, NAME)
 

@@ -229,7 +229,7 @@ def test_after_the_pair_move_the_records_law_is_the_same():
     builder = MoveBuilder.in_turn(pair_move(GEO.ancestors, ROW, CELLS, rate=1.0),
                                   collapsed_move(UNDER_NATION))
     built = builder.build(mech)
-    assert built.frees_shared_cells and not built.optional
+    assert built.frees_shared_cells
     assert ["pair" in part.name for part in built.parts] == [True, False]
     _, visits, _, _ = _run(built, mech, s_dp,
                            _state(mech, s_dp, start.copy()), 15_000, seed=9)
@@ -249,7 +249,7 @@ def test_auto_runs_it_under_two_prior_levels_and_a_bad_rate_is_named():
     two = census.model(GEO, SIZES, levels=("nation", "state")).records_move
     assert "collapsed" in two.name
     built = two.build(census.discrete_gaussian(GEO, [census.query("block", rho=0.3)]))
-    assert built.parts[-1].optional and "collapsed" in built.parts[-1].name
+    assert "collapsed" in built.parts[-1].name
     one = census.model(GEO, SIZES, levels=("state",)).records_move
     assert one is None or "collapsed" not in one.name
     assert "collapsed" in census.model(GEO, SIZES, levels=("state",),

@@ -118,14 +118,13 @@ def test_collapsed_moves_auto_and_bad_values():
 
 
 def test_the_built_move_says_what_runs():
-    # alone, the collapsed move is optional (a dask chain runs without it, with a warning);
-    # with ridge moves, which are not, the sequence is not
+    # alone, the collapsed move; with ridge moves, both in turn, the ridge moves first
     mech = marginals.gaussian(LEVELS, TABLES, rho=1.0)
     alone = marginals.model(LEVELS, TABLES).records_move.build(mech)
-    assert alone.optional and "collapsed" in alone.name
+    assert "collapsed" in alone.name and len(alone.parts) == 1
     cycle = [(0, 1), (1, 2), (0, 2)]
     both = marginals.model(LEVELS, cycle).records_move.build(marginals.gaussian(LEVELS, cycle,
                                                                                 rho=1.0))
-    assert not both.optional and both.name.startswith("marginals ridge moves (marginals.model(..., "
+    assert len(both.parts) == 2 and both.name.startswith("marginals ridge moves (marginals.model(..., "
                                                       "ridge_moves=False) turns them off); "
                                                       "marginals collapsed")
