@@ -43,7 +43,7 @@ _LAZY = {
 }
 #: Public submodules, imported on first access as attributes (``dw.kernels``).
 _SUBMODULES = {"kernels": ".samplers.kernels", "random": ".random", "parallel": ".parallel",
-               "opendp": ".opendp", "smartnoise": ".smartnoise",
+               "opendp": ".opendp", "smartnoise": ".smartnoise", "tumult": ".tumult",
                "diagnostics": ".diagnostics", "synthetic": ".studies.synthetic"}
 
 __all__ = ["Model", "ExponentialFamily", "NonCentred", "PreparedDraw", "recipe",

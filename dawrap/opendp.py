@@ -320,15 +320,16 @@ def _read_noise(query, names: list, kinds: list):
     return out
 
 
-def _cell_table(released, keys, categories) -> tuple[list, np.ndarray, np.ndarray]:
-    """The released rows' key values, the code sizes of the keys, and the row of each code
-    combination (-1 for none)."""
+def _cell_table(rows: list, keys: list, categories: dict
+                ) -> tuple[list, np.ndarray, np.ndarray]:
+    """The released rows' key values (``rows``: one tuple per row, ``[()]`` without keys),
+    the code sizes of the keys, and the row of each code combination (-1 for none); shared
+    with :mod:`dawrap.tumult`."""
     if set(keys) - set(categories):
         raise ValueError(f"categories: give the codes of every key of the query; missing "
                          f"{sorted(set(keys) - set(categories))}")
     sizes = np.array([len(categories[k]) for k in keys], dtype=np.int64)
     row_of = np.full(int(np.prod(sizes)) if keys else 1, -1, dtype=np.int64)
-    rows = released.select(keys).rows() if keys else [()]
     for r, values in enumerate(rows):
         flat = 0
         for k, value in zip(keys, values):
@@ -573,7 +574,8 @@ def from_query(query, released, *, columns: dict, categories: dict | None = None
     if set(released.columns) != expected:
         raise ValueError(f"released: the query releases the columns {sorted(expected)}, the "
                          f"DataFrame has {sorted(released.columns)}: is it this query's?")
-    rows, sizes, row_of = _cell_table(released, keys, categories)
+    rows, sizes, row_of = _cell_table(released.select(keys).rows() if keys else [()], keys,
+                                      categories)
     s_dp = np.column_stack([released[a.name].cast(float).to_numpy() for a in aggregates]
                            ).ravel() if rows else np.empty(0)
     if not np.all(np.isfinite(s_dp)):

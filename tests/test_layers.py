@@ -28,7 +28,7 @@ FOLDERS = {"dawrap": PACKAGE, "dawrap.models": ROOT / "models"}
 #: ones and the leaf helpers (the modules not listed).
 LAYERS = {"compile": -1, "model": 0, "mechanisms": 0, "samplers": 1, "runner": 2, "methods": 3,
           "parallel": 3,
-          "sampling": 3, "pymc": 3, "opendp": 3, "smartnoise": 3, "studies": 4, "cli": 5, "demo": 5}
+          "sampling": 3, "pymc": 3, "opendp": 3, "smartnoise": 3, "tumult": 3, "studies": 4, "cli": 5, "demo": 5}
 
 #: Import cycles between files that are known and being removed, each as the set of modules
 #: that may share one (a cycle among some of them is tolerated, one that takes in any other

@@ -13,9 +13,10 @@ with ``statsmodels`` (944 respondents) and turns each release into a posterior:
 * **SmartNoise Synth's AIM** (:func:`dawrap.smartnoise.fit`): the noisy marginal tables AIM
   measured, for the marginals model.
 
-Tumult Analytics' releases are not read yet: record each query's noise mechanism and
-scale when it is evaluated and describe the release with the matching dawrap mechanism
-(:doc:`/guide/mechanisms`, the mapping tables), as for OpenDP's measurements used directly.
+Tumult Analytics' counts and clamped sums (grouped by a public KeySet or not) are read the
+same way, by :func:`dawrap.tumult.from_query` from the session, the query, its budget and
+the released DataFrame, with the noise Tumult reports for the query; it needs Spark and
+Python 3.12, so it is shown in :doc:`/guide/mechanisms` rather than run on this page.
 
 The OpenDP calls are made in small functions: a query object redirects attribute lookups to
 its polars plan, which the docs builder's index of names cannot read.
