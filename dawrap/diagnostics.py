@@ -42,8 +42,17 @@ class _Lazy:
         return getattr(importlib.import_module(self._name), attribute)
 
 
-# ArviZ 0.x builds its InferenceData in the package itself, which is imported whole.
-az = _Lazy("arviz") if ARVIZ_1 else importlib.import_module("arviz")
+def _import_arviz_0():
+    """ArviZ 0.x, imported whole (it builds its InferenceData in the package itself),
+    without its import-time notice that 1.x is coming (a FutureWarning every user of
+    ``dawrap`` would see on a first ``dawrap demo``: dawrap supports both generations)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*ArviZ is undergoing a major refactor",
+                                category=FutureWarning)
+        return importlib.import_module("arviz")
+
+
+az = _Lazy("arviz") if ARVIZ_1 else _import_arviz_0()
 _SAMPLED_0X = ("posterior", "sample_stats")
 
 
