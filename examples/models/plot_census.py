@@ -46,7 +46,7 @@ mech = census.discrete_gaussian(geo, [census.query("block", "age", rho=0.5),
 s_dp = mech.release(census.records([[1, 0, 0, 1], [0, 2, 1, 0]]), seed=2)
 print(f"release: blocks by age {s_dp[:4]}, tract by race {s_dp[4:6]}, total {s_dp[6]:g}")
 idata = dw.sample(model, mech, s_dp, n=5, draws=DRAWS, tune=1000, chains=4, seed=4,
-                  progress=False)
+                  databases=DRAWS, progress=False)   # every draw's database kept (5 persons)
 p = diagnostics.group(idata, "posterior")["p"].values[:, :, 0].reshape(4, DRAWS, 4)
 
 # %%
@@ -73,3 +73,17 @@ for cell, ax in enumerate(axes):
           f"{p[..., cell].std():.3f} (exact {exact.std():.3f})")
 axes[0].legend()
 fig.tight_layout()
+
+# %%
+# A district's counts
+# -------------------
+# A district is a set of blocks; :func:`dawrap.models.census.district` counts its persons in
+# each kept database, draws of its confidential counts given the release. Here the district
+# is the second block alone: its persons by age, and the probability that most are of age 1,
+# against the same enumeration of tables.
+counts = census.district(idata, geo, blocks=[1], marginal=("age",))   # (chain, database, 2)
+older = counts[..., 1] / counts.sum(axis=-1)
+block = tables[:, 1].reshape(-1, 2, 2).sum(axis=2)                   # exact: block 1 by age
+print(f"block 1, persons of age 1: mean {counts[..., 1].mean():.3f} (exact "
+      f"{w @ block[:, 1]:.3f}); P(share of age 1 > 0.5) = {(older > 0.5).mean():.3f} (exact "
+      f"{w @ (block[:, 1] / block.sum(axis=1) > 0.5):.3f})")

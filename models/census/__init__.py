@@ -98,11 +98,12 @@ from . import prior as census_prior
 from .prior import Prior, theta_layout
 from .records import record_functions
 from .release import Layout, discrete_gaussian, expected_counts, layout_of, statistic
+from .districts import district
 
 __all__ = ["Geography", "Query", "query", "as_geography", "as_queries", "DETAILED", "TOTAL",
            "MAX_CELLS", "model", "discrete_gaussian",
            "statistic", "records", "layout_of", "start_database", "controlled_rounding",
-           "HYPER_KERNELS"]
+           "HYPER_KERNELS", "district"]
 
 #: The kernels for ``log_alpha``: HMC with the digamma gradient, or random-walk Metropolis.
 HYPER_KERNELS = ("hmc", "metropolis")

@@ -380,7 +380,7 @@ def test_cross_classified_marginal_queries_and_a_coarser_prior_level_are_exact(
              + sum(special.gammaln(n + 1) - special.gammaln(tables[:, b] + 1).sum(1)
                    for b, n in enumerate(sizes)))
     w = normalise_log_weights(log_w)
-    idata = _sample(model, mech, s_dp, 5, seed=4, keep_stats=True)
+    idata = _sample(model, mech, s_dp, 5, seed=4, keep_stats=True, databases=3000)
     p = diagnostics.group(idata, "posterior")["p"].values
     for cell in range(4):
         exact = BetaMixture(w, alpha[cell] + tract[:, cell],
@@ -391,6 +391,16 @@ def test_cross_classified_marginal_queries_and_a_coarser_prior_level_are_exact(
     for j in range(mech.size):
         _check_moments(t[..., j], w @ totals[:, j],
                        math.sqrt(max(w @ totals[:, j] ** 2 - (w @ totals[:, j]) ** 2, 0)))
+    # a district's counts from the kept databases (every draw's): the second block alone,
+    # by age, and both blocks by race, against the same enumeration
+    for blocks, marginal, exact in (([1], ("age",), tables[:, 1].reshape(-1, 2, 2).sum(2)),
+                                    ([0, 1], ("race",), tract.reshape(-1, 2, 2).sum(1))):
+        counts = census.district(idata, geo, blocks, marginal)
+        assert counts.shape == (4, 3000, 2)
+        for k in range(2):
+            mean = w @ exact[:, k]
+            _check_moments(counts[..., k].astype(float), mean,
+                           math.sqrt(max(w @ exact[:, k] ** 2 - mean ** 2, 0)))
 
 
 @pytest.mark.slow
