@@ -406,6 +406,7 @@ GALLERY_SOURCES = {"auto_examples": "gallery", "catalogue": "models",
 SCRIPTS_RUN_BY_TESTS = {
     "examples/adult_marginals.py": "tests/test_docs.py",
     "examples/pymc_logistic_regression.py": "tests/dawrap_pymc/test_pymc_posteriors.py",
+    "examples/tumult_grouped_count.py": "tests/test_tumult.py",
 }
 
 FENCE = re.compile(r"^(?P<fence>`{3,})(?:\{(?P<directive>[\w-]+)\})?[ \t]*(?P<arg>[^\n]*)\n"

@@ -224,3 +224,17 @@ def test_what_cannot_be_read_is_named(spark, people, monkeypatch):
     # another Tumult version's report is not guessed
     monkeypatch.setattr(tmlt, "__version__", "0.22.0")
     refused(count, "Tumult Analytics 0.22.0 is installed", error=ImportError)
+
+
+def test_the_guides_example_runs(spark, monkeypatch, tmp_path, capsys):
+    # docs/guide/mechanisms.md includes examples/tumult_grouped_count.py: run as written
+    # (in this process, whose Spark session its getOrCreate returns)
+    import runpy
+    from pathlib import Path
+
+    monkeypatch.chdir(tmp_path)
+    script = Path(__file__).resolve().parents[1] / "examples" / "tumult_grouped_count.py"
+    runpy.run_path(str(script), run_name="__main__")
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0].startswith("geometric [1. 1.]")
+    assert 0.0 < float(lines[-1]) < 1.0
