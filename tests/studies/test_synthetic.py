@@ -1,7 +1,9 @@
 """Synthetic datasets from a result and the combining rules (dawrap.studies.synthetic): the
 rules against their formulas (Rubin 1987; Raghunathan, Reiter & Rubin 2003; Reiter 2002),
-the imputed databases against the imputed statistic of the draw they were taken at, and bad
-input named. The exactness of the datasets' distribution is checked against enumeration in
+the default rule for each kind of dataset and the refusal of a rule that does not fit it,
+the default m, the default route's coverage over repeated releases, the imputed databases
+against the imputed statistic of the draw they were taken at, and bad input named. The
+exactness of the datasets' distribution is checked against enumeration in
 tests/models/marginals/test_marginals.py."""
 import math
 import warnings
@@ -191,3 +193,68 @@ def test_datasets_name_bad_input(run):
     with pytest.raises(ValueError, match="needs the imputed databases: run dw.sample with "
                                          "databases=k"):
         dw.synthetic.datasets(plain, m=2)
+
+
+def test_m_by_default_is_the_documented_rule_or_all_there_are(run):
+    model, result = run
+    assert dw.synthetic.DEFAULT_M == 1 + math.ceil(0.5 / 0.1 ** 2)   # cv 1/sqrt(2(m-1)) = 10%
+    # 400 posterior draws: DEFAULT_M of them, evenly spread, no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fresh = dw.synthetic.datasets(result, kind="predictive", model=model, seed=2)
+    assert fresh.shape == (dw.synthetic.DEFAULT_M, 60, 1)
+    assert len(set(zip(fresh["chain"].values, fresh["draw"].values))) == dw.synthetic.DEFAULT_M
+    # 8 imputed databases: all of them, and the warning says how to keep enough
+    with pytest.warns(RuntimeWarning, match=r"m=None: 8 datasets, all the imputed databases the "
+                                            r"result holds \(2 chains x 4\), fewer than the 51 "
+                                            r".*by up to 27% .*databases=26\) to keep 51"):
+        data = dw.synthetic.datasets(result)
+    assert data.shape == (8, 60, 1)
+    assert np.array_equal(data.values, dw.synthetic.datasets(result, m=8).values)
+
+
+@pytest.mark.filterwarnings("ignore:R-hat and ESS")
+def test_m_by_default_needs_two_databases():
+    one = dw.sample(beta_binomial.model(), beta_binomial.laplace(epsilon=0.5), 31.4, 60,
+                    draws=50, tune=10, chains=1, seed=1, databases=1, progress=False)
+    with pytest.raises(ValueError, match=r"m=None chooses 51 datasets, at least 2 to combine, "
+                                         r"but there is only 1 of the imputed databases the "
+                                         r"result holds \(1 chains x 1\): run "
+                                         r"dw.sample\(\.\.\., databases=51\).*pass m=1"):
+        dw.synthetic.datasets(one)
+    assert dw.synthetic.datasets(one, m=1).shape == (1, 60, 1)
+
+
+@pytest.mark.filterwarnings("ignore:R-hat and ESS")
+def test_the_default_route_is_calibrated():
+    # Releases of a proportion: p from the model's prior Beta(1, 1), n = 400 Bernoulli(p)
+    # records, their count with Laplace noise of scale 5 (epsilon = 0.2; noise variance 50
+    # against a binomial variance up to 100). dw.sample(databases=26) -> datasets(result)
+    # (m = DEFAULT_M) -> combine(q, u), with q the proportion and u = q (1 - q) / n. Averaged
+    # over the prior, the exact posterior's interval covers p with probability exactly
+    # `level`; Rubin's rule approximates it. The posterior rule's interval covers the
+    # confidential proportion, and misses p far more often (it leaves out u_bar), which is
+    # why it is not the default.
+    model, mech = beta_binomial.model(), beta_binomial.laplace(epsilon=0.2)
+    rng = np.random.default_rng(45)
+    releases, n = 200, 400
+    hits = {"default 90": 0, "default 95": 0, "posterior 95": 0, "posterior 95 of p": 0}
+    for _ in range(releases):
+        p = rng.uniform()
+        x = model.simulate({"p": p}, n=n, seed=rng)
+        result = dw.sample(model, mech, mech.release(x, seed=rng), n, draws=260, tune=100,
+                           chains=2, seed=int(rng.integers(2 ** 31)), databases=26,
+                           progress=False)
+        q = dw.synthetic.datasets(result).values[:, :, 0].mean(axis=1)
+        u = q * (1 - q) / n
+        for level in (0.9, 0.95):
+            lo, hi = dw.synthetic.combine(q, u, level=level).interval
+            hits[f"default {round(100 * level)}"] += lo <= p <= hi
+        lo, hi = dw.synthetic.combine(q, u, "posterior").interval
+        hits["posterior 95"] += lo <= x.mean() <= hi
+        hits["posterior 95 of p"] += lo <= p <= hi
+    # binomial Monte Carlo tolerance: a two-sided p-value above 0.001 (about 3.3 se)
+    for key, level in (("default 90", 0.9), ("default 95", 0.95), ("posterior 95", 0.95)):
+        assert stats.binomtest(hits[key], releases, level).pvalue > 0.001, (key, hits)
+    assert stats.binomtest(hits["posterior 95 of p"], releases, 0.95,
+                           alternative="less").pvalue < 0.001, hits
