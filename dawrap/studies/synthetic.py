@@ -101,9 +101,9 @@ RULES = ("fully_synthetic", "multiple_imputation", "posterior", "as_if_real")
 RULES_FOR_KIND = {"imputed": ("multiple_imputation", "posterior", "as_if_real"),
                   "predictive": ("fully_synthetic", "as_if_real")}
 
-#: The number of datasets :func:`datasets` makes when not given ``m``: the combined standard
-#: error's Monte Carlo coefficient of variation, :math:`1/\sqrt{2(m-1)}` at worst, is then at
-#: most 10% (von Hippel 2020; the module docstring).
+#: The number of datasets :func:`datasets` makes when not given ``m``: the Monte Carlo
+#: coefficient of variation of the standard error combined from imputed databases, at most
+#: :math:`1/\sqrt{2(m-1)}`, is then at most 10% (von Hippel 2020; the module docstring).
 DEFAULT_M = 51
 
 #: Below these degrees of freedom the fully synthetic rule warns: the t quantile is then more
