@@ -149,19 +149,22 @@ def regressions(frames):
     return q[ok], u[ok], int((~ok).sum())
 
 
-def intervals(q, u, rule, names, truth, n):
+def intervals(q, u, rule, kind, names, truth, n):
     """Per coefficient: the combined estimate, sd, df, and each level's interval and
-    whether it covers the truth (None when too few regressions succeeded)."""
+    whether it covers the truth (None when too few regressions succeeded). ``kind``: the
+    datasets' (``"imputed"``, or ``"predictive"`` for SmartNoise's samples too); the fully
+    synthetic rule takes the sizes, here both ``n``."""
     import dawrap as dw
 
     need = 1 if rule == "as_if_real" else 2
     if len(q) < need:
         return None
+    sizes = {"n": n, "n_syn": n} if rule == "fully_synthetic" else {}
     out = {}
     for j, name in enumerate(names):
         row = {}
         for level in LEVELS:
-            c = dw.synthetic.combine(q[:, j], u[:, j], rule, level=level, n=n, n_syn=n)
+            c = dw.synthetic.combine(q[:, j], u[:, j], rule, kind=kind, level=level, **sizes)
             lo, hi = c.interval
             row.update({"estimate": c.estimate, "sd": math.sqrt(c.variance), "df": c.df,
                         f"ci{round(level * 100)}": [lo, hi],
@@ -198,12 +201,14 @@ def run_release(table, attributes, truth, r, args) -> dict:
     q, u, sn_failed = regressions(samples)
     first_ok = bool(np.all(np.isfinite(logistic_regression(*design(samples[0]))[0])))
     results = {"smartnoise/sample/as_if_real":
-               intervals(q[:1], u[:1], "as_if_real", names, truth, n) if first_ok else None,
+               intervals(q[:1], u[:1], "as_if_real", "predictive", names, truth, n)
+               if first_ok else None,
                "smartnoise/sample/fully_synthetic":
-               intervals(q, u, "fully_synthetic", names, truth, n)}
+               intervals(q, u, "fully_synthetic", "predictive", names, truth, n)}
     failures = {"smartnoise/sample": sn_failed}
     q, u, iid_failed = regressions([iid_sample(synth, n, attributes)])
-    results["smartnoise/iid_sample/as_if_real"] = intervals(q, u, "as_if_real", names, truth, n)
+    results["smartnoise/iid_sample/as_if_real"] = intervals(q, u, "as_if_real", "predictive",
+                                                            names, truth, n)
     failures["smartnoise/iid_sample"] = iid_failed
     smartnoise_seconds = time.perf_counter() - t0
     line = {"release": r, **{k: getattr(args, k) for k in SETTINGS if k != "attributes"},
@@ -242,7 +247,7 @@ def run_release(table, attributes, truth, r, args) -> dict:
         q, u, failed = regressions(dw.synthetic.to_frames(data[kind], labels=aim.codes))
         failures[f"dawrap/{kind}"] = failed
         for rule in rules:
-            results[f"dawrap/{kind}/{rule}"] = intervals(q, u, rule, names, truth, n)
+            results[f"dawrap/{kind}/{rule}"] = intervals(q, u, rule, kind, names, truth, n)
     analysis_seconds = time.perf_counter() - t0
     return {
         **line,

@@ -1,10 +1,11 @@
 """Noisy marginals of Adult: the posterior of unreleased marginals, noise-aware synthetic
-datasets and a downstream regression (the case study of docs/marginals.md).
+datasets (the confidential databases the chains impute) and a downstream regression combined
+over them (the case study of docs/marginals.md).
 
 Data: the UCI Adult data (Becker & Kohavi 1996), discretised as in NAPSU-MQ's paper and
 shipped with these examples (``examples/data/adult_reduced.csv.gz``, made from the UCI files
 by :func:`read_uci`; ``examples/data/README.md`` says how): 46 043 records of 10
-attributes, 1 792 000 cells. Run: ``python examples/adult_marginals.py`` (about 2 CPU
+attributes, 1 792 000 cells. Run: ``python examples/adult_marginals.py`` (about 5 CPU
 minutes; ``--draws`` for longer chains). Needs pandas and statsmodels (the ``docs`` extra).
 """
 from __future__ import annotations
@@ -71,7 +72,7 @@ def regression(frame: pd.DataFrame, ages: dict):
     return fit.params, fit.bse ** 2
 
 
-def main(draws: int = 600, tune: int = 200, m: int = 20, seed: int = 26):
+def main(draws: int = 600, tune: int = 200, m: int | None = None, seed: int = 26):
     df = load_adult()
     levels = {a: list(df[a].cat.categories) for a in df.columns}
     x = np.column_stack([df[a].cat.codes for a in df.columns]).astype(float)
@@ -92,8 +93,12 @@ def main(draws: int = 600, tune: int = 200, m: int = 20, seed: int = 26):
     model = marginals.model(levels, TABLES, alpha=100.0)
     print("cliques:", [tuple(model.domain.attributes[a] for a in q)
                        for q in model.structure.cliques])
-    result = dw.sample(model, mech, s_dp, n, draws=draws, tune=tune, chains=2, seed=seed + 1,
-                       progress=False)
+    # databases: the chains keep enough imputed databases for m synthetic datasets (m=None:
+    # dw.synthetic.DEFAULT_M, the number dawrap's documented rule asks for)
+    chains = 2
+    keep = -(-(m or dw.synthetic.DEFAULT_M) // chains)
+    result = dw.sample(model, mech, s_dp, n, draws=draws, tune=tune, chains=chains,
+                       seed=seed + 1, databases=keep, progress=False)
     print(f"max R-hat {np.nanmax(diagnostics.summary(result)['r_hat']):.2f}")
 
     # %% Posterior of a few marginals, released and not
@@ -114,25 +119,26 @@ def main(draws: int = 600, tune: int = 200, m: int = 20, seed: int = 26):
         print(f"P(income > 50K | {name}): 90% interval [{lo[g]:.4f}, {hi[g]:.4f}], "
               f"real data {real:.4f}")
 
-    # %% Synthetic datasets: posterior-predictive databases of n records
-    data = dw.synthetic.datasets(result, m=m, kind="predictive", model=model, seed=seed + 2,
-                                 fields=list(levels))
+    # %% Synthetic datasets: the confidential databases the chains imputed (the default kind)
+    data = dw.synthetic.datasets(result, m, fields=list(levels))
     frames = dw.synthetic.to_frames(data, labels=levels)
-    print(f"{len(frames)} synthetic datasets of {len(frames[0])} records; the first's first "
-          f"3 records (one a column):")
+    print(f"{len(frames)} synthetic datasets of {len(frames[0])} records (imputed databases); "
+          f"the first's first 3 records (one a column):")
     print(frames[0].head(3).T.to_string())
 
-    # %% The downstream regression: combined over the datasets, and naively on one
+    # %% The downstream regression: combined over the datasets by the default rule (Rubin's:
+    # the population's coefficients, as the real data's own fit estimates them), and naively
+    # on one dataset
     ages = {c: (pd.Interval(float(c.strip("(]").split(",")[0]),
                             float(c.strip("(]").split(",")[1]))).mid for c in levels["age"]}
     fits = [regression(f, ages) for f in frames]
     q = pd.DataFrame([f[0] for f in fits])
     u = pd.DataFrame([f[1] for f in fits])
     real, real_var = regression(df, ages)
-    print(f"{'coefficient':24s} {'real data':>20s} {'combined (RRR 2003) 95%':>26s} "
+    print(f"{'coefficient':24s} {'real data':>20s} {'combined (Rubin) 95%':>26s} "
           f"{'one dataset as if real 95%':>28s}")
     for name in q.columns:
-        both = dw.synthetic.combine(q[name], u[name], "fully_synthetic", n=n, n_syn=n)
+        both = dw.synthetic.combine(q[name], u[name])
         naive = dw.synthetic.combine(q[name], u[name], "as_if_real")
         half = 1.96 * np.sqrt(real_var[name])
         print(f"{name:24s} [{real[name] - half:8.3f}, {real[name] + half:8.3f}] "

@@ -3,11 +3,11 @@ combine an analysis run on each.
 
 Two kinds of synthetic dataset come out of a result of :func:`dawrap.sample`:
 
-* ``"imputed"``: the confidential databases the record sampler imputed, kept at thinned draws
-  (``dw.sample(..., databases=k)``). Each is a draw of the confidential records given the
-  release, :math:`x^{(j)} \sim p(x \mid s_{dp})`, of the same ``n`` records: its released
-  tables agree with ``s_dp`` within the noise, and the datasets differ only where the noise
-  leaves the records undetermined.
+* ``"imputed"`` (the default): the confidential databases the record sampler imputed, kept
+  at thinned draws (``dw.sample(..., databases=k)``). Each is a draw of the confidential
+  records given the release, :math:`x^{(j)} \sim p(x \mid s_{dp})`, of the same ``n``
+  records: its released tables agree with ``s_dp`` within the noise, and the datasets differ
+  only where the noise leaves the records undetermined.
 * ``"predictive"``: posterior-predictive databases of a chosen size: for each, a posterior
   draw :math:`\theta^{(j)}` and ``size`` fresh records :math:`x^{(j)}_i \sim f(\cdot \mid
   \theta^{(j)})`. They are new samples from the population the model describes, with its
@@ -22,33 +22,67 @@ feature of the data that the release does not determine (an interaction no relea
 shows, say) comes from the model, not from the confidential data.
 
 **Analysing them** (:func:`combine`). Run the analysis on each of the ``m`` datasets, giving
-estimates :math:`q_j` with variance estimates :math:`u_j`; with :math:`\bar q`, the
-between-dataset variance :math:`b = \frac{1}{m-1}\sum (q_j - \bar q)^2` and
-:math:`\bar u = \frac1m \sum u_j`:
+estimates :math:`q_j` with variance estimates :math:`u_j` (the squared standard errors the
+analysis reports as if the dataset were real); with :math:`\bar q`, the between-dataset
+variance :math:`b = \frac{1}{m-1}\sum (q_j - \bar q)^2` and :math:`\bar u = \frac1m \sum
+u_j`, the interval is :math:`\bar q \pm t_\nu \sqrt T`. **Which rule answers which
+question:**
 
-* ``"fully_synthetic"`` (Raghunathan, Reiter & Rubin 2003), for predictive data and a
-  population parameter: :math:`T_f = (1 + 1/m) b - \bar u` with
-  :math:`\nu_f = (m-1)(1 - \bar u / ((1+1/m) b))^2`, as long as :math:`T_f` exceeds
-  :math:`T^* = (n_{syn}/n)\,\bar u`, Reiter's (2002) adjusted variance; otherwise :math:`T^*`
-  with the normal reference distribution (:func:`combine` says why).
-* ``"multiple_imputation"`` (Rubin 1987), for imputed data and a population parameter:
+* **The population parameter** :math:`\theta` behind the confidential data (what the
+  analysis, run on the real records, would estimate, with its standard error): imputed
+  databases and ``"multiple_imputation"`` (Rubin 1987), **the default**,
   :math:`T = \bar u + (1 + 1/m) b` with :math:`\nu = (m-1)(1 + \bar u / ((1+1/m) b))^2`.
-* ``"posterior"``, for imputed data and the confidential data's own statistic:
-  :math:`T = (1 + 1/m) b` with :math:`\nu = m - 1`.
+  Every record is "missing" and the release is what was observed: :math:`b` carries the
+  uncertainty the noise leaves about the records, :math:`\bar u` the sampling variance of
+  the records themselves.
+* **The confidential data's own statistic** :math:`q(x)` (the number the analysis would
+  have printed on the real records, no sampling variance): imputed databases and
+  ``"posterior"``, :math:`T = (1 + 1/m) b` with :math:`\nu = m - 1`. The :math:`q_j =
+  q(x^{(j)})` are posterior draws of :math:`q(x)` itself; the :math:`u_j` are not used.
+* **The population parameter from predictive datasets**: ``"fully_synthetic"``
+  (Raghunathan, Reiter & Rubin 2003), the only rule for them,
+  :math:`T_f = (1 + 1/m) b - \bar u` with :math:`\nu_f = (m-1)(1 - \bar u / ((1+1/m)
+  b))^2`: :math:`b` holds the fresh records' sampling variance, which the rule subtracts.
+  The difference is fragile: with few datasets it can be negative or barely positive, and
+  :math:`\nu_f` near 0 (dawrap then uses Reiter's (2002) :math:`T^* = (n_{syn}/n)\,\bar u`,
+  :func:`combine`'s Notes, and warns when :math:`\nu_f` is small). It needs ``n`` and
+  ``n_syn``.
+* ``"as_if_real"``: one dataset analysed as if it were the real data, the naive analysis
+  (it ignores the noise and the model's uncertainty), for comparison.
 
-For imputed databases the :math:`q_j = q(x^{(j)})` are posterior draws of the statistic the
-analysis would compute on the confidential data, so ``"posterior"`` is the interval for that
-statistic, and Rubin's rule adds the sampling variance :math:`\bar u` for the population
-parameter behind it (every record is "missing", the release is what was observed). For
-predictive data :math:`b` already holds a fresh sampling variance, which
-``"fully_synthetic"`` subtracts. Analysing one synthetic dataset as if it were the real data
-(``"as_if_real"``) ignores the noise and the model's uncertainty: it is the naive analysis,
-shown for comparison.
+**Why that default.** An analyst handed a release asks what the real data say about the
+population (the regression's coefficients with their standard errors), and the variances
+:math:`u_j` the analysis reports only matter for that question. Rubin's interval answers it,
+and it also covers the confidential data's own statistic (conservatively: it adds
+:math:`\bar u`). The ``"posterior"`` interval leaves out the sampling variance: as the noise
+vanishes it shrinks to the confidential statistic, a point, while the population parameter
+keeps the real data's standard error. The fully synthetic route answers the same question as
+Rubin's but less reliably. In dawrap's coverage study of the confidential regression
+(``benchmarks/results/smartnoise_coverage.md``: 40 AIM releases, m = 20, 90% / 95%
+intervals) imputed databases covered 0.89 / 0.94 with ``"posterior"`` and 0.96 / 0.96 with
+``"multiple_imputation"``, predictive datasets with ``"fully_synthetic"`` 0.85 / 0.89.
+
+**How many datasets** (:func:`datasets` without ``m``): :data:`DEFAULT_M` = 51. The
+combined standard error varies from one set of ``m`` datasets to another with a coefficient
+of variation of about :math:`\gamma / \sqrt{2(m-1)}`, :math:`\gamma = (1+1/m)b / T \le 1` the
+fraction of the variance that comes from the between-dataset spread (von Hippel 2020's
+quadratic rule, :math:`m = 1 + \frac12 (\gamma / \mathrm{cv})^2`). dawrap asks for at most
+10% at :math:`\gamma = 1`, the ``"posterior"`` rule's (for predictive data, whose
+:math:`T_f` is a difference, the variation is larger still): :math:`m - 1 = 50`. Then
+Rubin's :math:`\nu \ge 50` (a t quantile within 2.5% of the normal's) and, with ``n_syn =
+n``, the fully synthetic :math:`\nu_f > 12.5`. The rule assumes the datasets are nearly
+independent draws: imputed databases are kept at evenly spaced draws of the chains, so check
+the chains' mixing (:func:`dawrap.diagnostics.summary`) first.
+
+References: Rubin (1987), Multiple Imputation for Nonresponse in Surveys; Raghunathan,
+Reiter & Rubin (2003), J. Official Statistics 19(1), 1-16; Reiter (2002), J. Official
+Statistics 18(4), 531-543; von Hippel (2020), Sociological Methods & Research 49(3), 699-718.
 """
 from __future__ import annotations
 
 import inspect
 import math
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -56,10 +90,26 @@ import numpy as np
 from .. import diagnostics
 from .._checks import as_choice, as_count, is_real, shown
 
-__all__ = ["datasets", "to_frames", "combine", "Combined", "RULES"]
+__all__ = ["datasets", "to_frames", "combine", "Combined", "RULES", "RULES_FOR_KIND",
+           "DEFAULT_M"]
 
 #: The combining rules of :func:`combine`.
 RULES = ("fully_synthetic", "multiple_imputation", "posterior", "as_if_real")
+
+#: The rules that fit each kind of dataset (module docstring); the first is :func:`combine`'s
+#: default for that kind.
+RULES_FOR_KIND = {"imputed": ("multiple_imputation", "posterior", "as_if_real"),
+                  "predictive": ("fully_synthetic", "as_if_real")}
+
+#: The number of datasets :func:`datasets` makes when not given ``m``: the Monte Carlo
+#: coefficient of variation of the standard error combined from imputed databases, at most
+#: :math:`1/\sqrt{2(m-1)}`, is then at most 10% (von Hippel 2020; the module docstring).
+DEFAULT_M = 51
+
+#: Below these degrees of freedom the fully synthetic rule warns: the t quantile is then more
+#: than 1.6 times the normal's at 95% (6.5 times at nu = 1, 10^9 times at nu = 0.13), so the
+#: interval says more about the rule's own uncertainty than about the data.
+_FEW_DF = 3.0
 
 
 def _spread(count: int, m: int) -> np.ndarray:
@@ -100,26 +150,58 @@ def _field_names(fields, width: int) -> list:
     return names
 
 
-def datasets(result, m: int, *, kind: str = "imputed", model=None, size: int | None = None,
-             seed=None, fields=None):
-    """``m`` synthetic datasets from a result of :func:`dawrap.sample` (module docstring).
+def _how_many(m, available: int, what: str, more: str) -> int:
+    """The number of datasets: ``m`` checked against the ``available`` databases or draws
+    (``what``, e.g. "imputed databases the result holds (2 chains x 5)"; ``more``, how to
+    keep more), or for ``m=None`` :data:`DEFAULT_M`, or all when fewer (with a warning)."""
+    if m is not None:
+        m = as_count(m, "m")        # an integer, as every count of dawrap: 2.0 is refused
+        if m > available:
+            raise ValueError(f"m = {m} is more than the {available} {what}: {more(m)}, or ask "
+                             f"for fewer")
+        return m
+    if available < 2:
+        raise ValueError(f"m=None chooses {DEFAULT_M} datasets, at least 2 to combine, but "
+                         f"there is only {available} of the {what}: {more(DEFAULT_M)}, or "
+                         f"pass m=1 for a single dataset")
+    if available < DEFAULT_M:
+        warnings.warn(f"m=None: {available} datasets, all the {what}, fewer than the "
+                      f"{DEFAULT_M} of dawrap's rule: a combined standard error then varies "
+                      f"by up to {1 / math.sqrt(2 * (available - 1)):.0%} from one set of "
+                      f"datasets to another (1/sqrt(2(m-1))); {more(DEFAULT_M)}, or pass m= "
+                      f"to choose", RuntimeWarning, stacklevel=3)
+        return available
+    return DEFAULT_M
+
+
+def datasets(result, m: int | None = None, *, kind: str = "imputed", model=None,
+             size: int | None = None, seed=None, fields=None):
+    r"""``m`` synthetic datasets from a result of :func:`dawrap.sample` (module docstring).
 
     Parameters
     ----------
     result : arviz.InferenceData or xarray.DataTree
         A record-sampler result; for ``kind="imputed"`` run with ``databases=k``, ``k``
-        databases per chain kept.
-    m : int
+        databases per chain kept (``databases=26`` with 2 chains, 13 with 4, hold the
+        :data:`DEFAULT_M` = 51 datasets of ``m=None``).
+    m : int, optional
         The number of datasets, an integer >= 1: at most the databases kept (``"imputed"``)
         or the draws (``"predictive"``); they are taken evenly spread over chains and draws.
+        Default: :data:`DEFAULT_M` = 51, the smallest ``m`` at which the combined standard
+        error's Monte Carlo coefficient of variation, at most :math:`1/\sqrt{2(m-1)}`, is
+        10% (von Hippel 2020; the module docstring); all the databases (with a warning) when
+        the result holds fewer, and an error when it holds fewer than 2, the least
+        :func:`combine` needs.
     kind : {"imputed", "predictive"}
-        Imputed confidential databases, or posterior-predictive databases.
+        Imputed confidential databases (the default), or posterior-predictive databases;
+        :func:`combine` takes the same ``kind`` and chooses its rule by it.
     model : dawrap.Model
         ``"predictive"``: the model the result sampled (records are drawn with its
         :meth:`~dawrap.Model.simulate`; any :class:`dawrap.Model` works, its parameters must be
         the posterior's).
     size : int, optional
-        ``"predictive"``: records per dataset (default ``n``, the release's).
+        ``"predictive"``: records per dataset (default ``n``, the release's): the ``n_syn``
+        of :func:`combine`'s fully synthetic rule.
     seed : int, numpy.random.Generator or None
         ``"predictive"``: the randomness of the records.
     fields : sequence of str, optional
@@ -131,24 +213,30 @@ def datasets(result, m: int, *, kind: str = "imputed", model=None, size: int | N
         Dimensions ``(dataset, record, field)``; coordinates ``chain`` and ``draw`` (the
         posterior draw behind each dataset) along ``dataset``; attribute ``kind``.
 
+    Warns
+    -----
+    RuntimeWarning
+        ``m=None`` and the result holds fewer than :data:`DEFAULT_M` databases or draws: all
+        are used, and the warning says how many to keep.
+
     Examples
     --------
     >>> import dawrap as dw
     >>> from dawrap.models import beta_binomial
     >>> model, mech = beta_binomial.model(), beta_binomial.laplace(epsilon=0.5)
     >>> result = dw.sample(model, mech, 31.4, 100, draws=200, tune=100, chains=2, seed=0,
-    ...                    databases=5, progress=False)
-    >>> imputed = dw.synthetic.datasets(result, m=10)
-    >>> imputed.dims, imputed.shape
-    (('dataset', 'record', 'field'), (10, 100, 1))
+    ...                    databases=26, progress=False)
+    >>> imputed = dw.synthetic.datasets(result)          # m = DEFAULT_M of the 52 kept
+    >>> imputed.dims, imputed.shape, imputed.attrs["kind"]
+    (('dataset', 'record', 'field'), (51, 100, 1), 'imputed')
     >>> fresh = dw.synthetic.datasets(result, m=3, kind="predictive", model=model, size=50,
     ...                               seed=1)
     >>> fresh.shape, fresh.attrs["kind"]
     ((3, 50, 1), 'predictive')
-    >>> dw.synthetic.datasets(result, m=11)     # doctest: +ELLIPSIS
+    >>> dw.synthetic.datasets(result, m=60)     # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: m = 11 is more than the 10 imputed databases the result holds (2 chains x 5): ...
+    ValueError: m = 60 is more than the 52 imputed databases the result holds (2 chains x 26): ...
     """
     import xarray as xr
 
@@ -158,7 +246,6 @@ def datasets(result, m: int, *, kind: str = "imputed", model=None, size: int | N
         raise TypeError(f"result must be a result of dw.sample (arviz.InferenceData or "
                         f"xarray.DataTree), got {type(result).__name__}") from None
     kind = as_choice(kind, "kind", ("imputed", "predictive"))
-    m = as_count(m, "m")        # an integer, as every count of dawrap: 2.0 is refused
     if isinstance(fields, (str, bytes)):
         raise TypeError(f"fields must be a sequence of names, got {fields!r}: one name per "
                         f"field, e.g. [{fields!r}]")
@@ -170,10 +257,9 @@ def datasets(result, m: int, *, kind: str = "imputed", model=None, size: int | N
         x, draws = group["x"].values, group["draw"].values
         chains, k = x.shape[:2]
         total = chains * k
-        if m > total:
-            raise ValueError(f"m = {m} is more than the {total} imputed databases the result "
-                             f"holds ({chains} chains x {k}): run dw.sample with "
-                             f"databases={-(-m // chains)} or more, or ask for fewer")
+        m = _how_many(m, total, f"imputed databases the result holds ({chains} chains x {k})",
+                      lambda want: f"run dw.sample(..., databases={-(-want // chains)}) to "
+                                   f"keep {want} or more")
         # database-major order: consecutive picks come from different chains
         pick = _spread(total, m)
         chain, which = pick % chains, pick // chains
@@ -186,10 +272,10 @@ def datasets(result, m: int, *, kind: str = "imputed", model=None, size: int | N
         _check_model(model, post)
         first = post[next(iter(model.params))]
         chains, count = first.shape[:2]
-        if m > chains * count:
-            raise ValueError(f"m = {m} is more than the {chains * count} posterior draws "
-                             f"({chains} chains x {count}): run dw.sample with more draws, or "
-                             f"ask for fewer")
+        m = _how_many(m, chains * count, f"posterior draws the result holds ({chains} chains "
+                                         f"x {count})",
+                      lambda want: f"run dw.sample(..., draws={-(-want // chains)}) to keep "
+                                   f"{want} or more")
         n = int(diagnostics.group(result, "constant_data")["n"].values) if size is None \
             else as_count(size, "size")
         names = _field_names(fields, model.record_size)     # checked before any record is drawn
@@ -350,18 +436,82 @@ def _first_bad(values: np.ndarray, good: np.ndarray, name: str, expected: str) -
         raise ValueError(f"{name} must be {expected}, got {values[i]} at index {i}")
 
 
-def _sizes(n, n_syn) -> tuple | None:
-    """``(n, n_syn)`` checked (integers >= 1, both or neither), or None for neither."""
+def _sizes(rule: str, n, n_syn) -> tuple | None:
+    """``(n, n_syn)`` as ``rule`` takes them, checked (integers >= 1): both for
+    ``"fully_synthetic"``, both or neither for ``"as_if_real"``, neither for the rules of
+    imputed databases; None for neither."""
     n = None if n is None else as_count(n, "n")
     n_syn = None if n_syn is None else as_count(n_syn, "n_syn")
-    if (n is None) != (n_syn is None):
+    given = [name for name, value in (("n", n), ("n_syn", n_syn)) if value is not None]
+    if rule == "fully_synthetic" and len(given) < 2:
+        raise ValueError(f"rule 'fully_synthetic' needs n and n_syn on every call, the numbers "
+                         f"of confidential and synthetic records (got n={n!r}, n_syn={n_syn!r}):"
+                         f" its variance is at least Reiter's adjusted variance (n_syn / n) "
+                         f"u_bar (combine's Notes)")
+    if rule == "as_if_real" and len(given) == 1:
         raise ValueError(f"give both n and n_syn, or neither: got n={n!r}, n_syn={n_syn!r}")
-    return None if n is None else (n, n_syn)
+    if rule in RULES_FOR_KIND["imputed"][:2] and given:
+        # imputed databases hold the confidential data's n records: a size given here is
+        # a sign the estimates come from predictive datasets, or another rule was meant
+        raise ValueError(f"rule {rule!r} does not use n and n_syn (got n={n!r}, "
+                         f"n_syn={n_syn!r}): imputed databases hold the confidential data's n "
+                         f"records; drop them (only 'fully_synthetic' and 'as_if_real' take "
+                         f"them)")
+    return (n, n_syn) if len(given) == 2 else None
 
 
-def combine(estimates, variances, rule: str, *, level: float = 0.95, n: int | None = None,
-            n_syn: int | None = None) -> Combined:
+def _rule_for(rule, kind) -> tuple:
+    """``(rule, kind)`` checked: ``rule`` one of :data:`RULES` that fits ``kind`` (None: the
+    kind's default, the first of :data:`RULES_FOR_KIND`)."""
+    kind = as_choice(kind, "kind", tuple(RULES_FOR_KIND))
+    fits = RULES_FOR_KIND[kind]
+    if rule is None:
+        return fits[0], kind
+    rule = as_choice(rule, "rule", RULES)
+    if rule in fits:
+        return rule, kind
+    if kind == "imputed":
+        raise ValueError(f"rule {rule!r} does not fit imputed databases (kind='imputed', the "
+                         f"default): it subtracts the sampling variance u_bar of freshly drawn "
+                         f"records, which imputed databases do not carry, so its variance "
+                         f"comes out too small or negative. For estimates from "
+                         f"dw.synthetic.datasets(..., kind='predictive') pass kind='predictive'"
+                         f"; imputed databases take {fits} (the default {fits[0]!r}: the "
+                         f"population parameter)")
+    raise ValueError(f"rule {rule!r} does not fit predictive datasets (kind='predictive'): "
+                     f"their between-dataset variance b already holds the fresh records' "
+                     f"sampling variance, so 'posterior' is no posterior of the confidential "
+                     f"data's statistic and 'multiple_imputation' counts that variance twice. "
+                     f"Predictive datasets take {fits} (the default {fits[0]!r}); for the "
+                     f"confidential data's statistic use the imputed databases (kind='imputed')")
+
+
+def combine(estimates, variances, rule: str | None = None, *, kind: str = "imputed",
+            level: float = 0.95, n: int | None = None, n_syn: int | None = None) -> Combined:
     r"""Combine one quantity's estimates from ``m`` synthetic datasets (module docstring).
+
+    Which rule answers which question (the module docstring has the reasoning):
+
+    ============  =========================  ============================================
+    ``kind``      ``rule``                   answers
+    ============  =========================  ============================================
+    imputed       ``"multiple_imputation"``  the population parameter (**the default**)
+    imputed       ``"posterior"``            the confidential data's own statistic
+    predictive    ``"fully_synthetic"``      the population parameter (its default)
+    either        ``"as_if_real"``           nothing: the naive analysis of one dataset
+    ============  =========================  ============================================
+
+    with, for :math:`\bar q`, :math:`b = \frac{1}{m-1}\sum (q_j - \bar q)^2` and
+    :math:`\bar u = \frac1m \sum u_j`, the interval :math:`\bar q \pm t_\nu \sqrt T`:
+
+    * ``"multiple_imputation"`` (Rubin 1987): :math:`T = \bar u + (1 + 1/m) b`,
+      :math:`\nu = (m-1)(1 + \bar u / ((1+1/m) b))^2` (the normal when :math:`b = 0`);
+    * ``"posterior"``: :math:`T = (1 + 1/m) b`, :math:`\nu = m - 1`;
+    * ``"fully_synthetic"`` (Raghunathan, Reiter & Rubin 2003): :math:`T_f = (1 + 1/m) b -
+      \bar u`, :math:`\nu_f = (m-1)(1 - \bar u / ((1+1/m) b))^2`, or Reiter's
+      :math:`T^* = (n_{syn}/n)\,\bar u` with the normal when :math:`T_f \le T^*` (Notes);
+    * ``"as_if_real"``: :math:`q_1` with variance :math:`u_1` (times :math:`n_{syn}/n` when
+      given) and the normal.
 
     Parameters
     ----------
@@ -369,19 +519,34 @@ def combine(estimates, variances, rule: str, *, level: float = 0.95, n: int | No
         :math:`q_j` and :math:`u_j`, the analysis of each dataset (its estimate and the
         square of its standard error): finite, the variances >= 0. The rules other than
         ``"as_if_real"`` need ``m >= 2``.
-    rule : {"fully_synthetic", "multiple_imputation", "posterior", "as_if_real"}
-        See the module docstring.
+    rule : {"multiple_imputation", "posterior", "fully_synthetic", "as_if_real"}, optional
+        The rule; it must fit ``kind`` (a rule that does not is refused). Default: the
+        population parameter's rule for ``kind``, ``"multiple_imputation"`` for imputed
+        databases, ``"fully_synthetic"`` for predictive datasets.
+    kind : {"imputed", "predictive"}
+        The kind of datasets the estimates come from, as :func:`datasets` took it (and
+        holds it, ``data.attrs["kind"]``); default ``"imputed"``, as there.
     level : float
         The interval's coverage, in (0, 1).
     n, n_syn : int, optional
-        The numbers of confidential and synthetic records (integers >= 1; both or neither).
-        ``"fully_synthetic"`` needs them (Reiter's adjusted variance, below);
-        ``"as_if_real"`` rescales :math:`u_1` by ``n_syn / n`` when they are given; the
-        other rules do not use them.
+        The numbers of confidential and synthetic records (integers >= 1).
+        ``"fully_synthetic"`` needs both on every call (Reiter's adjusted variance, Notes);
+        ``"as_if_real"`` rescales :math:`u_1` by ``n_syn / n`` when both are given;
+        ``"multiple_imputation"`` and ``"posterior"`` refuse them: imputed databases hold the
+        confidential data's ``n`` records, and a size given there is a sign the estimates
+        come from predictive datasets or another rule was meant.
 
     Returns
     -------
     Combined
+
+    Warns
+    -----
+    RuntimeWarning
+        ``"fully_synthetic"`` with :math:`\nu_f < 3`: the t quantile is then more than 1.6
+        times the normal's at 95% (6.5 times at :math:`\nu = 1`), and the interval mostly
+        measures the rule's own uncertainty about :math:`T_f`. The interval is returned as
+        the rule defines it; the warning names :math:`\nu_f` and ``m`` and says what helps.
 
     Notes
     -----
@@ -415,7 +580,10 @@ def combine(estimates, variances, rule: str, *, level: float = 0.95, n: int | No
     :math:`\nu_f > (m-1)\,(n_{syn} / (n + n_{syn}))^2`, :math:`(m-1)/4` for
     :math:`n_{syn} = n`. Intervals are still wide with few datasets (:math:`\nu_f < m - 1`
     always), and synthetic datasets much smaller than the confidential data let
-    :math:`\nu_f` approach 0: use more datasets, of ``n_syn >= n`` records.
+    :math:`\nu_f` approach 0 (:math:`\nu_f = 0.13` at ``m = 20`` needs ``n_syn < n / 11``):
+    combine warns below :math:`\nu_f = 3`. Use more datasets (:data:`DEFAULT_M` keeps
+    :math:`\nu_f > 12.5` at ``n_syn = n``), of ``n_syn >= n`` records, or the imputed
+    databases and Rubin's rule, whose :math:`\nu \ge m - 1` and :math:`T > 0` always.
 
     References: Raghunathan, Reiter & Rubin (2003), J. Official Statistics 19(1), 1-16;
     Reiter (2002), J. Official Statistics 18(4), 531-543; Reiter & Raghunathan (2007),
@@ -423,27 +591,36 @@ def combine(estimates, variances, rule: str, *, level: float = 0.95, n: int | No
 
     Examples
     --------
-    Five analyses of imputed databases; the interval for the confidential data's own
-    statistic, and Rubin's for the population parameter:
+    Five analyses of imputed databases: the default, Rubin's interval for the population
+    parameter, and the interval for the confidential data's own statistic:
 
     >>> import dawrap as dw
     >>> q, u = [1.02, 0.98, 1.05, 0.97, 1.00], [0.01] * 5
+    >>> out = dw.synthetic.combine(q, u)
+    >>> out.rule, round(out.variance, 6), [round(v, 4) for v in out.interval]
+    ('multiple_imputation', 0.011236, [0.7955, 1.2125])
     >>> [round(v, 4) for v in dw.synthetic.combine(q, u, "posterior").interval]
     [0.9064, 1.1016]
-    >>> round(dw.synthetic.combine(q, u, "multiple_imputation").variance, 6)
-    0.011236
 
     Two predictive datasets whose between-dataset variance does not exceed the within:
     :math:`T_f = 1.5 \cdot 2 - 3 = 0`, so Reiter's :math:`T^* = \bar u` with the normal:
 
-    >>> out = dw.synthetic.combine([0.0, 2.0], [3.0, 3.0], "fully_synthetic", n=100,
+    >>> out = dw.synthetic.combine([0.0, 2.0], [3.0, 3.0], kind="predictive", n=100,
     ...                            n_syn=100)
-    >>> out.variance, out.df, [round(v, 3) for v in out.interval]
-    (3.0, inf, [-2.395, 4.395])
+    >>> out.rule, out.variance, out.df, [round(v, 3) for v in out.interval]
+    ('fully_synthetic', 3.0, inf, [-2.395, 4.395])
+
+    A rule that does not fit the datasets, or a size the rule needs and is not given, is
+    refused:
+
+    >>> dw.synthetic.combine(q, u, "fully_synthetic")      # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: rule 'fully_synthetic' does not fit imputed databases (kind='imputed', ...
     """
     from scipy import stats
 
-    rule = as_choice(rule, "rule", RULES)
+    rule, kind = _rule_for(rule, kind)
     q, u = _real_values(estimates, "estimates"), _real_values(variances, "variances")
     if q.shape != u.shape or q.size < 1:
         raise ValueError(f"estimates and variances must have the same length m >= 1, got "
@@ -454,7 +631,7 @@ def combine(estimates, variances, rule: str, *, level: float = 0.95, n: int | No
         raise TypeError(f"level must be a real number in (0, 1), got {shown(level)}")
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must be in (0, 1), got {level!r}")
-    sizes = _sizes(n, n_syn)
+    sizes = _sizes(rule, n, n_syn)
     m = q.size
     if rule == "as_if_real":
         scale = 1.0 if sizes is None else sizes[1] / sizes[0]
@@ -466,10 +643,6 @@ def combine(estimates, variances, rule: str, *, level: float = 0.95, n: int | No
         estimate, b, ubar = q.mean(), q.var(ddof=1), u.mean()
         inflated = (1.0 + 1.0 / m) * b
         if rule == "fully_synthetic":
-            if sizes is None:
-                raise ValueError("rule 'fully_synthetic' needs n and n_syn, the numbers of "
-                                 "confidential and synthetic records: its variance is at least "
-                                 "Reiter's adjusted variance (n_syn / n) u_bar (combine's Notes)")
             adjusted = sizes[1] / sizes[0] * ubar
             total = inflated - ubar
             if total > adjusted:        # RRR's own T_f, and then inflated > ubar >= 0
@@ -481,8 +654,16 @@ def combine(estimates, variances, rule: str, *, level: float = 0.95, n: int | No
             df = (m - 1) * (1.0 + ubar / inflated) ** 2 if inflated > 0 else math.inf
         else:
             total, df = inflated, float(m - 1)
-    quantile = stats.norm.ppf(0.5 + level / 2) if not math.isfinite(df) else \
-        stats.t.ppf(0.5 + level / 2, df)
+    normal = stats.norm.ppf(0.5 + level / 2)
+    quantile = normal if not math.isfinite(df) else stats.t.ppf(0.5 + level / 2, df)
+    if rule == "fully_synthetic" and df < _FEW_DF:      # nu_f, unlike the others, < m - 1
+        warnings.warn(f"rule 'fully_synthetic': nu = {df:.3g} degrees of freedom with m = {m} "
+                      f"datasets (n_syn / n = {sizes[1] / sizes[0]:.3g}): the t quantile is "
+                      f"{quantile / normal:.3g} times the normal's, so the interval measures "
+                      f"the rule's uncertainty about T_f more than the data. Use more datasets "
+                      f"(nu > (m - 1) (n_syn / (n + n_syn))^2 whenever T_f is used), of n_syn "
+                      f">= n records, or the imputed databases and the default rule "
+                      f"(kind='imputed')", RuntimeWarning, stacklevel=2)
     half = quantile * math.sqrt(total)
     return Combined(float(estimate), float(total), float(df),
                     (float(estimate - half), float(estimate + half)), rule, float(b),

@@ -26,11 +26,13 @@ def normal_interval(centre, variance, z=Z975):
 def test_fully_synthetic_below_the_floor_is_reiters_variance_with_a_normal_reference(ubar):
     # Issue 41 repro: u = 3 gave interval (nan, nan) with df 0, u = 3.03 gave +-1.2e152 (the
     # df of the rejected T_f); u = 2.99 (T_f = 0.01 > 0) gave +-2.2e150 (nu_f ~ 1e-5).
-    out = dw.synthetic.combine([0, 2], [ubar, ubar], "fully_synthetic", n=100, n_syn=100)
+    out = dw.synthetic.combine([0, 2], [ubar, ubar], "fully_synthetic", kind="predictive",
+                               n=100, n_syn=100)
     assert out.variance == pytest.approx(ubar) and out.df == math.inf
     assert out.interval == pytest.approx(normal_interval(1.0, ubar))
     # n_syn / n rescales the within-dataset variance to the real data's n records
-    half = dw.synthetic.combine([0, 2], [ubar, ubar], "fully_synthetic", n=200, n_syn=100)
+    half = dw.synthetic.combine([0, 2], [ubar, ubar], "fully_synthetic", kind="predictive",
+                                n=200, n_syn=100)
     assert half.variance == pytest.approx(ubar / 2) and half.df == math.inf
     assert half.interval == pytest.approx(normal_interval(1.0, ubar / 2))
 
@@ -41,7 +43,9 @@ def test_fully_synthetic_above_the_floor_is_rrr_and_its_df_stays_away_from_zero(
     q = np.array([1.3, 0.9, 1.1, 1.6, 0.7, 1.2])
     m, b = q.size, q.var(ddof=1)
     ubar = 0.499 * (1 + 1 / m) * b                 # T_f = 1.002 u_bar: just above the floor
-    out = dw.synthetic.combine(q, [ubar] * m, "fully_synthetic", n=50, n_syn=50)
+    with pytest.warns(RuntimeWarning, match=r"nu = 1.26 degrees of freedom with m = 6"):
+        out = dw.synthetic.combine(q, [ubar] * m, "fully_synthetic", kind="predictive", n=50,
+                                   n_syn=50)
     total = (1 + 1 / m) * b - ubar
     df = (m - 1) * (1 - ubar / ((1 + 1 / m) * b)) ** 2
     assert total > ubar and out.variance == pytest.approx(total) and out.df == pytest.approx(df)
@@ -49,18 +53,20 @@ def test_fully_synthetic_above_the_floor_is_rrr_and_its_df_stays_away_from_zero(
     half = stats.t.ppf(0.975, df) * math.sqrt(total)
     assert out.interval == pytest.approx((q.mean() - half, q.mean() + half))
     # the floor is continuous: just below it, the floor itself with the normal
-    below = dw.synthetic.combine(q, [0.501 * (1 + 1 / m) * b] * m, "fully_synthetic", n=50,
-                                 n_syn=50)
+    below = dw.synthetic.combine(q, [0.501 * (1 + 1 / m) * b] * m, "fully_synthetic",
+                                 kind="predictive", n=50, n_syn=50)
     assert below.variance == pytest.approx(0.501 * (1 + 1 / m) * b) and below.df == math.inf
 
 
 def test_fully_synthetic_needs_n_and_n_syn():
     q, u = [1.3, 0.9, 1.1, 1.6], [0.01] * 4                  # T_f > 0: still needs them
     with pytest.raises(ValueError, match=r"'fully_synthetic' needs n and n_syn"):
-        dw.synthetic.combine(q, u, "fully_synthetic")
-    with pytest.raises(ValueError, match=r"give both n and n_syn, or neither: got n=100, "
-                                         r"n_syn=None"):
-        dw.synthetic.combine(q, u, "fully_synthetic", n=100)
+        dw.synthetic.combine(q, u, "fully_synthetic", kind="predictive")
+    with pytest.raises(ValueError, match=r"'fully_synthetic' needs n and n_syn on every call.*"
+                                         r"\(got n=100, n_syn=None\)"):
+        dw.synthetic.combine(q, u, "fully_synthetic", kind="predictive", n=100)
+    with pytest.raises(ValueError, match=r"\(got n=None, n_syn=100\)"):
+        dw.synthetic.combine(q, u, kind="predictive", n_syn=100)      # the default rule too
 
 
 # ---- combine: bad n, n_syn, rule, level, estimates -------------------------------------------
@@ -77,7 +83,7 @@ def test_fully_synthetic_needs_n_and_n_syn():
 def test_combine_names_a_bad_size(rule, name, value, error, message):
     sizes = {"n": 100, "n_syn": 100, name: value}
     with pytest.raises(error, match=message):
-        dw.synthetic.combine([0, 2], [3, 3], rule, **sizes)
+        dw.synthetic.combine([0, 2], [3, 3], rule, kind="predictive", **sizes)
 
 
 def test_as_if_real_needs_both_sizes_or_neither():
@@ -103,7 +109,8 @@ def test_combine_names_a_bad_rule_level_or_estimates():
         dw.synthetic.combine([0, 2], [3, None], "posterior")
     with pytest.raises(ValueError, match=r"needs m >= 2 datasets, got 1 \(estimates and "
                                          r"variances of length 1\)"):
-        dw.synthetic.combine([0.5], [0.1], "fully_synthetic", n=10, n_syn=10)
+        dw.synthetic.combine([0.5], [0.1], "fully_synthetic", kind="predictive", n=10,
+                             n_syn=10)
     with pytest.raises(ValueError, match=r"variances must be finite and >= 0, got -3.0 at "
                                          r"index 1"):
         dw.synthetic.combine([0, 2], [3, -3], "posterior")
