@@ -87,8 +87,8 @@ import numpy as np
 import dawrap as dw
 from dawrap.extend import MoveBuilder
 
-from .geography import (DETAILED, MAX_CELLS, TOTAL, Geography, Query, as_geography,
-                                as_queries, query)
+from .geography import (DETAILED, MAX_CELLS, TOTAL, Geography, Query, Recode,
+                        as_geography, as_queries, query, recode)
 from .kernel import theta_kernel
 from .partition import partition as census_partition
 from .collapsed import RATE as COLLAPSED_RATE
@@ -99,11 +99,15 @@ from .prior import Prior, theta_layout
 from .records import record_functions
 from .release import Layout, discrete_gaussian, expected_counts, layout_of, statistic
 from .districts import district
+from . import pl94
+from .pl94 import ATTRIBUTES as PL94_ATTRIBUTES
+from .pl94 import pl94_171, pl94_171_measurements, pl94_171_queries
 
-__all__ = ["Geography", "Query", "query", "as_geography", "as_queries", "DETAILED", "TOTAL",
-           "MAX_CELLS", "model", "discrete_gaussian",
+__all__ = ["Geography", "Query", "query", "Recode", "recode", "as_geography", "as_queries",
+           "DETAILED", "TOTAL", "MAX_CELLS", "model", "discrete_gaussian",
            "statistic", "records", "layout_of", "start_database", "controlled_rounding",
-           "HYPER_KERNELS", "district"]
+           "HYPER_KERNELS", "district", "pl94", "pl94_171", "pl94_171_queries",
+           "pl94_171_measurements", "PL94_ATTRIBUTES"]
 
 #: The kernels for ``log_alpha``: HMC with the digamma gradient, or random-walk Metropolis.
 HYPER_KERNELS = ("hmc", "metropolis")
