@@ -106,7 +106,7 @@ from .pl94 import pl94_171, pl94_171_measurements, pl94_171_queries
 __all__ = ["Geography", "Query", "query", "Recode", "recode", "as_geography", "as_queries",
            "DETAILED", "TOTAL", "MAX_CELLS", "model", "discrete_gaussian",
            "statistic", "records", "layout_of", "start_database", "controlled_rounding",
-           "HYPER_KERNELS", "district", "pl94", "pl94_171", "pl94_171_queries",
+           "HYPER_KERNELS", "district", "pl94_171", "pl94_171_queries",
            "pl94_171_measurements", "PL94_ATTRIBUTES"]
 
 #: The kernels for ``log_alpha``: HMC with the digamma gradient, or random-walk Metropolis.
