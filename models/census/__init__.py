@@ -13,6 +13,9 @@ attributes (the detailed histogram, the total, by voting age, ...) with its own 
 :math:`\rho_q`; L2 sensitivity :math:`\sqrt2` per query, :math:`\sigma_q = 1/\sqrt{\rho_q}`,
 the release :math:`\sum_q\rho_q`-zCDP (:func:`discrete_gaussian`). Levels without a query are
 simply not released.
+The 2020 Census redistricting (P.L. 94-171) production release is ready-made:
+:func:`pl94_171` (its levels, queries and budgets as published, ``census.pl94``); a marginal
+may group an attribute's categories (:func:`recode`).
 
 **The prior** follows the levels chosen for it (``levels``; by default all of the
 geography's), coarsest :math:`0` to finest :math:`L-1`: each unit's cell probabilities are
