@@ -309,6 +309,15 @@ def pl94_171(geography: Geography, *, levels=None, rho_total=None,
         Its ``privacy["rho"]`` is the budget spent on these units' tables (the levels above
         the geography's spent the rest of :data:`RHO` on other units).
 
+    Notes
+    -----
+    The levels, queries and shares are those of the production configuration in
+    ``uscensusbureau/DAS_2020_Redistricting_Production_Code`` (commit
+    ``a1bbd06386db7d135f5116fb31772c33f94b4e8c``: ``source/configs/production/pl94/``,
+    ``source/programs/strategies/strategies.py``), as the production run's certificate
+    states them; the module ``dawrap.models.census.pl94`` lists each file, and
+    ``docs/census.md`` (The 2020 production release) what is and is not described.
+
     Examples
     --------
     >>> from dawrap.models import census
