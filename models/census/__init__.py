@@ -13,6 +13,9 @@ attributes (the detailed histogram, the total, by voting age, ...) with its own 
 :math:`\rho_q`; L2 sensitivity :math:`\sqrt2` per query, :math:`\sigma_q = 1/\sqrt{\rho_q}`,
 the release :math:`\sum_q\rho_q`-zCDP (:func:`discrete_gaussian`). Levels without a query are
 simply not released.
+The 2020 Census redistricting (P.L. 94-171) production release is ready-made:
+:func:`pl94_171` (its levels, queries and budgets as published, ``census.pl94``); a marginal
+may group an attribute's categories (:func:`recode`).
 
 **The prior** follows the levels chosen for it (``levels``; by default all of the
 geography's), coarsest :math:`0` to finest :math:`L-1`: each unit's cell probabilities are
@@ -87,8 +90,8 @@ import numpy as np
 import dawrap as dw
 from dawrap.extend import MoveBuilder
 
-from .geography import (DETAILED, MAX_CELLS, TOTAL, Geography, Query, as_geography,
-                                as_queries, query)
+from .geography import (DETAILED, MAX_CELLS, TOTAL, Geography, Query, Recode,
+                        as_geography, as_queries, query, recode)
 from .kernel import theta_kernel
 from .partition import partition as census_partition
 from .collapsed import RATE as COLLAPSED_RATE
@@ -99,11 +102,15 @@ from .prior import Prior, theta_layout
 from .records import record_functions
 from .release import Layout, discrete_gaussian, expected_counts, layout_of, statistic
 from .districts import district
+from . import pl94
+from .pl94 import ATTRIBUTES as PL94_ATTRIBUTES
+from .pl94 import pl94_171, pl94_171_measurements, pl94_171_queries
 
-__all__ = ["Geography", "Query", "query", "as_geography", "as_queries", "DETAILED", "TOTAL",
-           "MAX_CELLS", "model", "discrete_gaussian",
+__all__ = ["Geography", "Query", "query", "Recode", "recode", "as_geography", "as_queries",
+           "DETAILED", "TOTAL", "MAX_CELLS", "model", "discrete_gaussian",
            "statistic", "records", "layout_of", "start_database", "controlled_rounding",
-           "HYPER_KERNELS", "district"]
+           "HYPER_KERNELS", "district", "pl94_171", "pl94_171_queries",
+           "pl94_171_measurements", "PL94_ATTRIBUTES"]
 
 #: The kernels for ``log_alpha``: HMC with the digamma gradient, or random-walk Metropolis.
 HYPER_KERNELS = ("hmc", "metropolis")

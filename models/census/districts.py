@@ -21,7 +21,7 @@ import numpy as np
 
 from dawrap import diagnostics
 
-from .geography import Geography
+from .geography import Geography, Recode, check_marginal
 
 __all__ = ["district"]
 
@@ -88,8 +88,9 @@ def district(databases, geography: Geography, blocks, marginal=None) -> np.ndarr
     blocks : sequence
         The district: codes of units of the geography's finest level (the codes given to
         :class:`Geography` for that level), each once.
-    marginal : sequence of str, optional
-        The attributes to keep, in this order (default: all of them; ``()``: the total).
+    marginal : sequence of str or Recode, optional
+        The attributes to keep, in this order, each possibly grouped
+        (:func:`dawrap.models.census.recode`); default: all of them; ``()``: the total.
 
     Returns
     -------
@@ -123,11 +124,13 @@ def district(databases, geography: Geography, blocks, marginal=None) -> np.ndarr
     mask = _blocks(geography, blocks)
     names = list(geography.attributes)
     marginal = tuple(names if marginal is None else
-                     ([marginal] if isinstance(marginal, str) else marginal))
-    unknown = [a for a in marginal if a not in names]
+                     ([marginal] if isinstance(marginal, (str, Recode)) else marginal))
+    unknown = [a for a in marginal if (a.attribute if isinstance(a, Recode) else a)
+               not in names]
     if unknown or len(set(marginal)) != len(marginal):
         raise ValueError(f"marginal must name distinct attributes of the geography "
                          f"({names}), got {list(marginal)}")
+    check_marginal(geography, marginal, "marginal")  # a recode's groups, as a query's
     index, size = geography.marginal_index(marginal)
     lead = x.shape[:-2]
     flat = x.reshape(-1, *x.shape[-2:])
@@ -141,5 +144,6 @@ def district(databases, geography: Geography, blocks, marginal=None) -> np.ndarr
     for d in range(flat.shape[0]):
         inside = mask[unit[d]]
         out[d] = np.bincount(index[cell[d][inside]], minlength=size)
-    shape = tuple(geography.attributes[a] for a in marginal)
+    shape = tuple(a.size if isinstance(a, Recode) else geography.attributes[a]
+                  for a in marginal)
     return out.reshape(lead + shape)

@@ -11,8 +11,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["Geography", "Query", "query", "as_geography", "as_queries", "DETAILED", "TOTAL",
-           "MAX_CELLS"]
+__all__ = ["Geography", "Query", "query", "Recode", "recode", "as_geography", "as_queries",
+           "DETAILED", "TOTAL", "MAX_CELLS"]
 
 #: ``query(..., marginal=DETAILED)``: the full cross-classified histogram of each unit.
 DETAILED = "detailed"
@@ -192,13 +192,14 @@ class Geography:
         return parent
 
     def marginal_index(self, marginal: tuple) -> tuple[np.ndarray, int]:
-        """Each cell's index in the marginal table over the attributes ``marginal`` (in the
-        order given), and that table's number of cells.
+        """Each cell's index in the marginal table over the entries of ``marginal`` (in the
+        order given, row-major), and that table's number of cells.
 
         Parameters
         ----------
-        marginal : tuple of str
-            Attribute names (empty: the total).
+        marginal : tuple of str or Recode
+            Attribute names, or :class:`Recode` entries (an attribute's categories grouped:
+            a cell is counted in the group of its category); empty: the total.
 
         Returns
         -------
@@ -210,14 +211,21 @@ class Geography:
         >>> geo = census.Geography({"block": [0]}, {"age": 2, "race": 3})
         >>> geo.marginal_index(("race",))
         (array([0, 1, 2, 0, 1, 2]), 3)
+        >>> geo.marginal_index((census.recode("race", [0, 1, 1]), "age"))  # white / other
+        (array([0, 2, 2, 1, 3, 3]), 4)
         """
         names = list(self.attributes)
         categories = np.unravel_index(np.arange(self.cells), self.shape)
         index, size = np.zeros(self.cells, dtype=np.int64), 1
-        for attribute in marginal:
-            k = names.index(attribute)
-            index = index * self.shape[k] + categories[k]
-            size *= self.shape[k]
+        for entry in marginal:
+            if isinstance(entry, Recode):
+                groups = np.asarray(entry.groups, dtype=np.int64)
+                index = index * entry.size + groups[categories[names.index(entry.attribute)]]
+                size *= entry.size
+            else:
+                k = names.index(entry)
+                index = index * self.shape[k] + categories[k]
+                size *= self.shape[k]
         return index, size
 
     def __repr__(self) -> str:
@@ -230,10 +238,80 @@ class Geography:
                 f"units {digest})")
 
 
+class Recode(NamedTuple):
+    """A marginal entry that groups one attribute's categories: category ``c`` of
+    ``attribute`` is counted in group ``groups[c]`` (``0 .. size - 1``); build it with
+    :func:`recode`. A query over it still counts each person in exactly one cell, so its L2
+    sensitivity stays :math:`\\sqrt2` (:mod:`dawrap.models.census.release`).
+
+    Examples
+    --------
+    >>> from dawrap.models import census
+    >>> r = census.recode("hhgq", [0, 1, 1, 1, 1, 2, 2, 2], name="hhinstlevels")
+    >>> r.size, str(r)
+    (3, 'hhinstlevels')
+    """
+    attribute: str
+    groups: tuple
+    name: str
+
+    @property
+    def size(self) -> int:
+        """The number of groups."""
+        return max(self.groups) + 1
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def recode(attribute: str, groups, name: str | None = None) -> Recode:
+    """Group the categories of ``attribute`` for a marginal: ``groups[c]`` is the group of
+    category ``c``, the groups numbered ``0 .. k - 1``, each used.
+
+    Parameters
+    ----------
+    attribute : str
+        An attribute's name.
+    groups : sequence of int
+        One group per category of the attribute (its length is checked against the
+        geography with the query, :meth:`Query.checked`).
+    name : str, optional
+        What tables and errors call the grouped attribute (default ``"<attribute>_recode"``).
+
+    Returns
+    -------
+    Recode
+
+    Examples
+    --------
+    >>> from dawrap.models import census
+    >>> census.recode("race", [0, 1, 1])
+    Recode(attribute='race', groups=(0, 1, 1), name='race_recode')
+    >>> census.recode("race", [0, 2, 2])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: recode('race'): groups must number the groups 0..k-1, each used; got [0, 2, 2]
+    """
+    where = f"recode({attribute!r})"
+    _name(attribute, f"{where}: attribute")
+    values = list(groups) if isinstance(groups, (list, tuple, np.ndarray)) else None
+    if not values or not all(isinstance(g, numbers.Integral) and not isinstance(g, bool)
+                             for g in values):
+        raise ValueError(f"{where}: groups must be a non-empty list of whole numbers (one "
+                         f"group per category), got {groups!r}")
+    values = [int(g) for g in values]
+    if sorted(set(values)) != list(range(max(values) + 1)):
+        raise ValueError(f"{where}: groups must number the groups 0..k-1, each used; got "
+                         f"{values}")
+    name = f"{attribute}_recode" if name is None else _name(name, f"{where}: name")
+    return Recode(attribute, tuple(values), name)
+
+
 class Query(NamedTuple):
     """One released table: for every unit of ``level``, the counts of persons over the
-    attributes ``marginal`` (empty: the unit's total), with discrete Gaussian noise of zCDP
-    budget ``rho``; build it with :func:`query`.
+    attributes ``marginal`` (empty: the unit's total; an entry may be a :class:`Recode`, an
+    attribute's categories grouped), with discrete Gaussian noise of zCDP budget ``rho``;
+    build it with :func:`query`.
 
     Examples
     --------
@@ -270,11 +348,24 @@ class Query(NamedTuple):
         if self.level not in geography.names:
             raise ValueError(f"{where}: unknown geography level {self.level!r}; the levels "
                              f"are {list(geography.names)}")
-        for attribute in () if self.marginal == DETAILED else self.marginal:
-            if attribute not in geography.attributes:
-                raise ValueError(f"{where}: unknown attribute {attribute!r}; the attributes "
-                                 f"are {list(geography.attributes)}")
+        if self.marginal != DETAILED:
+            check_marginal(geography, self.marginal, where)
         return self
+
+
+def check_marginal(geography: Geography, marginal: tuple, where: str) -> None:
+    """Refuse (a ValueError starting with ``where``) a marginal entry whose attribute the
+    geography does not have, or a :class:`Recode` without one group per category."""
+    for entry in marginal:
+        attribute = entry.attribute if isinstance(entry, Recode) else entry
+        if attribute not in geography.attributes:
+            raise ValueError(f"{where}: unknown attribute {attribute!r}; the attributes "
+                             f"are {list(geography.attributes)}")
+        if isinstance(entry, Recode) and len(entry.groups) != geography.attributes[attribute]:
+            raise ValueError(f"{where}: recode {entry.name!r} gives {len(entry.groups)} "
+                             f"groups, but attribute {attribute!r} has "
+                             f"{geography.attributes[attribute]} categories: one group per "
+                             f"category")
 
 
 def query(level: str, marginal=DETAILED, rho: float = 1.0) -> Query:
@@ -285,9 +376,10 @@ def query(level: str, marginal=DETAILED, rho: float = 1.0) -> Query:
     ----------
     level : str
         A geography level.
-    marginal : "detailed", "total", str or tuple of str
+    marginal : "detailed", "total", str, Recode or tuple of them
         ``"detailed"``: every attribute (the full histogram); ``"total"`` or ``()``: the
-        unit's number of persons; an attribute name or a tuple of them: that marginal.
+        unit's number of persons; an attribute name, a :func:`recode` of one, or a tuple of
+        them: that marginal.
     rho : float
         The query's zCDP budget, > 0 and finite.
 
@@ -314,13 +406,13 @@ def query(level: str, marginal=DETAILED, rho: float = 1.0) -> Query:
         raise ValueError(f"{where}: rho must be a finite number > 0, got {rho!r}")
     if marginal == TOTAL:
         marginal = ()
-    elif isinstance(marginal, str) and marginal != DETAILED:
+    elif isinstance(marginal, Recode) or (isinstance(marginal, str) and marginal != DETAILED):
         marginal = (marginal,)
     if marginal != DETAILED:
-        if not isinstance(marginal, (tuple, list)) or not all(isinstance(a, str)
+        if not isinstance(marginal, (tuple, list)) or not all(isinstance(a, (str, Recode))
                                                               for a in marginal):
             raise TypeError(f"{where}: marginal must be 'detailed', 'total', an attribute "
-                            f"name or a tuple of them, got {marginal!r}")
+                            f"name, a recode of one or a tuple of them, got {marginal!r}")
         if len(set(marginal)) != len(marginal):
             raise ValueError(f"{where}: an attribute appears twice in the marginal")
         marginal = tuple(marginal)
