@@ -11,6 +11,7 @@ dawrap needs exactly what the analyst already has for confidential data:
 """
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable, Mapping
 
@@ -343,7 +344,8 @@ class Model:
         if stamp is None:
             return self.name
         module, qualname, args, kwargs = stamp
-        return f"{module}.{qualname}(*{args!r}, **{dict(sorted(kwargs.items()))!r})"
+        return (f"{module}.{qualname}(*{_exact(args)}, "
+                f"**{_exact(dict(sorted(kwargs.items())))})")
 
     def __reduce__(self):
         # Pickled by the recipe that built it (dawrap.recipe): compiled functions and
@@ -525,6 +527,40 @@ class Model:
         lead = draws.shape[:-1]
         return {key: draws[..., self.slices[key]].reshape(lead + shape)
                 for key, shape in self.params.items()}
+
+
+#: Arrays of at most this many values appear in a fingerprint by value, larger ones by digest.
+_SHOWN_VALUES = 64
+
+
+def _exact(value) -> str:
+    """``repr(value)`` with every numpy array and scalar written exactly: numpy's own repr
+    rounds to 8 digits and elides arrays of over 1000 values, so two priors that differ in
+    the ninth digit, or in the middle of a long array of block totals, once printed alike
+    and a stored study of one was resumed for the other. A small array shows its values
+    (Python's float repr round-trips), a larger one its shape, type and a SHA-256 of its
+    bytes, the same in every process."""
+    if isinstance(value, np.ndarray):
+        if value.dtype == object:
+            return f"array({_exact(value.tolist())})"
+        if value.size <= _SHOWN_VALUES:
+            return f"array({value.tolist()!r}, dtype={value.dtype.str!r})"
+        data = np.ascontiguousarray(value)
+        return (f"array(shape={value.shape}, dtype={value.dtype.str!r}, "
+                f"sha256={hashlib.sha256(data.tobytes()).hexdigest()})")
+    if isinstance(value, np.generic):
+        return f"{type(value).__name__}({value.item()!r})"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_exact(k)}: {_exact(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, tuple) and hasattr(value, "_fields"):      # a NamedTuple
+        return f"{type(value).__name__}(" + ", ".join(
+            f"{name}={_exact(getattr(value, name))}" for name in value._fields) + ")"
+    if isinstance(value, (list, tuple)):
+        items = ", ".join(_exact(v) for v in value)
+        if isinstance(value, list):
+            return f"[{items}]"
+        return f"({items}{',' if len(value) == 1 else ''})"
+    return repr(value)
 
 
 def _records_move(records_move):

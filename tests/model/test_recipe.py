@@ -50,3 +50,24 @@ def test_rebuild_calls_the_factory_by_its_import_path():
     assert rebuild("dawrap.models.beta_binomial", "laplace", (0.25,), {}) is mech
     assert rebuild("dawrap.models.beta_binomial", "laplace", (0.5,), {}) is not mech
     assert np.isclose(rebuild("dawrap.models.beta_binomial", "laplace", (0.5,), {}).scale, 2.0)
+
+
+def test_the_fingerprint_holds_every_array_value_exactly():
+    """numpy's repr rounds to 8 digits and elides long arrays: two priors that differ in the
+    ninth digit, or in the middle of a long array, printed alike, so a stored study of one
+    resumed for the other. Small arrays are written by value, large ones by digest."""
+    from dawrap.models import dirichlet_multinomial
+    near = [dirichlet_multinomial.model(alpha=np.array([1.0, 1.0, a])).fingerprint
+            for a in (1.0, 1.0 + 1e-9)]
+    assert near[0] != near[1] and "1.000000001" in near[1]
+    assert near[0] == dirichlet_multinomial.model(alpha=np.array([1.0, 1.0, 1.0])).fingerprint
+    long = np.ones(5000)
+    edited = long.copy()
+    edited[2500] = 2.0
+    prints = [dirichlet_multinomial.model(alpha=a).fingerprint for a in (long, edited)]
+    assert prints[0] != prints[1] and "sha256=" in prints[0] and "..." not in prints[0]
+    assert prints[0] == dirichlet_multinomial.model(alpha=long.copy()).fingerprint
+    # numpy scalars keep their value and type; lists and plain floats stay as Python writes them
+    assert "float64(0.1)" in dirichlet_multinomial.model(alpha=[np.float64(0.1)] * 3).fingerprint
+    assert dirichlet_multinomial.model(alpha=[0.5, 0.5]).fingerprint.endswith(
+        "model(*(), **{'alpha': [0.5, 0.5]})")
