@@ -230,7 +230,8 @@ def model(geography: Geography, totals, *, invariant: str | None = None,
         unless the cells the groups share are released so precisely that their pieces pin
         each group's part (``dawrap.samplers.parallel.pieces_pinned``): then only the move
         on the whole database frees them, and it runs there on threads, while a cluster
-        chain leaves it out (``"auto"``, with a warning) or refuses it (a number).
+        chain refuses to start, saying what to do (run on threads, or ``pair_moves=0``:
+        another chain than on threads, never run silently).
     collapsed_moves : "auto" or float
         Steps per person and iteration of the collapsed move
         (:mod:`dawrap.models.census.collapsed`: each person's cell redrawn from the Pólya
@@ -243,7 +244,7 @@ def model(geography: Geography, totals, *, invariant: str | None = None,
         from every unit's counts). A chain on threads or on a dask cluster runs it in
         every group of its partition at once, each group drawing its units' rows of ``p``
         (on threads, a partition that does not give each unit's counts to one group runs it on
-        the whole database; a cluster chain then leaves it out).
+        the whole database; a cluster chain then refuses to start, saying what to do).
 
     Returns
     -------
