@@ -9,7 +9,12 @@ configuration :math:`x_S` are contiguous, and divided by their sum they are the 
 statistic (the clique counts :math:`n_C`) has the same layout.
 
 The prior is hyper-Dirichlet (Dawid & Lauritzen 1993) with clique concentrations
-:math:`\alpha_C(x_C) = a / |\mathcal X_C|`, ``a`` the equivalent sample size; the posterior
+:math:`\alpha_C(x_C) = a\, q_C(x_C)`, ``a`` the equivalent sample size and :math:`q` the prior
+network (:class:`Centre`, the BDe prior of Heckerman, Geiger & Chickering 1995): a
+decomposable distribution on the same tree, its clique marginals agreeing on the
+separators, so that :math:`\alpha_S(x_S) = a\, q_S(x_S)` is the same from either side. With
+:math:`q` uniform (``centre=None``), :math:`a / |\mathcal X_C|`: BDeu. The concentrations are
+per cell, in theta's layout (:meth:`Layout.concentration`). The posterior
 given complete records is hyper-Dirichlet with :math:`\alpha_C + n_C`, drawn root first:
 :math:`p_{C_1} \sim \mathrm{Dir}(\alpha_{C_1} + n_{C_1})` and, for each further clique,
 independently for each :math:`x_S`, :math:`p(\cdot \mid x_S) \sim \mathrm{Dir}((\alpha_C +
