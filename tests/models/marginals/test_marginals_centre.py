@@ -221,11 +221,11 @@ def test_a_release_centred_prior_keeps_the_three_way_interaction_the_release_sho
                           progress=False)
         runs[name] = diagnostics.group(idata, "posterior")["p_x0_x1_x2"].values.reshape(-1, 8)
     centred, sparse = runs["centred"], runs["bdeu"]
-    # centred: every cell's posterior mean within 0.02 of the fit (measured: 0.008), the
-    # 3-way interaction's posterior median near the fit's 0 (measured: 0.01)
+    # centred: every cell's posterior mean within 0.02 of the fit (measured: 0.0023), the
+    # 3-way log interaction's posterior median near the fit's 0 (measured: 0.013)
     assert np.abs(centred.mean(0) - fit).max() < 0.02
     assert abs(np.median(_three_way(centred))) < 0.5
-    # BDeu: cells the fit puts at 0.06 driven to about 0.007, the median interaction about
-    # -19 (every cell of that sign near zero)
-    assert np.abs(sparse.mean(0) - fit).max() > 0.04
+    # BDeu: two cells the fit puts at 0.061 driven to posterior means of 0.008 and 0.007,
+    # the median interaction -18.7 (the cells of one sign near zero)
+    assert (sparse.mean(0) < fit / 4).sum() >= 2
     assert abs(np.median(_three_way(sparse))) > 5.0
