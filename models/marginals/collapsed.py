@@ -22,8 +22,8 @@ over the residual, the counts without record :math:`i`), whose mass on an empty 
 The move. Per iteration, ``rate * n`` steps, one for each record from a random place on
 (wrapping round). A step proposes record :math:`i` from the predictive by ancestral
 sampling: the root clique's attributes with probability :math:`a / (a + n - 1)` from
-:math:`q_{C_1}` (uniformly over its cells under BDeu), else copied from another record drawn uniformly (O(1)); each further
-clique's residual attributes given its separator from :math:`a_C + n_{C,-i}` over the
+:math:`q_{C_1}` (uniformly over its cells under BDeu), else copied from another record drawn
+uniformly (O(1)); each further clique's residual attributes given its separator from :math:`a_C + n_{C,-i}` over the
 residual's cells (O(residual cells)). The proposal is the record's conditional prior given
 the others, so Metropolis-Hastings accepts with the release's density ratio alone, over the
 cells the record touches (O(released tables)). After the steps, theta is drawn from its

@@ -45,8 +45,8 @@ import numpy as np
 from . import graphical as _graphical
 from .release import MarginalRelease
 
-__all__ = ["release_fit", "release_centre", "balanced_records", "start_database", "check_mechanism", "FLOOR",
-           "IPF_SWEEPS", "IPF_TOLERANCE"]
+__all__ = ["release_fit", "release_centre", "balanced_records", "start_database",
+           "check_mechanism", "FLOOR", "IPF_SWEEPS", "IPF_TOLERANCE"]
 
 #: Records a cell of a noisy table counts at least (negative noisy counts are clipped to it).
 FLOOR = 0.5

@@ -5,7 +5,7 @@ posterior's prior is the centre, ``release_centre`` is the max-entropy fit; slow
 (record sweep, ridge and collapsed moves) against enumeration under a non-uniform centre, and
 the triangle study (the centre keeps an unreleased 3-way interaction where the release puts
 it, BDeu at alpha 1 invents one)."""
-import itertools
+import pickle
 
 import numpy as np
 import pytest
@@ -74,6 +74,18 @@ def test_the_fingerprint_tells_centres_apart():
     c = marginals.model(levels, tables)
     assert len({a.fingerprint, b.fingerprint, c.fingerprint}) == 3
     assert a.fingerprint == marginals.model(levels, tables, centre=[q012, q23]).fingerprint
+    again = pickle.loads(pickle.dumps(a))          # by recipe: the centre comes along
+    assert all(np.array_equal(u, v) for u, v in zip(again.centre, a.centre))
+
+
+def test_compiled_functions_are_cached_per_centre_value():
+    tree = marginals.structure(LEVELS, CYCLE)
+    q = np.random.default_rng(6).dirichlet(np.ones(8))
+    one = _graphical.functions(tree, 2.0, _graphical.Centre([q]))
+    assert _graphical.functions(tree, 2.0, _graphical.Centre([q.copy()])) is one
+    assert _graphical.functions(tree, 2.0, _graphical.Centre([q[::-1]])) is not one
+    assert np.array_equal(_graphical.layout(tree).concentration(2.0, _graphical.Centre([q])),
+                          2.0 * q)
 
 
 # --------------------------------------------------------------------------- refusals
