@@ -2,7 +2,8 @@ r"""Where a chain of the decomposable model starts: a database drawn from a fit 
 (see :mod:`dawrap.models.marginals`, ``start="release"``, the default).
 
 Why. Records are proposed from :math:`p_\theta`, and theta is drawn from the records' clique
-counts with concentrations :math:`\alpha_C = a / |\mathcal X_C|`: a cell with no records gets
+counts with concentrations :math:`\alpha_C = a / |\mathcal X_C|` (BDeu; :math:`a\, q_C(x_C)`
+under a centre): a cell with no records gets
 theta of order :math:`\exp(-1/\alpha_C)` (about :math:`10^{-17}` for ``alpha = 1`` on a clique
 of 40 cells), so it is never proposed, and it stays empty whatever the release says. A start
 drawn from a sparse prior draw of theta leaves such cells empty from the first sweep: the
@@ -27,7 +28,8 @@ The start. Each chain
    consistent theta (each clique cell's concentration raised by one, so no cell starts
    near zero): IPF keeps the interactions the released tables do not determine, such as the
    3-way interaction of a clique whose three 2-way margins are released, and each chain
-   starts at another point of that ridge;
+   starts at another point of that ridge (:func:`release_centre` runs the same IPF from the
+   uniform table instead, on the release itself: the maximum-entropy fit);
 3. draws its ``n`` records from the fitted theta by ancestral sampling with *systematic*
    draws (:func:`balanced_records`): clique by clique, the records sharing a separator
    configuration get their residual attributes in counts within one of their expected
