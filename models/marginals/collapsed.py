@@ -15,15 +15,15 @@ integrated out, a record given the others follows the hyper-Dirichlet's predicti
 .. math:: P(x_i = x \mid x_{-i}) = \frac{a_{C_1}(x_{C_1}) + n_{C_1,-i}(x_{C_1})}{a + n - 1}
           \prod_{C \ne C_1} \frac{a_C(x_C) + n_{C,-i}(x_C)}{a_S(x_S) + n_{S,-i}(x_S)},
 
-(:math:`a_C(x_C) = a / |\mathcal X_C|`, :math:`a_S` its sum over the residual, the counts
-without record :math:`i`), whose mass on an empty cell, :math:`a_C / (a_S + n_S)`, does not
-shrink with a draw of theta.
+(:math:`a_C(x_C) = a\, q_C(x_C)`, :math:`a / |\mathcal X_C|` under BDeu, :math:`a_S` its sum
+over the residual, the counts without record :math:`i`), whose mass on an empty cell,
+:math:`a_C / (a_S + n_S)`, does not shrink with a draw of theta.
 
 The move. Per iteration, ``rate * n`` steps, one for each record from a random place on
 (wrapping round). A step proposes record :math:`i` from the predictive by ancestral
-sampling: the root clique's attributes with probability :math:`a / (a + n - 1)` uniformly
-over its cells, else copied from another record drawn uniformly (O(1)); each further
-clique's residual attributes given its separator from :math:`a_C + n_{C,-i}` over the
+sampling: the root clique's attributes with probability :math:`a / (a + n - 1)` from
+:math:`q_{C_1}` (uniformly over its cells under BDeu), else copied from another record drawn
+uniformly (O(1)); each further clique's residual attributes given its separator from :math:`a_C + n_{C,-i}` over the
 residual's cells (O(residual cells)). The proposal is the record's conditional prior given
 the others, so Metropolis-Hastings accepts with the release's density ratio alone, over the
 cells the record touches (O(released tables)). After the steps, theta is drawn from its
@@ -69,11 +69,13 @@ AUTO_MAX_RESIDUAL = 4096
 NAME = "marginals collapsed move (marginals.model(..., collapsed_moves=0) turns it off)"
 
 
-def collapsed_move(structure, alpha: float, rate: float = RATE) -> MoveBuilder | None:
+def collapsed_move(structure, alpha: float, rate: float = RATE,
+                   centre: _graphical.Centre | None = None) -> MoveBuilder | None:
     """The collapsed move (module docstring) of the decomposable model of ``structure`` with
-    equivalent sample size ``alpha``: ``rate`` steps per record and iteration (0: None, no
-    move). The mechanism must have a sparse statistic with a
-    separable density (the marginal releases do); with another the builder gives no move."""
+    equivalent sample size ``alpha`` and prior network ``centre`` (None: BDeu): ``rate``
+    steps per record and iteration (0: None, no move). The mechanism must have a sparse
+    statistic with a separable density (the marginal releases do); with another the builder
+    gives no move."""
     if rate == 0:
         return None
 
@@ -82,21 +84,28 @@ def collapsed_move(structure, alpha: float, rate: float = RATE) -> MoveBuilder |
             return None
         return Move(_compile(structure, float(alpha), float(rate), mechanism.sparse.entries,
                              int(mechanism.sparse.nnz), mechanism.coordinate_log_density,
-                             int(mechanism.size)), NAME)
+                             int(mechanism.size), centre), NAME)
 
     return MoveBuilder(build, NAME)
 
 
-def _compile(structure, alpha, rate, entries, nnz, log_density, size):
+def _compile(structure, alpha, rate, entries, nnz, log_density, size, centre=None):
     lay = _graphical.layout(structure)
     k, d = len(structure.cliques), len(structure.levels)
     attr, length, res_size, offset = lay.attr, lay.length, lay.res_size, lay.offset
-    concentration = lay.concentration(alpha)
-    fns = _graphical.functions(structure, alpha)
+    concentration = lay.concentration(alpha, centre)
+    fns = _graphical.functions(structure, alpha, centre)
     draw_theta, cell_of, separator_index, write_residual = (
         fns.draw_theta, fns.clique_cell, fns.separator_index, fns.write_residual)
     density_change = density_change_of(log_density)
-    jit = closure_jit(attr, length, res_size, offset, concentration)
+    # The root urn's prior part: its weight (the root's total concentration) and, under a
+    # centre, the cumulative concentrations the "new table" draw searches (q_root, not
+    # uniform). BDeu keeps its own arithmetic (alpha, a uniform cell): the same draws as
+    # before centres existed.
+    centred = centre is not None
+    root_cumulative = np.cumsum(concentration[:offset[1]])
+    prior_mass = float(root_cumulative[-1]) if centred else float(alpha)
+    jit = closure_jit(attr, length, res_size, offset, concentration, root_cumulative)
 
     @jit
     def move(rng, state, s_dp, params, tuning):
@@ -115,11 +124,19 @@ def _compile(structure, alpha, rate, entries, nnz, log_density, size):
                 own[c] = cell_of(x[i], c)
             # the root clique from its urn: one uniform picks the prior's part (uniform
             # over the clique's cells) or, past its weight, which other record to copy
-            v = rng.random() * (alpha + n - 1)
-            if v < alpha:
-                write_residual(0, rng.integers(0, res_size[0]), proposal)
+            v = rng.random() * (prior_mass + n - 1)
+            if v < prior_mass:
+                if centred:  # a cell of the root with probability q_root: v is uniform here
+                    pick = res_size[0] - 1
+                    for r in range(res_size[0] - 1):
+                        if v < root_cumulative[r]:
+                            pick = r
+                            break
+                    write_residual(0, pick, proposal)
+                else:
+                    write_residual(0, rng.integers(0, res_size[0]), proposal)
             else:
-                other = min(int(v - alpha), n - 2)
+                other = min(int(v - prior_mass), n - 2)
                 if other >= i:
                     other += 1
                 for p in range(length[0]):
@@ -131,10 +148,11 @@ def _compile(structure, alpha, rate, entries, nnz, log_density, size):
                 mine = own[c] - base   # record i's residual in this row, if it is in it
                 weight = 0.0
                 for r in range(res_size[c]):
-                    weight += concentration[c] + stats[base + r] - (1.0 if r == mine else 0.0)
+                    weight += concentration[base + r] + stats[base + r] \
+                        - (1.0 if r == mine else 0.0)
                 u, pick = rng.random() * weight, res_size[c] - 1
                 for r in range(res_size[c] - 1):
-                    u -= concentration[c] + stats[base + r] - (1.0 if r == mine else 0.0)
+                    u -= concentration[base + r] + stats[base + r] - (1.0 if r == mine else 0.0)
                     if u < 0.0:
                         pick = r
                         break

@@ -2,7 +2,9 @@ r"""The exact posterior of the decomposable model on small domains, by enumerati
 table of ``n`` records (see :func:`dawrap.models.marginals.exact_posterior`).
 
 Given the full table :math:`N` (the confidential records up to order), the hyper-Dirichlet
-posterior has clique concentrations :math:`\alpha_C + n_C`, and the records' marginal
+posterior has clique concentrations :math:`\alpha_C + n_C` (per cell, :math:`\alpha_C(x_C) =
+a\, q_C(x_C)` under a centre :math:`q`, :math:`a / |\mathcal X_C|` under BDeu, and
+:math:`\alpha_S` the clique's own summed over its residual), and the records' marginal
 likelihood factorises over the junction tree (Dawid & Lauritzen 1993):
 
 .. math:: p(N) = \frac{n!}{\prod_x N_x!}\,
@@ -41,9 +43,10 @@ def _compositions(n: int, cells: int) -> np.ndarray:
     return np.array(rows, dtype=np.float64)
 
 
-def _log_dm(counts: np.ndarray, concentration: float) -> np.ndarray:
-    """log DM(counts; concentration in every cell) for each row of ``counts``."""
-    total = concentration * counts.shape[1]
+def _log_dm(counts: np.ndarray, concentration: np.ndarray) -> np.ndarray:
+    """log DM(counts; concentration) for each row of ``counts``, ``concentration`` one per
+    cell (a column of ``counts``)."""
+    total = concentration.sum()
     return (special.gammaln(total) - special.gammaln(total + counts.sum(1))
             + (special.gammaln(concentration + counts)
                - special.gammaln(concentration)).sum(1))
@@ -77,6 +80,9 @@ class ExactPosterior:
         tree = model.structure
         lay = _graphical.layout(tree)
         self._alpha, self._n = alpha, float(tables[0].sum())
+        # the prior's concentration of every clique cell (theta's layout): a q_C(x_C)
+        self._concentration = lay.concentration(
+            alpha, _graphical.Centre.of(getattr(model, "centre", None)))
         # clique counts of every table, in theta's layout
         index = np.zeros((cells.shape[0], len(tree.cliques)), dtype=np.int64)
         for c, q in enumerate(tree.cliques):
@@ -111,10 +117,12 @@ class ExactPosterior:
         """
         from dawrap.reference import BetaMixture
 
-        c = int(np.searchsorted(self._layout.offset, j, side="right") - 1)
-        a = self._alpha / (self._layout.offset[c + 1] - self._layout.offset[c])
+        lay = self._layout
+        c = int(np.searchsorted(lay.offset, j, side="right") - 1)
+        a = self._concentration[j]
+        total = self._concentration[lay.offset[c]:lay.offset[c + 1]].sum()   # a
         counts = self._clique_counts[:, j]
-        return BetaMixture(self.weights, a + counts, self._alpha + self._n - a - counts)
+        return BetaMixture(self.weights, a + counts, total + self._n - a - counts)
 
     def predictive(self) -> np.ndarray:
         """The distribution of one new record over the joint cells (posterior predictive).
@@ -131,18 +139,19 @@ class ExactPosterior:
         >>> exact.predictive().shape, round(float(exact.predictive().sum()), 12)
         ((4,), 1.0)
         """
-        tree, lay = self.model.structure, self._layout
-        total = self._alpha + self._n
+        tree, lay, conc = self.model.structure, self._layout, self._concentration
         log_p = np.zeros((self.tables.shape[0], self.cells.shape[0]))
         for c in range(len(tree.cliques)):
-            a = self._alpha / (lay.offset[c + 1] - lay.offset[c])
-            log_p += np.log((a + self._clique_counts[:, self._index[:, c]]) / total)
+            total = conc[lay.offset[c]:lay.offset[c + 1]].sum() + self._n
+            index = self._index[:, c]
+            log_p += np.log((conc[index] + self._clique_counts[:, index]) / total)
             if tree.parents[c] >= 0:  # divide by the separator's predictive
                 r = int(lay.res_size[c])
-                sep = self._index[:, c] - lay.offset[c]
+                sep = index - lay.offset[c]
                 rows = (sep // r) * r + lay.offset[c]
                 sep_counts = sum(self._clique_counts[:, rows + i] for i in range(r))
-                log_p -= np.log((self._alpha / lay.sep_size[c] + sep_counts) / total)
+                sep_conc = sum(conc[rows + i] for i in range(r))
+                log_p -= np.log((sep_conc + sep_counts) / total)
         return self.weights @ np.exp(log_p)
 
     def mean_table(self) -> np.ndarray:
@@ -208,10 +217,12 @@ def exact_posterior(model, mechanism, s_dp, n: int) -> ExactPosterior:
     log_w = special.gammaln(n + 1) - special.gammaln(tables + 1).sum(1)
     for c in range(len(tree.cliques)):
         block = post._clique_counts[:, lay.offset[c]:lay.offset[c + 1]]
-        log_w += _log_dm(block, alpha / block.shape[1])
-        if tree.parents[c] >= 0:
-            sep = block.reshape(-1, int(lay.sep_size[c]), int(lay.res_size[c])).sum(2)
-            log_w -= _log_dm(sep, alpha / sep.shape[1])
+        conc = post._concentration[lay.offset[c]:lay.offset[c + 1]]
+        log_w += _log_dm(block, conc)
+        if tree.parents[c] >= 0:  # alpha_S: the clique's own concentrations summed over x_R
+            shape = (int(lay.sep_size[c]), int(lay.res_size[c]))
+            sep = block.reshape(-1, *shape).sum(2)
+            log_w -= _log_dm(sep, conc.reshape(shape).sum(1))
     margins = np.stack([mechanism.total(r[None, :]) for r in records], axis=1)
     totals = tables @ margins.T
     s = mechanism.check_release(s_dp)

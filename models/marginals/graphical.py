@@ -9,7 +9,12 @@ configuration :math:`x_S` are contiguous, and divided by their sum they are the 
 statistic (the clique counts :math:`n_C`) has the same layout.
 
 The prior is hyper-Dirichlet (Dawid & Lauritzen 1993) with clique concentrations
-:math:`\alpha_C(x_C) = a / |\mathcal X_C|`, ``a`` the equivalent sample size; the posterior
+:math:`\alpha_C(x_C) = a\, q_C(x_C)`, ``a`` the equivalent sample size and :math:`q` the prior
+network (:class:`Centre`, the BDe prior of Heckerman, Geiger & Chickering 1995): a
+decomposable distribution on the same tree, its clique marginals agreeing on the
+separators, so that :math:`\alpha_S(x_S) = a\, q_S(x_S)` is the same from either side. With
+:math:`q` uniform (``centre=None``), :math:`a / |\mathcal X_C|`: BDeu. The concentrations are
+per cell, in theta's layout (:meth:`Layout.concentration`). The posterior
 given complete records is hyper-Dirichlet with :math:`\alpha_C + n_C`, drawn root first:
 :math:`p_{C_1} \sim \mathrm{Dir}(\alpha_{C_1} + n_{C_1})` and, for each further clique,
 independently for each :math:`x_S`, :math:`p(\cdot \mid x_S) \sim \mathrm{Dir}((\alpha_C +
@@ -31,7 +36,8 @@ import dawrap as dw
 from .junction_tree import Structure
 from .._shared import closure_jit
 
-__all__ = ["Layout", "layout", "GraphicalFunctions", "functions", "log_dirichlet_fill"]
+__all__ = ["Layout", "layout", "Centre", "GraphicalFunctions", "functions",
+           "log_dirichlet_fill"]
 
 
 class Layout:
@@ -73,10 +79,59 @@ class Layout:
         self.max_sep = int(self.sep_size.max())
         self.max_res = int(self.res_size.max())
 
-    def concentration(self, alpha: float) -> np.ndarray:
-        r"""Each clique's concentration per cell, :math:`\alpha_C = a / |\mathcal X_C|`, for
-        the equivalent sample size ``alpha``."""
-        return alpha / (self.sep_size * self.res_size)
+    def concentration(self, alpha: float, centre: "Centre | None" = None) -> np.ndarray:
+        r"""The prior's concentration of every clique cell, in theta's layout:
+        :math:`\alpha_C(x_C) = a\, q_C(x_C)` for the equivalent sample size ``alpha`` and
+        the prior network ``centre`` (:class:`Centre`), :math:`a / |\mathcal X_C|` (BDeu)
+        when it is None.
+
+        Examples
+        --------
+        >>> from dawrap.models import marginals
+        >>> from dawrap.models.marginals.graphical import Centre, layout
+        >>> lay = layout(marginals.structure([2, 2], [(0, 1)]))
+        >>> lay.concentration(2.0)
+        array([0.5, 0.5, 0.5, 0.5])
+        >>> lay.concentration(2.0, Centre([[[0.1, 0.2], [0.3, 0.4]]]))
+        array([0.2, 0.4, 0.6, 0.8])
+        """
+        if centre is None:  # the same floats as one a / |X_C| per clique: BDeu bit for bit
+            return np.repeat(alpha / (self.sep_size * self.res_size), np.diff(self.offset))
+        return alpha * centre.flat
+
+
+class Centre:
+    r"""The prior network :math:`q` of a centred hyper-Dirichlet: its clique tables
+    :math:`q_C`, each flattened in theta's layout (C order over the clique's attributes,
+    separator first), already checked (``marginals.model(centre=)``). Hashable by value, so
+    that compiled functions are cached per centre.
+
+    Examples
+    --------
+    >>> from dawrap.models.marginals.graphical import Centre
+    >>> Centre([[0.25, 0.75]]) == Centre([[[0.25], [0.75]]]), Centre.of(None)
+    (True, None)
+    """
+
+    def __init__(self, tables):
+        self.tables = tuple(np.array(t, dtype=np.float64).ravel() for t in tables)
+        self.flat = np.concatenate(self.tables)
+        self.flat.setflags(write=False)
+        self._key = self.flat.tobytes()
+
+    @classmethod
+    def of(cls, tables) -> "Centre | None":
+        """``tables`` (a model's ``centre``: clique tables or None) as a :class:`Centre`."""
+        return None if tables is None else cls(tables)
+
+    def __hash__(self) -> int:
+        return hash(self._key)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Centre) and self._key == other._key
+
+    def __repr__(self) -> str:
+        return f"Centre({len(self.tables)} tables, {self.flat.size} cells)"
 
 
 @functools.lru_cache(maxsize=32)
@@ -125,15 +180,18 @@ class GraphicalFunctions(NamedTuple):
 
 
 @functools.lru_cache(maxsize=32)
-def functions(structure: Structure, alpha: float) -> GraphicalFunctions:
-    """The model's compiled functions (:class:`GraphicalFunctions`) for ``structure`` and
-    equivalent sample size ``alpha``."""
+def functions(structure: Structure, alpha: float,
+              centre: Centre | None = None) -> GraphicalFunctions:
+    """The model's compiled functions (:class:`GraphicalFunctions`) for ``structure``,
+    equivalent sample size ``alpha`` and prior network ``centre`` (None: BDeu)."""
     lay = layout(structure)
+    concentration = lay.concentration(alpha, centre)
     jit = closure_jit(lay.levels, lay.attr, lay.stride, lay.length, lay.sep_length,
                       lay.res_size, lay.sep_size, lay.parent, lay.offset, lay.in_separator,
-                      lay.guide_length, lay.guide_offset, lay.concentration(alpha))
+                      lay.guide_length, lay.guide_offset, concentration)
     cells = _clique_cells(jit, lay)
-    draw_theta, theta_support = _theta_functions(jit, lay, alpha, cells.separator_marginal)
+    draw_theta, theta_support = _theta_functions(jit, lay, concentration,
+                                                 cells.separator_marginal)
     prepare, draw_from_table, draw_record = _record_draws(jit, lay, cells)
     clique_counts, record_support = _statistic(jit, lay, cells.clique_cell)
     return GraphicalFunctions(draw_theta, prepare, draw_from_table, draw_record,
@@ -194,13 +252,12 @@ def _clique_cells(jit, lay: Layout) -> _CliqueCells:
     return _CliqueCells(separator_marginal, separator_index, write_residual, clique_cell)
 
 
-def _theta_functions(jit, lay: Layout, alpha: float, separator_marginal):
+def _theta_functions(jit, lay: Layout, concentration: np.ndarray, separator_marginal):
     """``draw_theta`` (the hyper-Dirichlet posterior, root first: module docstring) and
     ``theta_support`` (every clique table a distribution, neighbours agreeing on their
     separators)."""
     k, size, max_sep, max_res = lay.parent.shape[0], lay.size, lay.max_sep, lay.max_res
     res_size, sep_size, offset = lay.res_size, lay.sep_size, lay.offset
-    concentration = lay.concentration(alpha)
 
     @jit
     def draw_theta(rng, theta, x, stats):
@@ -212,7 +269,7 @@ def _theta_functions(jit, lay: Layout, alpha: float, separator_marginal):
             for s in range(sep_size[c]):
                 base = offset[c] + s * r
                 for j in range(r):
-                    shapes[j] = concentration[c] + stats[base + j]
+                    shapes[j] = concentration[base + j] + stats[base + j]
                 log_dirichlet_fill(rng, shapes[:r], new[base:base + r])
                 for j in range(r):
                     new[base + j] *= p_sep[s]

@@ -22,7 +22,10 @@ change: records keep their other attributes). A move picks a clique, :math:`a \n
 :math:`b \ne b'`, :math:`c \ne c'` uniformly, and draws :math:`t` on the whole line
 (every :math:`t` keeping the counts non-negative) from
 
-.. math:: w(t) \propto \prod_{\text{the 8 cells}} \frac{\Gamma(\alpha_Q + n(t))}{n(t)!},
+.. math:: w(t) \propto \prod_{\text{the 8 cells } x} \frac{\Gamma(\alpha_Q(x) + n_x(t))}{n_x(t)!},
+
+(:math:`\alpha_Q(x) = a\, q_Q(x)`, the prior's concentration of the cell: :math:`a / |\mathcal
+X_Q|` under BDeu, the centre's under a centred prior),
 
 the exact conditional of the line's position (the factorials count which records hold
 :math:`b` or :math:`b'` within each configuration of :math:`A, C` and the other attributes:
@@ -85,16 +88,18 @@ def check_release(model, mechanism) -> None:
             "ridge_moves=False")
 
 
-def make_move(structure, alpha: float, tables, moves: int = MOVES):
+def make_move(structure, alpha: float, tables, moves: int = MOVES,
+              centre: _graphical.Centre | None = None):
     """The compiled move ``(rng, state, s_dp, params, tuning) -> (state, moved fraction,
-    status)`` (module docstring), or None when the structure has no ridge."""
+    status)`` (module docstring) for equivalent sample size ``alpha`` and prior network
+    ``centre`` (None: BDeu), or None when the structure has no ridge."""
     rows = ridges(structure, tables)
     if rows.shape[0] == 0:
         return None
     lay = _graphical.layout(structure)
-    draw_theta = _graphical.functions(structure, alpha).draw_theta
+    draw_theta = _graphical.functions(structure, alpha, centre).draw_theta
     levels, attr, stride, offset = lay.levels, lay.attr, lay.stride, lay.offset
-    concentration = lay.concentration(alpha)
+    concentration = lay.concentration(alpha, centre)   # per cell: each of the 8 its own
     count = rows.shape[0]
     jit = closure_jit(rows, levels, attr, stride, offset, concentration)
 
@@ -140,7 +145,6 @@ def make_move(structure, alpha: float, tables, moves: int = MOVES):
                 low = min(low, counts[4 + k])
             if low + high == 0:
                 continue
-            alpha_c = concentration[c]
             log_w = np.empty(low + high + 1)
             top = -math.inf
             for s in range(low + high + 1):
@@ -148,7 +152,7 @@ def make_move(structure, alpha: float, tables, moves: int = MOVES):
                 value = 0.0
                 for k in range(8):
                     m = counts[k] + sign[k] * t
-                    value += math.lgamma(alpha_c + m) - math.lgamma(m + 1.0)
+                    value += math.lgamma(concentration[cells[k]] + m) - math.lgamma(m + 1.0)
                 log_w[s] = value
                 top = max(top, value)
             total = 0.0
