@@ -51,13 +51,20 @@ def test_pinned_draws(case):
 
 # The census and marginals models and the grouped (threaded) chain, pinned before the
 # architecture's third pass (issue 42) moved their code: a digest of every kept draw of every
-# variable (sha256 of the float64 bytes, variables in name order).
+# variable (sha256 of the float64 bytes, variables in name order). The census chain's draws
+# differ between the machines CI has run on: the first digest is the one pinned then, the
+# second an AMD EPYC's (AVX-512), on which the same code at every commit since the pin gives
+# the second whatever the load, the hash seed, numpy 2.3 or 2.4 and numba 0.65 or 0.68 (so a
+# floating-point library result that depends on the CPU, not the code; which call, not yet
+# found). A change of the code changes both, so either still pins it.
 MODEL_DIGESTS = {
-    "census_serial": "5efafd28071727674183a4b6c58e350eef7c7b5c48139c3c3948aa6a42ef7908",
-    "census_threads": "0b3812be8b518034adf73c447203d3d991cc13275da790392b7088c2736a181a",
+    "census_serial": ("5efafd28071727674183a4b6c58e350eef7c7b5c48139c3c3948aa6a42ef7908",
+                      "8ca1b416fe8075beee8297ad852289fad0246ba40690ae0304ff2825f70eb259"),
+    "census_threads": ("0b3812be8b518034adf73c447203d3d991cc13275da790392b7088c2736a181a",
+                       "0210b929829deac6d7cd805e295d442a217ce99255296f43a02f07faaa638330"),
     "small_area_laplace_threads":
-        "c05b95482a0bf8427b7abfdc42a1749784f00bf17416175901494496f46390e0",
-    "marginals": "66a155c29f96b76210d314b3c2a0f5429775a9048a346741729e0252fca609b6",
+        ("c05b95482a0bf8427b7abfdc42a1749784f00bf17416175901494496f46390e0",),
+    "marginals": ("66a155c29f96b76210d314b3c2a0f5429775a9048a346741729e0252fca609b6",),
 }
 
 
@@ -127,4 +134,4 @@ def test_pinned_model_draws(case):
     method = dw.Record(groups=groups)
     idata = dw.sample(model, mech, s_dp, n, draws=6, tune=10, chains=2, cores=1, seed=7,
                       progress=False, method=method)
-    assert posterior_digest(idata) == MODEL_DIGESTS[case], f"{case}: draws changed"
+    assert posterior_digest(idata) in MODEL_DIGESTS[case], f"{case}: draws changed"
