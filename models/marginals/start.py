@@ -238,6 +238,7 @@ def release_centre(model, mechanism: MarginalRelease, s_dp, sweeps: int = IPF_SW
     ([(2, 2, 2)], array([0.125, 0.125, 0.125, 0.125, 0.125, 0.125, 0.125, 0.125]))
     >>> centred = marginals.model(levels, tables, alpha=8.0, centre=centre)
     """
+    check_mechanism(model, mechanism)   # a release over other attributes: refused, as at start
     tree = model.structure
     s = mechanism.check_release(s_dp)
     # from the uniform table: the maximum-entropy start, consistent on every separator

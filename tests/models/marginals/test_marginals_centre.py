@@ -161,6 +161,9 @@ def test_the_release_centre_is_the_max_entropy_fit_and_a_valid_centre():
     centre = marginals.release_centre(chain, mech, mech.release(y, seed=3))
     assert np.allclose(centre[0].sum(0), centre[1].sum(1), atol=1e-12)
     assert marginals.model(levels, tables, centre=centre).centre is not None
+    other = marginals.gaussian([2, 2, 2], tables, rho=1.0)  # x1 of 2 levels, not 3
+    with pytest.raises(ValueError, match="the mechanism releases tables of the attributes"):
+        marginals.release_centre(chain, other, np.zeros(other.size))
 
 
 def _three_way(theta):
