@@ -219,6 +219,8 @@ def sample(model: Model, mechanism: Mechanism, s_dp, n: int, *, method="record",
     if s_dp is not None:
         s_dp = mechanism.check_release(s_dp)
     n = as_count(n, "n", maximum=MAX_COUNT)
+    if uses_release:  # a prior set from the release (Model(for_release=)): resolved once
+        model = model.resolve(mechanism, s_dp, n)
     draws = as_count(draws, "draws", maximum=MAX_COUNT)
     tune = as_count(tune, "tune", minimum=0, maximum=MAX_COUNT)
     chains = as_count(chains, "chains", maximum=MAX_CHAINS)

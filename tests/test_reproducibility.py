@@ -96,7 +96,7 @@ def _marginals_problem():
     levels, tables = {"a": 2, "b": 3, "c": 2}, [("a", "b"), ("b", "c")]
     mech = marginals.laplace(levels, tables, 1.0)
     x = np.array([[0, 1, 0], [1, 2, 1], [0, 0, 1], [1, 1, 0], [0, 2, 1], [1, 0, 0]] * 3, float)
-    return marginals.model(levels, tables), mech, mech.release(x, seed=2), x.shape[0]
+    return marginals.model(levels, tables, centre=None), mech, mech.release(x, seed=2), x.shape[0]
 
 
 MODEL_CASES = {

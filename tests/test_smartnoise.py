@@ -195,7 +195,7 @@ def test_the_posterior_of_the_read_release_finds_the_one_way_tables(fitted, data
     import dawrap as dw
     from dawrap.models import marginals
     _, read = fitted[kind]
-    model = marginals.model(read.levels, [t for t, _ in read.measurements], alpha=1.0)
+    model = marginals.model(read.levels, [t for t, _ in read.measurements], alpha=1.0, centre=None)
     result = dw.sample(model, read.mechanism, read.s_dp, read.n, draws=300, tune=100,
                        chains=2, seed=1)
     x = read.encode(data)

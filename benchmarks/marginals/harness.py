@@ -56,8 +56,8 @@ RULE_FOR_KIND = {"posterior_predictive": "fully_synthetic", "imputed_confidentia
 # --------------------------------------------------------------------------- dawrap
 #: dawrap's run per release (``--dawrap-*`` on the command line): record sampler, chains of
 #: ``tune + draws`` sweeps (one sweep updates every one of the n records once, then theta).
-DAWRAP_DEFAULTS = {"draws": 700, "tune": 300, "chains": 2, "cores": 2, "alpha": 100.0,
-                   "marginal_draws": 200, "setup": "defaults"}
+DAWRAP_DEFAULTS = {"draws": 700, "tune": 300, "chains": 2, "cores": 2, "alpha": None,
+                   "centre": "release", "marginal_draws": 200, "setup": "defaults"}
 #: ``--dawrap-setup``: ``"defaults"``, the model's own (chains started from the release,
 #: ridge moves, the collapsed move); ``"committed"``, the setup of the first committed rows
 #: (2026-11-26, before those existed: records from a uniform theta, none of the moves).
@@ -90,12 +90,15 @@ def run_dawrap(release: Release, heldout, m: int, n_syn: int, seed: int, options
         # cell starts empty (from a sparse prior draw a cell the release needs can start at
         # ~0 probability, and the record sampler, which proposes records from theta, then
         # almost never proposes it); no ridge or collapsed moves.
-        model = marginals.model(levels, tables, alpha=opts["alpha"], start="theta",
-                                ridge_moves=False, collapsed_moves=0)
+        model = marginals.model(levels, tables, alpha=opts["alpha"] or 100.0, centre=None,
+                                start="theta", ridge_moves=False, collapsed_moves=0)
         init = model.pack({k: np.full(shape, 1.0 / np.prod(shape))
                            for k, shape in model.params.items()})
     else:  # what a user gets: chains from the release, ridge and collapsed moves
-        model = marginals.model(levels, tables, alpha=opts["alpha"])
+        prior = {} if opts["alpha"] is None else {"alpha": opts["alpha"]}
+        if opts["centre"] == "none":
+            prior["centre"] = None  # BDeu, the default before the centred prior
+        model = marginals.model(levels, tables, **prior)
         init = None
     mech = marginals.mechanism(levels, tables, noises)
     s_dp = np.concatenate([np.asarray(v, float) for v in release.values])
@@ -123,7 +126,9 @@ def run_dawrap(release: Release, heldout, m: int, n_syn: int, seed: int, options
             "synth_seconds": time.perf_counter() - t1,
             "synthetic_kind": "posterior_predictive", "combining_rule": "fully_synthetic",
             "draws": opts["draws"], "tune": opts["tune"], "chains": opts["chains"],
-            "cores": opts["cores"], "alpha": opts["alpha"], "setup": opts["setup"],
+            "cores": opts["cores"], "alpha": model.resolve(mech, s_dp, release.n).alpha,
+            "centre": opts["centre"],
+            "setup": opts["setup"],
             "cliques": [[release.attributes[a] for a in q] for q in model.structure.cliques]}
     info.update(_dawrap_diagnostics(result))
     return {"heldout": out_heldout, "released": out_released, "synthetic": synthetic,
@@ -162,6 +167,10 @@ def design(table, epsilon: float, noise: str, delta: float | None):
     marginals = [Marginal(q, noise, scale) for q in NAPSU_QUERIES]
     released = [set(q) for q in NAPSU_QUERIES]
     heldout = [p for p in itertools.combinations(table.attributes, 2) if set(p) not in released]
+    # and every 3-way table whose three 2-way tables are all released (issue 45): its
+    # interaction is the one no released table measures
+    heldout += [t for t in itertools.combinations(table.attributes, 3)
+                if all(set(p) in released for p in itertools.combinations(t, 2))]
     return marginals, heldout, n
 
 
@@ -186,7 +195,8 @@ def run_method(method, rel_path, rel, heldout, m, n_syn, seed, args, work, tag):
     if method == "dawrap":
         res = run_dawrap(rel, heldout, m, n_syn, seed, {
             "draws": args.dawrap_draws, "tune": args.dawrap_tune, "chains": args.dawrap_chains,
-            "alpha": args.dawrap_alpha, "setup": args.dawrap_setup})
+            "alpha": args.dawrap_alpha, "centre": args.dawrap_centre,
+            "setup": args.dawrap_setup})
         return res, time.perf_counter() - t0, time.process_time() - c0
     cmd, options = _runner(method, args)
     out = os.path.join(work, f"{tag}_result.npz")
@@ -444,7 +454,11 @@ def main(argv=None):
     run.add_argument("--dawrap-draws", type=int, default=None)
     run.add_argument("--dawrap-tune", type=int, default=None)
     run.add_argument("--dawrap-chains", type=int, default=None)
-    run.add_argument("--dawrap-alpha", type=float, default=None)
+    run.add_argument("--dawrap-alpha", type=float, default=None,
+                     help="the prior's equivalent sample size (default: the model's)")
+    run.add_argument("--dawrap-centre", choices=("release", "none"), default=None,
+                     help="the prior's centre: the release's maximum-entropy fit (the model's "
+                          "default) or none (BDeu)")
     run.add_argument("--dawrap-setup", choices=DAWRAP_SETUPS, default=None,
                      help="the model's defaults, or the first committed rows' setup")
     rep = sub.add_parser("report")

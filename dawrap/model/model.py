@@ -19,7 +19,7 @@ import numba
 import numpy as np
 
 from ..compile import templates as _templates
-from .._checks import as_count, n_positional, require_arity, require_njit
+from .._checks import as_count, n_positional, require_arity, require_njit, shown
 from .labels import check_labels, posterior_variables
 from .protocols import (Kernel, Move, MoveBuilder, Moves, NonCentred, PreparedDraw, anywhere,
                         database_drawer, first_outside, no_proposal, no_statistic)
@@ -158,6 +158,12 @@ class Model:
         ``method="suffstat"``, ``variant="marginal"`` where its ``family`` allows it). Only
         advice: not part of what the model computes (a checkpoint's fingerprint leaves it
         out).
+    for_release : callable, optional
+        ``(mechanism, s_dp, n) -> dawrap.Model``: the model a release resolves to, for a prior
+        set from the release itself (an empirical-Bayes choice, e.g. the marginals model's
+        ``centre="release"``). :meth:`resolve` calls it; ``dw.sample`` resolves the model
+        once, before anything is drawn, for every method that reads the release. The model
+        it returns must have the same parameters and record size, and no hook of its own.
 
     Examples
     --------
@@ -212,7 +218,8 @@ class Model:
                  name: str | None = None, dims: Mapping | None = None,
                  coords: Mapping | None = None, deterministics: Callable | None = None,
                  start_database: Callable | None = None, partition: Callable | None = None,
-                 records_move=None, stat_every: str = "record", remedies=()):
+                 records_move=None, stat_every: str = "record", remedies=(),
+                 for_release: Callable | None = None):
         self._set_params(params)
         self.record_size = as_count(record_size, "record_size")
         self._set_draws(draw_record, draw_theta, draw_prior)
@@ -246,6 +253,8 @@ class Model:
             raise TypeError(f"remedies must be a sequence of non-empty strings (one remedy "
                             f"each), got {remedies!r}")
         self.remedies = tuple(remedies)
+        self.for_release = _optional_callable(for_release, "for_release",
+                                              "(mechanism, s_dp, n) -> dawrap.Model")
         # a wrong name or shape is reported now, not after the chains have run
         self.posterior_variables(np.zeros((1, 1, self.theta_size)) if deterministics is None
                                  else self.pack(draw_prior(np.random.default_rng(0)),
@@ -346,6 +355,30 @@ class Model:
         module, qualname, args, kwargs = stamp
         return (f"{module}.{qualname}(*{_exact(args)}, "
                 f"**{_exact(dict(sorted(kwargs.items())))})")
+
+    def resolve(self, mechanism, s_dp, n: int) -> "Model":
+        """The model for the release ``s_dp`` of ``mechanism`` from ``n`` records: this model,
+        unless its prior is set from the release (``for_release``), which then builds it.
+
+        Examples
+        --------
+        >>> from dawrap.models import beta_binomial
+        >>> model = beta_binomial.model(a=1, b=1)
+        >>> model.resolve(beta_binomial.laplace(epsilon=1.0), 3.2, 10) is model
+        True
+        """
+        if self.for_release is None:
+            return self
+        resolved = self.for_release(mechanism, s_dp, n)
+        if not isinstance(resolved, Model) or resolved.for_release is not None:
+            raise TypeError(f"for_release of {self.name} must return a dawrap.Model without a "
+                            f"for_release of its own, got {shown(resolved)}")
+        if resolved.params != self.params or resolved.record_size != self.record_size:
+            raise ValueError(f"for_release of {self.name} returned a model with other "
+                             f"parameters ({resolved.params}, record_size "
+                             f"{resolved.record_size}) than {self.params}, record_size "
+                             f"{self.record_size}")
+        return resolved
 
     def __reduce__(self):
         # Pickled by the recipe that built it (dawrap.recipe): compiled functions and

@@ -201,6 +201,12 @@ def calibrate(model: Model, mechanism: Mechanism, n: int, methods: Sequence[str]
         raise TypeError(f"model must be a dawrap.Model, got {type(model).__name__}")
     if not isinstance(mechanism, Mechanism):
         raise TypeError(f"mechanism must be a dawrap.Mechanism, got {type(mechanism).__name__}")
+    if model.for_release is not None:
+        raise ValueError(f"model: {model.name} sets its prior from each release (e.g. the "
+                         f"marginals model's centre='release' or alpha='auto'), but "
+                         f"simulation-based calibration draws every trial's theta from one "
+                         f"fixed prior; fix the prior (for the marginals model: centre=None "
+                         f"or clique tables, and a number for alpha)")
     n, trials = as_count(n, "n"), as_count(trials, "trials")
     seed = as_count(seed, "seed", minimum=0)
     if isinstance(methods, str) or not methods:

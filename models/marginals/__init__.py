@@ -145,7 +145,8 @@ from .tables import marginal
 __all__ = ["model", "mechanism", "laplace", "geometric", "gaussian", "discrete_gaussian",
            "from_measurements", "structure", "release_centre", "Domain", "Noise", "Structure",
            "MarginalRelease", "marginal", "exact_posterior", "ExactPosterior",
-           "MAX_CLIQUE_CELLS", "CENTRE_TOLERANCE"]
+           "MAX_CLIQUE_CELLS", "CENTRE_TOLERANCE", "CENTRED_ALPHA_SHARE",
+           "auto_alpha"]
 
 #: Largest clique table :func:`structure` accepts by default: each of its cells is a
 #: parameter kept at every draw (4 chains x 1000 draws x 10^5 cells = 3.2 GB).
@@ -154,6 +155,9 @@ MAX_CLIQUE_CELLS = 100_000
 #: separator from each other (absolute); a centre uniform within it (relative to
 #: ``1 / cells``) is BDeu.
 CENTRE_TOLERANCE = 1e-6
+#: ``alpha="auto"`` under a centre (:func:`auto_alpha`): prior records as this share of the
+#: effective records of the release's least informed table.
+CENTRED_ALPHA_SHARE = 0.1
 # Where a chain's records start (model's ``start``).
 _STARTS = ("release", "theta")
 # How a record update proposes (model's ``proposal``).
@@ -429,8 +433,55 @@ def _centre(domain: Domain, tree: Structure, names: list, centre) -> tuple | Non
     return tuple(tables)
 
 
+def auto_alpha(n: int, mechanism: MarginalRelease | None = None) -> float:
+    r"""The prior's equivalent sample size ``alpha="auto"`` gives (:func:`model`): 1 for BDeu
+    (``mechanism`` None), and under a centre a tenth (:data:`CENTRED_ALPHA_SHARE`) of what
+    the release of ``n`` records says about its least informed table, at least 1.
+
+    A table of :math:`K` cells released with noise variance :math:`v` a cell says about a
+    typical cell share :math:`\bar q = 1/K` what :math:`n_{\text{eff}} = n / (1 + v / (n
+    \bar q (1 - \bar q)))` exact records would (sampling and noise variance added). With
+    :math:`a = \max(1, 0.1 \min_t n_{\text{eff}, t})` prior records centred on the release's
+    fit, the prior adds a tenth to what the release pins (intervals about 5% narrower than
+    the release alone gives), yet a cell the centre expects to hold more than ten effective
+    records gets a concentration :math:`a\, q > 1`, so the prior does not favour the sparse
+    ends of what the release cannot identify (module docstring, *Why centre*). Where the
+    noise dominates, :math:`n_{\text{eff}}` is small and so is the prior: a noisy release's
+    fit is not taken for records it does not hold.
+
+    Examples
+    --------
+    >>> from dawrap.models import marginals
+    >>> levels, tables = {"a": 5, "b": 7, "c": 2}, [("a", "b"), ("b", "c")]
+    >>> mech = marginals.gaussian(levels, tables, rho=0.5)          # variance 2 a cell
+    >>> round(marginals.auto_alpha(10_000, mech), 1), marginals.auto_alpha(10_000)
+    (992.8, 1.0)
+    >>> marginals.auto_alpha(300, marginals.gaussian(levels, tables, rho=0.001))  # sd 32
+    1.0
+    """
+    if mechanism is None:
+        return 1.0
+    variance = mechanism.noise_variance()
+    effective, start = [], 0
+    for size in mechanism.sizes:
+        share = 1.0 / size
+        noise = float(np.max(variance[start:start + size]))
+        effective.append(n / (1.0 + noise / (n * share * (1.0 - share))) if n else 0.0)
+        start += size
+    return max(1.0, CENTRED_ALPHA_SHARE * min(effective))
+
+
+def _alpha(alpha) -> float | str:
+    if isinstance(alpha, str) and alpha == "auto":
+        return alpha
+    if not isinstance(alpha, (int, float, np.number)) or isinstance(alpha, bool) \
+            or not 0 < float(alpha) < math.inf:
+        raise ValueError(f"alpha must be 'auto' or a finite number > 0, got {alpha!r}")
+    return float(alpha)
+
+
 @dw.recipe
-def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0, centre=None,
+def model(levels, marginals=(), *, cliques=None, alpha="auto", centre="release",
           max_clique_cells: int = MAX_CLIQUE_CELLS, allow_uncovered: bool = False,
           start: str = "release", proposal: str = "ancestral", ridge_moves: bool = True,
           collapsed_moves="auto") -> dw.Model:
@@ -446,17 +497,23 @@ def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0, centre=None
         The released tables (names or indices).
     cliques, max_clique_cells, allow_uncovered
         As for :func:`structure`.
-    alpha : float
-        The prior's equivalent sample size (its total concentration on every clique).
-    centre : dict, list or None
+    alpha : "auto" or float
+        The prior's equivalent sample size :math:`a` (its total concentration on every
+        clique). ``"auto"`` (the default) is :func:`auto_alpha`: under a centre, a tenth of
+        what the release says about its least informed table, in records (set when
+        ``dw.sample`` is given the release); 1 for BDeu.
+    centre : "release", dict, list or None
         The prior network :math:`q` of the hyper-Dirichlet (module docstring, **Prior.**):
-        :math:`\alpha_C(x_C) = a\, q_C(x_C)`. None (the default) is BDeu, :math:`q`
-        uniform. Otherwise one table per clique of ``model.structure``, a dict keyed by the
-        clique's attributes (the table's axes in the key's order) or by its parameter name
-        (axes as the parameter's), or a list in clique order (axes as the parameters'); each
-        finite, every cell positive, summing to one, and neighbouring cliques' tables agreeing
-        on their separator (within :data:`CENTRE_TOLERANCE`; a ValueError names ``centre``).
-        :func:`release_centre` gives the maximum-entropy fit of the release in this form.
+        :math:`\alpha_C(x_C) = a\, q_C(x_C)`. ``"release"`` (the default) is the
+        maximum-entropy fit of the release (:func:`release_centre`), made by ``dw.sample``
+        from the release it is given, before anything is drawn (``Model.resolve``); until
+        then (``draw_prior``, ``simulate``) the model's prior is uniformly centred. None is
+        BDeu, :math:`q` uniform. Otherwise one table per clique of ``model.structure``, a
+        dict keyed by the clique's attributes (the table's axes in the key's order) or by its
+        parameter name (axes as the parameter's), or a list in clique order (axes as the
+        parameters'); each finite, every cell positive, summing to one, and neighbouring
+        cliques' tables agreeing on their separator (within :data:`CENTRE_TOLERANCE`; a
+        ValueError names ``centre``).
     start : {"release", "theta"}
         Where a chain's records start when ``init_x`` is not given: ``"release"`` (the
         default), drawn from a fit of a redraw of the release (IPF on the junction tree,
@@ -492,8 +549,9 @@ def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0, centre=None
         One parameter per clique, its marginal table ``p_<attributes>`` with the attributes
         as dimensions (labelled when ``levels`` gives labels); ``record_size`` is the
         number of attributes. It carries ``model.structure`` (:class:`Structure`),
-        ``model.domain`` (:class:`Domain`), ``model.alpha`` and ``model.centre`` (the
-        centre's clique tables in clique order, None for BDeu).
+        ``model.domain`` (:class:`Domain`), ``model.alpha`` (a number: 1 for ``"auto"`` before a
+        release) and ``model.centre`` (``"release"`` before a release,
+        the centre's clique tables in clique order, None for BDeu).
 
     Examples
     --------
@@ -507,9 +565,11 @@ def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0, centre=None
     (array([ True,  True,  True,  True]), array([ True,  True,  True,  True]))
     """
     domain = Domain.of(levels)
-    if not isinstance(alpha, (int, float, np.number)) or isinstance(alpha, bool) \
-            or not 0 < float(alpha) < math.inf:
-        raise ValueError(f"alpha must be a finite number > 0, got {alpha!r}")
+    alpha = _alpha(alpha)
+    from_release = isinstance(centre, str)
+    if from_release and centre != "release":
+        raise ValueError(f"centre must be 'release' (the default), None (BDeu), or clique "
+                         f"tables (a dict or a list), got {centre!r}")
     if start not in _STARTS:
         raise ValueError(f"start must be one of {_STARTS}, got {start!r}")
     if proposal not in _PROPOSALS:
@@ -522,9 +582,19 @@ def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0, centre=None
     tree = structure(domain, marginals, cliques, max_clique_cells=max_clique_cells,
                      allow_uncovered=allow_uncovered)
     names = _parameter_names(domain, tree)
-    centre_tables = _centre(domain, tree, names, centre)
+    centre_tables = None if from_release else _centre(domain, tree, names, centre)
     prior_network = _graphical.Centre.of(centre_tables)
-    fns = _graphical.functions(tree, float(alpha), prior_network)
+    # Until a release resolves it (for_release, below), a centre="release" model is the
+    # uniform centre at alpha: what draw_prior, simulate and the baselines without a
+    # release use.
+    centred = from_release or centre_tables is not None
+    # alpha="auto" under a centre depends on n, and centre="release" on the release: both
+    # are resolved by dw.sample (for_release, below); until then the model is its prior at
+    # alpha 1, with the centre given or uniform (what draw_prior, simulate and the
+    # baselines without a release use).
+    resolves = from_release or (centred and alpha == "auto")
+    size_a = 1.0 if alpha == "auto" else alpha
+    fns = _graphical.functions(tree, size_a, prior_network)
     size = _graphical.layout(tree).size
     draw_theta = fns.draw_theta
     no_records = np.empty((0, len(domain.levels)))
@@ -538,7 +608,7 @@ def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0, centre=None
     shown = ", ".join(" x ".join(domain.attributes[a] for a in sorted(q)) for q in tree.cliques)
 
     released = _tables(domain, marginals, "marginals")
-    ridge = _ridge.make_move(tree, float(alpha), released, centre=prior_network) \
+    ridge = _ridge.make_move(tree, size_a, released, centre=prior_network) \
         if ridge_moves else None
     if collapsed_moves == "auto":
         scanned = int(_graphical.layout(tree).res_size[1:].sum())   # cells a step scans
@@ -550,7 +620,7 @@ def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0, centre=None
                                             "ridge_moves=False) turns them off)")
     moves = MoveBuilder.in_turn(
         None if ridge is None else MoveBuilder(lambda mechanism: ridge, ridge.name),
-        _collapsed.collapsed_move(tree, float(alpha), collapsed_rate, prior_network))
+        _collapsed.collapsed_move(tree, size_a, collapsed_rate, prior_network))
 
     def start_database(rng, theta, n, mechanism, s_dp, init_x):
         # given whatever the start: the one hook that sees the mechanism before sampling,
@@ -563,6 +633,16 @@ def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0, centre=None
                                                    init_x)
         return init_x if init_x is not None else out.simulate(theta, n, seed=rng)
 
+    def for_release(mechanism, s_dp, n):
+        # centre="release": the same model centred on the release's maximum-entropy fit
+        # (release_centre), alpha="auto" set from n; built once per release by dw.sample
+        fitted = release_centre(out, mechanism, s_dp) if from_release else centre
+        return model(levels, marginals, cliques=cliques,
+                     alpha=auto_alpha(n, mechanism) if alpha == "auto" else alpha,
+                     centre=fitted, max_clique_cells=max_clique_cells,
+                     allow_uncovered=allow_uncovered, start=start, proposal=proposal,
+                     ridge_moves=ridge_moves, collapsed_moves=collapsed_moves)
+
     out = dw.Model(params=params, record_size=len(domain.levels),
                    draw_record=fns.draw_record, draw_theta=draw_theta,
                    draw_prior=draw_prior, model_stat=fns.clique_counts, stat_size=size,
@@ -571,9 +651,9 @@ def model(levels, marginals=(), *, cliques=None, alpha: float = 1.0, centre=None
                    name=f"marginals({shown})", dims=dims, coords=coords or None,
                    start_database=start_database, records_move=moves,
                    propose_record=fns.propose_attribute if proposal == "attribute"
-                   else None)
-    out.structure, out.domain, out.alpha = tree, domain, float(alpha)
-    out.centre = centre_tables
+                   else None, for_release=for_release if resolves else None)
+    out.structure, out.domain, out.alpha = tree, domain, size_a
+    out.centre = "release" if from_release else centre_tables
     out.released = released
     return out
 

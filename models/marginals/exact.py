@@ -82,7 +82,7 @@ class ExactPosterior:
         self._alpha, self._n = alpha, float(tables[0].sum())
         # the prior's concentration of every clique cell (theta's layout): a q_C(x_C)
         self._concentration = lay.concentration(
-            alpha, _graphical.Centre.of(getattr(model, "centre", None)))
+            alpha, _graphical.Centre.of(model.centre))
         # clique counts of every table, in theta's layout
         index = np.zeros((cells.shape[0], len(tree.cliques)), dtype=np.int64)
         for c, q in enumerate(tree.cliques):
@@ -177,7 +177,9 @@ def exact_posterior(model, mechanism, s_dp, n: int) -> ExactPosterior:
     Parameters
     ----------
     model : dawrap.Model
-        From :func:`dawrap.models.marginals.model`.
+        From :func:`dawrap.models.marginals.model`; a prior set from the release
+        (``centre="release"``, ``alpha="auto"``) is set from ``s_dp`` and ``n`` first, as
+        ``dw.sample`` does (``ExactPosterior.model`` is the model so resolved).
     mechanism : MarginalRelease
         The release's mechanism.
     s_dp : array_like
@@ -202,6 +204,8 @@ def exact_posterior(model, mechanism, s_dp, n: int) -> ExactPosterior:
     >>> round(sum(exact.theta(j).mean() for j in range(4)), 12)     # p_x0_x1 sums to one
     1.0
     """
+    # the prior dw.sample samples under: centred on this release by default (Model.resolve)
+    model = model.resolve(mechanism, mechanism.check_release(s_dp), n)
     tree = model.structure
     alpha = model.alpha
     cells = math.prod(tree.levels)

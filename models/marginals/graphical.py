@@ -121,7 +121,10 @@ class Centre:
 
     @classmethod
     def of(cls, tables) -> "Centre | None":
-        """``tables`` (a model's ``centre``: clique tables or None) as a :class:`Centre`."""
+        """``tables`` (a model's ``centre``: clique tables, None, or ``"release"`` before a
+        release resolves it, uniform until then) as a :class:`Centre`, None when uniform."""
+        if isinstance(tables, str):
+            return None
         return None if tables is None else cls(tables)
 
     def __hash__(self) -> int:

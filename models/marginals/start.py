@@ -159,8 +159,8 @@ def release_fit(model, mechanism: MarginalRelease, s: np.ndarray, rng: np.random
            [50. , 20. ]])
     """
     tree = model.structure
-    draw_theta = _graphical.functions(tree, model.alpha, _graphical.Centre.of(
-        getattr(model, "centre", None))).draw_theta
+    draw_theta = _graphical.functions(tree, model.alpha,
+                                      _graphical.Centre.of(model.centre)).draw_theta
     size = _graphical.layout(tree).size
     # a consistent theta with every cell's concentration raised by one: no cell near zero
     start = draw_theta(rng, np.zeros(size), np.empty((0, len(tree.levels))), np.ones(size))

@@ -173,3 +173,38 @@ def test_a_kernel_returning_a_matrix_stops_the_run():
     with pytest.raises(ValueError, match="the theta returned by draw_prior must have 1 value"):
         dw.sample(model, beta_binomial.laplace(1.0), 5.0, 10, draws=5, tune=2, chains=1,
                   seed=0)
+
+
+def test_a_prior_set_from_the_release_is_resolved_once_and_checked(make):
+    # Model(for_release=): dw.sample resolves the model with the release before anything is
+    # drawn; a hook returning something that is not a model of the same parameters, or a
+    # model that would resolve again, is refused by name
+    calls = []
+    target = make()
+
+    def hook(mechanism, s_dp, n):
+        calls.append((mechanism, s_dp, n))
+        return target
+
+    model = make(for_release=hook)
+    assert model.resolve("mech", 3.0, 10) is target and calls == [("mech", 3.0, 10)]
+    assert target.resolve("mech", 3.0, 10) is target                 # no hook: itself
+    for bad, error, match in ((lambda m, s, n: "model", TypeError, "must return a dawrap.Model"),
+                              (lambda m, s, n: model, TypeError, "without a for_release"),
+                              (lambda m, s, n: make(params={"a": ()},
+                                                    draw_prior=lambda rng: np.zeros(1)),
+                               ValueError, "other parameters")):
+        with pytest.raises(error, match=match):
+            make(for_release=bad).resolve(None, 0.0, 1)
+    with pytest.raises(TypeError, match="for_release must be callable"):
+        make(for_release=3)
+    # dw.sample calls it with the checked release and n
+    bb, mech = beta_binomial.model(a=1, b=1), beta_binomial.laplace(epsilon=1.0)
+    seen = []
+    hooked = beta_binomial.model(a=1, b=1)
+    hooked.for_release = lambda m, s, n: seen.append((m, float(s[0]), n)) or bb
+    first, second = (dw.diagnostics.group(dw.sample(m, mech, 4.2, 10, draws=20, tune=5, chains=1,
+                                                    seed=1, progress=False), "posterior")
+                     for m in (hooked, bb))
+    assert seen == [(mech, 4.2, 10)]
+    assert np.array_equal(first["p"].values, second["p"].values)

@@ -52,7 +52,7 @@ def test_too_large_a_clique_and_an_uncovered_table_are_refused_by_name():
         marginals.structure(levels, [("a", "b", "c")], max_clique_cells=999)
     with pytest.raises(ValueError, match=r"cliques: no clique contains the released table "
                                          r"\('a', 'c'\)"):
-        marginals.model(levels, [("a", "c")], cliques=[("a", "b"), ("b", "c")])
+        marginals.model(levels, [("a", "c")], cliques=[("a", "b"), ("b", "c")], centre=None)
     tree = marginals.structure(levels, [("a", "c")], cliques=[("a", "b"), ("b", "c")],
                                allow_uncovered=True)
     assert tree.covering((0, 2)) == -1
@@ -61,11 +61,11 @@ def test_too_large_a_clique_and_an_uncovered_table_are_refused_by_name():
 def test_bad_attributes_and_levels_are_named():
     levels = {"a": 2, "b": 3}
     with pytest.raises(ValueError, match=r"marginals: unknown attribute 'z'"):
-        marginals.model(levels, [("a", "z")])
+        marginals.model(levels, [("a", "z")], centre=None)
     with pytest.raises(ValueError, match=r"marginals: attribute repeated in \('a', 'a'\)"):
         marginals.laplace(levels, [("a", "a")], epsilon=1.0)
     with pytest.raises(ValueError, match=r"levels: attribute 'b' needs at least 2 levels"):
-        marginals.model({"a": 2, "b": 1}, [("a",)])
+        marginals.model({"a": 2, "b": 1}, [("a",)], centre=None)
     with pytest.raises(ValueError, match=r"noise must be one Noise or one per table \(2\)"):
         marginals.mechanism(levels, [("a",), ("b",)], [marginals.Noise.laplace(1.0)] * 3)
     with pytest.raises(ValueError, match=r"noise kind must be one of"):
@@ -158,7 +158,7 @@ LEVELS, TABLES = (2, 3, 2, 2), [(0, 1), (1, 2), (2, 3)]
 
 @pytest.fixture(scope="module")
 def chain_model():
-    return marginals.model(LEVELS, TABLES, alpha=3.0)
+    return marginals.model(LEVELS, TABLES, alpha=3.0, centre=None)
 
 
 def test_the_prepared_draw_is_the_reference_draw_bit_for_bit(chain_model):
@@ -273,7 +273,7 @@ def test_exact_prior_of_tables_matches_simulation():
     # Without a release (all weights from p(N)), the enumerated p(N) against prior-predictive
     # tables: theta from draw_prior, 3 records from it.
     levels, tables, n = (2, 2, 3), [(0, 1), (1, 2)], 3
-    model = marginals.model(levels, tables, alpha=2.0)
+    model = marginals.model(levels, tables, alpha=2.0, centre=None)
     mech = marginals.gaussian(levels, tables, rho=1e-30)    # noise sd 1e15: no information
     exact = marginals.exact_posterior(model, mech, np.zeros(10), n)
     index = {tuple(t): i for i, t in enumerate(exact.tables.astype(int))}
@@ -290,7 +290,7 @@ def test_exact_prior_of_tables_matches_simulation():
 
 def test_one_clique_is_the_dirichlet_of_the_contingency_model():
     levels, cycle = (2, 2, 2), [(0, 1), (1, 2), (0, 2)]
-    model = marginals.model(levels, cycle, alpha=4.0)          # one clique of 8 cells
+    model = marginals.model(levels, cycle, alpha=4.0, centre=None)          # one clique of 8 cells
     mech = marginals.laplace(levels, cycle, epsilon=1.0)
     s_dp = mech.release(np.array([[0, 0, 0], [1, 1, 0], [1, 1, 1], [0, 1, 1]]), seed=2)
     ours = marginals.exact_posterior(model, mech, s_dp, 4)
@@ -307,7 +307,7 @@ def test_the_release_fit_is_in_the_support_and_fits_the_released_tables():
     # a tree of three cliques (one of three attributes), every noise family, releases with
     # negative cells: theta stays consistent, every cell positive, released margins fitted
     levels, tables = (3, 2, 2, 4, 2), [(0, 1), (1, 2), (0, 2), (2, 3), (3, 4), (4,)]
-    model = marginals.model(levels, tables, alpha=1.0)
+    model = marginals.model(levels, tables, alpha=1.0, centre=None)
     assert len(model.structure.cliques) == 3
     fns = _graphical.functions(model.structure, 1.0)
     rng = np.random.default_rng(7)
@@ -329,7 +329,7 @@ def test_the_release_fit_is_in_the_support_and_fits_the_released_tables():
 
 
 def test_balanced_records_are_within_one_of_their_expected_counts():
-    model = marginals.model([3, 4, 2], [(0, 1), (1, 2)])
+    model = marginals.model([3, 4, 2], [(0, 1), (1, 2)], centre=None)
     rng = np.random.default_rng(11)
     for _ in range(20):
         theta = model.draw_prior(rng)
@@ -347,7 +347,7 @@ def test_balanced_records_are_within_one_of_their_expected_counts():
 
 
 def test_the_start_keeps_init_x_and_falls_back_to_theta_for_another_mechanism():
-    model = marginals.model([2, 3], [(0, 1)])
+    model = marginals.model([2, 3], [(0, 1)], centre=None)
     mech = marginals.laplace([2, 3], [(0, 1)], epsilon=1.0)
     rng = np.random.default_rng(1)
     mine = np.array([[0.0, 2.0], [1.0, 1.0]])
@@ -364,17 +364,17 @@ def test_the_start_keeps_init_x_and_falls_back_to_theta_for_another_mechanism():
                            np.zeros(6), init_x)
     # every start has the hook that checks the mechanism
     assert model.start_database is not None
-    assert marginals.model([2, 3], [(0, 1)], start="theta").start_database is not None
+    assert marginals.model([2, 3], [(0, 1)], start="theta", centre=None).start_database is not None
     with pytest.raises(ValueError, match=r"start must be one of \('release', 'theta'\), "
                                          r"got 'prior'"):
-        marginals.model([2, 3], [(0, 1)], start="prior")
+        marginals.model([2, 3], [(0, 1)], start="prior", centre=None)
 
 
 def test_the_attribute_proposal_draws_one_attribute_from_its_conditional():
     # frequencies of the proposals from one record against the joint's conditionals (each
     # attribute chosen with probability 1/3); a separator attribute (b) divides by p_S
     levels, tables = (2, 3, 2), [(0, 1), (1, 2)]
-    model = marginals.model(levels, tables, alpha=2.0, proposal="attribute")
+    model = marginals.model(levels, tables, alpha=2.0, proposal="attribute", centre=None)
     propose = _graphical.functions(model.structure, 2.0).propose_attribute
     rng = np.random.default_rng(0)
     theta = model.draw_prior(rng)
@@ -397,7 +397,7 @@ def test_the_attribute_proposal_draws_one_attribute_from_its_conditional():
     assert model.general_proposal
     with pytest.raises(ValueError, match=r"proposal must be one of \('ancestral', "
                                          r"'attribute'\), got 'gibbs'"):
-        marginals.model(levels, tables, proposal="gibbs")
+        marginals.model(levels, tables, proposal="gibbs", centre=None)
 
 
 def test_ridge_moves_apply_to_unreleased_three_way_interactions_only():
@@ -406,12 +406,13 @@ def test_ridge_moves_apply_to_unreleased_three_way_interactions_only():
     tree = marginals.structure((2, 2, 3), cycle)
     assert ridges(tree, cycle).tolist() == [[0, 1, 0, 2], [0, 0, 1, 2], [0, 0, 2, 1]]
     assert ridges(tree, cycle + [(0, 1, 2)]).shape == (0, 4)          # 3-way released
-    assert marginals.model([2, 3], [(0, 1)], collapsed_moves=0).records_move is None  # no 3-way
+    # no 3-way
+    assert marginals.model([2, 3], [(0, 1)], collapsed_moves=0, centre=None).records_move is None
     # Adult's shape: (race, gender, income) with income shared by other cliques
     tables = [(0, 1), (1, 2), (0, 2), (2, 3)]
     tree = marginals.structure((2, 2, 2, 2), tables)
     assert [tree.cliques[r[0]][r[2]] for r in ridges(tree, tables)] == [0, 1]
-    model = marginals.model((2, 2, 2, 2), tables)
+    model = marginals.model((2, 2, 2, 2), tables, centre=None)
     with pytest.raises(ValueError, match=r"ridge_moves=True needs the release of the "
                                          r"model's own tables"):
         dw.sample(model, marginals.laplace((2, 2, 2, 2), tables[:3], epsilon=1.0),
@@ -430,12 +431,14 @@ def trap():
     s_dp = mech.release(x, seed=1)
     runs = {}
     for start in marginals._STARTS:    # the record sweep alone
-        model = marginals.model(levels, tables, alpha=0.01, start=start, collapsed_moves=0)
+        model = marginals.model(levels, tables, alpha=0.01, start=start, collapsed_moves=0,
+                                centre=None)
         runs[start] = dw.sample(model, mech, s_dp, 8, draws=2000, tune=500, chains=4, seed=3,
                                 progress=False)
     # the trapped start with the collapsed move (the default), which proposes from the
     # records' urn, not from theta
-    runs["collapsed"] = dw.sample(marginals.model(levels, tables, alpha=0.01, start="theta"),
+    runs["collapsed"] = dw.sample(marginals.model(levels, tables, alpha=0.01, start="theta",
+                                                  centre=None),
                                   mech, s_dp, 8, draws=2000, tune=500, chains=4, seed=3,
                                   progress=False)
     return runs, marginals.exact_posterior(model, mech, s_dp, 8)
@@ -470,7 +473,7 @@ def small_run():
     levels, tables = (2, 2, 3), [(0, 1), (1, 2), (0,), (2,)]
     noises = [marginals.Noise.laplace(1.0), marginals.Noise.gaussian(0.5),
               marginals.Noise.geometric(1.0), marginals.Noise.discrete_gaussian(1.0)]
-    model = marginals.model(levels, tables, alpha=2.0)
+    model = marginals.model(levels, tables, alpha=2.0, centre=None)
     mech = marginals.mechanism(levels, tables, noises)
     x = np.array([[0, 0, 0], [0, 1, 2], [1, 1, 1], [1, 0, 0], [0, 1, 1], [1, 1, 2]], float)
     s_dp = mech.release(x, seed=3)
@@ -493,7 +496,7 @@ def test_record_sampler_is_exact_for_theta(small_run, check_posterior):
 def test_the_attribute_proposal_is_exact_for_theta(small_run, check_posterior):
     model, mech, s_dp, _, exact = small_run
     by_attribute = marginals.model((2, 2, 3), [(0, 1), (1, 2), (0,), (2,)], alpha=2.0,
-                                   proposal="attribute")
+                                   proposal="attribute", centre=None)
     idata = dw.sample(by_attribute, mech, s_dp, 6, draws=4000, tune=500, chains=4, seed=5,
                       progress=False)
     post = diagnostics.group(idata, "posterior")
@@ -510,7 +513,7 @@ def test_ridge_moves_are_exact(check_posterior):
     x = np.array([[0, 0, 0], [1, 1, 0], [1, 1, 1], [0, 1, 1], [0, 0, 2], [1, 0, 2]])
     mech = marginals.gaussian(levels, cycle, rho=1.0)
     s_dp = mech.release(x, seed=2)
-    model = marginals.model(levels, cycle, alpha=6.0)
+    model = marginals.model(levels, cycle, alpha=6.0, centre=None)
     assert model.records_move is not None
     idata = dw.sample(model, mech, s_dp, 6, draws=4000, tune=500, chains=4, seed=2,
                       progress=False)
@@ -555,7 +558,7 @@ def test_a_domain_of_10_to_the_15_cells_is_sampled_without_allocating_it():
     # 15 attributes of 10 levels (10^15 joint cells, 8 PB as float64): the chain's
     # tables run through 14 cliques of 100 cells; any array over the domain would fail.
     levels, tables = [10] * 15, [(a, a + 1) for a in range(14)]
-    model = marginals.model(levels, tables)
+    model = marginals.model(levels, tables, centre=None)
     mech = marginals.gaussian(levels, tables, rho=0.05)
     assert math.prod(levels) == 10 ** 15 and model.theta_size == 1400 and mech.size == 1400
     x = model.simulate(model.draw_prior(np.random.default_rng(0)), 200, seed=1)
@@ -571,7 +574,7 @@ def test_a_domain_of_10_to_the_15_cells_is_sampled_without_allocating_it():
 def test_calibrated_at_moderate_size():
     levels = {"a": 3, "b": 3, "c": 2, "d": 3}
     tables = [("a", "b"), ("b", "c"), ("c", "d"), ("a",)]
-    model = marginals.model(levels, tables, alpha=4.0)
+    model = marginals.model(levels, tables, alpha=4.0, centre=None)
     mech = marginals.mechanism(levels, tables, [marginals.Noise.gaussian(0.05),
                                                 marginals.Noise.laplace(0.3),
                                                 marginals.Noise.geometric(0.3),

@@ -37,8 +37,7 @@ def test_a_uniform_centre_is_bdeu_bit_for_bit():
     mech = marginals.gaussian(LEVELS3, CYCLE, rho=1.0)
     s_dp = mech.release(x, seed=2)
     uniform = np.full((2, 2, 3), 1.0 / 12)
-    models = [marginals.model(LEVELS3, CYCLE, alpha=1.0),
-              marginals.model(LEVELS3, CYCLE, alpha=1.0, centre=None),
+    models = [marginals.model(LEVELS3, CYCLE, alpha=1.0, centre=None),
               marginals.model(LEVELS3, CYCLE, alpha=1.0, centre=[uniform]),
               marginals.model(LEVELS3, CYCLE, alpha=1.0, centre={"p_x0_x1_x2": uniform}),
               marginals.model(LEVELS3, CYCLE, alpha=1.0,   # axes in the key's order
@@ -63,7 +62,7 @@ def test_the_fingerprint_tells_centres_apart():
     levels, tables = (2, 2, 2, 2), CYCLE + [(2, 3)]
     a = marginals.model(levels, tables, centre=[q012, q23])
     b = marginals.model(levels, tables, centre=[other, q23])
-    c = marginals.model(levels, tables)
+    c = marginals.model(levels, tables, centre=None)
     assert len({a.fingerprint, b.fingerprint, c.fingerprint}) == 3
     assert a.fingerprint == marginals.model(levels, tables, centre=[q012, q23]).fingerprint
     again = pickle.loads(pickle.dumps(a))          # by recipe: the centre comes along
@@ -108,7 +107,8 @@ def test_every_bad_centre_is_refused_naming_centre():
         r"centre: 'p_nope' is neither": {"p_nope": q012, (2, 3): q23},
         r"centre: the clique \('x2', 'x3'\) is given twice":
             {(0, 1, 2): q012, (2, 3): q23, (3, 2): q23.T},
-        r"centre must be None \(BDeu\) or one table per clique": "uniform",
+        r"centre must be 'release' \(the default\), None \(BDeu\)": "uniform",
+        r"centre must be None \(BDeu\) or one table per clique": 0.5,
         r"centre: the table of clique \('x0', 'x1', 'x2'\) is not an array": [["a"], q23],
     }
     for message, centre in bad.items():
@@ -198,7 +198,8 @@ def test_the_sampler_is_exact_under_a_non_uniform_centre(check_posterior):
     post = diagnostics.group(idata, "posterior")
     theta = np.concatenate([post[k].values.reshape(4, 4000, -1) for k in model.params], -1)
     # the prior matters here: BDeu's posterior is elsewhere, by many Monte Carlo errors
-    bdeu = marginals.exact_posterior(marginals.model(levels, tables, alpha=4.0), mech, s_dp, 6)
+    bdeu = marginals.exact_posterior(marginals.model(levels, tables, alpha=4.0, centre=None),
+                                     mech, s_dp, 6)
     assert max(abs(exact.theta(j).mean() - bdeu.theta(j).mean()) for j in range(12)) > 0.05
     for j in range(12):
         check_posterior(theta[..., j], exact.theta(j))
@@ -216,7 +217,7 @@ def test_a_release_centred_prior_keeps_the_three_way_interaction_the_release_sho
     x = np.array(list(np.ndindex(2, 2, 2)), float)[rng.choice(8, n, p=p.ravel())]
     mech = marginals.gaussian(LEVELS, CYCLE, rho=0.25)
     s_dp = mech.release(x, seed=1)
-    bdeu = marginals.model(LEVELS, CYCLE, alpha=1.0)
+    bdeu = marginals.model(LEVELS, CYCLE, alpha=1.0, centre=None)
     centre = marginals.release_centre(bdeu, mech, s_dp)
     fit = centre[0].ravel()
     assert abs(_three_way(fit)[0]) < 1e-6
@@ -236,3 +237,73 @@ def test_a_release_centred_prior_keeps_the_three_way_interaction_the_release_sho
     # the median interaction -18.7 (the cells of one sign near zero)
     assert (sparse.mean(0) < fit / 4).sum() >= 2
     assert abs(np.median(_three_way(sparse))) > 5.0
+
+
+# --------------------------------------------------------------------------- the default
+def test_the_default_prior_is_centred_on_the_release_when_sampled():
+    # centre="release", alpha="auto" (the defaults): dw.sample and exact_posterior resolve
+    # the model to release_centre's fit at auto_alpha's a, and sample that model exactly:
+    # the same draws as the model built by hand (whose exactness the enumeration above
+    # checks), and the same exact posterior
+    levels, tables = (2, 2, 2, 2), CYCLE + [(2, 3)]
+    model = marginals.model(levels, tables)
+    assert model.centre == "release" and model.alpha == 1.0 and model.for_release is not None
+    mech = marginals.gaussian(levels, tables, rho=2.0)
+    x = np.array(list(np.ndindex(*levels)), float)[[0, 3, 5, 6, 9, 12, 15, 15]]
+    s_dp, n = mech.release(x, seed=5), len(x)
+    a = marginals.auto_alpha(n, mech)
+    by_hand = marginals.model(levels, tables, alpha=a,
+                              centre=marginals.release_centre(model, mech, s_dp))
+    resolved = model.resolve(mech, s_dp, n)
+
+    def same_prior(m, other):
+        return m.alpha == other.alpha and all(
+            np.array_equal(u, v) for u, v in zip(m.centre, other.centre, strict=True))
+
+    assert same_prior(resolved, by_hand) and resolved.alpha == a
+    assert resolved.for_release is None
+    runs = [diagnostics.group(dw.sample(m, mech, s_dp, n, draws=30, tune=10, chains=1, seed=4,
+                                        progress=False), "posterior")
+            for m in (model, by_hand)]
+    for name in model.params:
+        assert np.array_equal(runs[0][name].values, runs[1][name].values)
+    exact, exact_by_hand = (marginals.exact_posterior(m, mech, s_dp, n) for m in (model, by_hand))
+    assert same_prior(exact.model, by_hand)
+    assert np.array_equal(exact.weights, exact_by_hand.weights)
+    # given tables with alpha="auto": the tables kept, alpha set from the release
+    given = marginals.model(levels, tables, centre=by_hand.centre)
+    assert same_prior(given.resolve(mech, s_dp, n), by_hand)
+    # BDeu (centre=None) has nothing to resolve: alpha="auto" is 1
+    bdeu = marginals.model(levels, tables, centre=None)
+    assert bdeu.alpha == 1.0 and bdeu.resolve(mech, s_dp, n) is bdeu
+
+
+def test_auto_alpha_is_a_tenth_of_the_least_informed_tables_records():
+    levels, tables = {"a": 5, "b": 7, "c": 2}, [("a", "b"), ("b", "c")]
+    n = 10_000
+    for rho in (1e6, 1.0, 0.1, 1e-3):
+        mech = marginals.gaussian(levels, tables, rho=rho)
+        v = mech.noise_variance()
+        # the 35-cell table is the least informed: n_eff = n / (1 + v / (n q (1 - q)))
+        q = 1 / 35
+        expected = max(1.0, 0.1 * n / (1 + v[0] / (n * q * (1 - q))))
+        assert marginals.auto_alpha(n, mech) == pytest.approx(expected, rel=1e-12)
+    # noise-free it is a tenth of the records; drowned in noise it is BDeu's 1
+    assert marginals.auto_alpha(n, marginals.gaussian(levels, tables, rho=1e12)) \
+        == pytest.approx(n / 10, rel=1e-6)
+    assert marginals.auto_alpha(50, marginals.gaussian(levels, tables, rho=1e-4)) == 1.0
+    assert marginals.auto_alpha(n) == 1.0
+
+
+def test_bad_prior_settings_are_refused_by_name():
+    for bad in ("uniform", "releases"):
+        with pytest.raises(ValueError, match="centre must be 'release'"):
+            marginals.model(LEVELS, CYCLE, centre=bad)
+    for bad in ("automatic", 0.0, -1.0, float("inf"), True):
+        with pytest.raises(ValueError, match="alpha must be 'auto' or a finite number"):
+            marginals.model(LEVELS, CYCLE, alpha=bad)
+    # simulation-based calibration needs one fixed prior: a release-set one is refused
+    model = marginals.model(LEVELS, CYCLE)
+    with pytest.raises(ValueError, match="sets its prior from each release"):
+        dw.calibrate(model, marginals.gaussian(LEVELS, CYCLE, rho=1.0), 10, ["record"],
+                     trials=2, seed=0)

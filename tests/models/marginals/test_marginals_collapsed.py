@@ -53,7 +53,7 @@ def test_the_move_alone_samples_the_exact_posterior_and_keeps_its_statistics(
     # would miss.
     levels, tables, x = STRUCTURES[structure]
     x = np.array(x, float)
-    model = marginals.model(levels, tables, alpha=ALPHA)
+    model = marginals.model(levels, tables, alpha=ALPHA, centre=None)
     noises = [marginals.Noise.gaussian(0.7), marginals.Noise.laplace(1.0),
               marginals.Noise.gaussian(1.0)][:len(tables)]
     mech = marginals.mechanism(levels, tables, noises)

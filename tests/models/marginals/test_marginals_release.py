@@ -154,7 +154,7 @@ def test_a_run_with_a_marginal_release_stays_verifiable_on_resume():
     # a checkpoint resumes only the run that wrote it: the noises must have a digest
     from dawrap.runner.fingerprint import UNVERIFIABLE, run_fingerprint
 
-    model = marginals.model(LEVELS, TABLES)
+    model = marginals.model(LEVELS, TABLES, centre=None)
     one = run_fingerprint(model, marginals.mechanism(LEVELS, TABLES, Noise.geometric(1.0)))
     assert not [k for k, v in one.items() if v.startswith(UNVERIFIABLE)]
     other = run_fingerprint(model, marginals.mechanism(LEVELS, TABLES, Noise.geometric(0.5)))
@@ -225,7 +225,8 @@ def test_a_record_outside_the_levels_contributes_to_no_cell_of_any_table():
 def test_a_release_over_other_levels_is_refused_before_sampling(start, ridge):
     # it ran: records with a = 2 were counted in the (b, c) table's cells
     tables = [("a", "b"), ("b", "c"), ("a", "c")] if ridge else TABLES
-    model = marginals.model({"a": 3, "b": 2, "c": 2}, tables, start=start, ridge_moves=ridge)
+    model = marginals.model({"a": 3, "b": 2, "c": 2}, tables, start=start, ridge_moves=ridge,
+                            centre=None)
     mech = marginals.laplace(LEVELS, tables, 1.0)
     s = mech.release(X, seed=1)
     with pytest.raises(ValueError, match=r"the mechanism releases tables of the attributes "
@@ -235,7 +236,7 @@ def test_a_release_over_other_levels_is_refused_before_sampling(start, ridge):
 
 
 def test_a_release_over_renamed_or_reordered_attributes_is_refused():
-    model = marginals.model(LEVELS, TABLES, start="theta")
+    model = marginals.model(LEVELS, TABLES, start="theta", centre=None)
     for levels in ({"b": 2, "a": 2, "c": 2}, [2, 2, 2], {"a": 2, "b": 2, "c": 2, "d": 2}):
         mech = marginals.laplace(levels, [(0, 1), (1, 2)], 1.0)
         with pytest.raises(ValueError, match="build both from the same levels"):
@@ -283,7 +284,7 @@ def test_a_max_clique_cells_that_is_not_a_number_of_cells_is_refused(limit):
     for build in (lambda: marginals.structure({"a": 10, "b": 10}, [("a", "b")],
                                               max_clique_cells=limit),
                   lambda: marginals.model({"a": 10, "b": 10}, [("a", "b")],
-                                          max_clique_cells=limit)):
+                                          max_clique_cells=limit, centre=None)):
         with pytest.raises(ValueError, match=r"max_clique_cells must be a number >= 1"):
             build()
 
