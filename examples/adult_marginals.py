@@ -85,14 +85,15 @@ def main(draws: int = 600, tune: int = 200, m: int | None = None, seed: int = 26
     s_dp = mech.release(x, seed=seed)
     print("privacy (replace-one neighbours):", mech.privacy)
 
-    # %% The model: its junction tree covers the released tables. alpha = 100 prior records
-    # (every cell's concentration >= 2.5; the largest clique has 40 cells): with a
-    # concentration below one, the posterior favours empty cells where the release says
-    # little (the 3-way interaction of race, gender and income; the smallest cells of the
-    # released tables), and a cell the chain empties is seldom refilled (docs/marginals.md)
-    model = marginals.model(levels, TABLES, alpha=100.0)
+    # %% The model: its junction tree covers the released tables, and its prior (the
+    # default) is centred on the release's maximum-entropy fit, at a tenth of what the
+    # release says about its least informed table: what the release cannot identify (the
+    # 3-way interaction of race, gender and income) stays near that fit instead of at
+    # empty cells (docs/marginals.md)
+    model = marginals.model(levels, TABLES)
     print("cliques:", [tuple(model.domain.attributes[a] for a in q)
                        for q in model.structure.cliques])
+    print(f"prior records: alpha = {model.resolve(mech, s_dp, n).alpha:.0f}")
     # databases: the chains keep enough imputed databases for m synthetic datasets (m=None:
     # dw.synthetic.DEFAULT_M, the number dawrap's documented rule asks for)
     chains = 2

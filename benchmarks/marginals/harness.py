@@ -1,5 +1,9 @@
 """Noisy marginals of Adult, every method given the same release: the issue-26 comparison.
 
+``--data compas`` runs the same comparison on ProPublica's COMPAS data (``compas.py``, its
+released tables ``COMPAS_QUERIES`` and its regression ``compas.downstream_design``); Adult
+(``--data adult``) is the default. ``DATASETS`` holds what is specific to a data set.
+
 Run (from the repository root, in dawrap's environment; see README.md beside this file for
 the peers' environments):
 
@@ -31,12 +35,14 @@ import resource
 import subprocess
 import sys
 import time
+from typing import NamedTuple
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import compas  # noqa: E402
 from adult import load_adult  # noqa: E402
 from jobs import read_result  # noqa: E402
 from metrics import COEFFICIENTS, combine, downstream_design, interval, logistic_regression, tv  # noqa: E402
@@ -49,8 +55,40 @@ NAPSU_QUERIES = (("age", "income"), ("age", "marital-status"), ("age", "workclas
                  ("education", "income"), ("race", "income"), ("race", "gender"),
                  ("gender", "income"), ("capital-gain", "income"), ("capital-loss", "income"),
                  ("hours-per-week", "income"))
+# COMPAS's release: eight 2-way tables whose graph is chordal (its junction tree's cliques:
+# {race, sex, two_year_recid}, and {two_year_recid, X} for X = age_cat, priors,
+# c_charge_degree, score_text, and {priors, juv_fel}). Every variable of the downstream
+# regression (age_cat, race, sex, priors) is linked to the outcome two_year_recid, as Adult's
+# to income; the triangle (race, sex), (race, two_year_recid), (sex, two_year_recid) leaves
+# the 3-way table (sex, race, two_year_recid) held out with its interaction unmeasured (as
+# Adult's race x gender x income); score_text with the outcome is ProPublica's question, the
+# charge degree the remaining attribute's link to it, and juvenile felonies go with priors
+# (both counts of the criminal record) rather than with the outcome.
+COMPAS_QUERIES = (("race", "sex"), ("race", "two_year_recid"), ("sex", "two_year_recid"),
+                  ("age_cat", "two_year_recid"), ("priors", "two_year_recid"),
+                  ("c_charge_degree", "two_year_recid"), ("score_text", "two_year_recid"),
+                  ("juv_fel", "priors"))
 RULE_FOR_KIND = {"posterior_predictive": "fully_synthetic", "imputed_confidential": "missing_data",
                  "point_estimate": "fully_synthetic"}
+
+
+class Dataset(NamedTuple):
+    """What is specific to a data set: its table, released queries and downstream regression.
+
+    ``downstream_design(codes, attributes, levels)`` returns (X, y) with the columns of
+    ``coefficients``; attributes and levels are read from the table (and the release), so the
+    runners need nothing of it.
+    """
+
+    load: object
+    queries: tuple
+    downstream_design: object
+    coefficients: tuple
+
+
+DATASETS = {"adult": Dataset(load_adult, NAPSU_QUERIES, downstream_design, COEFFICIENTS),
+            "compas": Dataset(compas.load_compas, COMPAS_QUERIES, compas.downstream_design,
+                              compas.COEFFICIENTS)}
 
 
 # --------------------------------------------------------------------------- dawrap
@@ -156,16 +194,17 @@ def _dawrap_diagnostics(result) -> dict:
 
 
 # --------------------------------------------------------------------------- design
-def design(table, epsilon: float, noise: str, delta: float | None):
-    """The release: NAPSU-MQ's ten 2-way marginals, equal noise, total budget epsilon."""
+def design(table, epsilon: float, noise: str, delta: float | None, queries=NAPSU_QUERIES):
+    """The release: ``queries`` (by default NAPSU-MQ's ten 2-way marginals of Adult), equal
+    noise, total budget epsilon."""
     n = table.codes.shape[0]
-    k = len(NAPSU_QUERIES)
+    k = len(queries)
     if noise == "gaussian":
         scale = gaussian_sigma_for(epsilon, delta, k)
     else:  # epsilon split equally; L1 sensitivity 2 per marginal
         scale = 2.0 * k / epsilon
-    marginals = [Marginal(q, noise, scale) for q in NAPSU_QUERIES]
-    released = [set(q) for q in NAPSU_QUERIES]
+    marginals = [Marginal(q, noise, scale) for q in queries]
+    released = [set(q) for q in queries]
     heldout = [p for p in itertools.combinations(table.attributes, 2) if set(p) not in released]
     # and every 3-way table whose three 2-way tables are all released (issue 45): its
     # interaction is the one no released table measures
@@ -222,14 +261,14 @@ def run_method(method, rel_path, rel, heldout, m, n_syn, seed, args, work, tag):
 
 
 # --------------------------------------------------------------------------- scoring
-def score(res, rel, heldout, truth, naive_too: bool) -> dict:
+def score(res, rel, heldout, truth, naive_too: bool, dataset: Dataset = DATASETS["adult"]) -> dict:
     """TV errors and the downstream coefficients' intervals of one method on one release."""
     row = {"tv_heldout": [tv(p, t) for p, t in zip(res["heldout"], truth["heldout"])],
            "tv_released": [tv(p, t) for p, t in zip(res["released"], truth["released"])]}
     syn = res["synthetic"].astype(np.int64)
     q, u = [], []
     for data in syn:
-        X, y = downstream_design(data, rel.attributes, rel.levels)
+        X, y = dataset.downstream_design(data, rel.attributes, rel.levels)
         b, se = logistic_regression(X, y)
         q.append(b)
         u.append(se**2)
@@ -245,7 +284,7 @@ def score(res, rel, heldout, truth, naive_too: bool) -> dict:
     row["intervals"] = {}
     for rule in rules:
         per = {}
-        for j, name in enumerate(COEFFICIENTS):
+        for j, name in enumerate(dataset.coefficients):
             est, var, nu = combine(q[:, j], u[:, j], rule, n_syn, rel.n)
             per[name] = {"estimate": est, "sd": float(np.sqrt(var)), "df": nu,
                          **{f"ci{int(lv * 100)}": interval(est, var, nu, lv) for lv in LEVELS}}
@@ -253,13 +292,14 @@ def score(res, rel, heldout, truth, naive_too: bool) -> dict:
     return row
 
 
-def truth_of(table, rel_marginals, heldout):
+def truth_of(table, rel_marginals, heldout, dataset: Dataset = DATASETS["adult"]):
     attrs, levels = table.attributes, table.levels
-    X, y = downstream_design(table.codes, attrs, levels)
+    X, y = dataset.downstream_design(table.codes, attrs, levels)
     beta, se = logistic_regression(X, y)
+    coefficients = dataset.coefficients
     return {"heldout": [marginal_counts(table.codes, attrs, levels, h) for h in heldout],
             "released": [marginal_counts(table.codes, attrs, levels, m.attrs) for m in rel_marginals],
-            "beta": dict(zip(COEFFICIENTS, beta.tolist())), "se": dict(zip(COEFFICIENTS, se.tolist()))}
+            "beta": dict(zip(coefficients, beta.tolist())), "se": dict(zip(coefficients, se.tolist()))}
 
 
 def _done(path):
@@ -273,12 +313,13 @@ def cmd_run(args):
     os.makedirs(os.path.join(args.out, "releases"), exist_ok=True)
     work = os.path.join(args.out, "work")
     os.makedirs(work, exist_ok=True)
-    table = load_adult()
+    dataset = DATASETS[args.data]
+    table = dataset.load()
     n = table.codes.shape[0]
     delta = args.delta if args.delta is not None else n ** -2.0
-    marginals, heldout, n = design(table, args.epsilon, args.noise, delta)
-    truth = truth_of(table, marginals, heldout)
-    config = {"epsilon": args.epsilon, "delta": delta, "noise": args.noise, "n": n,
+    marginals, heldout, n = design(table, args.epsilon, args.noise, delta, dataset.queries)
+    truth = truth_of(table, marginals, heldout, dataset)
+    config = {"data": args.data, "epsilon": args.epsilon, "delta": delta, "noise": args.noise, "n": n,
               "marginals": [[list(mg.attrs), mg.noise, mg.scale] for mg in marginals],
               "privacy": privacy(marginals, delta if args.noise == "gaussian" else None),
               "heldout": [list(h) for h in heldout], "m": args.m, "seed": args.seed,
@@ -287,7 +328,8 @@ def cmd_run(args):
     if os.path.exists(cfg_path):
         with open(cfg_path) as fh:
             old = json.load(fh)
-        for key in ("epsilon", "delta", "noise", "marginals", "heldout", "m", "seed"):
+        old.setdefault("data", "adult")  # written before --data
+        for key in ("data", "epsilon", "delta", "noise", "marginals", "heldout", "m", "seed"):
             if old[key] != config[key]:
                 raise SystemExit(f"{cfg_path} was written with {key}={old[key]!r}, not "
                                  f"{config[key]!r}: use another --out")
@@ -327,7 +369,7 @@ def cmd_run(args):
             print(f"rep {rep:3d} {method:6s} FAILED: {str(err).splitlines()[0]}", flush=True)
             continue
         row = {"rep": rep, "method": method, "wall_seconds": wall, "cpu_seconds": cpu,
-               "load_before": os.getloadavg()[0], **score(res, rel, heldout, truth, naive_too=True),
+               "load_before": os.getloadavg()[0], **score(res, rel, heldout, truth, naive_too=True, dataset=dataset),
                "info": res["info"]}
         with open(results, "a") as fh:
             fh.write(json.dumps(row) + "\n")
@@ -352,6 +394,7 @@ def cmd_report(args):
     failed = [r for r in rows if r.get("failed")]
     rows = [r for r in rows if not r.get("failed")]
     beta, se = cfg["truth_beta"], cfg["truth_se"]
+    coefficients = DATASETS[cfg.get("data", "adult")].coefficients
     methods = sorted({r["method"] for r in rows}, key=["exact", "pgm", "napsu", "dawrap"].index)
     out = []
     out.append(f"n = {cfg['n']}, {len(cfg['marginals'])} released 2-way marginals, "
@@ -375,7 +418,7 @@ def cmd_report(args):
     out.append("\nTimes are medians over releases; CPU seconds are user + system of the runner's "
                "process (all threads), wall seconds depend on the machine's load.\n")
     out.append("Coverage of the real-data maximum-likelihood coefficient (NAPSU-MQ's estimand), "
-               "pooled over the 7 coefficients; in brackets the Monte Carlo standard error "
+               f"pooled over the {len(coefficients)} coefficients; in brackets the Monte Carlo standard error "
                "sqrt(c(1-c)/k) with k the number of intervals (coefficients of one release are "
                "correlated, so the error of the pooled figure is somewhat larger).\n")
     out.append("| method | combining rule | releases | cover 90% | cover 95% | "
@@ -386,23 +429,23 @@ def cmd_report(args):
         if not rs:
             continue
         for rule in sorted({k for r in rs for k in r["intervals"]}):
-            c90, k = _coverage(rs, rule, beta, COEFFICIENTS, 0.9)
-            c95, _ = _coverage(rs, rule, beta, COEFFICIENTS, 0.95)
+            c90, k = _coverage(rs, rule, beta, coefficients, 0.9)
+            c95, _ = _coverage(rs, rule, beta, coefficients, 0.95)
             widths = [(r["intervals"][rule][c]["ci95"][1] - r["intervals"][rule][c]["ci95"][0])
-                      / (2 * 1.959964 * se[c]) for r in rs if rule in r["intervals"] for c in COEFFICIENTS]
+                      / (2 * 1.959964 * se[c]) for r in rs if rule in r["intervals"] for c in coefficients]
             se90, se95 = (np.sqrt(c * (1 - c) / k) for c in (c90, c95))
             out.append(f"| {mth} | {rule} | {len(rs)} | {c90:.3f} ({se90:.3f}) | {c95:.3f} ({se95:.3f}) | "
                        f"{np.median(widths):.2f} |")
     out.append("")
     out.append("Per coefficient, 95% intervals: coverage over releases (real-data estimate "
                "and its standard error in the header).\n")
-    out.append("| method | rule | " + " | ".join(f"{c} {beta[c]:.3f} ({se[c]:.3f})" for c in COEFFICIENTS) + " |")
-    out.append("|---|---|" + "---|" * len(COEFFICIENTS))
+    out.append("| method | rule | " + " | ".join(f"{c} {beta[c]:.3f} ({se[c]:.3f})" for c in coefficients) + " |")
+    out.append("|---|---|" + "---|" * len(coefficients))
     for mth in methods:
         rs = [r for r in rows if r["method"] == mth and r["rep"] >= 0]
         for rule in sorted({k for r in rs for k in r["intervals"]}):
             cells = []
-            for c in COEFFICIENTS:
+            for c in coefficients:
                 cov, k = _coverage(rs, rule, beta, (c,), 0.95)
                 cells.append(f"{cov:.2f} / {k}")
             out.append(f"| {mth} | {rule} | " + " | ".join(cells) + " |")
@@ -413,7 +456,7 @@ def cmd_report(args):
                    "the mean coefficient over its m synthetic datasets against the real data's, in "
                    "real-data standard errors (the bias of a model with only these marginals): "
                    + ", ".join(f"{c} {(exact[0]['intervals']['fully_synthetic'][c]['estimate'] - beta[c]) / se[c]:+.1f}"
-                               for c in COEFFICIENTS) + ".")
+                               for c in coefficients) + ".")
     for r in failed:
         out.append(f"\n{r['method']} failed on release {r['rep']}: {r['error'].splitlines()[-1]}")
     diag = [r["info"] for r in rows if r["method"] == "napsu"]
@@ -431,6 +474,8 @@ def main(argv=None):
     sub = ap.add_subparsers(dest="cmd", required=True)
     run = sub.add_parser("run")
     run.add_argument("--out", required=True)
+    run.add_argument("--data", choices=tuple(DATASETS), default="adult",
+                     help="the data set: its table, released tables and downstream regression")
     run.add_argument("--reps", type=int, default=20)
     run.add_argument("--first-rep", type=int, default=0,
                      help="start at this release (to split the releases over processes)")

@@ -249,7 +249,7 @@ def test_the_default_prior_is_centred_on_the_release_when_sampled():
     model = marginals.model(levels, tables)
     assert model.centre == "release" and model.alpha == 1.0 and model.for_release is not None
     mech = marginals.gaussian(levels, tables, rho=2.0)
-    x = np.array(list(np.ndindex(*levels)), float)[[0, 3, 5, 6, 9, 12, 15, 15]]
+    x = np.array(list(np.ndindex(*levels)), float)[[0, 3, 6, 9, 15, 15]]
     s_dp, n = mech.release(x, seed=5), len(x)
     a = marginals.auto_alpha(n, mech)
     by_hand = marginals.model(levels, tables, alpha=a,
