@@ -28,7 +28,10 @@ consistent (a separator's are the same from either clique), so the prior, and th
 do not depend on the clique chosen as root or on the orientation used to draw records: it is
 the BDe prior of Heckerman, Geiger & Chickering (1995) for every Bayesian network of the
 structure, and the prior mean of every clique marginal is :math:`q_C`. By default
-(``centre=None``) :math:`q` is uniform, :math:`\alpha_C(x_C) = a / |\mathcal X_C|`: BDeu.
+(``centre="release"``) :math:`q` is the maximum-entropy fit of the release, made when
+``dw.sample`` is given it, and :math:`a` (``alpha="auto"``, :func:`auto_alpha`) a tenth of
+what the release says about its least informed table; with ``centre=None`` :math:`q` is
+uniform, :math:`\alpha_C(x_C) = a / |\mathcal X_C|`: BDeu.
 Given the imputed records, theta is drawn exactly (conjugate, :math:`\alpha_C + n_C`) in
 O(size of the clique tables).
 
@@ -42,14 +45,16 @@ interaction the data never showed (issue 45: on the Adult data a conditional pro
 posterior mean 0.96 against a truth of 0.70, where Private-PGM's maximum-entropy fit gives
 0.71).
 Centred on the maximum-entropy fit of the released tables (:func:`release_centre`) with
-:math:`a` of order :math:`n/10`, the prior's weight along the line peaks near the fit
+:math:`a` of order a tenth of the release's effective records, the prior's weight along the line peaks near the fit
 (the weight is about :math:`\prod_x n_x^{\alpha_C(x) - 1}`, with :math:`\alpha_C(x) > 1`
 wherever the fit expects more than ten records), so the posterior of what the
 release does not identify stays near the fit. What the release does identify is pinned by
 the data whatever the centre: a released table's small cell is still estimated from its
 noisy count (the prior adds :math:`a\, q_C(x)` pseudo-records spread as the release itself,
-not the sparse ends). ``centre=`` is opt-in for now; ``release_centre`` fits it from the
-release alone (no privacy cost: post-processing).
+not the sparse ends; where the noise dominates, :func:`auto_alpha` makes :math:`a` small, so
+a noisy fit is not taken for records). ``release_centre`` fits the centre from the release
+alone (no privacy cost: post-processing); setting a prior from the data it is then given is
+an empirical-Bayes choice, which ``dw.calibrate``'s fixed-prior check refuses.
 
 **Records.** A record is its attribute levels (floats, ``0..levels[a]-1``). Records are
 proposed from :math:`p_\theta` by ancestral sampling along the tree, one categorical draw per
@@ -114,7 +119,7 @@ Three attributes, two released tables with different noise:
 >>> from dawrap.models import marginals
 >>> levels = {"age": 4, "sex": 2, "income": 2}
 >>> tables = [("age", "income"), ("sex", "income")]
->>> model = marginals.model(levels, tables, alpha=1.0)
+>>> model = marginals.model(levels, tables)        # prior centred on the release (default)
 >>> mech = marginals.mechanism(levels, tables, [marginals.Noise.laplace(0.5),
 ...                                             marginals.Noise.gaussian(0.1)])
 >>> model.structure.cliques                     # (sex, income) lists its separator first
