@@ -35,7 +35,9 @@ DRAWS = 1000 if FAST else 4000
 # ----------------------------------------------
 # Three attributes; released are two 2-way tables with different noise. The tables share
 # the attribute ``b``, so the junction tree has two cliques and ``a``, ``c`` are
-# conditionally independent given ``b``.
+# conditionally independent given ``b``. The prior (the default) is centred on the release's
+# maximum-entropy fit, here with ``alpha = 2`` prior records; ``exact_posterior`` uses the
+# same prior, set from the same release.
 levels = {"a": 2, "b": 2, "c": 3}
 tables = [("a", "b"), ("b", "c")]
 model = marginals.model(levels, tables, alpha=2.0)
