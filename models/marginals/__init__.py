@@ -45,7 +45,8 @@ interaction the data never showed (issue 45: on the Adult data a conditional pro
 posterior mean 0.96 against a truth of 0.70, where Private-PGM's maximum-entropy fit gives
 0.71).
 Centred on the maximum-entropy fit of the released tables (:func:`release_centre`) with
-:math:`a` of order a tenth of the release's effective records, the prior's weight along the line peaks near the fit
+:math:`a` of order a tenth of the release's effective records, the prior's weight along the
+line peaks near the fit
 (the weight is about :math:`\prod_x n_x^{\alpha_C(x) - 1}`, with :math:`\alpha_C(x) > 1`
 wherever the fit expects more than ten records), so the posterior of what the
 release does not identify stays near the fit. What the release does identify is pinned by
@@ -554,9 +555,9 @@ def model(levels, marginals=(), *, cliques=None, alpha="auto", centre="release",
         One parameter per clique, its marginal table ``p_<attributes>`` with the attributes
         as dimensions (labelled when ``levels`` gives labels); ``record_size`` is the
         number of attributes. It carries ``model.structure`` (:class:`Structure`),
-        ``model.domain`` (:class:`Domain`), ``model.alpha`` (a number: 1 for ``"auto"`` before a
-        release) and ``model.centre`` (``"release"`` before a release,
-        the centre's clique tables in clique order, None for BDeu).
+        ``model.domain`` (:class:`Domain`), ``model.alpha`` (a number: 1 for ``"auto"``
+        before a release) and ``model.centre`` (``"release"`` before a release, the
+        centre's clique tables in clique order, None for BDeu).
 
     Examples
     --------
@@ -589,9 +590,6 @@ def model(levels, marginals=(), *, cliques=None, alpha="auto", centre="release",
     names = _parameter_names(domain, tree)
     centre_tables = None if from_release else _centre(domain, tree, names, centre)
     prior_network = _graphical.Centre.of(centre_tables)
-    # Until a release resolves it (for_release, below), a centre="release" model is the
-    # uniform centre at alpha: what draw_prior, simulate and the baselines without a
-    # release use.
     centred = from_release or centre_tables is not None
     # alpha="auto" under a centre depends on n, and centre="release" on the release: both
     # are resolved by dw.sample (for_release, below); until then the model is its prior at
@@ -641,6 +639,12 @@ def model(levels, marginals=(), *, cliques=None, alpha="auto", centre="release",
     def for_release(mechanism, s_dp, n):
         # centre="release": the same model centred on the release's maximum-entropy fit
         # (release_centre), alpha="auto" set from n; built once per release by dw.sample
+        if not isinstance(mechanism, MarginalRelease):
+            raise TypeError(f"mechanism: centre='release' and alpha='auto' set the prior from "
+                            f"a release of marginals.mechanism (a MarginalRelease), got "
+                            f"{type(mechanism).__name__}; give centre=None (BDeu) or clique "
+                            f"tables, and a number for alpha")
+        _start.check_mechanism(out, mechanism)     # a release of the model's attributes
         fitted = release_centre(out, mechanism, s_dp) if from_release else centre
         return model(levels, marginals, cliques=cliques,
                      alpha=auto_alpha(n, mechanism) if alpha == "auto" else alpha,

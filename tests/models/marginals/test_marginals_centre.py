@@ -12,7 +12,7 @@ import pytest
 
 import dawrap as dw
 from dawrap import diagnostics
-from dawrap.models import marginals
+from dawrap.models import beta_binomial, marginals
 from dawrap.models.marginals import graphical as _graphical
 
 # a triangle: the three 2-way tables of three binary attributes, one clique of 8 cells
@@ -302,6 +302,10 @@ def test_bad_prior_settings_are_refused_by_name():
     for bad in ("automatic", 0.0, -1.0, float("inf"), True):
         with pytest.raises(ValueError, match="alpha must be 'auto' or a finite number"):
             marginals.model(LEVELS, CYCLE, alpha=bad)
+    # the prior is set from a release of marginals.mechanism only
+    with pytest.raises(TypeError, match="mechanism: centre='release' and alpha='auto'"):
+        marginals.model(LEVELS, CYCLE).resolve(beta_binomial.laplace(epsilon=1.0),
+                                               np.zeros(1), 5)
     # simulation-based calibration needs one fixed prior: a release-set one is refused
     model = marginals.model(LEVELS, CYCLE)
     with pytest.raises(ValueError, match="sets its prior from each release"):
