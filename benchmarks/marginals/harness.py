@@ -397,18 +397,24 @@ def cmd_report(args):
     coefficients = DATASETS[cfg.get("data", "adult")].coefficients
     methods = sorted({r["method"] for r in rows}, key=["exact", "pgm", "napsu", "dawrap"].index)
     out = []
+    # the 2-way held-out tables, and the 3-way ones whose three 2-way tables are released
+    # (runs since issue 45; older runs hold none, and their report is unchanged)
+    pairs = [j for j, h in enumerate(cfg["heldout"]) if len(h) == 2]
+    triples = [j for j, h in enumerate(cfg["heldout"]) if len(h) == 3]
+    more = (f" and {len(triples)} held-out 3-way ({'; '.join(' x '.join(cfg['heldout'][j]) for j in triples)})"
+            if triples else "")
     out.append(f"n = {cfg['n']}, {len(cfg['marginals'])} released 2-way marginals, "
                f"{cfg['noise']} noise of scale {cfg['marginals'][0][2]:.3f} per cell; "
                f"privacy {', '.join(f'{k} {v:.4g}' for k, v in cfg['privacy'].items())}; "
-               f"{len(cfg['heldout'])} held-out 2-way marginals; m = {cfg['m']} synthetic datasets of n records.\n")
+               f"{len(pairs)} held-out 2-way marginals{more}; m = {cfg['m']} synthetic datasets of n records.\n")
     out.append("| method | releases | TV held-out, mean (sd over releases) | TV held-out, max | "
                "TV released, mean | fit wall s | fit CPU s | synth wall s | process wall s | process CPU s |")
     out.append("|---|---|---|---|---|---|---|---|---|---|")
     for mth in methods:
         rs = [r for r in rows if r["method"] == mth]
-        th = np.array([np.mean(r["tv_heldout"]) for r in rs])
+        th = np.array([np.mean([r["tv_heldout"][j] for j in pairs]) for r in rs])
         out.append(f"| {mth} | {len(rs)} | {th.mean():.4f} ({th.std(ddof=1) if len(th) > 1 else 0:.4f}) | "
-                   f"{np.max([np.max(r['tv_heldout']) for r in rs]):.4f} | "
+                   f"{np.max([np.max([r['tv_heldout'][j] for j in pairs]) for r in rs]):.4f} | "
                    f"{np.mean([np.mean(r['tv_released']) for r in rs]):.4f} | "
                    f"{np.median([r['info']['fit_seconds'] for r in rs]):.1f} | "
                    f"{np.median([r['info'].get('fit_cpu_seconds', np.nan) for r in rs]):.1f} | "
@@ -417,6 +423,22 @@ def cmd_report(args):
                    f"{np.median([r['cpu_seconds'] for r in rs]):.1f} |")
     out.append("\nTimes are medians over releases; CPU seconds are user + system of the runner's "
                "process (all threads), wall seconds depend on the machine's load.\n")
+    if triples:
+        out.append("Held-out 3-way tables (their three 2-way tables released, their interaction "
+                   "not): TV error per release (rep 0, 1, ...), and dawrap's worst R-hat and "
+                   "smallest bulk ESS over the theta cells.\n")
+        out.append("| method | " + " | ".join(" x ".join(cfg["heldout"][j]) for j in triples)
+                   + " | worst R-hat | smallest bulk ESS |")
+        out.append("|---|" + "---|" * (len(triples) + 2))
+        for mth in methods:
+            rs = sorted((r for r in rows if r["method"] == mth), key=lambda r: r["rep"])
+            cells = [", ".join(f"{r['tv_heldout'][j]:.4f}" for r in rs) for j in triples]
+            diag = ["", ""]
+            if mth == "dawrap":
+                diag = [f"{max(r['info']['rhat_max'] for r in rs):.4f}",
+                        f"{min(r['info']['ess_bulk_min'] for r in rs):.0f}"]
+            out.append(f"| {mth} | " + " | ".join(cells + diag) + " |")
+        out.append("")
     out.append("Coverage of the real-data maximum-likelihood coefficient (NAPSU-MQ's estimand), "
                f"pooled over the {len(coefficients)} coefficients; in brackets the Monte Carlo standard error "
                "sqrt(c(1-c)/k) with k the number of intervals (coefficients of one release are "
