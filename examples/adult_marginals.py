@@ -93,7 +93,7 @@ def main(draws: int = 600, tune: int = 200, m: int | None = None, seed: int = 26
     model = marginals.model(levels, TABLES)
     print("cliques:", [tuple(model.domain.attributes[a] for a in q)
                        for q in model.structure.cliques])
-    print(f"prior records: alpha = {model.resolve(mech, s_dp, n).alpha:.0f}")
+    print(f"prior records: alpha = {marginals.auto_alpha(n, mech):.0f}")
     # databases: the chains keep enough imputed databases for m synthetic datasets (m=None:
     # dw.synthetic.DEFAULT_M, the number dawrap's documented rule asks for)
     chains = 2

@@ -79,7 +79,7 @@ def converge(path: str) -> None:
                     rhat.append(diagnostics.rhat(values[..., j]))
                     ess.append(diagnostics.ess(values[..., j]))
         rhat, ess = np.array(rhat), np.array(ess)
-        print(f"{name:18s} n = {n}, alpha = {model.resolve(mech, s_dp, n).alpha:.0f}: CPU "
+        print(f"{name:18s} n = {n}, alpha = {marginals.auto_alpha(n, mech):.0f}: CPU "
               f"{cpu:.0f} s (of which compiling {compile_time:.0f} s wall); worst R-hat "
               f"{rhat.max():.4f} ({(rhat > 1.01).sum()} of {len(rhat)} cells above 1.01), "
               f"smallest bulk ESS {ess.min():.0f} ({(ess < 400).sum()} below 400)", flush=True)

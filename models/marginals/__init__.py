@@ -644,8 +644,11 @@ def model(levels, marginals=(), *, cliques=None, alpha="auto", centre="release",
                             f"a release of marginals.mechanism (a MarginalRelease), got "
                             f"{type(mechanism).__name__}; give centre=None (BDeu) or clique "
                             f"tables, and a number for alpha")
-        _start.check_mechanism(out, mechanism)     # a release of the model's attributes
-        fitted = release_centre(out, mechanism, s_dp) if from_release else centre
+        if from_release:   # release_centre refuses a release over other attributes
+            fitted = release_centre(out, mechanism, s_dp)
+        else:
+            _start.check_mechanism(out, mechanism)
+            fitted = centre
         return model(levels, marginals, cliques=cliques,
                      alpha=auto_alpha(n, mechanism) if alpha == "auto" else alpha,
                      centre=fitted, max_clique_cells=max_clique_cells,

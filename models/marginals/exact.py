@@ -205,7 +205,8 @@ def exact_posterior(model, mechanism, s_dp, n: int) -> ExactPosterior:
     1.0
     """
     # the prior dw.sample samples under: centred on this release by default (Model.resolve)
-    model = model.resolve(mechanism, mechanism.check_release(s_dp), n)
+    s = mechanism.check_release(s_dp)
+    model = model.resolve(mechanism, s, n)
     tree = model.structure
     alpha = model.alpha
     cells = math.prod(tree.levels)
@@ -229,7 +230,6 @@ def exact_posterior(model, mechanism, s_dp, n: int) -> ExactPosterior:
             log_w -= _log_dm(sep, conc.reshape(shape).sum(1))
     margins = np.stack([mechanism.total(r[None, :]) for r in records], axis=1)
     totals = tables @ margins.T
-    s = mechanism.check_release(s_dp)
     params = mechanism.params
     size = mechanism.size
     z = (s[None, :] - totals) * params[:size]
